@@ -1,0 +1,175 @@
+//! The canonical linear form: `Σ coeff·atom + constant`, atoms being variables, products of
+//! non-constant expressions, and floordiv/ceildiv/mod terms (whose operands are themselves
+//! canonical). Constants are folded, like terms collected, terms ordered structurally
+//! (variables by index first), zero terms dropped.
+//!
+//! ```text
+//! 3 + d1 * 2 + (d0 - d0) + d1      =>  d1 * 3 + 3
+//! (d0 * 8 + d1 * 16) floordiv 8    =>  d0 + d1 * 2        (every coefficient divisible)
+//! ```
+//!
+//! Every map passes through [`canonical`], so maps that differ only in the order of
+//! their terms are the same map, and printing is stable.
+
+use super::{Expr, ExprKind, Op};
+use std::collections::BTreeMap;
+
+/// `Σ terms[i].1 · terms[i].0 + constant`, terms in structural order, no zero coefficient.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Linear {
+    pub terms: Vec<(Expr, i64)>,
+    pub constant: i64,
+}
+
+impl Linear {
+    pub fn constant(c: i64) -> Linear {
+        Linear { terms: Vec::new(), constant: c }
+    }
+    pub fn is_constant(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// The linear form of `e` with canonical atoms; `None` when a coefficient overflows.
+    pub fn of(e: Expr) -> Option<Linear> {
+        let mut acc = BTreeMap::new();
+        let mut constant = 0i64;
+        collect(e, 1, &mut acc, &mut constant)?;
+        Some(Linear {
+            terms: acc.into_iter().filter(|&(_, c)| c != 0).collect(),
+            constant,
+        })
+    }
+
+    /// Whether every coefficient and the constant are divisible by `c`.
+    pub fn divisible_by(&self, c: i64) -> bool {
+        c != 0 && self.constant % c == 0 && self.terms.iter().all(|&(_, k)| k % c == 0)
+    }
+
+    /// Each coefficient divided by `c` (exact: call only when [`divisible_by`]).
+    pub fn div_exact(&self, c: i64) -> Linear {
+        Linear {
+            terms: self.terms.iter().map(|&(a, k)| (a, k / c)).collect(),
+            constant: self.constant / c,
+        }
+    }
+
+    /// The expression `t1 + t2 + ... + constant`, left-nested, in print order: larger
+    /// coefficients (strides) first, as people write linearized indices (`d0 * 8 + d1`);
+    /// ties in variable order, a plain variable before a compound term; the constant last.
+    pub fn to_expr(&self) -> Expr {
+        let mut terms = self.terms.clone();
+        terms.sort_by(|&(a, ka), &(b, kb)| {
+            kb.unsigned_abs()
+                .cmp(&ka.unsigned_abs())
+                .then_with(|| a.cmp(&b))
+                .then_with(|| kb.cmp(&ka))
+        });
+        let mut out: Option<Expr> = None;
+        for &(atom, k) in &terms {
+            let term = if k == 1 { atom } else { Expr::bin(Op::Mul, atom, Expr::constant(k)) };
+            out = Some(match out {
+                None => term,
+                Some(acc) => Expr::bin(Op::Add, acc, term),
+            });
+        }
+        match out {
+            None => Expr::constant(self.constant),
+            Some(acc) if self.constant == 0 => acc,
+            Some(acc) => Expr::bin(Op::Add, acc, Expr::constant(self.constant)),
+        }
+    }
+}
+
+fn collect(e: Expr, k: i64, acc: &mut BTreeMap<Expr, i64>, constant: &mut i64) -> Option<()> {
+    match e.kind() {
+        ExprKind::Const(c) => {
+            *constant = constant.checked_add(c.checked_mul(k)?)?;
+        }
+        ExprKind::Var(_) => add_term(acc, e, k)?,
+        ExprKind::Bin(Op::Add, a, b) => {
+            collect(a, k, acc, constant)?;
+            collect(b, k, acc, constant)?;
+        }
+        ExprKind::Bin(Op::Mul, a, b) => {
+            let la = Linear::of(a)?;
+            let lb = Linear::of(b)?;
+            if la.is_constant() {
+                collect(b, k.checked_mul(la.constant)?, acc, constant)?;
+            } else if lb.is_constant() {
+                collect(a, k.checked_mul(lb.constant)?, acc, constant)?;
+            } else {
+                let (x, y) = (la.to_expr(), lb.to_expr());
+                let (x, y) = if x <= y { (x, y) } else { (y, x) };
+                add_term(acc, Expr::bin(Op::Mul, x, y), k)?;
+            }
+        }
+        ExprKind::Bin(op, a, b) => {
+            let la = Linear::of(a)?;
+            let lb = Linear::of(b)?;
+            match (op, lb.is_constant().then_some(lb.constant)) {
+                (_, Some(c)) if c > 0 && la.is_constant() => {
+                    let v = super::arith::apply(op, la.constant, c).ok()?;
+                    *constant = constant.checked_add(v.checked_mul(k)?)?;
+                }
+                (Op::FloorDiv | Op::CeilDiv, Some(c)) if c > 0 && la.divisible_by(c) => {
+                    let q = la.div_exact(c);
+                    for (atom, j) in q.terms {
+                        add_term(acc, atom, j.checked_mul(k)?)?;
+                    }
+                    *constant = constant.checked_add(q.constant.checked_mul(k)?)?;
+                }
+                (Op::Mod, Some(c)) if c > 0 && la.divisible_by(c) => {}
+                _ => add_term(acc, Expr::bin(op, la.to_expr(), lb.to_expr()), k)?,
+            }
+        }
+    }
+    Some(())
+}
+
+fn add_term(acc: &mut BTreeMap<Expr, i64>, atom: Expr, k: i64) -> Option<()> {
+    let slot = acc.entry(atom).or_insert(0);
+    *slot = slot.checked_add(k)?;
+    Some(())
+}
+
+/// The canonical form of `e` (unchanged if canonicalization would overflow).
+pub fn canonical(e: Expr) -> Expr {
+    match Linear::of(e) {
+        Some(l) => l.to_expr(),
+        None => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(i: u32) -> Expr {
+        Expr::var(i)
+    }
+    fn c(v: i64) -> Expr {
+        Expr::constant(v)
+    }
+
+    #[test]
+    fn like_terms_are_collected_and_ordered() {
+        let e = c(3).add(d(1).mul(c(2))).add(d(0).sub(d(0))).add(d(1));
+        assert_eq!(canonical(e), Expr::bin(Op::Add, Expr::bin(Op::Mul, d(1), c(3)), c(3)));
+    }
+
+    #[test]
+    fn canonical_is_idempotent_and_order_independent() {
+        let a = d(0).mul(c(8)).add(d(1).floordiv(c(2)));
+        let b = d(1).floordiv(c(2)).add(c(8).mul(d(0)));
+        assert_eq!(canonical(a), canonical(b));
+        assert_eq!(canonical(canonical(a)), canonical(a));
+    }
+
+    #[test]
+    fn exact_division_folds() {
+        let e = Expr::bin(Op::FloorDiv, d(0).mul(c(8)).add(d(1).mul(c(16))), c(8));
+        assert_eq!(canonical(e), canonical(d(0).add(d(1).mul(c(2)))));
+        let m = Expr::bin(Op::Mod, d(0).mul(c(8)), c(4));
+        assert_eq!(canonical(m), c(0));
+    }
+}

@@ -1,0 +1,290 @@
+//! Integer expressions over the variables of an indexing map.
+//!
+//! An [`Expr`] is a `Copy` handle into a hash-consing arena ([`intern`]): building the same
+//! expression twice gives the same id. Variables are positions in the owning map's variable
+//! list (dimensions, then range variables, then runtime variables), so an expression means
+//! nothing without its map; printing takes the names.
+//!
+//! ```text
+//! (d0, d1)[s0] -> (d0 * 8 + s0 floordiv 2)
+//!   Var(0) = d0, Var(1) = d1, Var(2) = s0
+//!   Add(Mul(Var(0), Const(8)), FloorDiv(Var(2), Const(2)))
+//! ```
+//!
+//! Semantics (MLIR's): `floordiv` rounds toward -∞, `ceildiv` toward +∞, and `mod` is
+//! `a - (a floordiv b) * b`, never negative for a positive divisor.
+
+pub mod arith;
+mod intern;
+pub mod linear;
+pub mod print;
+
+pub use arith::{eval, EvalError};
+pub use intern::arena_size;
+pub use linear::{canonical, Linear};
+pub use print::{display, ExprDisplay};
+
+use std::cmp::Ordering;
+
+/// An interned expression.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Expr(u32);
+
+/// The operator of an expression node.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Op {
+    Add,
+    Mul,
+    FloorDiv,
+    CeilDiv,
+    Mod,
+}
+
+impl Op {
+    /// The operator's name as the language writes it.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Op::Add => "+",
+            Op::Mul => "*",
+            Op::FloorDiv => "floordiv",
+            Op::CeilDiv => "ceildiv",
+            Op::Mod => "mod",
+        }
+    }
+    /// `floordiv`, `ceildiv` or `mod`.
+    pub fn is_div_like(self) -> bool {
+        matches!(self, Op::FloorDiv | Op::CeilDiv | Op::Mod)
+    }
+}
+
+/// One node of an expression.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum ExprKind {
+    Const(i64),
+    Var(u32),
+    Bin(Op, Expr, Expr),
+}
+
+impl Expr {
+    /// The node behind this handle.
+    pub fn kind(self) -> ExprKind {
+        intern::lookup(self.0)
+    }
+    /// The arena id (stable for the life of the process; not an order to print by).
+    pub fn id(self) -> u32 {
+        self.0
+    }
+    pub fn from_kind(kind: ExprKind) -> Expr {
+        Expr(intern::intern(kind))
+    }
+    pub fn constant(c: i64) -> Expr {
+        Expr::from_kind(ExprKind::Const(c))
+    }
+    pub fn var(index: u32) -> Expr {
+        Expr::from_kind(ExprKind::Var(index))
+    }
+    /// The binary node `op(a, b)`, exactly as given (no folding).
+    pub fn bin(op: Op, a: Expr, b: Expr) -> Expr {
+        Expr::from_kind(ExprKind::Bin(op, a, b))
+    }
+    pub fn as_const(self) -> Option<i64> {
+        match self.kind() {
+            ExprKind::Const(c) => Some(c),
+            _ => None,
+        }
+    }
+    pub fn as_var(self) -> Option<u32> {
+        match self.kind() {
+            ExprKind::Var(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    // Builders with light folding: constants are folded when nothing overflows, neutral
+    // elements vanish. They never change the value of the expression.
+    pub fn add(self, other: Expr) -> Expr {
+        match (self.kind(), other.kind()) {
+            (ExprKind::Const(0), _) => other,
+            (_, ExprKind::Const(0)) => self,
+            (ExprKind::Const(a), ExprKind::Const(b)) if a.checked_add(b).is_some() => {
+                Expr::constant(a + b)
+            }
+            _ => Expr::bin(Op::Add, self, other),
+        }
+    }
+    pub fn mul(self, other: Expr) -> Expr {
+        match (self.kind(), other.kind()) {
+            (ExprKind::Const(1), _) => other,
+            (_, ExprKind::Const(1)) => self,
+            (ExprKind::Const(0), _) | (_, ExprKind::Const(0)) => Expr::constant(0),
+            (ExprKind::Const(a), ExprKind::Const(b)) if a.checked_mul(b).is_some() => {
+                Expr::constant(a * b)
+            }
+            (ExprKind::Const(_), _) => Expr::bin(Op::Mul, other, self),
+            _ => Expr::bin(Op::Mul, self, other),
+        }
+    }
+    pub fn neg(self) -> Expr {
+        self.mul(Expr::constant(-1))
+    }
+    pub fn sub(self, other: Expr) -> Expr {
+        self.add(other.neg())
+    }
+    pub fn floordiv(self, other: Expr) -> Expr {
+        match (self.kind(), other.kind()) {
+            (_, ExprKind::Const(1)) => self,
+            (ExprKind::Const(a), ExprKind::Const(b)) if b > 0 => Expr::constant(arith::floor_div(a, b)),
+            _ => Expr::bin(Op::FloorDiv, self, other),
+        }
+    }
+    pub fn ceildiv(self, other: Expr) -> Expr {
+        match (self.kind(), other.kind()) {
+            (_, ExprKind::Const(1)) => self,
+            (ExprKind::Const(a), ExprKind::Const(b)) if b > 0 => match arith::ceil_div(a, b) {
+                Some(v) => Expr::constant(v),
+                None => Expr::bin(Op::CeilDiv, self, other),
+            },
+            _ => Expr::bin(Op::CeilDiv, self, other),
+        }
+    }
+    pub fn modulo(self, other: Expr) -> Expr {
+        match (self.kind(), other.kind()) {
+            (_, ExprKind::Const(1)) => Expr::constant(0),
+            (ExprKind::Const(a), ExprKind::Const(b)) if b > 0 => Expr::constant(a.rem_euclid(b)),
+            _ => Expr::bin(Op::Mod, self, other),
+        }
+    }
+    /// `op(self, other)` through the folding builders.
+    pub fn apply(op: Op, a: Expr, b: Expr) -> Expr {
+        match op {
+            Op::Add => a.add(b),
+            Op::Mul => a.mul(b),
+            Op::FloorDiv => a.floordiv(b),
+            Op::CeilDiv => a.ceildiv(b),
+            Op::Mod => a.modulo(b),
+        }
+    }
+
+    /// Replaces every variable `v` by `f(v)`, rebuilding through the folding builders.
+    pub fn substitute(self, f: &mut dyn FnMut(u32) -> Expr) -> Expr {
+        let mut memo = std::collections::HashMap::new();
+        self.substitute_memo(f, &mut memo)
+    }
+    fn substitute_memo(
+        self,
+        f: &mut dyn FnMut(u32) -> Expr,
+        memo: &mut std::collections::HashMap<Expr, Expr>,
+    ) -> Expr {
+        if let Some(&e) = memo.get(&self) {
+            return e;
+        }
+        let out = match self.kind() {
+            ExprKind::Const(_) => self,
+            ExprKind::Var(v) => f(v),
+            ExprKind::Bin(op, a, b) => {
+                let a = a.substitute_memo(f, memo);
+                let b = b.substitute_memo(f, memo);
+                Expr::apply(op, a, b)
+            }
+        };
+        memo.insert(self, out);
+        out
+    }
+    /// Renumbers variables: `v` becomes `map(v)`.
+    pub fn rename(self, map: &dyn Fn(u32) -> u32) -> Expr {
+        self.substitute(&mut |v| Expr::var(map(v)))
+    }
+    /// Calls `f` on every variable occurring in the expression.
+    pub fn visit_vars(self, f: &mut dyn FnMut(u32)) {
+        match self.kind() {
+            ExprKind::Const(_) => {}
+            ExprKind::Var(v) => f(v),
+            ExprKind::Bin(_, a, b) => {
+                a.visit_vars(f);
+                b.visit_vars(f);
+            }
+        }
+    }
+    pub fn uses_var(self, v: u32) -> bool {
+        let mut found = false;
+        self.visit_vars(&mut |w| found |= w == v);
+        found
+    }
+    /// Whether the expression contains floordiv, ceildiv or mod.
+    pub fn has_div(self) -> bool {
+        match self.kind() {
+            ExprKind::Bin(op, a, b) => op.is_div_like() || a.has_div() || b.has_div(),
+            _ => false,
+        }
+    }
+    /// Number of nodes in the tree (shared subtrees counted each time).
+    pub fn size(self) -> usize {
+        match self.kind() {
+            ExprKind::Bin(_, a, b) => 1 + a.size() + b.size(),
+            _ => 1,
+        }
+    }
+    /// Whether every divisor in the expression is a positive constant.
+    pub fn divisors_are_positive_constants(self) -> bool {
+        match self.kind() {
+            ExprKind::Bin(op, a, b) => {
+                (!op.is_div_like() || b.as_const().is_some_and(|c| c > 0))
+                    && a.divisors_are_positive_constants()
+                    && b.divisors_are_positive_constants()
+            }
+            _ => true,
+        }
+    }
+    /// Structural order, independent of interning history: variables (by index) first,
+    /// then compound expressions, then constants. Used wherever order is printed.
+    pub fn structural_cmp(self, other: Expr) -> Ordering {
+        if self == other {
+            return Ordering::Equal;
+        }
+        fn rank(k: &ExprKind) -> u8 {
+            match k {
+                ExprKind::Var(_) => 0,
+                ExprKind::Bin(..) => 1,
+                ExprKind::Const(_) => 2,
+            }
+        }
+        let (ka, kb) = (self.kind(), other.kind());
+        match rank(&ka).cmp(&rank(&kb)) {
+            Ordering::Equal => {}
+            o => return o,
+        }
+        match (ka, kb) {
+            (ExprKind::Var(a), ExprKind::Var(b)) => a.cmp(&b),
+            (ExprKind::Const(a), ExprKind::Const(b)) => a.cmp(&b),
+            (ExprKind::Bin(oa, a1, a2), ExprKind::Bin(ob, b1, b2)) => {
+                // Order compound terms by the first variable they mention so that printed sums
+                // read in variable order, then by operator and operands.
+                let fa = first_var(self);
+                let fb = first_var(other);
+                fa.cmp(&fb)
+                    .then_with(|| oa.cmp(&ob))
+                    .then_with(|| a1.structural_cmp(b1))
+                    .then_with(|| a2.structural_cmp(b2))
+            }
+            _ => Ordering::Equal,
+        }
+    }
+}
+
+/// The smallest variable index in `e` (`u32::MAX` for constants).
+fn first_var(e: Expr) -> u32 {
+    let mut m = u32::MAX;
+    e.visit_vars(&mut |v| m = m.min(v));
+    m
+}
+
+impl PartialOrd for Expr {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Expr {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.structural_cmp(*other)
+    }
+}

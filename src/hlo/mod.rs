@@ -1,0 +1,1 @@
+//! HLO text and its indexing analysis (issue: HLO indexing analysis).

@@ -1,0 +1,1 @@
+//! The Jupyter kernel (issue: Jupyter kernel).

@@ -1,0 +1,75 @@
+//! ixmap: a workbench for XLA-style indexing maps.
+//!
+//! The engine behind every front end (REPL, `ixmap run`, transcripts, the Jupyter kernel).
+//! Modules are declared in the order data flows through them; a module uses only modules
+//! above it.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+// 1. text → AST
+pub mod syntax;
+
+// 2. the algebra
+pub mod expr;
+pub mod interval;
+pub mod map;
+
+// 3. analysis and simplification
+pub mod hlo;
+pub mod simplify;
+
+// 4. GPU: mappings, kernels, measurements
+pub mod gpu;
+
+// 5. the interpreter
+pub mod session;
+
+// 6. rendering
+pub mod render;
+
+// 7. front ends (the only code that prints)
+pub mod jupyter;
+pub mod repl;
+pub mod transcript;
+
+pub use map::{IndexingMap, Limits, Variable};
+pub use session::{Outcome, Session, Value};
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static INTERRUPT: AtomicBool = AtomicBool::new(false);
+
+/// Asks long-running work (enumeration, simplification, benchmarks) to stop soon.
+pub fn request_interrupt() {
+    INTERRUPT.store(true, Ordering::SeqCst);
+}
+/// Clears a pending interrupt (done before each statement).
+pub fn clear_interrupt() {
+    INTERRUPT.store(false, Ordering::SeqCst);
+}
+/// Whether an interrupt was requested; long loops poll this.
+pub fn interrupted() -> bool {
+    INTERRUPT.load(Ordering::Relaxed)
+}
+
+/// Why an operation on maps failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MapError {
+    #[error("the map is UNDEFINED")]
+    Undefined,
+    #[error("variable `{0}` has no bounds, so its values cannot be enumerated")]
+    Unbounded(String),
+    #[error("the domain has {points} points, more than the limit of {limit} for exact enumeration")]
+    TooLarge { points: u64, limit: u64 },
+    #[error("cannot compose: the first map has {results} results but the second has {dims} dimensions")]
+    ComposeArity { results: usize, dims: usize },
+    #[error("not a bijection: {0}")]
+    NotBijective(String),
+    #[error("integer overflow in {0}")]
+    Overflow(String),
+    #[error("{0}")]
+    Eval(#[from] expr::EvalError),
+    #[error("interrupted")]
+    Interrupted,
+    #[error("{0}")]
+    Other(String),
+}

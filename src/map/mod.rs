@@ -1,0 +1,353 @@
+//! Indexing maps: a function from dimension, range and runtime variables to a tuple of
+//! expressions, together with its domain (variable bounds and constraints).
+//!
+//! ```text
+//! (d0, d1)[s0]{r0} -> (d0 * 8 + s0, d1 floordiv 2 + r0),
+//! domain: d0 in [0, 9], d1 in [0, 15], s0 in [0, 7], r0 in [0, 4], d0 + s0 in [0, 12]
+//! ```
+//!
+//! Variables are numbered dims first, then range variables, then runtime variables; an
+//! [`Expr`]'s `Var(i)` is the i-th of them. Every map is kept in canonical form
+//! ([`IndexingMap::canonicalize`]): results and constraints in the linear form, constraints
+//! merged and sorted, single-variable constraints folded into the bounds.
+
+mod compose;
+mod enumerate;
+mod equal;
+mod inverse;
+pub mod mlir;
+mod unused;
+
+pub use compose::compose;
+pub use enumerate::{DomainPoints, Limits};
+pub use equal::equal;
+pub use inverse::{inverse, is_bijection, is_permutation};
+pub use unused::remove_unused_symbols;
+
+use crate::expr::{self, Expr, ExprKind};
+use crate::interval::{range_of, Interval};
+use std::fmt;
+
+/// What a variable stands for.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum VarKind {
+    /// An index of the tensor (or GPU grid) the map starts from.
+    Dim,
+    /// A range of values needed for one point (a reduction, a window).
+    Range,
+    /// A value known only at run time (a dynamic offset).
+    Runtime,
+}
+
+impl VarKind {
+    pub fn default_prefix(self) -> &'static str {
+        match self {
+            VarKind::Dim => "d",
+            VarKind::Range => "s",
+            VarKind::Runtime => "r",
+        }
+    }
+    pub fn describe(self) -> &'static str {
+        match self {
+            VarKind::Dim => "dimension",
+            VarKind::Range => "range variable",
+            VarKind::Runtime => "runtime variable",
+        }
+    }
+}
+
+/// A named, bounded variable.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Variable {
+    pub name: String,
+    pub bounds: Interval,
+}
+
+impl Variable {
+    pub fn new(name: impl Into<String>, lo: i64, hi: i64) -> Variable {
+        Variable { name: name.into(), bounds: Interval::new(lo, hi) }
+    }
+}
+
+/// Whether the map is an ordinary map, one whose domain is known to be empty, or undefined
+/// (an op whose indexing is unknown).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Status {
+    Defined,
+    KnownEmpty,
+    Undefined,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct IndexingMap {
+    pub dims: Vec<Variable>,
+    pub ranges: Vec<Variable>,
+    pub runtimes: Vec<Variable>,
+    pub results: Vec<Expr>,
+    /// `(expr, interval)` pairs: the map is defined where each expr lies in its interval.
+    pub constraints: Vec<(Expr, Interval)>,
+    pub is_simplified: bool,
+    pub status: Status,
+}
+
+impl IndexingMap {
+    /// A map with the given variables and results, canonicalized.
+    pub fn new(
+        dims: Vec<Variable>,
+        ranges: Vec<Variable>,
+        runtimes: Vec<Variable>,
+        results: Vec<Expr>,
+        constraints: Vec<(Expr, Interval)>,
+    ) -> IndexingMap {
+        let mut m = IndexingMap {
+            dims,
+            ranges,
+            runtimes,
+            results,
+            constraints,
+            is_simplified: false,
+            status: Status::Defined,
+        };
+        m.canonicalize();
+        m
+    }
+
+    /// `(d0, ..) -> (d0, ..)` over a box with the given extents.
+    pub fn identity(extents: &[i64]) -> IndexingMap {
+        let dims = default_vars(VarKind::Dim, extents);
+        let results = (0..extents.len() as u32).map(Expr::var).collect();
+        IndexingMap::new(dims, vec![], vec![], results, vec![])
+    }
+
+    /// The map of an op whose indexing is unknown.
+    pub fn undefined() -> IndexingMap {
+        IndexingMap {
+            dims: vec![],
+            ranges: vec![],
+            runtimes: vec![],
+            results: vec![],
+            constraints: vec![],
+            is_simplified: false,
+            status: Status::Undefined,
+        }
+    }
+
+    pub fn is_undefined(&self) -> bool {
+        self.status == Status::Undefined
+    }
+    pub fn is_known_empty(&self) -> bool {
+        self.status == Status::KnownEmpty
+    }
+    pub fn num_vars(&self) -> usize {
+        self.dims.len() + self.ranges.len() + self.runtimes.len()
+    }
+    pub fn num_symbols(&self) -> usize {
+        self.ranges.len() + self.runtimes.len()
+    }
+    /// All variables in index order: dims, ranges, runtimes.
+    pub fn vars(&self) -> impl Iterator<Item = &Variable> {
+        self.dims.iter().chain(&self.ranges).chain(&self.runtimes)
+    }
+    pub fn vars_mut(&mut self) -> impl Iterator<Item = &mut Variable> {
+        self.dims.iter_mut().chain(&mut self.ranges).chain(&mut self.runtimes)
+    }
+    pub fn var(&self, i: usize) -> &Variable {
+        self.vars().nth(i).expect("variable index within the map")
+    }
+    pub fn var_kind(&self, i: usize) -> VarKind {
+        if i < self.dims.len() {
+            VarKind::Dim
+        } else if i < self.dims.len() + self.ranges.len() {
+            VarKind::Range
+        } else {
+            VarKind::Runtime
+        }
+    }
+    pub fn names(&self) -> Vec<String> {
+        self.vars().map(|v| v.name.clone()).collect()
+    }
+    pub fn bounds(&self) -> Vec<Interval> {
+        self.vars().map(|v| v.bounds).collect()
+    }
+    /// The interval of `e` over this map's variable bounds.
+    pub fn range_of(&self, e: Expr) -> Interval {
+        range_of(e, &self.bounds())
+    }
+    /// Prints an expression of this map with its variable names.
+    pub fn show_expr(&self, e: Expr) -> String {
+        expr::display(e, &self.names()).to_string()
+    }
+
+    /// Brings the map to canonical form: canonical results and constraints, constraints
+    /// merged by expression and sorted, single-variable `v in [a, b]` constraints folded into
+    /// the bounds of `v`, constant constraints checked; an empty bound or constraint makes
+    /// the map KNOWN EMPTY.
+    pub fn canonicalize(&mut self) {
+        if self.status == Status::Undefined {
+            return;
+        }
+        for r in &mut self.results {
+            *r = expr::canonical(*r);
+        }
+        let mut merged: Vec<(Expr, Interval)> = Vec::new();
+        let old = std::mem::take(&mut self.constraints);
+        for (e, iv) in old {
+            let e = expr::canonical(e);
+            match e.kind() {
+                ExprKind::Const(c) => {
+                    if !iv.contains(c) {
+                        self.status = Status::KnownEmpty;
+                    }
+                }
+                ExprKind::Var(v) => {
+                    if let Some(var) = self.vars_mut().nth(v as usize) {
+                        var.bounds = var.bounds.intersect(&iv);
+                    }
+                }
+                _ => match merged.iter_mut().find(|(x, _)| *x == e) {
+                    Some((_, j)) => *j = j.intersect(&iv),
+                    None => merged.push((e, iv)),
+                },
+            }
+        }
+        merged.sort_by(|a, b| a.0.cmp(&b.0));
+        self.constraints = merged;
+        if self.vars().any(|v| v.bounds.is_empty()) || self.constraints.iter().any(|(_, i)| i.is_empty())
+        {
+            self.status = Status::KnownEmpty;
+        }
+    }
+
+    /// Renames variables whose names collide (after a composition, say) to the defaults
+    /// `d*`, `s*`, `r*` of their kind.
+    pub fn fix_names(&mut self) {
+        let mut seen = std::collections::HashSet::new();
+        let dup = self.vars().any(|v| !seen.insert(v.name.clone()));
+        if !dup {
+            return;
+        }
+        for (kind, vars) in [
+            (VarKind::Dim, &mut self.dims),
+            (VarKind::Range, &mut self.ranges),
+            (VarKind::Runtime, &mut self.runtimes),
+        ] {
+            for (i, v) in vars.iter_mut().enumerate() {
+                v.name = format!("{}{}", kind.default_prefix(), i);
+            }
+        }
+    }
+
+    /// Whether every result uses only dims and the map has no symbols (a plain function of
+    /// the tensor index).
+    pub fn has_symbols(&self) -> bool {
+        self.num_symbols() > 0
+    }
+
+    /// The results at a full variable assignment, if the point is in the domain.
+    pub fn eval_point(&self, point: &[i64]) -> Result<Option<Vec<i64>>, expr::EvalError> {
+        if !self.contains_point(point)? {
+            return Ok(None);
+        }
+        let vals = self.results.iter().map(|&r| expr::eval(r, point)).collect::<Result<_, _>>()?;
+        Ok(Some(vals))
+    }
+
+    /// Whether a full variable assignment satisfies the bounds and constraints.
+    pub fn contains_point(&self, point: &[i64]) -> Result<bool, expr::EvalError> {
+        if self.status != Status::Defined {
+            return Ok(false);
+        }
+        for (v, &x) in self.vars().zip(point) {
+            if !v.bounds.contains(x) {
+                return Ok(false);
+            }
+        }
+        for &(e, iv) in &self.constraints {
+            if !iv.contains(expr::eval(e, point)?) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The map printed over several lines, as XLA prints it.
+    pub fn to_multiline(&self) -> String {
+        self.render(true)
+    }
+
+    fn render(&self, multiline: bool) -> String {
+        match self.status {
+            Status::Undefined => return "UNDEFINED".to_string(),
+            Status::KnownEmpty if self.num_vars() == 0 && self.results.is_empty() => {
+                return "KNOWN EMPTY".to_string()
+            }
+            _ => {}
+        }
+        let names = self.names();
+        let join = |vs: &[Variable]| vs.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ");
+        let mut s = format!("({})", join(&self.dims));
+        if !self.ranges.is_empty() {
+            s += &format!("[{}]", join(&self.ranges));
+        }
+        if !self.runtimes.is_empty() {
+            s += &format!("{{{}}}", join(&self.runtimes));
+        }
+        let results: Vec<String> =
+            self.results.iter().map(|&r| expr::display(r, &names).to_string()).collect();
+        s += &format!(" -> ({})", results.join(", "));
+        let mut items: Vec<String> = Vec::new();
+        if self.status == Status::KnownEmpty {
+            items.push("KNOWN EMPTY".into());
+        } else {
+            for v in self.vars() {
+                if !v.bounds.is_full() {
+                    items.push(format!("{} in {}", v.name, v.bounds));
+                }
+            }
+            for &(e, iv) in &self.constraints {
+                items.push(format!("{} in {}", expr::display(e, &names), iv));
+            }
+            if self.is_simplified {
+                items.push("is_simplified: true".into());
+            }
+        }
+        if items.is_empty() {
+            return s;
+        }
+        if multiline {
+            format!("{s},\ndomain:\n{}", items.join(",\n"))
+        } else {
+            format!("{s}, domain: {}", items.join(", "))
+        }
+    }
+}
+
+impl fmt::Display for IndexingMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(false))
+    }
+}
+
+/// Variables `prefix0..` with bounds `[0, extent - 1]`.
+pub fn default_vars(kind: VarKind, extents: &[i64]) -> Vec<Variable> {
+    extents
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| Variable::new(format!("{}{}", kind.default_prefix(), i), 0, n - 1))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_prints_like_xla() {
+        let m = IndexingMap::identity(&[10, 20]);
+        assert_eq!(m.to_string(), "(d0, d1) -> (d0, d1), domain: d0 in [0, 9], d1 in [0, 19]");
+        assert_eq!(
+            m.to_multiline(),
+            "(d0, d1) -> (d0, d1),\ndomain:\nd0 in [0, 9],\nd1 in [0, 19]"
+        );
+    }
+}

@@ -1,0 +1,111 @@
+//! Removal of range and runtime variables that no result uses.
+//!
+//! A symbol may go when no result mentions it and every constraint that mentions it
+//! mentions only symbols that also go, and those constraints can be met (checked by
+//! enumerating the removed symbols, when few): then dropping them leaves every point of the
+//! domain and every result as it was.
+
+use super::{IndexingMap, Limits, Status};
+use crate::map::enumerate::{box_size, for_each_in_box};
+
+/// The map without unused symbols, and how many were removed.
+pub fn remove_unused_symbols(m: &IndexingMap) -> (IndexingMap, usize) {
+    if m.status != Status::Defined {
+        return (m.clone(), 0);
+    }
+    let nd = m.dims.len();
+    let n = m.num_vars();
+    let mut used = vec![false; n];
+    for d in used.iter_mut().take(nd) {
+        *d = true;
+    }
+    for r in &m.results {
+        r.visit_vars(&mut |v| used[v as usize] = true);
+    }
+    // A constraint that ties a kept variable to a symbol keeps the symbol.
+    loop {
+        let mut changed = false;
+        for &(e, _) in &m.constraints {
+            let mut vs = Vec::new();
+            e.visit_vars(&mut |v| vs.push(v as usize));
+            if vs.iter().any(|&v| used[v]) && vs.iter().any(|&v| !used[v]) {
+                for v in vs {
+                    changed |= !used[v];
+                    used[v] = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let removed: Vec<usize> = (0..n).filter(|&v| !used[v]).collect();
+    if removed.is_empty() {
+        return (m.clone(), 0);
+    }
+    // The constraints among removed symbols must be satisfiable, or the map is empty.
+    let only_removed: Vec<_> = m
+        .constraints
+        .iter()
+        .filter(|(e, _)| {
+            let mut all = true;
+            e.visit_vars(&mut |v| all &= !used[v as usize]);
+            all
+        })
+        .copied()
+        .collect();
+    if !only_removed.is_empty() {
+        let bounds = m.bounds();
+        let names = m.names();
+        let sub_bounds: Vec<_> = removed.iter().map(|&v| bounds[v]).collect();
+        let sub_names: Vec<_> = removed.iter().map(|&v| names[v].clone()).collect();
+        if box_size(&sub_names, &sub_bounds, &Limits { max_points: 1 << 20 }).is_err() {
+            return (m.clone(), 0);
+        }
+        let mut feasible = false;
+        let mut point = vec![0i64; n];
+        let _ = for_each_in_box(&sub_bounds, &mut |p| {
+            for (k, &v) in removed.iter().enumerate() {
+                point[v] = p[k];
+            }
+            let ok = only_removed
+                .iter()
+                .all(|&(e, iv)| crate::expr::eval(e, &point).map(|x| iv.contains(x)).unwrap_or(false));
+            feasible |= ok;
+            Ok(!ok)
+        });
+        if !feasible {
+            let mut empty = m.clone();
+            empty.status = Status::KnownEmpty;
+            return (empty, 0);
+        }
+    }
+    let mut new_index = vec![u32::MAX; n];
+    let mut next = 0u32;
+    for v in 0..n {
+        if used[v] {
+            new_index[v] = next;
+            next += 1;
+        }
+    }
+    let keep = |vs: &Vec<super::Variable>, offset: usize| -> Vec<super::Variable> {
+        vs.iter().enumerate().filter(|(i, _)| used[offset + i]).map(|(_, v)| v.clone()).collect()
+    };
+    let ranges = keep(&m.ranges, nd);
+    let runtimes = keep(&m.runtimes, nd + m.ranges.len());
+    let rename = |v: u32| new_index[v as usize];
+    let results = m.results.iter().map(|r| r.rename(&rename)).collect();
+    let constraints = m
+        .constraints
+        .iter()
+        .filter(|(e, _)| {
+            let mut any_used = false;
+            e.visit_vars(&mut |v| any_used |= used[v as usize]);
+            any_used
+        })
+        .map(|&(e, iv)| (e.rename(&rename), iv))
+        .collect();
+    let mut out = IndexingMap::new(m.dims.clone(), ranges, runtimes, results, constraints);
+    out.is_simplified = m.is_simplified;
+    (out, removed.len())
+}

@@ -1,0 +1,147 @@
+//! Plain and ANSI text. Transcripts and `--json` use [`Style::Plain`]; the REPL uses
+//! [`Style::Ansi`] on a terminal when `NO_COLOR` is unset.
+
+use crate::session::{Bench, Indexing, Table, Value};
+use colored::Colorize;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Style {
+    Plain,
+    Ansi,
+}
+
+fn paint(s: &str, style: Style, f: fn(&str) -> colored::ColoredString) -> String {
+    match style {
+        Style::Plain => s.to_string(),
+        Style::Ansi => f(s).to_string(),
+    }
+}
+
+/// Indents every line by two spaces (code in output never starts a line with `#`).
+pub fn indent(s: &str) -> String {
+    s.lines().map(|l| if l.is_empty() { String::new() } else { format!("  {l}") }).collect::<Vec<_>>().join("\n")
+}
+
+pub fn text(v: &Value, style: Style) -> String {
+    match v {
+        Value::None => String::new(),
+        Value::Map(m) => m.to_string(),
+        Value::Maps(ms) => ms.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("\n"),
+        Value::Indexing(ix) => indexing(ix, style),
+        Value::Bool(b) => {
+            let s = b.to_string();
+            if *b {
+                paint(&s, style, |x| x.green())
+            } else {
+                paint(&s, style, |x| x.red())
+            }
+        }
+        Value::Table(t) => table(t, style),
+        Value::Kernel(k) => format!("kernel {} ({}):\n{}", k.name, k.target, indent(&k.source)),
+        Value::Bench(b) => bench(b),
+        Value::Svg(s) => format!("svg: {} ({} bytes)", s.title, s.svg.len()),
+        Value::Text(t) => t.clone(),
+        Value::Explained { map, steps, limit_hit } => {
+            let mut s = map.to_string();
+            if steps.is_empty() {
+                s += "\nno rewrite applied";
+            } else {
+                s += "\nsteps:";
+                for (i, st) in steps.iter().enumerate() {
+                    s += &format!(
+                        "\n  {}. {}: {}  =>  {}",
+                        i + 1,
+                        paint(&st.rule, style, |x| x.cyan()),
+                        st.before,
+                        st.after
+                    );
+                    if !st.why.is_empty() {
+                        s += &format!("\n       because {}", st.why);
+                    }
+                }
+            }
+            if let Some(l) = limit_hit {
+                s += &format!("\nstopped early: {l} (the result is sound, maybe not simplest)");
+            }
+            s
+        }
+        Value::Points(ps) => ps
+            .iter()
+            .map(|p| format!("({})", p.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+fn indexing(ix: &Indexing, style: Style) -> String {
+    let mut lines = Vec::new();
+    for op in &ix.operands {
+        let head = match &op.name {
+            Some(n) => format!("{} ({}):", op.label, n),
+            None => format!("{}:", op.label),
+        };
+        lines.push(paint(&head, style, |x| x.bold()));
+        if op.maps.is_empty() {
+            lines.push("  UNDEFINED".to_string());
+        }
+        for m in &op.maps {
+            lines.push(format!("  {m}"));
+        }
+    }
+    lines.join("\n")
+}
+
+/// Columns padded to their widest cell; numbers right-aligned.
+pub fn table(t: &Table, style: Style) -> String {
+    let ncol = t.headers.len().max(t.rows.iter().map(|r| r.len()).max().unwrap_or(0));
+    let mut width = vec![0usize; ncol];
+    for row in std::iter::once(&t.headers).chain(&t.rows) {
+        for (i, c) in row.iter().enumerate() {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let fmt_row = |row: &Vec<String>| -> String {
+        let cells: Vec<String> = (0..ncol)
+            .map(|i| {
+                let c = row.get(i).map(String::as_str).unwrap_or("");
+                let numeric = !c.is_empty() && c.chars().all(|ch| ch.is_ascii_digit() || ".-%x".contains(ch));
+                if numeric {
+                    format!("{c:>w$}", w = width[i])
+                } else {
+                    format!("{c:<w$}", w = width[i])
+                }
+            })
+            .collect();
+        cells.join("  ").trim_end().to_string()
+    };
+    let mut out = Vec::new();
+    if let Some(title) = &t.title {
+        out.push(paint(title, style, |x| x.bold()));
+    }
+    if !t.headers.is_empty() {
+        out.push(paint(&fmt_row(&t.headers), style, |x| x.bold()));
+    }
+    for r in &t.rows {
+        out.push(fmt_row(r));
+    }
+    out.extend(t.notes.iter().cloned());
+    out.join("\n")
+}
+
+fn bench(b: &Bench) -> String {
+    let mut s = format!(
+        "{} on {}: median {:.3} ms (min {:.3}, max {:.3}), {:.2} GB/s, {:.1}% of copy bandwidth, {}",
+        b.name,
+        b.device,
+        b.median_s * 1e3,
+        b.min_s * 1e3,
+        b.max_s * 1e3,
+        b.gbps,
+        b.roofline_pct,
+        if b.verified { "verified" } else { "NOT verified" }
+    );
+    for (k, v) in &b.extra {
+        s += &format!("\n  {k}: {v}");
+    }
+    s
+}

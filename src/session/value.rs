@@ -1,0 +1,99 @@
+//! The typed results of statements. Every front end renders the same `Value`.
+
+use crate::map::IndexingMap;
+
+#[derive(Clone, Debug)]
+pub enum Value {
+    /// Nothing to print (a definition such as an HLO instruction).
+    None,
+    Map(IndexingMap),
+    Maps(Vec<IndexingMap>),
+    Indexing(Indexing),
+    Bool(bool),
+    Table(Table),
+    Kernel(Kernel),
+    Bench(Bench),
+    Svg(Svg),
+    Text(String),
+    /// A map followed by the rewrite steps that produced it (`simplify M explain`).
+    Explained { map: IndexingMap, steps: Vec<crate::simplify::Step>, limit_hit: Option<String> },
+    /// Result tuples of `eval`.
+    Points(Vec<Vec<i64>>),
+}
+
+impl Value {
+    /// The `kind` field of `--json` output.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::None => "none",
+            Value::Map(_) => "map",
+            Value::Maps(_) => "maps",
+            Value::Indexing(_) => "indexing",
+            Value::Bool(_) => "bool",
+            Value::Table(_) => "table",
+            Value::Kernel(_) => "kernel",
+            Value::Bench(_) => "bench",
+            Value::Svg(_) => "svg",
+            Value::Text(_) => "text",
+            Value::Explained { .. } => "map",
+            Value::Points(_) => "points",
+        }
+    }
+}
+
+/// Output-to-input (or input-to-output) maps, one section per operand.
+#[derive(Clone, Debug)]
+pub struct Indexing {
+    /// What the maps start from, e.g. `output` or `operand 0`.
+    pub title: String,
+    pub operands: Vec<OperandMaps>,
+}
+
+#[derive(Clone, Debug)]
+pub struct OperandMaps {
+    /// Section heading, e.g. `operand 0` or `output 1`.
+    pub label: String,
+    pub index: usize,
+    /// Name of the instruction that is the operand, if known (`p0`).
+    pub name: Option<String>,
+    /// Distinct maps; empty with `undefined` means UNDEFINED.
+    pub maps: Vec<IndexingMap>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    pub title: Option<String>,
+    pub headers: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// Lines printed after the table (notes, verdicts).
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub name: String,
+    /// `cuda` or `cpu`.
+    pub target: String,
+    pub source: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Bench {
+    pub name: String,
+    pub device: String,
+    pub verified: bool,
+    pub median_s: f64,
+    pub min_s: f64,
+    pub max_s: f64,
+    pub bytes: u64,
+    pub gbps: f64,
+    pub roofline_pct: f64,
+    /// More rows to show (naive vs simplified, copy baseline...): label and figures.
+    pub extra: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Svg {
+    pub title: String,
+    pub svg: String,
+}

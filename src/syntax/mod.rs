@@ -1,0 +1,170 @@
+//! Text to syntax trees: the only code that knows pest.
+//!
+//! Input is first cut into statements ([`split`]): a statement ends at a newline outside
+//! brackets unless the line ends with `,`, `->` or `:`, and at a `;` outside brackets.
+//! Comments (`#` or `//` to the end of the line, outside strings) are blanked, keeping byte
+//! offsets. Each statement is then parsed by the grammar in `grammar.pest`.
+
+pub mod ast;
+pub mod diagnostic;
+mod grammar;
+mod lower;
+
+pub use ast::*;
+pub use diagnostic::{line_col, suggest, Diagnostic};
+
+/// A statement's text with its byte range in the source.
+#[derive(Clone, Debug)]
+pub struct Piece {
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The source with comments replaced by spaces (same length, same offsets).
+pub fn blank_comments(src: &str) -> String {
+    let bytes = src.as_bytes();
+    let mut out = bytes.to_vec();
+    let mut i = 0;
+    let mut in_str = false;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if in_str {
+            if c == b'"' {
+                in_str = false;
+            }
+            i += 1;
+            continue;
+        }
+        if c == b'"' {
+            in_str = true;
+            i += 1;
+            continue;
+        }
+        let starts_comment = c == b'#' || (c == b'/' && bytes.get(i + 1) == Some(&b'/'));
+        if starts_comment {
+            while i < bytes.len() && bytes[i] != b'\n' {
+                out[i] = b' ';
+                i += 1;
+            }
+            continue;
+        }
+        i += 1;
+    }
+    // Only ASCII bytes were replaced by ASCII spaces, so this stays valid UTF-8; multi-byte
+    // characters inside comments are blanked byte by byte.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+fn continues(line: &str) -> bool {
+    let t = line.trim_end();
+    t.ends_with(',') || t.ends_with("->") || t.ends_with(':')
+}
+
+/// Cuts `src` into statements. Blank statements are dropped.
+pub fn split(src: &str) -> Vec<Piece> {
+    let clean = blank_comments(src);
+    let bytes = clean.as_bytes();
+    let mut pieces = Vec::new();
+    let mut depth: i64 = 0;
+    let mut start = 0;
+    let mut line_start = 0;
+    let mut in_str = false;
+    let push = |s: usize, e: usize, pieces: &mut Vec<Piece>| {
+        if clean[s..e].trim().is_empty() {
+            return;
+        }
+        pieces.push(Piece { start: s, end: e });
+    };
+    for (i, &c) in bytes.iter().enumerate() {
+        if in_str {
+            if c == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b';' if depth <= 0 => {
+                push(start, i, &mut pieces);
+                start = i + 1;
+            }
+            b'\n' => {
+                let line = &clean[line_start..i];
+                if depth <= 0 && !continues(line) {
+                    push(start, i, &mut pieces);
+                    start = i + 1;
+                    depth = 0;
+                }
+                line_start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    push(start, bytes.len(), &mut pieces);
+    pieces
+}
+
+/// Whether `src` is a complete input: no open bracket, no line ending in `,`, `->` or `:`.
+/// The REPL's validator and the Jupyter `is_complete` request ask this.
+pub fn is_complete(src: &str) -> bool {
+    let clean = blank_comments(src);
+    let mut depth: i64 = 0;
+    let mut in_str = false;
+    for c in clean.bytes() {
+        if in_str {
+            in_str = c != b'"';
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            _ => {}
+        }
+    }
+    let last = clean.lines().last().unwrap_or("");
+    depth <= 0 && !in_str && !continues(last)
+}
+
+/// Parses one statement: `src[piece.start..piece.end]`, with spans into `src`.
+pub fn parse_statement(src: &str, piece: &Piece) -> Result<Stmt, Diagnostic> {
+    let clean = blank_comments(src);
+    lower::statement(&clean[piece.start..piece.end], piece.start)
+}
+
+/// Splits and parses every statement of `src`.
+pub fn parse(src: &str) -> Vec<Result<Stmt, Diagnostic>> {
+    split(src).iter().map(|p| parse_statement(src, p)).collect()
+}
+
+/// Parses a lone map literal (for tests and the library API).
+pub fn parse_map_lit(src: &str) -> Result<MapLit, Diagnostic> {
+    match lower::statement(src, 0)?.kind {
+        StmtKind::Eval(Rhs::Map(m)) => Ok(m),
+        _ => Err(Diagnostic::at("expected an indexing map", Span::new(0, src.len()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_at_newlines_outside_brackets_and_continuations() {
+        let src = "m = (d0) -> (d0),\ndomain:\nd0 in [0, 3]\ninverse m; compose m, m # c\n";
+        let pieces: Vec<&str> = split(src).iter().map(|p| &src[p.start..p.end]).collect();
+        assert_eq!(pieces.len(), 3);
+        assert!(pieces[0].ends_with("d0 in [0, 3]"));
+        assert_eq!(pieces[1], "inverse m");
+    }
+
+    #[test]
+    fn completeness_follows_brackets_and_trailing_tokens() {
+        assert!(is_complete("(d0) -> (d0)"));
+        assert!(!is_complete("(d0) -> ("));
+        assert!(!is_complete("(d0) -> (d0),"));
+        assert!(!is_complete("f {\n p0 = f32[2] parameter(0)"));
+    }
+}
