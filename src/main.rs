@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "ixmap", version, about = "A workbench for XLA-style indexing maps")]
+#[command(name = "ixmap", version, about = "A workbench for XLA-style indexing maps", disable_help_subcommand = true)]
 struct Cli {
     /// Run these statements instead of starting the REPL.
     #[arg(short = 'c', value_name = "STATEMENTS")]

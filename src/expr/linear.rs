@@ -53,14 +53,15 @@ impl Linear {
         }
     }
 
-    /// The expression `t1 + t2 + ... + constant`, left-nested, in print order: larger
-    /// coefficients (strides) first, as people write linearized indices (`d0 * 8 + d1`);
+    /// The expression `t1 + t2 + ... + constant`, left-nested, in print order: positive
+    /// terms before negative ones (`d0 - d1 * 2`), larger coefficients (strides) first, as people write linearized indices (`d0 * 8 + d1`);
     /// ties in variable order, a plain variable before a compound term; the constant last.
     pub fn to_expr(&self) -> Expr {
         let mut terms = self.terms.clone();
         terms.sort_by(|&(a, ka), &(b, kb)| {
-            kb.unsigned_abs()
-                .cmp(&ka.unsigned_abs())
+            (ka < 0)
+                .cmp(&(kb < 0))
+                .then_with(|| kb.unsigned_abs().cmp(&ka.unsigned_abs()))
                 .then_with(|| a.cmp(&b))
                 .then_with(|| kb.cmp(&ka))
         });

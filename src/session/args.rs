@@ -107,6 +107,7 @@ impl<'a> Args<'a> {
 pub fn group_value(session: &mut Session, group: &ArgGroup) -> Result<Value, Diagnostic> {
     match group.items.first() {
         Some(Arg::Map(lit)) => Ok(Value::Map(super::build::build_map(lit)?)),
+        Some(Arg::Command(call)) => session.call(call),
         Some(Arg::Word(w, span)) => {
             if let Some(v) = session.values.get(w) {
                 return Ok(v.clone());

@@ -70,6 +70,8 @@ pub enum Arg {
     Int(i64, Span),
     Str(String, Span),
     Tuple(Vec<Arg>, Span),
+    /// `(command args, ...)`: a nested command with its own argument groups.
+    Command(Box<CommandCall>),
     /// `key=value`; the value is a word, an int, a tuple or a string.
     Kv(String, Box<Arg>, Span),
 }
@@ -78,6 +80,7 @@ impl Arg {
     pub fn span(&self) -> Span {
         match self {
             Arg::Map(m) => m.span,
+            Arg::Command(c) => c.span,
             Arg::Word(_, s) | Arg::Int(_, s) | Arg::Str(_, s) | Arg::Tuple(_, s) | Arg::Kv(_, _, s) => *s,
         }
     }

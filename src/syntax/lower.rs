@@ -164,6 +164,10 @@ impl Lower {
         let span = self.span(&p);
         Ok(match p.as_rule() {
             Rule::map_lit => Arg::Map(self.map_lit(p)?),
+            Rule::paren_cmd => {
+                let inner = p.into_inner().next().expect("grammar: paren_cmd holds a command");
+                Arg::Command(Box::new(self.command(inner)?))
+            }
             Rule::word | Rule::path | Rule::bare | Rule::name => Arg::Word(p.as_str().to_string(), span),
             Rule::int => Arg::Int(self.int(&p)?, span),
             Rule::string => {
