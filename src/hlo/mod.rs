@@ -30,6 +30,7 @@
 
 pub mod attrs;
 pub mod fusion;
+pub mod interp;
 
 pub mod ops;
 pub mod parse;
