@@ -11,6 +11,8 @@
 //! output → parameter 0:  (d0, d1) -> (d0, d1)  and  (d0, d1) -> (d1, d0)
 //! ```
 //!
+//! A parameter that an output does not read gets one `KNOWN EMPTY` map.
+//!
 //! Instructions are visited once each, users before operands, and every map set is
 //! deduplicated as it is built, so the work is linear in the number of instructions times
 //! the number of distinct maps per instruction (no path enumeration). A `fusion` or `call`
@@ -135,7 +137,7 @@ pub fn output_to_input_from(module: &Module, comp: &Computation, root: InstrId) 
     start.insert(IndexingMap::identity(comp.instrs[root].dims()));
     sets[root] = Some(start);
     let params = comp.parameters();
-    let mut out: Vec<MapSet> = vec![Vec::new(); params.len()];
+    let mut out: Vec<MapSet> = vec![not_read(); params.len()];
     for id in order {
         let Some(set) = sets[id].take() else { continue };
         let ins = &comp.instrs[id];
@@ -159,6 +161,13 @@ pub fn output_to_input_from(module: &Module, comp: &Computation, root: InstrId) 
         }
     }
     out
+}
+
+/// The map set of a tensor that is not read at all: one KNOWN EMPTY map.
+pub fn not_read() -> MapSet {
+    let mut m = IndexingMap::new(vec![], vec![], vec![], vec![], vec![]);
+    m.status = crate::map::Status::KnownEmpty;
+    vec![m]
 }
 
 /// Output-to-input maps of every output of the computation to every parameter.

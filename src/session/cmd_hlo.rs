@@ -173,6 +173,9 @@ fn instr_indexing(
     from: Option<(usize, Span)>,
 ) -> Result<Value, Diagnostic> {
     let ins = &c.instrs[id];
+    if let (Some((k, kspan)), true) = (from, ins.operands.is_empty()) {
+        return Err(no_such_operand(k, 0, &format!("`{}`", ins.name), kspan));
+    }
     if ins.operands.is_empty() {
         let m = ops::finish(crate::map::IndexingMap::identity(ins.dims()));
         let mut m = m;
