@@ -172,7 +172,8 @@ mod tests {
         assert_eq!(a.floordiv(&c), Interval::new(-2, 2));
         assert_eq!(a.ceildiv(&c), Interval::new(-1, 3));
         assert_eq!(a.modulo(&c), Interval::new(0, 3));
-        assert_eq!(Interval::new(53, 71).modulo(&Interval::point(42)), Interval::new(0, 41));
+        assert_eq!(Interval::new(53, 71).modulo(&Interval::point(42)), Interval::new(11, 29));
+        assert_eq!(Interval::new(30, 50).modulo(&Interval::point(42)), Interval::new(0, 41));
         assert_eq!(Interval::new(43, 71).modulo(&Interval::point(42)), Interval::new(1, 29));
         assert_eq!(a.mul(&Interval::point(-2)), Interval::new(-18, 14));
     }
