@@ -37,8 +37,24 @@ pub const CONTINUATION: &str = "   ...> ";
 
 /// Words of the language that are neither commands nor names.
 pub const KEYWORDS: &[&str] = &[
-    "domain", "in", "floordiv", "ceildiv", "mod", "is_simplified", "true", "false", "KNOWN",
-    "EMPTY", "UNDEFINED", "affine_map", "at", "as", "mlir", "xla", "raw", "explain",
+    "domain",
+    "in",
+    "floordiv",
+    "ceildiv",
+    "mod",
+    "is_simplified",
+    "true",
+    "false",
+    "KNOWN",
+    "EMPTY",
+    "UNDEFINED",
+    "affine_map",
+    "at",
+    "as",
+    "mlir",
+    "xla",
+    "raw",
+    "explain",
 ];
 
 /// What the line editor needs from the session: the names to complete, and the text typed
@@ -58,15 +74,24 @@ impl Helper for IxHelper {}
 
 /// Byte offset where the word ending at `pos` starts.
 fn word_start(line: &str, pos: usize) -> usize {
-    line[..pos].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1)
+    line[..pos]
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(0, |i| i + 1)
 }
 
 /// Completions of `prefix`: commands, then bound names, then keywords, each sorted.
 pub fn complete_word(prefix: &str, names: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let commands = crate::session::commands::all().map(|c| c.name.to_string());
-    for group in [commands.collect::<Vec<_>>(), names.to_vec(), KEYWORDS.iter().map(|k| k.to_string()).collect()] {
-        let mut g: Vec<String> = group.into_iter().filter(|w| w.starts_with(prefix) && !out.contains(w)).collect();
+    for group in [
+        commands.collect::<Vec<_>>(),
+        names.to_vec(),
+        KEYWORDS.iter().map(|k| k.to_string()).collect(),
+    ] {
+        let mut g: Vec<String> = group
+            .into_iter()
+            .filter(|w| w.starts_with(prefix) && !out.contains(w))
+            .collect();
         g.sort();
         g.dedup();
         out.extend(g);
@@ -76,12 +101,26 @@ pub fn complete_word(prefix: &str, names: &[String]) -> Vec<String> {
 
 impl Completer for IxHelper {
     type Candidate = Pair;
-    fn complete(&self, line: &str, pos: usize, _: &Context<'_>) -> rustyline::Result<(usize, Vec<Pair>)> {
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
         let start = word_start(line, pos);
         let prefix = &line[start..pos];
         let shared = self.shared.borrow();
         let words = complete_word(prefix, &shared.names);
-        Ok((start, words.into_iter().map(|w| Pair { display: w.clone(), replacement: w }).collect()))
+        Ok((
+            start,
+            words
+                .into_iter()
+                .map(|w| Pair {
+                    display: w.clone(),
+                    replacement: w,
+                })
+                .collect(),
+        ))
     }
 }
 
@@ -97,7 +136,10 @@ impl Hinter for IxHelper {
             return None;
         }
         let c = crate::session::commands::find(word)?;
-        c.usage.strip_prefix(c.name).map(|rest| rest.trim_start().to_string()).filter(|s| !s.is_empty())
+        c.usage
+            .strip_prefix(c.name)
+            .map(|rest| rest.trim_start().to_string())
+            .filter(|s| !s.is_empty())
     }
 }
 
@@ -122,9 +164,15 @@ pub fn tokens(line: &str) -> Vec<(Token, &str)> {
         let (kind, len) = if c == '#' || rest.starts_with("//") {
             (Token::Comment, rest.len())
         } else if c.is_ascii_digit() {
-            (Token::Number, rest.find(|ch: char| !ch.is_ascii_digit()).unwrap_or(rest.len()))
+            (
+                Token::Number,
+                rest.find(|ch: char| !ch.is_ascii_digit())
+                    .unwrap_or(rest.len()),
+            )
         } else if c.is_ascii_alphabetic() || c == '_' {
-            let n = rest.find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_')).unwrap_or(rest.len());
+            let n = rest
+                .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+                .unwrap_or(rest.len());
             let w = &rest[..n];
             let kind = if KEYWORDS.contains(&w) || w == "floorDiv" || w == "ceilDiv" {
                 Token::Keyword
@@ -140,7 +188,11 @@ pub fn tokens(line: &str) -> Vec<(Token, &str)> {
                 ')' | ']' | '}' => depth -= 1,
                 _ => {}
             }
-            let kind = if depth < 0 { Token::Error } else { Token::Other };
+            let kind = if depth < 0 {
+                Token::Error
+            } else {
+                Token::Other
+            };
             if depth < 0 {
                 depth = 0;
             }
@@ -191,7 +243,11 @@ impl Validator for IxHelper {
     fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
         let input = ctx.input();
         let pending = &self.shared.borrow().pending;
-        let whole = if pending.is_empty() { input.to_string() } else { format!("{pending}\n{input}") };
+        let whole = if pending.is_empty() {
+            input.to_string()
+        } else {
+            format!("{pending}\n{input}")
+        };
         if crate::syntax::is_complete(&whole) || !input.contains('\n') {
             Ok(ValidationResult::Valid(None))
         } else {
@@ -251,20 +307,28 @@ pub fn run() -> i32 {
     let config = rustyline::Config::builder()
         .auto_add_history(false)
         .max_history_size(10_000)
-        .and_then(|b| Ok(b.history_ignore_dups(true)?.completion_type(rustyline::CompletionType::List)));
+        .and_then(|b| {
+            Ok(b.history_ignore_dups(true)?
+                .completion_type(rustyline::CompletionType::List))
+        });
     let config = match config {
         Ok(b) => b.build(),
         Err(_) => rustyline::Config::default(),
     };
-    let mut rl = match rustyline::Editor::<IxHelper, rustyline::history::DefaultHistory>::with_config(config) {
-        Ok(rl) => rl,
-        Err(e) => {
-            eprintln!("error: cannot start the line editor: {e}");
-            return 1;
-        }
-    };
+    let mut rl =
+        match rustyline::Editor::<IxHelper, rustyline::history::DefaultHistory>::with_config(config)
+        {
+            Ok(rl) => rl,
+            Err(e) => {
+                eprintln!("error: cannot start the line editor: {e}");
+                return 1;
+            }
+        };
     let shared = Rc::new(RefCell::new(Shared::default()));
-    rl.set_helper(Some(IxHelper { shared: shared.clone(), color }));
+    rl.set_helper(Some(IxHelper {
+        shared: shared.clone(),
+        color,
+    }));
     let history = history_path();
     let mut history_ok = true;
     if let Some(p) = &history {
@@ -291,7 +355,11 @@ pub fn run() -> i32 {
         }
     }
     loop {
-        let prompt = if shared.borrow().pending.is_empty() { PROMPT } else { CONTINUATION };
+        let prompt = if shared.borrow().pending.is_empty() {
+            PROMPT
+        } else {
+            CONTINUATION
+        };
         match rl.readline(prompt) {
             Ok(line) => {
                 let input = {
