@@ -103,7 +103,10 @@ fn help(_: &mut Session, args: &Args) -> Result<Value, Diagnostic> {
             };
             return Err(d);
         };
-        let mut s = format!("usage: {}\n  {}\nexample:\n  ixmap> {}", c.usage, c.summary, c.example);
+        let mut s = format!(
+            "usage: {}\n  {}\nexample:\n  ixmap> {}",
+            c.usage, c.summary, c.example
+        );
         let out = example_output(c);
         if !out.is_empty() {
             s += "\n";
@@ -112,16 +115,29 @@ fn help(_: &mut Session, args: &Args) -> Result<Value, Diagnostic> {
         return Ok(Value::Text(s));
     }
     if let Some(a) = args.items().next() {
-        return Err(Diagnostic::at("`help` takes a command name, e.g. `help compose`", a.span()));
+        return Err(Diagnostic::at(
+            "`help` takes a command name, e.g. `help compose`",
+            a.span(),
+        ));
     }
-    let width = all().map(|c| c.usage.len()).max().unwrap_or(0).max("NAME = MAP | COMMAND ...".len());
+    let width = all()
+        .map(|c| c.usage.len())
+        .max()
+        .unwrap_or(0)
+        .max("NAME = MAP | COMMAND ...".len());
     let mut s = String::from("commands:\n");
     for c in all() {
         s += &format!("  {:width$}  {}\n", c.usage, c.summary);
     }
     s += "statements:\n";
-    s += &format!("  {:width$}  {}\n", "NAME = MAP | COMMAND ...", "binds a name");
-    s += &format!("  {:width$}  {}\n", "MAP", "prints the map in canonical form");
+    s += &format!(
+        "  {:width$}  {}\n",
+        "NAME = MAP | COMMAND ...", "binds a name"
+    );
+    s += &format!(
+        "  {:width$}  {}\n",
+        "MAP", "prints the map in canonical form"
+    );
     s += "help topics:\n";
     for (t, summary, _) in TOPICS {
         s += &format!("  {:width$}  {}\n", format!("help {t}"), summary);
