@@ -9,7 +9,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "ixmap", version, about = "A workbench for XLA-style indexing maps", disable_help_subcommand = true)]
+#[command(
+    name = "ixmap",
+    version,
+    about = "A workbench for XLA-style indexing maps",
+    disable_help_subcommand = true
+)]
 struct Cli {
     /// Run these statements instead of starting the REPL.
     #[arg(short = 'c', value_name = "STATEMENTS")]
@@ -39,13 +44,23 @@ enum Sub {
 }
 
 fn main() -> ExitCode {
+    // Writing to a closed pipe (`ixmap ... | head`) ends the process quietly, as Unix tools do.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of a signal.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let code = match (&cli.command, cli.sub) {
-        (Some(src), _) => run_source(&mut Session::new(), src, cli.json, cli.keep_going),
+        (Some(src), _) => run_source(&mut Session::new(), src, None, cli.json, cli.keep_going),
         (None, Some(Sub::Run { files })) => {
             let mut session = Session::new();
             let mut code = 0;
-            for f in if files.is_empty() { vec![PathBuf::from("-")] } else { files } {
+            for f in if files.is_empty() {
+                vec![PathBuf::from("-")]
+            } else {
+                files
+            } {
                 let src = if f.as_os_str() == "-" {
                     let mut s = String::new();
                     if let Err(e) = std::io::stdin().read_to_string(&mut s) {
@@ -62,7 +77,14 @@ fn main() -> ExitCode {
                         }
                     }
                 };
-                code = run_source(&mut session, &src, cli.json, cli.keep_going);
+                let name = (f.as_os_str() != "-").then(|| f.display().to_string());
+                code = code.max(run_source(
+                    &mut session,
+                    &src,
+                    name.as_deref(),
+                    cli.json,
+                    cli.keep_going,
+                ));
                 if code != 0 && !cli.keep_going {
                     break;
                 }
@@ -75,26 +97,34 @@ fn main() -> ExitCode {
                 Some(t) => format!("help {t}"),
                 None => "help".to_string(),
             };
-            run_source(&mut Session::new(), &src, false, false)
+            run_source(&mut Session::new(), &src, None, false, false)
         }
         (None, None) => ixmap::repl::run(),
     };
     ExitCode::from(code as u8)
 }
 
-/// Runs `src` statement by statement; 1 if any statement failed.
-fn run_source(session: &mut Session, src: &str, as_json: bool, keep_going: bool) -> i32 {
-    let style = if ixmap::repl::use_color() && !as_json { Style::Ansi } else { Style::Plain };
-    let base = session.executed;
+/// Runs `src` statement by statement; 1 if any statement failed. Errors name `file` when
+/// the source came from one.
+fn run_source(
+    session: &mut Session,
+    src: &str,
+    file: Option<&str>,
+    as_json: bool,
+    keep_going: bool,
+) -> i32 {
+    let style = if ixmap::repl::use_color() && !as_json {
+        Style::Ansi
+    } else {
+        Style::Plain
+    };
+    let err_color = ixmap::repl::use_color_stderr() && !as_json;
     let mut failed = false;
     for piece in ixmap::syntax::split(src) {
-        let stmt_src = &src[..piece.end];
         let outcomes = session.execute_piece(src, &piece);
-        let _ = stmt_src;
         for o in outcomes {
-            let n = base + o.stmt;
             if as_json {
-                println!("{}", json::outcome(&o, src, session.executed.max(n)));
+                println!("{}", json::outcome(&o, src, session.executed));
             } else {
                 match &o.result {
                     Ok(v) => {
@@ -103,7 +133,13 @@ fn run_source(session: &mut Session, src: &str, as_json: bool, keep_going: bool)
                             println!("{s}");
                         }
                     }
-                    Err(d) => eprintln!("{}", d.render(src)),
+                    Err(d) => {
+                        let mut r = d.render(src);
+                        if let Some(f) = file {
+                            r = r.replacen("--> ", &format!("--> {f}:"), 1);
+                        }
+                        eprintln!("{}", ixmap::repl::paint_error(&r, err_color));
+                    }
                 }
             }
             if o.result.is_err() {
@@ -119,10 +155,21 @@ fn run_source(session: &mut Session, src: &str, as_json: bool, keep_going: bool)
 
 fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
     use colored::Colorize;
-    let paths = if paths.is_empty() { vec![PathBuf::from("sessions")] } else { paths };
+    let paths = if paths.is_empty() {
+        vec![PathBuf::from("sessions")]
+    } else {
+        paths
+    };
     let files = ixmap::transcript::collect_files(&paths);
     if files.is_empty() {
-        eprintln!("error: no .ixm transcripts under {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+        eprintln!(
+            "error: no .ixm transcripts under {}",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         return 1;
     }
     if !ixmap::repl::use_color() {
@@ -155,7 +202,10 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
         passed += r.cases - r.mismatches.len();
         failed += r.mismatches.len();
         for m in &r.mismatches {
-            println!("{}", format!("FAIL {}:{}", f.display(), m.line).red().bold());
+            println!(
+                "{}",
+                format!("FAIL {}:{}", f.display(), m.line).red().bold()
+            );
             println!("  ixmap> {}", m.input.replace('\n', "\n     ...> "));
             for l in &m.expected {
                 println!("{}", format!("- {l}").red());
@@ -174,24 +224,46 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
         }
     }
     let nfiles = bad_files.len();
-    println!(
-        "{} case{} differ{} in {} file{} ({} passed, {} skipped).",
-        failed,
-        if failed == 1 { "" } else { "s" },
-        if failed == 1 { "s" } else { "" },
-        nfiles,
-        if nfiles == 1 { "" } else { "s" },
-        passed,
-        skipped
-    );
-    println!("{passed} passed, {failed} failed, {skipped} skipped");
+    let skipped_note = if skipped > 0 {
+        format!(", {skipped} skipped")
+    } else {
+        String::new()
+    };
+    if failed == 0 {
+        println!(
+            "{passed} passed in {} file{}{skipped_note}.",
+            files.len(),
+            if files.len() == 1 { "" } else { "s" }
+        );
+    } else {
+        println!(
+            "{} case{} differ{} in {} file{} ({} passed{skipped_note}).",
+            failed,
+            if failed == 1 { "" } else { "s" },
+            if failed == 1 { "s" } else { "" },
+            nfiles,
+            if nfiles == 1 { "" } else { "s" },
+            passed,
+        );
+    }
     if failed > 0 {
         if bless {
-            println!("blessed: {}", bad_files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "));
+            println!(
+                "blessed: {}",
+                bad_files
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
         } else {
             println!(
                 "If the new output is right: ixmap test --bless {}",
-                bad_files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ")
+                bad_files
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
             );
         }
         return 1;
