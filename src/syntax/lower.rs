@@ -234,6 +234,9 @@ fn pest_error(e: pest::error::Error<Rule>, offset: usize, text: &str) -> Diagnos
             &a.expected_tokens()
                 .iter()
                 .map(|t| t.to_string())
+                // The HLO grammar's `/* ... */` comments may start anywhere; listing
+                // them as expected would only distract.
+                .filter(|t| t.trim_matches(|c| c == '`' || c == '"') != "/*")
                 .collect::<Vec<_>>(),
             prev,
         ),
