@@ -7,6 +7,7 @@
 //! simplified (or, with `naive`, unsimplified) maps; [`bench`] runs the result, checks every
 //! element against [`reference`], and times it against a copy of the same bytes.
 
+pub mod coalescing;
 pub mod launch;
 pub mod spec;
 
