@@ -7,11 +7,14 @@
 //! simplified (or, with `naive`, unsimplified) maps; [`bench`] runs the result, checks every
 //! element against [`reference`], and times it against a copy of the same bytes.
 
+pub mod bench;
 pub mod coalescing;
+pub mod emit;
 pub mod launch;
+pub mod reference;
 pub mod spec;
 
 /// Whether a CUDA driver with a device can be loaded on this machine.
 pub fn cuda_available() -> bool {
-    false
+    bench::cuda::available().is_ok()
 }
