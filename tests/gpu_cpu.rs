@@ -1,49 +1,80 @@
 //! The CPU backend against the reference on small fusions of each kind: elementwise through
 //! a reshape, transpose, broadcast, row and column reduction; simplified and naive agree.
 
-use ixmap::gpu::bench::{self, Device, Options};
-use ixmap::gpu::spec::{BinOp, Body, ElemType, Function, KernelSpec, Tensor, UnOp};
-use ixmap::map::IndexingMap;
-use ixmap::syntax;
+#[path = "common/gpu_specs.rs"]
+mod specs;
 
-fn map(text: &str) -> IndexingMap {
-    let lit = syntax::parse_map_lit(text).expect("test map parses");
-    ixmap::session::build::build_map(&lit).expect("test map builds")
+use ixmap::gpu::bench::{self, Device, Options};
+use ixmap::gpu::spec::KernelSpec;
+use specs::*;
+
+fn all_kinds() -> Vec<KernelSpec> {
+    vec![
+        reshape_add(3, 5, 8),
+        transpose(33, 70),
+        broadcast_mul(9, 13),
+        reduce(7, 45, true),
+        reduce(45, 7, false),
+    ]
 }
 
-pub fn reshape_add(a: i64, b: i64, c: i64) -> KernelSpec {
-    // out[a*b, c] = exp(p0[a, b, c]) + p1[a*b, c], p0 reshaped.
-    let p0 = Tensor::row_major("p0", ElemType::F32, &[a, b, c]);
-    let p1 = Tensor::row_major("p1", ElemType::F32, &[a * b, c]);
-    let reshape = map(&format!(
-        "(d0, d1) -> (d0 floordiv {b}, d0 mod {b}, d1), domain: d0 in [0, {}], d1 in [0, {}]",
-        a * b - 1,
-        c - 1
-    ));
-    let body = Body::Binary(
-        BinOp::Add,
-        Box::new(Body::Unary(
-            UnOp::Exp,
-            Box::new(Body::Load {
-                input: 0,
-                map: reshape,
-            }),
-        )),
-        Box::new(Body::Load {
-            input: 1,
-            map: IndexingMap::identity(&[a * b, c]),
-        }),
-    );
-    KernelSpec {
-        name: "reshape_add".into(),
-        inputs: vec![p0, p1],
-        output: Tensor::row_major("out", ElemType::F32, &[a * b, c]),
-        functions: vec![Function {
-            name: "root".into(),
-            dims: vec![a * b, c],
-            body,
-        }],
+#[test]
+fn every_kind_matches_the_reference_simplified_and_naive() {
+    let opts = Options {
+        device: Device::Cpu,
+        reps: 1,
+        warmups: 0,
+        progress: false,
+    };
+    for spec in all_kinds() {
+        let o =
+            bench::run(&spec, &opts, true, false).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+        assert_eq!(o.variants.len(), 2);
+        assert!(o.variants.iter().all(|v| v.verified));
     }
+}
+
+/// The CUDA source parses as C++ once the CUDA keywords are declared (no nvcc here).
+#[test]
+fn cuda_source_is_cplusplus() {
+    use ixmap::gpu::launch::{choose, LaunchConfig};
+    let prelude = "#include <stdint.h>\n#define __global__\n#define __device__\n#define __shared__ static\n#define __restrict__\n#define __launch_bounds__(n)\nstruct D { int64_t x, y, z; }; static D threadIdx, blockIdx;\nstatic void __syncthreads() {}\nstatic float __shfl_down_sync(unsigned, float v, int) { return v; }\n#include <math.h>\n";
+    let Ok(out) = std::process::Command::new("c++").arg("--version").output() else {
+        return;
+    };
+    if !out.status.success() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("ixmap-cuda-syntax-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    for spec in all_kinds() {
+        for tiled in [None, Some(false)] {
+            let cfg = LaunchConfig {
+                block: 128,
+                vector: if spec.name == "reshape_add" { 2 } else { 1 },
+                unroll: 1,
+            };
+            let launch = choose(&spec, cfg, tiled).expect("launch");
+            for naive in [false, true] {
+                let e = ixmap::gpu::emit::cuda::emit(&spec, &launch, naive).expect("emits");
+                let path = dir.join("k.cpp");
+                std::fs::write(&path, format!("{prelude}{}", e.source)).expect("write");
+                let r = std::process::Command::new("c++")
+                    .args(["-fsyntax-only", "-Wall"])
+                    .arg(&path)
+                    .output()
+                    .expect("c++ runs");
+                assert!(
+                    r.status.success(),
+                    "{} naive={naive}:\n{}\n{}",
+                    spec.name,
+                    String::from_utf8_lossy(&r.stderr),
+                    e.source
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
