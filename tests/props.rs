@@ -41,7 +41,8 @@ fn tree(nv: u32) -> BoxedStrategy<Tree> {
     let leaf = if nv == 0 {
         (-6i64..=6).prop_map(Tree::Const).boxed()
     } else {
-        prop_oneof![3 => (0..nv).prop_map(Tree::Var), 1 => (-6i64..=6).prop_map(Tree::Const)].boxed()
+        prop_oneof![3 => (0..nv).prop_map(Tree::Var), 1 => (-6i64..=6).prop_map(Tree::Const)]
+            .boxed()
     };
     leaf.prop_recursive(3, 12, 2, |inner| {
         prop_oneof![
@@ -77,7 +78,11 @@ fn vars(prefix: &str, custom: &[&str], bounds: Vec<Interval>, named: bool) -> Ve
         .into_iter()
         .enumerate()
         .map(|(i, b)| Variable {
-            name: if named && i < custom.len() { custom[i].to_string() } else { format!("{prefix}{i}") },
+            name: if named && i < custom.len() {
+                custom[i].to_string()
+            } else {
+                format!("{prefix}{i}")
+            },
             bounds: b,
         })
         .collect()
@@ -112,7 +117,12 @@ fn map_with(shape: Shape, dim_bounds: Option<Vec<Interval>>) -> BoxedStrategy<In
 }
 
 fn shape() -> impl Strategy<Value = Shape> {
-    (0usize..=3, 0usize..=2, 0usize..=1, 0usize..=3).prop_map(|(nd, nr, nt, nres)| Shape { nd, nr, nt, nres })
+    (0usize..=3, 0usize..=2, 0usize..=1, 0usize..=3).prop_map(|(nd, nr, nt, nres)| Shape {
+        nd,
+        nr,
+        nt,
+        nres,
+    })
 }
 
 fn small_map() -> impl Strategy<Value = IndexingMap> {
@@ -251,15 +261,155 @@ proptest! {
     }
 }
 
+/// Maps that often are bijections: the identity on a box of dims, changed by a few
+/// elementary steps (shear, negate, shift, swap), and sometimes a delinearization of the
+/// last dim or a linearization of the last two.
+fn near_bijection() -> impl Strategy<Value = IndexingMap> {
+    (
+        proptest::collection::vec((0i64..=2, 1i64..=4), 1..=3),
+        proptest::collection::vec((0usize..4, 0usize..3, 0usize..3, -2i64..=2), 0..4),
+        0usize..3,
+    )
+        .prop_map(|(dims, steps, reshape)| {
+            let nd = dims.len();
+            let dvars: Vec<Variable> = dims
+                .iter()
+                .enumerate()
+                .map(|(i, &(lo, n))| Variable::new(format!("d{i}"), lo, lo + n))
+                .collect();
+            let mut r: Vec<Expr> = (0..nd as u32).map(Expr::var).collect();
+            for (kind, i, j, k) in steps {
+                let (i, j) = (i % nd, j % nd);
+                match kind {
+                    0 if i != j => r[i] = r[i].add(r[j].mul(Expr::constant(k))),
+                    1 => r[i] = r[i].mul(Expr::constant(-1)),
+                    2 => r[i] = r[i].add(Expr::constant(k)),
+                    _ => r.swap(i, j),
+                }
+            }
+            let last = Expr::var(nd as u32 - 1);
+            let extent = dims[nd - 1].1 + 1;
+            match reshape {
+                1 if extent % 2 == 0 && dims[nd - 1].0 == 0 => {
+                    // d_last -> (d_last floordiv 2, d_last mod 2)
+                    r.pop();
+                    r.push(last.floordiv(Expr::constant(2)));
+                    r.push(last.modulo(Expr::constant(2)));
+                }
+                2 if nd >= 2 && dims[nd - 1].0 == 0 => {
+                    // (.., d_a, d_last) -> (.., d_a * extent + d_last)
+                    let a = Expr::var(nd as u32 - 2);
+                    r.truncate(nd - 2);
+                    r.push(a.mul(Expr::constant(extent)).add(last));
+                }
+                _ => {}
+            }
+            IndexingMap::new(dvars, vec![], vec![], r, vec![])
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn inverse_of_near_bijections_is_exact(m in near_bijection()) {
+        let rm = relation(&m);
+        let injective = {
+            let mut seen = BTreeSet::new();
+            rm.values().flatten().all(|y| seen.insert(y.clone()))
+        };
+        match inverse(&m, &Limits::default()) {
+            Ok(inv) => {
+                prop_assert!(injective, "inverted a map that is not injective: {}", m);
+                let ri = relation(&inv);
+                for (x, ys) in &rm {
+                    for y in ys {
+                        prop_assert_eq!(ri.get(y), Some(&BTreeSet::from([x.clone()])), "m = {}\ninverse = {}", m, inv);
+                    }
+                }
+                prop_assert_eq!(ri.len(), rm.len(), "m = {}\ninverse = {}", m, inv);
+            }
+            Err(e) => {
+                // Every map built here is injective; refusing one is a missed inverse
+                // only for the affine ones, which must always succeed.
+                let affine = m.results.iter().all(|r| !r.has_div());
+                prop_assert!(!(injective && affine), "refused an affine bijection {}: {}", m, e);
+            }
+        }
+    }
+}
+
 // ------------------------------------------------------------------ robustness
 
 const TOKENS: &[&str] = &[
-    "(", ")", "[", "]", "{", "}", "<", ">", "->", ",", ":", ";", "=", "\n", "#", "//", "\"", "domain", "in",
-    "d0", "d1", "s0", "r0", "th_x", "m", "floordiv", "ceildiv", "mod", "floorDiv", "*", "+", "-", "0", "1", "7",
-    "-3", "4000000", "9223372036854775807", "9223372036854775808", "-9223372036854775808", "KNOWN", "EMPTY",
-    "UNDEFINED", "affine_map", "is_simplified", "true", "false", "compose", "inverse", "equal", "eval", "at",
-    "show", "as", "mlir", "xla", "is_permutation", "is_bijection", "is_empty", "unused", "simplify",
-    "explain", "raw", "help", "   ...>", "ixmap>", "é", "\t",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "<",
+    ">",
+    "->",
+    ",",
+    ":",
+    ";",
+    "=",
+    "\n",
+    "#",
+    "//",
+    "\"",
+    "domain",
+    "in",
+    "d0",
+    "d1",
+    "s0",
+    "r0",
+    "th_x",
+    "m",
+    "floordiv",
+    "ceildiv",
+    "mod",
+    "floorDiv",
+    "*",
+    "+",
+    "-",
+    "0",
+    "1",
+    "7",
+    "-3",
+    "4000000",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775808",
+    "KNOWN",
+    "EMPTY",
+    "UNDEFINED",
+    "affine_map",
+    "is_simplified",
+    "true",
+    "false",
+    "compose",
+    "inverse",
+    "equal",
+    "eval",
+    "at",
+    "show",
+    "as",
+    "mlir",
+    "xla",
+    "is_permutation",
+    "is_bijection",
+    "is_empty",
+    "unused",
+    "simplify",
+    "explain",
+    "raw",
+    "help",
+    "   ...>",
+    "ixmap>",
+    "é",
+    "\t",
 ];
 
 /// Runs `src` in a fresh session: every outcome is a value or a diagnostic that renders
@@ -271,7 +421,12 @@ fn survives(src: &str) -> Result<(), TestCaseError> {
             let text = d.render(src);
             prop_assert!(text.starts_with("error: "), "{}", text);
             if let Some(span) = d.span {
-                prop_assert!(span.start <= src.len() && span.end <= src.len(), "span {:?} outside {:?}", span, src);
+                prop_assert!(
+                    span.start <= src.len() && span.end <= src.len(),
+                    "span {:?} outside {:?}",
+                    span,
+                    src
+                );
             }
         }
     }
@@ -314,6 +469,9 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
     ] {
         let mut s = Session::new();
         let out = s.execute(&src);
-        assert!(out.iter().all(|o| o.result.is_err()), "deep input is refused");
+        assert!(
+            out.iter().all(|o| o.result.is_err()),
+            "deep input is refused"
+        );
     }
 }
