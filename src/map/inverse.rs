@@ -315,11 +315,22 @@ fn affine_inverse(m: &IndexingMap) -> Result<Option<IndexingMap>, MapError> {
                 .mul(Expr::constant(coef));
             num = num.add(term);
         }
-        let num = crate::expr::canonical(num);
-        if det == 1 {
+        let mut num = crate::expr::canonical(num);
+        // Divide out what the numerator and the determinant share: (2a) floordiv 14 is
+        // a floordiv 7, and (2a) mod 14 = 0 exactly when a mod 7 = 0.
+        let mut det_i = det;
+        if let Some(lin) = Linear::of(num) {
+            let g = lin.terms.iter().fold(gcd(det, lin.constant as i128), |g, &(_, k)| gcd(g, (k as i128).abs()));
+            let g = g.abs();
+            if g > 1 && lin.divisible_by(to_i64(g)?) {
+                num = lin.div_exact(to_i64(g)?).to_expr();
+                det_i = det / g;
+            }
+        }
+        if det_i == 1 {
             x_exprs.push(num);
         } else {
-            let d = Expr::constant(to_i64(det)?);
+            let d = Expr::constant(to_i64(det_i)?);
             constraints.push((num.modulo(d), Interval::point(0)));
             x_exprs.push(num.floordiv(d));
         }
