@@ -73,7 +73,9 @@ fn compose(c: &mut Criterion) {
         "(d0, d1, d2, d3, d4, d5)[s0] -> (d5, d3, d4 + s0, d1, d0, d2), \
          domain: d0 in [0, 3], d1 in [0, 33], d2 in [0, 1], d3 in [0, 15], d4 in [0, 31], d5 in [0, 1], s0 in [0, 7]",
     );
-    c.bench_function("compose/6d", |bench| bench.iter(|| ixmap::map::compose(black_box(&a), black_box(&b))));
+    c.bench_function("compose/6d", |bench| {
+        bench.iter(|| ixmap::map::compose(black_box(&a), black_box(&b)))
+    });
 }
 
 fn startup(c: &mut Criterion) {
@@ -94,7 +96,11 @@ fn startup(c: &mut Criterion) {
     });
     g.bench_function("c_empty", |b| {
         b.iter(|| {
-            let s = Command::new(exe).args(["-c", ""]).stdout(Stdio::null()).status().expect("ixmap starts");
+            let s = Command::new(exe)
+                .args(["-c", ""])
+                .stdout(Stdio::null())
+                .status()
+                .expect("ixmap starts");
             assert!(s.success());
         })
     });

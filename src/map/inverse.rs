@@ -320,7 +320,12 @@ fn affine_inverse(m: &IndexingMap) -> Result<Option<IndexingMap>, MapError> {
         // a floordiv 7, and (2a) mod 14 = 0 exactly when a mod 7 = 0.
         let mut det_i = det;
         if let Some(lin) = Linear::of(num) {
-            let g = lin.terms.iter().fold(gcd(det, lin.constant as i128), |g, &(_, k)| gcd(g, (k as i128).abs()));
+            let g = lin
+                .terms
+                .iter()
+                .fold(gcd(det, lin.constant as i128), |g, &(_, k)| {
+                    gcd(g, (k as i128).abs())
+                });
             let g = g.abs();
             if g > 1 && lin.divisible_by(to_i64(g)?) {
                 num = lin.div_exact(to_i64(g)?).to_expr();
