@@ -261,7 +261,8 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     }
     if unchecked == 0 {
         t.notes.push(format!(
-            "exact: every tile names the same elements as the maps ({checked} tiles enumerated)"
+            "exact: each tile names exactly the elements the maps read ({checked} tile{} enumerated)",
+            if checked == 1 { "" } else { "s" }
         ));
     } else {
         t.notes.push(format!("exactness not enumerated for {unchecked} map(s): the domain is larger than {CHECK_LIMIT} points"));

@@ -149,7 +149,12 @@ pub fn derive(map: &IndexingMap, sizes: &[i64]) -> Result<OperandTile, NotATile>
                 d.name
             )));
         };
-        subst.push(Expr::var(i as u32).mul(Expr::constant(z)).add(Expr::var(e)));
+        // One tile along this dimension: its index is a constant.
+        let t = match w.bounds[i].is_point() {
+            true => Expr::constant(w.bounds[i].lo),
+            false => Expr::var(i as u32),
+        };
+        subst.push(t.mul(Expr::constant(z)).add(Expr::var(e)));
     }
     for s in &map.ranges {
         if s.bounds.is_full() {
