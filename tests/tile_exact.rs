@@ -117,7 +117,7 @@ fn sizes_for(m: &IndexingMap, seed: &[i64]) -> Vec<i64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
 
     #[test]
     fn one_op_tiles_are_exact(kind in 0u8..16, a in 1i64..7, b in 1i64..7, c in 1i64..5,
@@ -206,7 +206,7 @@ fn seed_reshape_tiles() {
 fn pad_interior_keeps_every_other_element() {
     let m = map("(d0, d1) -> ((d0 - 1) floordiv 2, d1 - 4), domain: d0 in [1, 7], d1 in [4, 7], (d0 - 1) mod 2 in [0, 0]");
     let t = tile::derive(&m, &[4, 8]).expect("even tiles");
-    assert_eq!(t.sizes, vec![2, 8]);
+    assert_eq!(t.sizes, vec![2, 4]);
     assert_eq!(t.strides, vec![1, 1]);
     let e = tile::derive(&m, &[3, 8]).expect_err("odd tiles alternate");
     assert!(

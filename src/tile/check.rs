@@ -99,7 +99,7 @@ pub fn check_exact(
                 .intersect(&Interval::new(lo, lo.saturating_add(sizes[i] - 1)));
         }
         for (j, v) in m.runtimes.iter_mut().enumerate() {
-            v.bounds = Interval::point(r[j]);
+            v.bounds = v.bounds.intersect(&Interval::point(r[j]));
         }
         let mut want = BTreeSet::new();
         if !m.dims.iter().any(|d| d.bounds.is_empty()) {
@@ -110,17 +110,21 @@ pub fn check_exact(
         }
         // What the tile names.
         let mut k = tile.map.clone();
+        // Intersect: the tile map may narrow its own variables (no tile there).
         for (i, d) in k.dims.iter_mut().enumerate() {
-            d.bounds = Interval::point(t[i]);
+            d.bounds = d.bounds.intersect(&Interval::point(t[i]));
         }
         for (j, v) in k.runtimes.iter_mut().enumerate() {
-            v.bounds = Interval::point(r[j]);
+            v.bounds = v.bounds.intersect(&Interval::point(r[j]));
         }
         let mut got = BTreeSet::new();
-        DomainPoints::for_each(&k, limits, &mut |_, res| {
-            got.insert(res.to_vec());
-            Ok(true)
-        })?;
+        let empty = k.vars().any(|v| v.bounds.is_empty());
+        if !empty {
+            DomainPoints::for_each(&k, limits, &mut |_, res| {
+                got.insert(res.to_vec());
+                Ok(true)
+            })?;
+        }
         if want != got {
             let (element, only_in_map) = match want.difference(&got).next() {
                 Some(e) => (e.clone(), true),
