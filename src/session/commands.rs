@@ -19,6 +19,7 @@ pub struct Command {
 pub fn all() -> impl Iterator<Item = &'static Command> {
     super::cmd_map::COMMANDS
         .iter()
+        .chain(super::cmd_hlo::COMMANDS.iter())
         .chain(super::cmd_tile::COMMANDS.iter())
         .chain(HELP.iter())
 }
