@@ -38,7 +38,7 @@ fn every_kind_matches_the_reference_simplified_and_naive() {
 #[test]
 fn cuda_source_is_cplusplus() {
     use ixmap::gpu::launch::{choose, LaunchConfig};
-    let prelude = "#include <stdint.h>\n#define __global__\n#define __device__\n#define __shared__ static\n#define __restrict__\n#define __launch_bounds__(n)\nstruct D { int64_t x, y, z; }; static D threadIdx, blockIdx;\nstatic void __syncthreads() {}\nstatic float __shfl_down_sync(unsigned, float v, int) { return v; }\n#include <math.h>\n";
+    let prelude = "#define __global__\n#define __device__\n#define __shared__ static\n#define __restrict__\n#define __launch_bounds__(n)\nstruct D { long long x, y, z; }; static D threadIdx, blockIdx;\nstatic void __syncthreads() {}\nstatic float __shfl_down_sync(unsigned, float v, int) { return v; }\n#include <math.h>\n#include <stdint.h>\n";
     let Ok(out) = std::process::Command::new("c++").arg("--version").output() else {
         return;
     };
@@ -58,7 +58,11 @@ fn cuda_source_is_cplusplus() {
             for naive in [false, true] {
                 let e = ixmap::gpu::emit::cuda::emit(&spec, &launch, naive).expect("emits");
                 let path = dir.join("k.cpp");
-                std::fs::write(&path, format!("{prelude}{}", e.source)).expect("write");
+                // The kernel declares int64_t itself for NVRTC; the host header declares it here.
+                let body = e
+                    .source
+                    .replace("typedef long long int64_t;\ntypedef int int32_t;\n", "");
+                std::fs::write(&path, format!("{prelude}{body}")).expect("write");
                 let r = std::process::Command::new("c++")
                     .args(["-fsyntax-only", "-Wall"])
                     .arg(&path)

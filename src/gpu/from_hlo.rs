@@ -22,19 +22,42 @@ use crate::simplify::{simplify, SimplifyLimits};
 
 fn tensor(name: &str, shape: &Shape) -> Result<Tensor, String> {
     if shape.is_tuple() {
-        return Err(format!("`{name}` has a tuple shape; only arrays are emitted"));
+        return Err(format!(
+            "`{name}` has a tuple shape; only arrays are emitted"
+        ));
     }
-    let elem = ElemType::from_hlo(shape.elem())
-        .ok_or_else(|| format!("`{name}` has element type {}; kernels are emitted for f32, f64 and s32", shape.elem()))?;
-    Ok(Tensor { name: name.to_string(), elem, dims: shape.dims().to_vec(), minor_to_major: shape.minor_to_major() })
+    let elem = ElemType::from_hlo(shape.elem()).ok_or_else(|| {
+        format!(
+            "`{name}` has element type {}; kernels are emitted for f32, f64 and s32",
+            shape.elem()
+        )
+    })?;
+    Ok(Tensor {
+        name: name.to_string(),
+        elem,
+        dims: shape.dims().to_vec(),
+        minor_to_major: shape.minor_to_major(),
+    })
 }
 
 /// Opcodes that only move elements: their output → input map says everything.
-const INDEX_ONLY: &[&str] =
-    &["broadcast", "reshape", "transpose", "bitcast", "slice", "reverse", "copy", "convert"];
+const INDEX_ONLY: &[&str] = &[
+    "broadcast",
+    "reshape",
+    "transpose",
+    "bitcast",
+    "slice",
+    "reverse",
+    "copy",
+    "convert",
+];
 
 fn parse_literal(lit: &str) -> Option<f64> {
-    let t = lit.trim().trim_start_matches('{').trim_end_matches('}').trim();
+    let t = lit
+        .trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .trim();
     match t {
         "inf" => Some(f64::INFINITY),
         "-inf" => Some(f64::NEG_INFINITY),
@@ -71,7 +94,11 @@ impl<'a> Builder<'a> {
         }
         let k = self.functions.len();
         let ins = &self.comp.instrs[id];
-        self.functions.push(Function { name: ins.name.clone(), dims: ins.dims().to_vec(), body: Body::Const(0.0) });
+        self.functions.push(Function {
+            name: ins.name.clone(),
+            dims: ins.dims().to_vec(),
+            body: Body::Const(0.0),
+        });
         self.func_of[id] = Some(k);
         let body = self.body(id, &IndexingMap::identity(ins.dims()), true)?;
         self.functions[k].body = body;
@@ -84,9 +111,17 @@ impl<'a> Builder<'a> {
         let m = maps
             .get(k)
             .and_then(|s| if s.len() == 1 { s.first() } else { None })
-            .ok_or_else(|| format!("`{}` ({}) reads operand {k} through several maps", ins.name, ins.opcode))?;
+            .ok_or_else(|| {
+                format!(
+                    "`{}` ({}) reads operand {k} through several maps",
+                    ins.name, ins.opcode
+                )
+            })?;
         if m.is_undefined() {
-            return Err(format!("the indexing of `{}` ({}) is UNDEFINED, so it cannot be emitted", ins.name, ins.opcode));
+            return Err(format!(
+                "the indexing of `{}` ({}) is UNDEFINED, so it cannot be emitted",
+                ins.name, ins.opcode
+            ));
         }
         Ok(m.clone())
     }
@@ -99,11 +134,17 @@ impl<'a> Builder<'a> {
     /// Instruction `id` at `map(index)`; `own` when `id` is the function being built.
     fn body(&mut self, id: InstrId, map: &IndexingMap, own: bool) -> Result<Body, String> {
         if let Some(input) = self.input_of[id] {
-            return Ok(Body::Load { input, map: map.clone() });
+            return Ok(Body::Load {
+                input,
+                map: map.clone(),
+            });
         }
         if !own && self.is_partition_root(id) {
             let func = self.function(id)?;
-            return Ok(Body::Call { func, map: map.clone() });
+            return Ok(Body::Call {
+                func,
+                map: map.clone(),
+            });
         }
         let ins: &Instr = &self.comp.instrs[id];
         let op = ins.opcode.as_str();
@@ -119,7 +160,10 @@ impl<'a> Builder<'a> {
         }
         if let Some(u) = UnOp::from_hlo(op) {
             let m = Self::then(map, &self.op_map(id, 0)?)?;
-            return Ok(Body::Unary(u, Box::new(self.body(ins.operands[0], &m, false)?)));
+            return Ok(Body::Unary(
+                u,
+                Box::new(self.body(ins.operands[0], &m, false)?),
+            ));
         }
         if let Some(b) = BinOp::from_hlo(op) {
             let (a0, a1) = (ins.operands[0], ins.operands[1]);
@@ -149,24 +193,46 @@ impl<'a> Builder<'a> {
                     self.functions.push(Function {
                         name: format!("{} (load)", self.comp.instrs[operand].name),
                         dims: d.clone(),
-                        body: Body::Load { input, map: IndexingMap::identity(&d) },
+                        body: Body::Load {
+                            input,
+                            map: IndexingMap::identity(&d),
+                        },
                     });
                     k
                 }
                 None => self.function(operand)?,
             };
-            return Ok(Body::Reduce { op: red, init, func, map: m });
+            return Ok(Body::Reduce {
+                op: red,
+                init,
+                func,
+                map: m,
+            });
         }
-        Err(format!("`{}`: {op} is not emitted (elementwise, index-only ops and reduce are)", ins.name))
+        Err(format!(
+            "`{}`: {op} is not emitted (elementwise, index-only ops and reduce are)",
+            ins.name
+        ))
     }
 
     /// The binary op a reduction applies, from its `to_apply` computation.
     fn reducer(&self, ins: &Instr) -> Result<BinOp, String> {
-        let name = ins.attrs.to_apply.as_deref().ok_or_else(|| format!("`{}` has no to_apply", ins.name))?;
-        let c = self.module.computation(name).ok_or_else(|| format!("no computation `{name}` (to_apply of `{}`)", ins.name))?;
+        let name = ins
+            .attrs
+            .to_apply
+            .as_deref()
+            .ok_or_else(|| format!("`{}` has no to_apply", ins.name))?;
+        let c = self
+            .module
+            .computation(name)
+            .ok_or_else(|| format!("no computation `{name}` (to_apply of `{}`)", ins.name))?;
         let root = &c.instrs[c.root];
-        BinOp::from_hlo(&root.opcode)
-            .ok_or_else(|| format!("the reducer `{name}` computes {}; add, multiply, maximum and minimum are emitted", root.opcode))
+        BinOp::from_hlo(&root.opcode).ok_or_else(|| {
+            format!(
+                "the reducer `{name}` computes {}; add, multiply, maximum and minimum are emitted",
+                root.opcode
+            )
+        })
     }
 }
 
@@ -214,7 +280,12 @@ fn build(
         functions: Vec::new(),
     };
     b.function(root)?;
-    Ok(KernelSpec { name: comp_label(comp, root), inputs, output, functions: b.functions })
+    Ok(KernelSpec {
+        name: comp_label(comp, root),
+        inputs,
+        output,
+        functions: b.functions,
+    })
 }
 
 fn comp_label(comp: &Computation, root: InstrId) -> String {

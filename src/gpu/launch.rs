@@ -242,7 +242,10 @@ pub fn transpose_dims(spec: &KernelSpec) -> Result<Option<(usize, usize)>, MapEr
         return Ok(None);
     };
     for acc in spec.input_accesses()? {
-        if let Some(a) = tiled_dim(spec, &acc) {
+        // A transpose: the input holds the output's minor dim too, just not as its minor
+        // dim (a broadcast that does not hold it at all needs no tile).
+        let holds_b = acc.map.results.iter().any(|r| r.as_var() == Some(b as u32));
+        if let (Some(a), true) = (tiled_dim(spec, &acc), holds_b) {
             if a != b {
                 return Ok(Some((a, b)));
             }
@@ -264,7 +267,10 @@ fn tiled_dim(spec: &KernelSpec, acc: &InputAccess) -> Option<usize> {
 /// Whether an input access goes through the shared-memory tile of a tiled transpose.
 pub fn reads_through_tile(spec: &KernelSpec, launch: &Launch, acc: &InputAccess) -> bool {
     match launch.strategy {
-        Strategy::TiledTranspose { a, .. } => tiled_dim(spec, acc) == Some(a),
+        Strategy::TiledTranspose { a, b } => {
+            tiled_dim(spec, acc) == Some(a)
+                && acc.map.results.iter().any(|r| r.as_var() == Some(b as u32))
+        }
         _ => false,
     }
 }

@@ -10,6 +10,7 @@
 pub mod bench;
 pub mod coalescing;
 pub mod emit;
+pub mod from_hlo;
 pub mod launch;
 pub mod reference;
 pub mod spec;

@@ -47,9 +47,15 @@ pub static COMMANDS: [Command; 4] = [
 fn fusion_name(a: &Args) -> Result<(String, Span), Diagnostic> {
     match a.items().next() {
         Some(Arg::Word(w, span)) => Ok((w.clone(), *span)),
-        Some(other) => Err(Diagnostic::at("expected the name of a fusion or instruction", other.span())),
-        None => Err(Diagnostic::at(format!("`{}` needs a fusion", a.call.name), a.span())
-            .with_help("define one with HLO text, e.g. a fused computation or an instruction line")),
+        Some(other) => Err(Diagnostic::at(
+            "expected the name of a fusion or instruction",
+            other.span(),
+        )),
+        None => Err(
+            Diagnostic::at(format!("`{}` needs a fusion", a.call.name), a.span()).with_help(
+                "define one with HLO text, e.g. a fused computation or an instruction line",
+            ),
+        ),
     }
 }
 
@@ -61,7 +67,13 @@ fn spec(s: &Session, a: &Args) -> Result<KernelSpec, Diagnostic> {
         Some(HloTarget::Computation(c)) => from_hlo::from_computation(module, c),
         Some(HloTarget::Instr(c, id)) => {
             let ins = &c.instrs[id];
-            match ins.attrs.calls.as_deref().filter(|_| ins.opcode == "fusion").and_then(|n| module.computation(n)) {
+            match ins
+                .attrs
+                .calls
+                .as_deref()
+                .filter(|_| ins.opcode == "fusion")
+                .and_then(|n| module.computation(n))
+            {
                 Some(f) => from_hlo::from_computation(module, f),
                 None => from_hlo::from_instr(module, c, id),
             }
@@ -95,7 +107,10 @@ fn config(a: &Args) -> Result<(LaunchConfig, Option<bool>), Diagnostic> {
         Some("true") => Some(true),
         Some("false") => Some(false),
         Some(w) => {
-            return Err(Diagnostic::at(format!("`tiled=` takes true or false, not `{w}`"), span_of(a, "tiled")))
+            return Err(Diagnostic::at(
+                format!("`tiled=` takes true or false, not `{w}`"),
+                span_of(a, "tiled"),
+            ))
         }
     };
     Ok((cfg, tiled))
@@ -105,14 +120,24 @@ fn launch_for(s: &Session, a: &Args) -> Result<(KernelSpec, Launch), Diagnostic>
     let spec = spec(s, a)?;
     let (cfg, tiled) = config(a)?;
     let l = launch::choose(&spec, cfg, tiled).map_err(|e| {
-        let key = ["vector", "block", "unroll", "tiled"].into_iter().find(|k| e.to_string().contains(&format!("{k}=")) || (*k == "tiled" && e.to_string().contains("tile")));
+        let key = ["vector", "block", "unroll", "tiled"]
+            .into_iter()
+            .find(|k| {
+                e.to_string().contains(&format!("{k}="))
+                    || (*k == "tiled" && e.to_string().contains("tile"))
+            });
         Diagnostic::at(e.to_string(), key.map_or(a.span(), |k| span_of(a, k)))
     })?;
     Ok((spec, l))
 }
 
 fn describe(l: &Launch) -> String {
-    let mut s = format!("{}, block {}, grid {}", l.strategy.name(), l.block[0], l.grid[0]);
+    let mut s = format!(
+        "{}, block {}, grid {}",
+        l.strategy.name(),
+        l.block[0],
+        l.grid[0]
+    );
     if l.config.vector > 1 && l.strategy == Strategy::Loop {
         s += &format!(", vector {}", l.config.vector);
     }
@@ -156,10 +181,18 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                     sec.maps.push(m)
                 }
             }
-            None => sections.push(OperandMaps { label, index: acc.input, name: None, maps: vec![m] }),
+            None => sections.push(OperandMaps {
+                label,
+                index: acc.input,
+                name: None,
+                maps: vec![m],
+            }),
         }
     }
-    Ok(Value::Indexing(Indexing { title: format!("threads {}", spec.name), operands: sections }))
+    Ok(Value::Indexing(Indexing {
+        title: format!("threads {}", spec.name),
+        operands: sections,
+    }))
 }
 
 fn coalescing_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
@@ -174,13 +207,28 @@ fn coalescing_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             if r.warps_checked == 1 { "" } else { "s" },
             if r.sampled { ", sampled" } else { "" }
         )),
-        headers: ["operand", "layout", "sectors/load", "ideal", "lines/load", "ideal", "verdict", "XLA's rule"]
-            .map(String::from)
-            .to_vec(),
+        headers: [
+            "operand",
+            "layout",
+            "sectors/load",
+            "ideal",
+            "lines/load",
+            "ideal",
+            "verdict",
+            "XLA's rule",
+        ]
+        .map(String::from)
+        .to_vec(),
         ..Default::default()
     };
     for o in &r.operands {
-        let per = |x: u64| if o.loads == 0 { "0".to_string() } else { format!("{:.1}", x as f64 / o.loads as f64) };
+        let per = |x: u64| {
+            if o.loads == 0 {
+                "0".to_string()
+            } else {
+                format!("{:.1}", x as f64 / o.loads as f64)
+            }
+        };
         t.rows.push(vec![
             o.label.clone(),
             o.tensor.shape_text(),
@@ -188,14 +236,26 @@ fn coalescing_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             per(o.ideal_sectors),
             per(o.lines),
             per(o.ideal_lines),
-            if o.coalesced { "coalesced".into() } else { "NOT coalesced".into() },
-            if o.rule_coalesced { "coalesced".into() } else { "not coalesced".into() },
+            if o.coalesced {
+                "coalesced".into()
+            } else {
+                "NOT coalesced".into()
+            },
+            if o.rule_coalesced {
+                "coalesced".into()
+            } else {
+                "not coalesced".into()
+            },
         ]);
     }
     for o in &r.operands {
         t.notes.push(format!("{}: offset {}", o.label, o.offsets));
         if let Some(w) = &o.worst {
-            let at = if w.at.is_empty() { String::new() } else { format!(" at {}", w.at) };
+            let at = if w.at.is_empty() {
+                String::new()
+            } else {
+                format!(" at {}", w.at)
+            };
             t.notes.push(format!(
                 "  worst warp: block {} warp {}{at}: {} sectors for {} elements (ideal {})",
                 w.block, w.warp, w.sectors, w.elements, w.ideal
@@ -220,7 +280,10 @@ fn target(a: &Args) -> Result<Target, Diagnostic> {
     match a.kv_word("target")?.as_deref() {
         None | Some("cuda") | Some("gpu") => Ok(Target::Cuda),
         Some("cpu") => Ok(Target::Cpu),
-        Some(w) => Err(Diagnostic::at(format!("`target=` takes cuda or cpu, not `{w}`"), span_of(a, "target"))),
+        Some(w) => Err(Diagnostic::at(
+            format!("`target=` takes cuda or cpu, not `{w}`"),
+            span_of(a, "target"),
+        )),
     }
 }
 
@@ -238,7 +301,11 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             emit::cpu::emit(&spec, naive).map_err(err)?
         }
     };
-    Ok(Value::Kernel(super::Kernel { name: e.name, target: tgt.name().into(), source: e.source }))
+    Ok(Value::Kernel(super::Kernel {
+        name: e.name,
+        target: tgt.name().into(),
+        source: e.source,
+    }))
 }
 
 fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
@@ -248,18 +315,38 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Some("gpu") | Some("cuda") => Device::Gpu,
         Some("cpu") => Device::Cpu,
         Some(w) => {
-            return Err(Diagnostic::at(format!("`device=` takes auto, gpu or cpu, not `{w}`"), span_of(a, "device")))
+            return Err(Diagnostic::at(
+                format!("`device=` takes auto, gpu or cpu, not `{w}`"),
+                span_of(a, "device"),
+            ))
         }
     };
     let reps = match a.kv_int("reps")? {
         None => 10,
         Some(n) if (1..=10_000).contains(&n) => n as usize,
-        Some(n) => return Err(Diagnostic::at(format!("reps={n} is not in [1, 10000]"), span_of(a, "reps"))),
+        Some(n) => {
+            return Err(Diagnostic::at(
+                format!("reps={n} is not in [1, 10000]"),
+                span_of(a, "reps"),
+            ))
+        }
     };
     let naive = a.flag("naive");
-    let opts = Options { device, reps, warmups: 2, progress: true };
+    let opts = Options {
+        device,
+        reps,
+        warmups: 2,
+        progress: true,
+    };
     let o = bench::run(&spec, &opts, !naive, naive).map_err(|e| {
-        Diagnostic::at(e.to_string(), if device == Device::Gpu { span_of(a, "device") } else { a.span() })
+        Diagnostic::at(
+            e.to_string(),
+            if device == Device::Gpu {
+                span_of(a, "device")
+            } else {
+                a.span()
+            },
+        )
     })?;
     let main = &o.variants[0];
     let mut b = super::Bench {
@@ -288,13 +375,24 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         ));
         b.extra.push((
             format!("{} / {}", main.label, v.label),
-            format!("{:.2}x faster", v.timing.median_s / main.timing.median_s.max(1e-12)),
+            format!(
+                "{:.2}x faster",
+                v.timing.median_s / main.timing.median_s.max(1e-12)
+            ),
         ));
     }
     b.extra.push((
         "copy".into(),
-        format!("{} bytes in {:.3} ms, {:.2} GB/s", o.bytes, o.copy.median_s * 1e3, o.gbps(&o.copy)),
+        format!(
+            "{} bytes in {:.3} ms, {:.2} GB/s",
+            o.bytes,
+            o.copy.median_s * 1e3,
+            o.gbps(&o.copy)
+        ),
     ));
-    b.extra.push(("reps".into(), format!("{reps} after 2 warm-ups; every output element checked against the reference")));
+    b.extra.push((
+        "reps".into(),
+        format!("{reps} after 2 warm-ups; every output element checked against the reference"),
+    ));
     Ok(Value::Bench(b))
 }

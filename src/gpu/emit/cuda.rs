@@ -43,8 +43,9 @@ fn guards_with(m: &IndexingMap, w: &mut BodyWriter, only_dims: bool, action: &st
         if uses_sym == only_dims {
             continue;
         }
-        let x = c_expr(e, &m.names(), &m.bounds());
-        w.line(format!("if ({x} < {} || {x} > {}) {action};", iv.lo, iv.hi));
+        if let Some(cond) = super::outside(e, iv, &m.names(), &m.bounds()) {
+            w.line(format!("if ({cond}) {action};"));
+        }
     }
 }
 
@@ -120,7 +121,8 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
             "from the simplified maps"
         }
     );
-    src += "#include <stdint.h>\n\n";
+    // NVRTC has no system headers: the integer types are declared here.
+    src += "typedef long long int64_t;\ntypedef int int32_t;\n\n";
     src += &C_HELPERS.replace("static inline", "__device__ static inline");
     src += "\n";
     for f in helper_functions(spec, naive, "__device__ static ", "__restrict__")? {
@@ -226,8 +228,9 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
             // after the shuffle, so keep them as a flag.
             loops_open(rm, &mut w);
             for &(e, iv) in &rm.constraints {
-                let x = c_expr(e, &rm.names(), &rm.bounds());
-                w.line(format!("if ({x} < {} || {x} > {}) continue;", iv.lo, iv.hi));
+                if let Some(cond) = super::outside(e, iv, &rm.names(), &rm.bounds()) {
+                    w.line(format!("if ({cond}) continue;"));
+                }
             }
             let _ = nd;
             let ctx = scope(&mut w, rm, naive, "r");

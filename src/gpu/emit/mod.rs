@@ -112,6 +112,21 @@ fn paren(s: &str) -> String {
     }
 }
 
+/// The C condition under which `e` lies outside `iv`, checking only the sides the interval
+/// analysis cannot rule out; `None` when the constraint always holds.
+pub fn outside(e: Expr, iv: Interval, names: &[String], bounds: &[Interval]) -> Option<String> {
+    let r = range_of(e, bounds);
+    let x = c_expr(e, names, bounds);
+    let mut parts = Vec::new();
+    if r.lo < iv.lo {
+        parts.push(format!("{} < {}", x, iv.lo));
+    }
+    if r.hi > iv.hi {
+        parts.push(format!("{} > {}", x, iv.hi));
+    }
+    (!parts.is_empty()).then(|| parts.join(" || "))
+}
+
 /// Helpers for floor-semantics division of possibly negative values.
 pub const C_HELPERS: &str = "static inline int64_t ix_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline int64_t ix_mod(int64_t a, int64_t b) { int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
@@ -371,8 +386,9 @@ impl<'a> BodyWriter<'a> {
                     (shown.names(), shown.bounds())
                 };
                 for (e, iv) in keep {
-                    let x = c_expr(e, &cn, &cb);
-                    self.line(format!("if ({x} < {} || {x} > {}) continue;", iv.lo, iv.hi));
+                    if let Some(cond) = outside(e, iv, &cn, &cb) {
+                        self.line(format!("if ({cond}) continue;"));
+                    }
                 }
                 let codes = self.args(ctx, map)?;
                 let call = format!(
