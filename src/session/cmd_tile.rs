@@ -25,7 +25,7 @@ pub static COMMANDS: [Command; 2] = [
 ];
 
 /// Most points the `tile` command enumerates to prove a tile exact.
-const CHECK_LIMIT: u64 = 1 << 20;
+const CHECK_LIMIT: u64 = 1 << 22;
 
 /// One operand to tile or measure: its label, name, maps and shape (if known).
 pub struct Operand {
@@ -34,9 +34,15 @@ pub struct Operand {
     pub shape: Option<Vec<i64>>,
 }
 
-/// The operands of the target: a bare map is one operand.
+/// The operands of the target: a bare map is one operand; an HLO instruction or fusion
+/// has one per operand (or, with `from K`, one per output), with its shape.
 fn operands(s: &mut Session, a: &Args) -> Result<(Vec<Operand>, Option<Vec<i64>>), Diagnostic> {
     let span = a.groups().first().map_or(a.span(), |g| g.span);
+    if let Some(Arg::Word(w, wspan)) = a.items().next() {
+        if !s.values.contains_key(w) && s.hlo.resolve(w).is_some() {
+            return hlo_operands(s, a, w, *wspan);
+        }
+    }
     match a.value(s, 0)? {
         Value::Map(m) | Value::Explained { map: m, .. } => {
             let out = m
@@ -69,6 +75,106 @@ fn operands(s: &mut Session, a: &Args) -> Result<(Vec<Operand>, Option<Vec<i64>>
             span,
         )),
     }
+}
+
+/// `indexing NAME [from K]` through the HLO commands, with the shapes of what it reaches.
+fn hlo_operands(
+    s: &mut Session,
+    a: &Args,
+    name: &str,
+    span: crate::syntax::Span,
+) -> Result<(Vec<Operand>, Option<Vec<i64>>), Diagnostic> {
+    let mut items = vec![Arg::Word(name.to_string(), span)];
+    let from = match a.after("from") {
+        Some(Arg::Int(k, ks)) => {
+            items.push(Arg::Word("from".into(), *ks));
+            items.push(Arg::Int(*k, *ks));
+            Some(*k as usize)
+        }
+        Some(other) => {
+            return Err(Diagnostic::at(
+                "`from` takes an operand number, e.g. `from 0`",
+                other.span(),
+            ))
+        }
+        None => None,
+    };
+    let call = crate::syntax::CommandCall {
+        name: "indexing".into(),
+        name_span: span,
+        groups: vec![crate::syntax::ArgGroup { items, span }],
+        span: a.span(),
+    };
+    let Value::Indexing(ix) = s.call(&call)? else {
+        return Err(Diagnostic::at(
+            format!("`{name}` has no operands to tile"),
+            span,
+        ));
+    };
+    // Shapes: of the operands (parameters of a fusion), or of the outputs with `from K`.
+    let (shapes, out_shape): (Vec<Vec<i64>>, Vec<i64>) = {
+        let module = &s.hlo.module;
+        let (comp, instr) = match s.hlo.resolve(name) {
+            Some(crate::hlo::workspace::Target::Computation(c)) => (c, None),
+            Some(crate::hlo::workspace::Target::Instr(c, id)) => {
+                let ins = &c.instrs[id];
+                match ins
+                    .attrs
+                    .calls
+                    .as_deref()
+                    .filter(|_| ins.opcode == "fusion")
+                    .and_then(|n| module.computation(n))
+                {
+                    Some(f) => (f, None),
+                    None => (c, Some(id)),
+                }
+            }
+            None => {
+                return Err(Diagnostic::at(
+                    format!("no instruction or computation named `{name}`"),
+                    span,
+                ))
+            }
+        };
+        let (ins_shapes, outs): (Vec<Vec<i64>>, Vec<Vec<i64>>) = match instr {
+            Some(id) => (
+                comp.instrs[id]
+                    .operands
+                    .iter()
+                    .map(|&o| comp.instrs[o].dims().to_vec())
+                    .collect(),
+                vec![comp.instrs[id].dims().to_vec()],
+            ),
+            None => (
+                comp.parameters()
+                    .iter()
+                    .map(|&p| comp.instrs[p].dims().to_vec())
+                    .collect(),
+                comp.outputs()
+                    .iter()
+                    .map(|&o| comp.instrs[o].dims().to_vec())
+                    .collect(),
+            ),
+        };
+        match from {
+            None => (ins_shapes, outs.first().cloned().unwrap_or_default()),
+            Some(k) => (outs, ins_shapes.get(k).cloned().unwrap_or_default()),
+        }
+    };
+    let ops = ix
+        .operands
+        .iter()
+        .map(|o| Operand {
+            label: o
+                .label
+                .strip_prefix("operand ")
+                .unwrap_or(&o.label)
+                .to_string(),
+            maps: o.maps.clone(),
+            shape: shapes.get(o.index).cloned(),
+        })
+        .collect();
+    Ok((ops, Some(out_shape)))
 }
 
 fn sizes(a: &Args) -> Result<Vec<i64>, Diagnostic> {
@@ -147,7 +253,11 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         .collect();
     let mut t = Table {
         title: Some(format!(
-            "output tile: offsets ({}), sizes ({}), strides ({}); {}",
+            "{}: offsets ({}), sizes ({}), strides ({}); {}",
+            match a.after("from") {
+                Some(Arg::Int(k, _)) => format!("tile of operand {k}"),
+                _ => "output tile".to_string(),
+            },
             offsets.join(", "),
             join(&sizes),
             join(&vec![1; sizes.len()]),
@@ -171,7 +281,7 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 Err(e) => {
                     t.rows
                         .push(vec![op.label.clone(), "-".into(), "not a tile".into()]);
-                    t.notes.push(format!("operand {}: {e}", op.label));
+                    t.notes.push(format!("{}: {e}", section_name(&op.label)));
                     derived.clear();
                     break;
                 }
@@ -218,7 +328,7 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                     "(a scalar: every tile reads it)".into(),
                 ]);
             }
-            t.notes.push(format!("operand {label}: {}", x.map));
+            t.notes.push(format!("{}: {}", section_name(&label), x.map));
             let _ = m;
         }
         if derived.len() > 1 && cover.is_some() {
@@ -274,6 +384,15 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     }
     Ok(Value::Table(t))
+}
+
+/// `operand 0` for an operand number, the label itself otherwise (`output`).
+fn section_name(label: &str) -> String {
+    if label.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("operand {label}")
+    } else {
+        label.to_string()
+    }
 }
 
 fn percent(num: u64, den: u64) -> String {
