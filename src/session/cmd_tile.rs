@@ -214,7 +214,7 @@ fn join(xs: &[i64]) -> String {
 
 fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let sizes = sizes(a)?;
-    let (ops, _) = operands(s, a)?;
+    let (ops, out_shape) = operands(s, a)?;
     let Some(first) = ops.iter().flat_map(|o| o.maps.first()).next() else {
         return Err(Diagnostic::at(
             "nothing to tile: no operand has a map",
@@ -232,11 +232,15 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             a.kv("sizes").map_or(a.span(), |x| x.span()),
         ));
     }
-    let extents: Vec<i64> = first
-        .dims
-        .iter()
-        .map(|d| d.bounds.hi.saturating_add(1))
-        .collect();
+    // The output's extents: from the HLO, else from the map's dimensions.
+    let extents: Vec<i64> = match out_shape {
+        Some(sh) if sh.len() == sizes.len() => sh,
+        _ => first
+            .dims
+            .iter()
+            .map(|d| d.bounds.hi.saturating_add(1))
+            .collect(),
+    };
     let out =
         tile::output_tile(&extents, &sizes).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
     let tiles: Vec<String> = out
@@ -263,9 +267,20 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             join(&vec![1; sizes.len()]),
             tiles.join(", ")
         )),
-        headers: ["operand", "dim", "offset", "size", "stride", "clip"]
-            .map(String::from)
-            .to_vec(),
+        headers: [
+            if a.after("from").is_some() {
+                "reads"
+            } else {
+                "operand"
+            },
+            "dim",
+            "offset",
+            "size",
+            "stride",
+            "clip",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: vec![],
         notes: vec![],
     };
@@ -322,11 +337,8 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 ]);
             }
             if x.sizes.is_empty() {
-                t.rows.push(vec![
-                    label.clone(),
-                    "-".into(),
-                    "(a scalar: every tile reads it)".into(),
-                ]);
+                t.rows
+                    .push(vec![label.clone(), "-".into(), "scalar".into()]);
             }
             t.notes.push(format!("{}: {}", section_name(&label), x.map));
             let _ = m;
