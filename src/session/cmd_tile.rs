@@ -269,7 +269,7 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         )),
         headers: [
             if a.after("from").is_some() {
-                "reads"
+                "reaches"
             } else {
                 "operand"
             },
