@@ -19,6 +19,7 @@ pub mod simplify;
 
 // 4. GPU: mappings, kernels, measurements
 pub mod gpu;
+pub mod tile;
 
 // 5. the interpreter
 pub mod session;
