@@ -94,12 +94,13 @@ fn options(n: i64, user: Option<&[i64]>) -> Vec<i64> {
     v
 }
 
-/// Every valid tiling, best-first order not implied; at most `max` kept (evenly spread).
+/// Every valid tiling, and those left out with the reason; at most `max` kept (evenly
+/// spread over the valid ones, whose number is the third value).
 pub fn candidates(
     spec: &KernelSpec,
     user_tiles: Option<&[i64]>,
     max: usize,
-) -> Result<(Vec<Candidate>, Vec<Rejected>), MapError> {
+) -> Result<(Vec<Candidate>, Vec<Rejected>, usize), MapError> {
     let dims = &spec.output.dims;
     let accesses = spec.input_accesses()?;
     let opts: Vec<Vec<i64>> = dims.iter().map(|&n| options(n, user_tiles)).collect();
@@ -170,13 +171,14 @@ pub fn candidates(
         }
         good.push(Candidate { sizes, min_run });
     }
+    let valid = good.len();
     if good.len() > max && max > 0 {
         let step = good.len() as f64 / max as f64;
         good = (0..max)
             .map(|i| good[(i as f64 * step) as usize].clone())
             .collect();
     }
-    Ok((good, rejected))
+    Ok((good, rejected, valid))
 }
 
 /// C for the host compiler: loops over the tiles (in the output's physical order), then over
