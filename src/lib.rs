@@ -64,7 +64,9 @@ pub enum MapError {
     )]
     TooLarge { points: u64, limit: u64 },
     #[error(
-        "cannot compose: the first map has {results} results but the second has {dims} dimensions"
+        "cannot compose: the first map has {results} result{} but the second has {dims} dimension{}",
+        if *.results == 1 { "" } else { "s" },
+        if *.dims == 1 { "" } else { "s" }
     )]
     ComposeArity { results: usize, dims: usize },
     #[error("not a bijection: {0}")]
