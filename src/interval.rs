@@ -209,6 +209,10 @@ mod tests {
         assert_eq!(a.modulo(&c), Interval::new(0, 3));
         assert_eq!(
             Interval::new(53, 71).modulo(&Interval::point(42)),
+            Interval::new(11, 29)
+        );
+        assert_eq!(
+            Interval::new(30, 50).modulo(&Interval::point(42)),
             Interval::new(0, 41)
         );
         assert_eq!(
