@@ -91,3 +91,17 @@ fn tiled_source_loops_over_tiles_then_elements() {
     );
     assert!(emit_tiled(&spec, &[24, 16]).is_err());
 }
+
+#[test]
+fn gpu_launch_candidates_keep_coalescing_no_worse_than_the_default() {
+    use ixmap::tile::tune::launch_candidates;
+    let spec = gpu_specs::broadcast_mul(64, 256);
+    let (good, rejected) = launch_candidates(&spec, &[64, 128, 256], &[1, 2, 4]).expect("analyses");
+    assert!(!good.is_empty());
+    assert!(
+        good.iter()
+            .all(|c| c.config.block != 128 || c.config.vector != 1),
+        "the default is measured separately"
+    );
+    assert_eq!(good.len() + rejected.len(), 8, "{good:?} {rejected:?}");
+}

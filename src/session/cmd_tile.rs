@@ -549,26 +549,26 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     use crate::tile::tune;
     let (name, spec) = kernel_spec(s, a)?;
     let device = a.kv_word("device")?;
-    match device.as_deref() {
-        None | Some("auto") | Some("cpu") => {}
+    let device_span = a.kv("device").map_or(a.span(), |v| v.span());
+    let on_gpu = match device.as_deref() {
+        None | Some("auto") => crate::gpu::bench::cuda::available().is_ok(),
+        Some("cpu") => false,
         Some("gpu") => {
-            let why = match crate::gpu::bench::cuda::available() {
-                Ok(()) => "the GPU backend of `bench` cannot run kernels yet".to_string(),
-                Err(e) => e,
-            };
-            return Err(Diagnostic::at(
-                format!("cannot tune on the GPU: {why}"),
-                a.kv("device").map_or(a.span(), |v| v.span()),
-            )
-            .with_help("device=cpu tunes the tiling of the CPU kernel"));
+            if let Err(why) = crate::gpu::bench::cuda::available() {
+                return Err(
+                    Diagnostic::at(format!("cannot tune on the GPU: {why}"), device_span)
+                        .with_help("device=cpu tunes the tiling of the CPU kernel"),
+                );
+            }
+            true
         }
         Some(w) => {
             return Err(Diagnostic::at(
                 format!("`device=` takes auto, cpu or gpu, not `{w}`"),
-                a.kv("device").map_or(a.span(), |v| v.span()),
+                device_span,
             ))
         }
-    }
+    };
     let reps = a.kv_int("reps")?.unwrap_or(5);
     let max = a.kv_int("max")?.unwrap_or(12);
     if !(1..=1000).contains(&reps) || !(1..=1000).contains(&max) {
@@ -576,6 +576,9 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             "`reps=` and `max=` take 1 to 1000",
             a.span(),
         ));
+    }
+    if on_gpu {
+        return tune_gpu(s, a, &name, &spec, reps as usize);
     }
     let user_tiles = a.kv_tuple("tile")?;
     let mut notes = Vec::new();
@@ -604,6 +607,7 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         reps: reps as usize,
         warmups: 1,
         progress: true,
+        ..Options::default()
     };
     let bar = {
         use std::io::IsTerminal;
@@ -677,6 +681,77 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 target: "cpu".into(),
                 source: k.source,
             }),
+        );
+    }
+    Ok(Value::Table(t))
+}
+
+/// `tune` on the GPU: block and vector sizes, coalescing as a filter, the GPU bench.
+fn tune_gpu(
+    s: &mut Session,
+    a: &Args,
+    name: &str,
+    spec: &crate::gpu::spec::KernelSpec,
+    reps: usize,
+) -> Result<Value, Diagnostic> {
+    use crate::gpu::bench::Options;
+    use crate::tile::tune;
+    let err = |e: crate::MapError| Diagnostic::at(e.to_string(), a.span());
+    let blocks = a
+        .kv_tuple("block")?
+        .unwrap_or_else(|| vec![64, 128, 256, 512, 1024]);
+    let vectors = a.kv_tuple("vector")?.unwrap_or_else(|| vec![1, 2, 4]);
+    let (cands, rejected) = tune::launch_candidates(spec, &blocks, &vectors).map_err(err)?;
+    let opts = Options {
+        reps,
+        warmups: 2,
+        progress: false,
+        ..Options::default()
+    };
+    let (device, bytes, copy, rows) =
+        tune::tune_launches(spec, &cands, &opts, &mut |_, _, _| {}).map_err(err)?;
+    let default = rows[0].timing.median_s;
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&x, &y| rows[x].timing.median_s.total_cmp(&rows[y].timing.median_s));
+    let mut t = Table {
+        title: Some(format!(
+            "tune {name} on {device}: {} launches tried ({} filtered out), {bytes} bytes moved, every output verified",
+            cands.len(),
+            rejected.len()
+        )),
+        headers: ["rank", "mapping", "median ms", "GB/s", "% copy", "coalesced", "vs default"].map(String::from).to_vec(),
+        rows: vec![],
+        notes: vec![],
+    };
+    for (rank, &i) in order.iter().enumerate() {
+        let m = &rows[i];
+        t.rows.push(vec![
+            (rank + 1).to_string(),
+            match m.config {
+                None => "default (block=128 vector=1)".to_string(),
+                Some(c) => format!("block={} vector={}", c.block, c.vector),
+            },
+            format!("{:.4}", m.timing.median_s * 1e3),
+            format!("{:.1}", bytes as f64 / m.timing.median_s / 1e9),
+            format!("{:.1}", 100.0 * copy.median_s / m.timing.median_s),
+            format!("{}/{}", m.coalesced.0, m.coalesced.1),
+            format!("{:.2}x", default / m.timing.median_s),
+        ]);
+    }
+    if let Some(&i) = order.iter().find(|&&i| rows[i].config.is_some()) {
+        let c = rows[i].config.unwrap_or_default();
+        let bound = format!("{}_best", crate::gpu::emit::c_ident(name));
+        t.notes.push(format!(
+            "best: block={} vector={}, {:.2}x the default; bound to `{bound}`: use it as `bench {name} block={} vector={}`",
+            c.block,
+            c.vector,
+            default / rows[i].timing.median_s,
+            c.block,
+            c.vector
+        ));
+        s.values.insert(
+            bound,
+            Value::Text(format!("block={} vector={}", c.block, c.vector)),
         );
     }
     Ok(Value::Table(t))
