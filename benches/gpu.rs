@@ -20,6 +20,7 @@ fn main() {
         reps,
         warmups: 2,
         progress: true,
+        ..Default::default()
     };
     let cases = [
         (
