@@ -20,8 +20,13 @@ fn main() {
         reps,
         warmups: 2,
         progress: true,
+        ..Default::default()
     };
     let cases = [
+        (
+            "add after reshape (no exp) f32[64,256,1024] -> [16384,1024]",
+            specs::reshape_add_plain(64, 256, 1024),
+        ),
         (
             "elementwise after reshape f32[64,256,1024] -> [16384,1024]",
             specs::reshape_add(64, 256, 1024),
@@ -33,7 +38,7 @@ fn main() {
         ),
     ];
     println!(
-        "{:<58} {:>12} {:>12} {:>8} {:>10} {:>10}",
+        "{:<62} {:>12} {:>12} {:>8} {:>10} {:>10}",
         "fusion", "simplified", "naive", "speedup", "% memcpy", "naive %"
     );
     for (label, spec) in cases {
@@ -42,7 +47,7 @@ fn main() {
                 let s = &o.variants[0].timing;
                 let n = &o.variants[1].timing;
                 println!(
-                    "{:<58} {:>9.2} ms {:>9.2} ms {:>7.2}x {:>9.1}% {:>9.1}%   ({} MiB moved, memcpy {:.2} ms, {})",
+                    "{:<62} {:>9.2} ms {:>9.2} ms {:>7.2}x {:>9.1}% {:>9.1}%   ({} MiB moved, memcpy {:.2} ms, {})",
                     label,
                     s.median_s * 1e3,
                     n.median_s * 1e3,

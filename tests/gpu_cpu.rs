@@ -25,6 +25,7 @@ fn every_kind_matches_the_reference_simplified_and_naive() {
         reps: 1,
         warmups: 0,
         progress: false,
+        ..Default::default()
     };
     for spec in all_kinds() {
         let o =
@@ -88,6 +89,7 @@ fn cpu_matches_reference() {
         reps: 1,
         warmups: 0,
         progress: false,
+        ..Default::default()
     };
     let spec = reshape_add(3, 5, 8);
     let o = bench::run(&spec, &opts, true, false).expect("runs and verifies");

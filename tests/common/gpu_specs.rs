@@ -44,6 +44,18 @@ pub fn reshape_add(a: i64, b: i64, c: i64) -> KernelSpec {
     }
 }
 
+/// `out[a*b, c] = p0[a, b, c] + p1[a*b, c]`, p0 reshaped: index arithmetic and memory only.
+pub fn reshape_add_plain(a: i64, b: i64, c: i64) -> KernelSpec {
+    let mut spec = reshape_add(a, b, c);
+    if let Body::Binary(op, x, y) = &spec.functions[0].body {
+        if let Body::Unary(_, inner) = x.as_ref() {
+            spec.functions[0].body = Body::Binary(*op, inner.clone(), y.clone());
+        }
+    }
+    spec.name = "reshape_add_plain".into();
+    spec
+}
+
 pub fn transpose(a: i64, b: i64) -> KernelSpec {
     let m = map(&format!(
         "(d0, d1) -> (d1, d0), domain: d0 in [0, {}], d1 in [0, {}]",

@@ -37,6 +37,41 @@ pub fn loop_map(out: &Tensor) -> Result<IndexingMap, MapError> {
     ))
 }
 
+/// `(others.., ta, tb, ia, ib) -> (output index)`: output dims `a` and `b` in 32x32 tiles
+/// (`ta`, `tb` the tile, `ia`, `ib` the place in it), the other dims outside, in physical
+/// order; ragged tiles are cut by constraints.
+pub fn tiled_map(out: &Tensor, a: usize, b: usize) -> Result<IndexingMap, MapError> {
+    const T: i64 = crate::gpu::launch::TILE;
+    let others: Vec<usize> = out
+        .physical_dims()
+        .into_iter()
+        .filter(|&d| d != a && d != b)
+        .collect();
+    let mut dims: Vec<Variable> = others
+        .iter()
+        .map(|&d| Variable::new(format!("o{d}"), 0, out.dims[d] - 1))
+        .collect();
+    let n = others.len() as u32;
+    let (da, db) = (out.dims[a], out.dims[b]);
+    dims.push(Variable::new("ta", 0, (da + T - 1) / T - 1));
+    dims.push(Variable::new("tb", 0, (db + T - 1) / T - 1));
+    dims.push(Variable::new("ia", 0, T.min(da) - 1));
+    dims.push(Variable::new("ib", 0, T.min(db) - 1));
+    let mut results = vec![Expr::constant(0); out.rank()];
+    for (k, &d) in others.iter().enumerate() {
+        results[d] = Expr::var(k as u32);
+    }
+    let c = Expr::constant;
+    results[a] = Expr::var(n).mul(c(T)).add(Expr::var(n + 2));
+    results[b] = Expr::var(n + 1).mul(c(T)).add(Expr::var(n + 3));
+    let constraints = vec![
+        (results[a], Interval::new(0, da - 1)),
+        (results[b], Interval::new(0, db - 1)),
+    ];
+    let m = IndexingMap::new(dims, vec![], vec![], results, constraints);
+    Ok(crate::simplify::simplify(&m, &Default::default()).map)
+}
+
 pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
     let name = c_ident(&spec.name);
     let ty = spec.output.elem.c_name();
@@ -60,14 +95,24 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
         src += &f;
         src += "\n";
     }
-    let lm = loop_map(&spec.output)?;
-    let n = spec.output.num_elements()?;
+    // A transpose of the minor dimension is walked in 32x32 tiles, so the strided side of
+    // each tile stays in cache; everything else is one loop in the output's physical order.
+    let lm = match crate::gpu::launch::transpose_dims(spec)? {
+        Some((a, b)) if spec.root_reduction().is_none() => tiled_map(&spec.output, a, b)?,
+        _ => loop_map(&spec.output)?,
+    };
     let params: String = (0..spec.inputs.len())
         .map(|k| format!("p{k}"))
         .collect::<Vec<_>>()
         .join(", ");
-    let mut w = BodyWriter::new(spec, naive, 2);
+    let depth = lm.dims.len();
+    let mut w = BodyWriter::new(spec, naive, 1 + depth);
     w.line(format!("// output index: {lm}"));
+    for &(e, iv) in &lm.constraints {
+        if let Some(cond) = super::outside(e, iv, &lm.names(), &lm.bounds()) {
+            w.line(format!("if ({cond}) continue;"));
+        }
+    }
     let ctx = if naive {
         // The multi-index, computed once from the loop index.
         let names: Vec<String> = (0..spec.output.rank()).map(|d| format!("o{d}")).collect();
@@ -101,12 +146,23 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
     let mut decl = input_params(spec, "restrict");
     decl.push(format!("{ty} *restrict out"));
     src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
-    src += &format!("  for (int64_t i = 0; i < {n}; ++i) {{\n");
+    for (k, v) in lm.dims.iter().enumerate() {
+        src += &format!(
+            "{}for (int64_t {1} = {2}; {1} <= {3}; ++{1}) {{\n",
+            "  ".repeat(k + 1),
+            v.name,
+            v.bounds.lo,
+            v.bounds.hi
+        );
+    }
     for l in &w.lines {
         src += l;
         src += "\n";
     }
-    src += "  }\n}\n\n";
+    for k in (0..depth).rev() {
+        src += &format!("{}}}\n", "  ".repeat(k + 1));
+    }
+    src += "}\n\n";
     let casts: Vec<String> = spec
         .inputs
         .iter()
@@ -118,7 +174,6 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
         )))
         .collect();
     src += &format!("// entry: args = inputs in order, then the output\nvoid {name}(void **args) {{\n  {name}_body({});\n}}\n", casts.join(", "));
-    let _ = Interval::FULL;
     Ok(Emitted {
         name: spec.name.clone(),
         target: Target::Cpu,
