@@ -112,7 +112,8 @@ pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         }
         let dist = strsim::damerau_levenshtein(name, c);
         let sim = strsim::jaro_winkler(name, c);
-        if dist > allowed && sim < 0.85 {
+        // Replacing every character is no suggestion (`b` is not a misspelt `a`).
+        if (dist > allowed && sim < 0.85) || dist >= name.chars().count() {
             continue;
         }
         let better = match best {
