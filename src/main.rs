@@ -9,7 +9,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "ixmap", version, about = "A workbench for XLA-style indexing maps", disable_help_subcommand = true)]
+#[command(
+    name = "ixmap",
+    version,
+    about = "A workbench for XLA-style indexing maps",
+    disable_help_subcommand = true
+)]
 struct Cli {
     /// Run these statements instead of starting the REPL.
     #[arg(short = 'c', value_name = "STATEMENTS")]
@@ -36,6 +41,32 @@ enum Sub {
     },
     /// Help on a command or topic.
     Help { topic: Option<String> },
+    /// The Jupyter kernel: `kernel install` writes the kernelspec; `kernel --connection-file
+    /// FILE` is what Jupyter runs.
+    #[command(args_conflicts_with_subcommands = true)]
+    Kernel {
+        /// The connection file Jupyter wrote.
+        #[arg(long, value_name = "FILE")]
+        connection_file: Option<PathBuf>,
+        #[command(subcommand)]
+        action: Option<KernelAction>,
+    },
+}
+
+#[derive(Subcommand)]
+enum KernelAction {
+    /// Install the kernelspec so that Jupyter lists `ixmap` (default: --user).
+    Install {
+        /// In the user's Jupyter data folder.
+        #[arg(long, conflicts_with_all = ["sys_prefix", "prefix"])]
+        user: bool,
+        /// In the active Python environment (virtualenv or conda).
+        #[arg(long, conflicts_with = "prefix")]
+        sys_prefix: bool,
+        /// Under DIR/share/jupyter.
+        #[arg(long, value_name = "DIR")]
+        prefix: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -45,7 +76,11 @@ fn main() -> ExitCode {
         (None, Some(Sub::Run { files })) => {
             let mut session = Session::new();
             let mut code = 0;
-            for f in if files.is_empty() { vec![PathBuf::from("-")] } else { files } {
+            for f in if files.is_empty() {
+                vec![PathBuf::from("-")]
+            } else {
+                files
+            } {
                 let src = if f.as_os_str() == "-" {
                     let mut s = String::new();
                     if let Err(e) = std::io::stdin().read_to_string(&mut s) {
@@ -77,14 +112,73 @@ fn main() -> ExitCode {
             };
             run_source(&mut Session::new(), &src, false, false)
         }
+        (
+            None,
+            Some(Sub::Kernel {
+                connection_file,
+                action,
+            }),
+        ) => kernel(connection_file, action),
         (None, None) => ixmap::repl::run(),
     };
     ExitCode::from(code as u8)
 }
 
+fn kernel(connection_file: Option<PathBuf>, action: Option<KernelAction>) -> i32 {
+    use ixmap::jupyter::install::{install, Target};
+    match (connection_file, action) {
+        (Some(file), None) => match ixmap::jupyter::run(&file) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: {e}");
+                1
+            }
+        },
+        (
+            None,
+            Some(KernelAction::Install {
+                user: _,
+                sys_prefix,
+                prefix,
+            }),
+        ) => {
+            let target = match (sys_prefix, prefix) {
+                (_, Some(dir)) => Target::Prefix(dir),
+                (true, None) => Target::SysPrefix,
+                (false, None) => Target::User,
+            };
+            let exe = match std::env::current_exe().and_then(|p| p.canonicalize()) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("error: cannot find the ixmap binary's path: {e}");
+                    return 1;
+                }
+            };
+            match install(&target, &exe) {
+                Ok(dir) => {
+                    println!("installed the ixmap kernelspec in {}", dir.display());
+                    0
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    1
+                }
+            }
+        }
+        _ => {
+            eprintln!("usage: ixmap kernel install [--user | --sys-prefix | --prefix DIR]\n       ixmap kernel --connection-file FILE");
+            2
+        }
+    }
+}
+
 /// Runs `src` statement by statement; 1 if any statement failed.
 fn run_source(session: &mut Session, src: &str, as_json: bool, keep_going: bool) -> i32 {
-    let style = if ixmap::repl::use_color() && !as_json { Style::Ansi } else { Style::Plain };
+    let style = if ixmap::repl::use_color() && !as_json {
+        Style::Ansi
+    } else {
+        Style::Plain
+    };
     let base = session.executed;
     let mut failed = false;
     for piece in ixmap::syntax::split(src) {
@@ -119,10 +213,21 @@ fn run_source(session: &mut Session, src: &str, as_json: bool, keep_going: bool)
 
 fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
     use colored::Colorize;
-    let paths = if paths.is_empty() { vec![PathBuf::from("sessions")] } else { paths };
+    let paths = if paths.is_empty() {
+        vec![PathBuf::from("sessions")]
+    } else {
+        paths
+    };
     let files = ixmap::transcript::collect_files(&paths);
     if files.is_empty() {
-        eprintln!("error: no .ixm transcripts under {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+        eprintln!(
+            "error: no .ixm transcripts under {}",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         return 1;
     }
     if !ixmap::repl::use_color() {
@@ -155,7 +260,10 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
         passed += r.cases - r.mismatches.len();
         failed += r.mismatches.len();
         for m in &r.mismatches {
-            println!("{}", format!("FAIL {}:{}", f.display(), m.line).red().bold());
+            println!(
+                "{}",
+                format!("FAIL {}:{}", f.display(), m.line).red().bold()
+            );
             println!("  ixmap> {}", m.input.replace('\n', "\n     ...> "));
             for l in &m.expected {
                 println!("{}", format!("- {l}").red());
@@ -187,11 +295,22 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
     println!("{passed} passed, {failed} failed, {skipped} skipped");
     if failed > 0 {
         if bless {
-            println!("blessed: {}", bad_files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "));
+            println!(
+                "blessed: {}",
+                bad_files
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
         } else {
             println!(
                 "If the new output is right: ixmap test --bless {}",
-                bad_files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ")
+                bad_files
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
             );
         }
         return 1;

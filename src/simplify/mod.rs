@@ -17,7 +17,11 @@ pub struct SimplifyLimits {
 
 impl Default for SimplifyLimits {
     fn default() -> Self {
-        SimplifyLimits { max_nodes: 10_000, max_iterations: 30, max_millis: 50 }
+        SimplifyLimits {
+            max_nodes: 10_000,
+            max_iterations: 30,
+            max_millis: 50,
+        }
     }
 }
 
@@ -45,7 +49,11 @@ pub fn simplify(map: &IndexingMap, _limits: &SimplifyLimits) -> Simplified {
     let mut m = map.clone();
     m.canonicalize();
     if m.status != Status::Defined {
-        return Simplified { map: m, steps, limit_hit: None };
+        return Simplified {
+            map: m,
+            steps,
+            limit_hit: None,
+        };
     }
     let names = m.names();
     let bounds = m.bounds();
@@ -84,5 +92,9 @@ pub fn simplify(map: &IndexingMap, _limits: &SimplifyLimits) -> Simplified {
     }
     let _ = Interval::FULL;
     m.is_simplified = m.status == Status::Defined;
-    Simplified { map: m, steps, limit_hit: None }
+    Simplified {
+        map: m,
+        steps,
+        limit_hit: None,
+    }
 }
