@@ -17,7 +17,10 @@ pub struct Command {
 
 /// Every command, in the order `help` lists them.
 pub fn all() -> impl Iterator<Item = &'static Command> {
-    super::cmd_map::COMMANDS.iter().chain(HELP.iter())
+    super::cmd_map::COMMANDS
+        .iter()
+        .chain(super::cmd_plot::COMMANDS.iter())
+        .chain(HELP.iter())
 }
 
 pub fn find(name: &str) -> Option<&'static Command> {

@@ -10,6 +10,7 @@
 pub mod args;
 pub mod build;
 mod cmd_map;
+mod cmd_plot;
 pub mod commands;
 pub mod value;
 

@@ -1,0 +1,272 @@
+//! `plot`: pictures of access patterns. For a map from output elements (or thread and
+//! block ids) to the elements of an input, it draws both sides as grids: each dimension
+//! point in its own colour on the left (or grouped by one dimension with `color=DIM`), and
+//! on the right every input element in the colour of whoever reads it.
+//!
+//! ```text
+//! plot (d0) -> (d0 floordiv 2), domain: d0 in [0, 7]
+//!   output: 01234567        input: ****      each input element is read by two outputs
+//! plot m th_x=0 color=s0    fix a dimension (one thread, one block), colour by another
+//! plot m to access.svg      write the SVG file instead of showing it
+//! ```
+//!
+//! The result is a [`Value::Plot`]: the notebook shows it as SVG, the REPL as characters.
+
+use super::commands::Command;
+use super::{Args, Grid, Plot, Session, Value};
+use crate::interval::Interval;
+use crate::map::{DomainPoints, Limits};
+use crate::syntax::{Arg, Diagnostic};
+use std::collections::BTreeSet;
+
+pub static COMMANDS: [Command; 1] = [Command {
+    name: "plot",
+    usage: "plot MAP [at (i, ...)] [DIM=v ...] [color=VAR] [to FILE.svg]",
+    summary: "a picture of which input elements each output element (or thread) reads, coloured by reader",
+    example: "plot (d0, d1) -> (d1, d0 floordiv 2), domain: d0 in [0, 7], d1 in [0, 3] color=d0",
+    run: plot,
+}];
+
+/// Most cells one side of a picture may have.
+const MAX_CELLS: u64 = 16_384;
+
+fn too_big(what: &str, cells: u64, a: &Args) -> Diagnostic {
+    Diagnostic::at(
+        format!("the {what} has {cells} cells, more than the {MAX_CELLS} a picture can show"),
+        a.span(),
+    )
+    .with_help("fix some dimensions (e.g. `d0=0`) or plot a smaller domain")
+}
+
+/// Lays out a box of axes as a grid: the last axis across, the others flattened down.
+struct Layout {
+    bounds: Vec<Interval>,
+    rows: u64,
+    cols: u64,
+}
+
+impl Layout {
+    fn new(bounds: Vec<Interval>) -> Option<Layout> {
+        let sizes: Vec<u64> = bounds.iter().map(|b| b.size()).collect::<Option<_>>()?;
+        let cols = sizes.last().copied().unwrap_or(1);
+        let rows = sizes
+            .iter()
+            .rev()
+            .skip(1)
+            .try_fold(1u64, |acc, &s| acc.checked_mul(s))?;
+        rows.checked_mul(cols)?;
+        Some(Layout { bounds, rows, cols })
+    }
+    /// The cell of a point of the box.
+    fn cell(&self, p: &[i64]) -> usize {
+        let n = self.bounds.len();
+        if n == 0 {
+            return 0;
+        }
+        let mut row: u64 = 0;
+        for i in 0..n - 1 {
+            let size = self.bounds[i].size().unwrap_or(1);
+            row = row * size + (p[i] - self.bounds[i].lo) as u64;
+        }
+        (row * self.cols + (p[n - 1] - self.bounds[n - 1].lo) as u64) as usize
+    }
+    fn grid(&self, title: String, names: &[String]) -> Grid {
+        let n = names.len();
+        Grid {
+            title,
+            row_axis: match n {
+                0 | 1 => "(one row)".into(),
+                2 => names[0].clone(),
+                _ => format!("({}) row-major", names[..n - 1].join(", ")),
+            },
+            col_axis: names.last().cloned().unwrap_or_else(|| "(one cell)".into()),
+            row0: if n == 2 { self.bounds[0].lo } else { 0 },
+            col0: self.bounds.last().map_or(0, |b| b.lo),
+            rows: self.rows as usize,
+            cols: self.cols as usize,
+            cells: vec![Vec::new(); (self.rows * self.cols) as usize],
+        }
+    }
+}
+
+fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let mut m = a.map(s, 0)?;
+    if m.is_undefined() {
+        return Err(Diagnostic::at(
+            "the map is UNDEFINED: there is nothing to draw",
+            a.span(),
+        ));
+    }
+    let dim_names: Vec<String> = m.dims.iter().map(|d| d.name.clone()).collect();
+    let mut fixed: Vec<String> = Vec::new();
+    // `at (i, j, ...)`: one dimension point.
+    if let Some(arg) = a.after("at") {
+        let Arg::Tuple(items, span) = arg else {
+            return Err(Diagnostic::at(
+                "`at` takes a point such as (0, 1)",
+                arg.span(),
+            ));
+        };
+        if items.len() != m.dims.len() {
+            return Err(Diagnostic::at(
+                format!(
+                    "the map has {} dimensions but the point has {} coordinates",
+                    m.dims.len(),
+                    items.len()
+                ),
+                *span,
+            ));
+        }
+        for (d, it) in m.dims.iter_mut().zip(items) {
+            let Arg::Int(v, vspan) = it else {
+                return Err(Diagnostic::at("a point is a tuple of integers", it.span()));
+            };
+            if !d.bounds.contains(*v) {
+                return Err(Diagnostic::at(
+                    format!("{} = {v} is outside its range {}", d.name, d.bounds),
+                    *vspan,
+                ));
+            }
+            d.bounds = Interval::point(*v);
+            fixed.push(format!("{} = {v}", d.name));
+        }
+    }
+    // `DIM=v`: fix one dimension (a block, a thread).
+    let mut color_by: Option<(usize, String)> = None;
+    for item in a.items() {
+        let Arg::Kv(key, value, span) = item else {
+            continue;
+        };
+        if key == "color" {
+            let Arg::Word(w, wspan) = value.as_ref() else {
+                return Err(Diagnostic::at("`color=` takes a variable name", *span));
+            };
+            let names = m.names();
+            let Some(i) = names.iter().position(|n| n == w) else {
+                return Err(
+                    Diagnostic::at(format!("`{w}` is not a variable of the map"), *wspan)
+                        .with_help(format!("the variables are {}", names.join(", "))),
+                );
+            };
+            color_by = Some((i, w.clone()));
+            continue;
+        }
+        let Some(i) = dim_names.iter().position(|n| n == key) else {
+            return Err(Diagnostic::at(
+                format!("`{key}=` is not a dimension of the map or an option of `plot`"),
+                *span,
+            )
+            .with_help(format!(
+                "dimensions: {}; options: color=VAR",
+                dim_names.join(", ")
+            )));
+        };
+        let Arg::Int(v, vspan) = value.as_ref() else {
+            return Err(Diagnostic::at(format!("`{key}=` takes an integer"), *span));
+        };
+        let d = &mut m.dims[i];
+        if !d.bounds.contains(*v) {
+            return Err(Diagnostic::at(
+                format!("{} = {v} is outside its range {}", d.name, d.bounds),
+                *vspan,
+            ));
+        }
+        d.bounds = Interval::point(*v);
+        fixed.push(format!("{key} = {v}"));
+    }
+
+    // The left side: the dimension box.
+    let from = Layout::new(m.dims.iter().map(|d| d.bounds).collect()).ok_or_else(|| {
+        Diagnostic::at("every dimension needs finite bounds to be drawn", a.span())
+    })?;
+    if from.rows * from.cols > MAX_CELLS {
+        return Err(too_big("output side", from.rows * from.cols, a));
+    }
+    // The right side: the box of the results' ranges.
+    let to_bounds: Vec<Interval> = m.results.iter().map(|&r| m.range_of(r)).collect();
+    let to = Layout::new(to_bounds).ok_or_else(|| {
+        Diagnostic::at(
+            "a result has no finite range over the domain, so the input cannot be drawn",
+            a.span(),
+        )
+    })?;
+    if to.rows * to.cols > MAX_CELLS {
+        return Err(too_big("input side", to.rows * to.cols, a));
+    }
+    let result_names: Vec<String> = (0..m.results.len()).map(|i| format!("#{i}")).collect();
+    let mut left = from.grid("output (dimension points)".into(), &dim_names);
+    let mut right = to.grid("input (elements read)".into(), &result_names);
+    let nd = m.dims.len();
+    let mut groups: BTreeSet<u32> = BTreeSet::new();
+    let mut points: u64 = 0;
+    let limits = Limits {
+        max_points: 1_000_000,
+    };
+    DomainPoints::for_each(&m, &limits, &mut |p, r| {
+        points += 1;
+        let g = match &color_by {
+            Some((i, _)) => {
+                let lo = m.var(*i).bounds.lo;
+                u32::try_from(p[*i].saturating_sub(lo)).unwrap_or(u32::MAX)
+            }
+            None => from.cell(&p[..nd]) as u32,
+        };
+        groups.insert(g);
+        let lc = &mut left.cells[from.cell(&p[..nd])];
+        if !lc.contains(&g) {
+            lc.push(g);
+        }
+        let rc = &mut right.cells[to.cell(r)];
+        if !rc.contains(&g) {
+            rc.push(g);
+            rc.sort_unstable();
+        }
+        Ok(true)
+    })
+    .map_err(|e| super::cmd_map::map_err(e, a))?;
+
+    let read = right.cells.iter().filter(|c| !c.is_empty()).count();
+    let shared = right.cells.iter().filter(|c| c.len() > 1).count();
+    let mut notes = vec![format!(
+        "{points} domain points; {read} of {} input elements read, {shared} by more than one colour",
+        right.cells.len()
+    )];
+    if !fixed.is_empty() {
+        notes.push(format!("fixed: {}", fixed.join(", ")));
+    }
+    let color_by = match color_by {
+        Some((_, name)) => name,
+        None => format!(
+            "output element ({})",
+            if dim_names.is_empty() {
+                "the one point".into()
+            } else {
+                dim_names.join(", ")
+            }
+        ),
+    };
+    let picture = Plot {
+        map: m.to_string(),
+        color_by,
+        from: left,
+        to: right,
+        groups: groups.len(),
+        notes,
+    };
+    if let Some(target) = a.after("to") {
+        let path = match target {
+            Arg::Word(w, _) | Arg::Str(w, _) => w.clone(),
+            other => {
+                return Err(Diagnostic::at(
+                    "`to` takes a file name such as access.svg",
+                    other.span(),
+                ))
+            }
+        };
+        let svg = crate::render::svg::plot(&picture);
+        std::fs::write(&path, &svg)
+            .map_err(|e| Diagnostic::at(format!("cannot write {path}: {e}"), target.span()))?;
+        return Ok(Value::Text(format!("wrote {path} ({} bytes)", svg.len())));
+    }
+    Ok(Value::Plot(picture))
+}
