@@ -70,9 +70,15 @@ enum KernelAction {
 }
 
 fn main() -> ExitCode {
+    // Writing to a closed pipe (`ixmap ... | head`) ends the process quietly, as Unix tools do.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of a signal.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let code = match (&cli.command, cli.sub) {
-        (Some(src), _) => run_source(&mut Session::new(), src, cli.json, cli.keep_going),
+        (Some(src), _) => run_source(&mut Session::new(), src, None, cli.json, cli.keep_going),
         (None, Some(Sub::Run { files })) => {
             let mut session = Session::new();
             let mut code = 0;
@@ -97,7 +103,14 @@ fn main() -> ExitCode {
                         }
                     }
                 };
-                code = run_source(&mut session, &src, cli.json, cli.keep_going);
+                let name = (f.as_os_str() != "-").then(|| f.display().to_string());
+                code = code.max(run_source(
+                    &mut session,
+                    &src,
+                    name.as_deref(),
+                    cli.json,
+                    cli.keep_going,
+                ));
                 if code != 0 && !cli.keep_going {
                     break;
                 }
@@ -110,7 +123,7 @@ fn main() -> ExitCode {
                 Some(t) => format!("help {t}"),
                 None => "help".to_string(),
             };
-            run_source(&mut Session::new(), &src, false, false)
+            run_source(&mut Session::new(), &src, None, false, false)
         }
         (
             None,
@@ -124,71 +137,27 @@ fn main() -> ExitCode {
     ExitCode::from(code as u8)
 }
 
-fn kernel(connection_file: Option<PathBuf>, action: Option<KernelAction>) -> i32 {
-    use ixmap::jupyter::install::{install, Target};
-    match (connection_file, action) {
-        (Some(file), None) => match ixmap::jupyter::run(&file) {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("error: {e}");
-                1
-            }
-        },
-        (
-            None,
-            Some(KernelAction::Install {
-                user: _,
-                sys_prefix,
-                prefix,
-            }),
-        ) => {
-            let target = match (sys_prefix, prefix) {
-                (_, Some(dir)) => Target::Prefix(dir),
-                (true, None) => Target::SysPrefix,
-                (false, None) => Target::User,
-            };
-            let exe = match std::env::current_exe().and_then(|p| p.canonicalize()) {
-                Ok(p) => p,
-                Err(e) => {
-                    eprintln!("error: cannot find the ixmap binary's path: {e}");
-                    return 1;
-                }
-            };
-            match install(&target, &exe) {
-                Ok(dir) => {
-                    println!("installed the ixmap kernelspec in {}", dir.display());
-                    0
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    1
-                }
-            }
-        }
-        _ => {
-            eprintln!("usage: ixmap kernel install [--user | --sys-prefix | --prefix DIR]\n       ixmap kernel --connection-file FILE");
-            2
-        }
-    }
-}
-
-/// Runs `src` statement by statement; 1 if any statement failed.
-fn run_source(session: &mut Session, src: &str, as_json: bool, keep_going: bool) -> i32 {
+/// Runs `src` statement by statement; 1 if any statement failed. Errors name `file` when
+/// the source came from one.
+fn run_source(
+    session: &mut Session,
+    src: &str,
+    file: Option<&str>,
+    as_json: bool,
+    keep_going: bool,
+) -> i32 {
     let style = if ixmap::repl::use_color() && !as_json {
         Style::Ansi
     } else {
         Style::Plain
     };
-    let base = session.executed;
+    let err_color = ixmap::repl::use_color_stderr() && !as_json;
     let mut failed = false;
     for piece in ixmap::syntax::split(src) {
-        let stmt_src = &src[..piece.end];
         let outcomes = session.execute_piece(src, &piece);
-        let _ = stmt_src;
         for o in outcomes {
-            let n = base + o.stmt;
             if as_json {
-                println!("{}", json::outcome(&o, src, session.executed.max(n)));
+                println!("{}", json::outcome(&o, src, session.executed));
             } else {
                 match &o.result {
                     Ok(v) => {
@@ -197,7 +166,13 @@ fn run_source(session: &mut Session, src: &str, as_json: bool, keep_going: bool)
                             println!("{s}");
                         }
                     }
-                    Err(d) => eprintln!("{}", d.render(src)),
+                    Err(d) => {
+                        let mut r = d.render(src);
+                        if let Some(f) = file {
+                            r = r.replacen("--> ", &format!("--> {f}:"), 1);
+                        }
+                        eprintln!("{}", ixmap::repl::paint_error(&r, err_color));
+                    }
                 }
             }
             if o.result.is_err() {
@@ -282,17 +257,28 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
         }
     }
     let nfiles = bad_files.len();
-    println!(
-        "{} case{} differ{} in {} file{} ({} passed, {} skipped).",
-        failed,
-        if failed == 1 { "" } else { "s" },
-        if failed == 1 { "s" } else { "" },
-        nfiles,
-        if nfiles == 1 { "" } else { "s" },
-        passed,
-        skipped
-    );
-    println!("{passed} passed, {failed} failed, {skipped} skipped");
+    let skipped_note = if skipped > 0 {
+        format!(", {skipped} skipped")
+    } else {
+        String::new()
+    };
+    if failed == 0 {
+        println!(
+            "{passed} passed in {} file{}{skipped_note}.",
+            files.len(),
+            if files.len() == 1 { "" } else { "s" }
+        );
+    } else {
+        println!(
+            "{} case{} differ{} in {} file{} ({} passed{skipped_note}).",
+            failed,
+            if failed == 1 { "" } else { "s" },
+            if failed == 1 { "s" } else { "" },
+            nfiles,
+            if nfiles == 1 { "" } else { "s" },
+            passed,
+        );
+    }
     if failed > 0 {
         if bless {
             println!(
@@ -316,4 +302,53 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
         return 1;
     }
     0
+}
+
+/// `ixmap kernel install ...` and `ixmap kernel --connection-file FILE`.
+fn kernel(connection_file: Option<PathBuf>, action: Option<KernelAction>) -> i32 {
+    use ixmap::jupyter::install::{install, Target};
+    match (connection_file, action) {
+        (Some(file), None) => match ixmap::jupyter::run(&file) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: {e}");
+                1
+            }
+        },
+        (
+            None,
+            Some(KernelAction::Install {
+                user: _,
+                sys_prefix,
+                prefix,
+            }),
+        ) => {
+            let target = match (sys_prefix, prefix) {
+                (_, Some(dir)) => Target::Prefix(dir),
+                (true, None) => Target::SysPrefix,
+                (false, None) => Target::User,
+            };
+            let exe = match std::env::current_exe().and_then(|p| p.canonicalize()) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("error: cannot find the ixmap binary's path: {e}");
+                    return 1;
+                }
+            };
+            match install(&target, &exe) {
+                Ok(dir) => {
+                    println!("installed the ixmap kernelspec in {}", dir.display());
+                    0
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    1
+                }
+            }
+        }
+        _ => {
+            eprintln!("usage: ixmap kernel install [--user | --sys-prefix | --prefix DIR]\n       ixmap kernel --connection-file FILE");
+            2
+        }
+    }
 }

@@ -1,19 +1,254 @@
-//! The interactive REPL (rustyline): history in the user's data folder, completion of
-//! commands and bound names, highlighting, multi-line input through a validator.
+//! The interactive REPL (rustyline), a thin front end over [`Session`]:
+//!
+//! - **history** persists in the user's data folder (`~/.local/share/ixmap/history` on
+//!   Linux; `IXMAP_HISTORY` overrides the path) and is appended after every statement, so a
+//!   crash loses nothing; a history that cannot be written is a warning, never fatal;
+//! - **Tab** completes commands, names bound in the session and the language's keywords;
+//! - **highlighting** of keywords, numbers, variables and bracket errors (on a terminal);
+//! - **multi-line input**: a statement continues while [`crate::syntax::is_complete`] says
+//!   so, with the continuation prompt `   ...> `; a pasted multi-line block is validated as a
+//!   whole by the [`Validator`];
+//! - **Ctrl-C** cancels the line being typed, or interrupts a running command
+//!   ([`crate::request_interrupt`]); **Ctrl-D** exits.
+//!
+//! ```text
+//! ixmap> m = (d0, d1) -> (d1, d0),
+//!    ...> domain: d0 in [0, 3], d1 in [0, 4]
+//! (d0, d1) -> (d1, d0), domain: d0 in [0, 3], d1 in [0, 4]
+//! ```
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use crate::render::{text, Style};
 use crate::session::Session;
+use colored::Colorize;
+use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
-use rustyline::{Completer, Helper, Highlighter, Hinter};
+use rustyline::{Context, Helper};
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
 
-#[derive(Completer, Helper, Highlighter, Hinter)]
-struct IxHelper;
+pub const PROMPT: &str = "ixmap> ";
+pub const CONTINUATION: &str = "   ...> ";
+
+/// Words of the language that are neither commands nor names.
+pub const KEYWORDS: &[&str] = &[
+    "domain",
+    "in",
+    "floordiv",
+    "ceildiv",
+    "mod",
+    "is_simplified",
+    "true",
+    "false",
+    "KNOWN",
+    "EMPTY",
+    "UNDEFINED",
+    "affine_map",
+    "at",
+    "as",
+    "mlir",
+    "xla",
+    "raw",
+    "explain",
+];
+
+/// What the line editor needs from the session: the names to complete, and the text typed
+/// so far in an unfinished statement.
+#[derive(Default)]
+struct Shared {
+    names: Vec<String>,
+    pending: String,
+}
+
+struct IxHelper {
+    shared: Rc<RefCell<Shared>>,
+    color: bool,
+}
+
+impl Helper for IxHelper {}
+
+/// Byte offset where the word ending at `pos` starts.
+fn word_start(line: &str, pos: usize) -> usize {
+    line[..pos]
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(0, |i| i + 1)
+}
+
+/// Completions of `prefix`: commands, then bound names, then keywords, each sorted.
+pub fn complete_word(prefix: &str, names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let commands = crate::session::commands::all().map(|c| c.name.to_string());
+    for group in [
+        commands.collect::<Vec<_>>(),
+        names.to_vec(),
+        KEYWORDS.iter().map(|k| k.to_string()).collect(),
+    ] {
+        let mut g: Vec<String> = group
+            .into_iter()
+            .filter(|w| w.starts_with(prefix) && !out.contains(w))
+            .collect();
+        g.sort();
+        g.dedup();
+        out.extend(g);
+    }
+    out
+}
+
+impl Completer for IxHelper {
+    type Candidate = Pair;
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let start = word_start(line, pos);
+        let prefix = &line[start..pos];
+        let shared = self.shared.borrow();
+        let words = complete_word(prefix, &shared.names);
+        Ok((
+            start,
+            words
+                .into_iter()
+                .map(|w| Pair {
+                    display: w.clone(),
+                    replacement: w,
+                })
+                .collect(),
+        ))
+    }
+}
+
+impl Hinter for IxHelper {
+    type Hint = String;
+    /// After a command name and a space, the rest of its usage, dimmed.
+    fn hint(&self, line: &str, pos: usize, _: &Context<'_>) -> Option<String> {
+        if pos != line.len() || !line.ends_with(' ') || !self.shared.borrow().pending.is_empty() {
+            return None;
+        }
+        let word = line.trim();
+        if word.contains(' ') {
+            return None;
+        }
+        let c = crate::session::commands::find(word)?;
+        c.usage
+            .strip_prefix(c.name)
+            .map(|rest| rest.trim_start().to_string())
+            .filter(|s| !s.is_empty())
+    }
+}
+
+/// The kinds of token the highlighter colours.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Token {
+    Keyword,
+    Command,
+    Number,
+    Name,
+    Comment,
+    Error,
+    Other,
+}
+
+/// Splits `line` into coloured runs. Closing brackets without an opener are errors.
+pub fn tokens(line: &str) -> Vec<(Token, &str)> {
+    let mut out = Vec::new();
+    let mut depth: i64 = 0;
+    let mut rest = line;
+    while let Some(c) = rest.chars().next() {
+        let (kind, len) = if c == '#' || rest.starts_with("//") {
+            (Token::Comment, rest.len())
+        } else if c.is_ascii_digit() {
+            (
+                Token::Number,
+                rest.find(|ch: char| !ch.is_ascii_digit())
+                    .unwrap_or(rest.len()),
+            )
+        } else if c.is_ascii_alphabetic() || c == '_' {
+            let n = rest
+                .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+                .unwrap_or(rest.len());
+            let w = &rest[..n];
+            let kind = if KEYWORDS.contains(&w) || w == "floorDiv" || w == "ceilDiv" {
+                Token::Keyword
+            } else if crate::session::commands::find(w).is_some() {
+                Token::Command
+            } else {
+                Token::Name
+            };
+            (kind, n)
+        } else {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth -= 1,
+                _ => {}
+            }
+            let kind = if depth < 0 {
+                Token::Error
+            } else {
+                Token::Other
+            };
+            if depth < 0 {
+                depth = 0;
+            }
+            (kind, c.len_utf8())
+        };
+        out.push((kind, &rest[..len]));
+        rest = &rest[len..];
+    }
+    out
+}
+
+impl Highlighter for IxHelper {
+    fn highlight<'l>(&self, line: &'l str, _pos: usize) -> Cow<'l, str> {
+        if !self.color {
+            return Cow::Borrowed(line);
+        }
+        let mut s = String::with_capacity(line.len() * 2);
+        for (kind, t) in tokens(line) {
+            let painted = match kind {
+                Token::Keyword => t.blue().to_string(),
+                Token::Command => t.cyan().bold().to_string(),
+                Token::Number => t.yellow().to_string(),
+                Token::Name => t.green().to_string(),
+                Token::Comment => t.dimmed().to_string(),
+                Token::Error => t.red().bold().to_string(),
+                Token::Other => t.to_string(),
+            };
+            s.push_str(&painted);
+        }
+        Cow::Owned(s)
+    }
+    fn highlight_hint<'h>(&self, hint: &'h str) -> Cow<'h, str> {
+        if self.color {
+            Cow::Owned(hint.dimmed().to_string())
+        } else {
+            Cow::Borrowed(hint)
+        }
+    }
+    fn highlight_char(&self, _line: &str, _pos: usize, _forced: bool) -> bool {
+        self.color
+    }
+}
 
 impl Validator for IxHelper {
+    /// Complete input is accepted. Incomplete input typed line by line is accepted too, and
+    /// the loop asks for the next line with the continuation prompt; a pasted block (the
+    /// buffer already holds a newline) stays in the editor until it is complete.
     fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
-        if crate::syntax::is_complete(ctx.input()) {
+        let input = ctx.input();
+        let pending = &self.shared.borrow().pending;
+        let whole = if pending.is_empty() {
+            input.to_string()
+        } else {
+            format!("{pending}\n{input}")
+        };
+        if crate::syntax::is_complete(&whole) || !input.contains('\n') {
             Ok(ValidationResult::Valid(None))
         } else {
             Ok(ValidationResult::Incomplete)
@@ -21,54 +256,205 @@ impl Validator for IxHelper {
     }
 }
 
-/// Whether output should be coloured: a terminal, and `NO_COLOR` unset.
+/// Whether output should be coloured: a terminal, and `NO_COLOR` unset (or empty).
 pub fn use_color() -> bool {
     use std::io::IsTerminal;
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-pub fn run() -> i32 {
-    let style = if use_color() {
-        Style::Ansi
-    } else {
-        Style::Plain
-    };
-    let mut rl = match rustyline::Editor::<IxHelper, rustyline::history::DefaultHistory>::new() {
-        Ok(rl) => rl,
-        Err(e) => {
-            eprintln!("error: cannot start the line editor: {e}");
-            return 1;
+/// Whether error output should be coloured: standard error is a terminal, `NO_COLOR` unset.
+pub fn use_color_stderr() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// A rendered diagnostic with `error:` in red when `color`.
+pub fn paint_error(rendered: &str, color: bool) -> String {
+    match rendered.strip_prefix("error:") {
+        Some(rest) if color => format!("{}{rest}", "error:".red().bold()),
+        _ => rendered.to_string(),
+    }
+}
+
+/// Where history is kept: `$IXMAP_HISTORY`, else `<data dir>/ixmap/history`.
+pub fn history_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("IXMAP_HISTORY") {
+        return (!p.is_empty()).then(|| PathBuf::from(p));
+    }
+    dirs::data_dir().map(|d| d.join("ixmap").join("history"))
+}
+
+#[cfg(unix)]
+mod sigint {
+    //! While a statement runs, Ctrl-C (SIGINT) asks it to stop instead of killing the
+    //! process. At the prompt the terminal is in raw mode and rustyline reads Ctrl-C itself.
+    extern "C" fn on_sigint(_: libc::c_int) {
+        crate::request_interrupt(); // an atomic store: async-signal-safe
+    }
+    pub fn install() {
+        // SAFETY: the handler only stores to an atomic.
+        unsafe {
+            libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
         }
+    }
+}
+
+/// Runs the REPL until Ctrl-D; the exit code.
+pub fn run() -> i32 {
+    let color = use_color();
+    let style = if color { Style::Ansi } else { Style::Plain };
+    let err_color = use_color_stderr();
+    let config = rustyline::Config::builder()
+        .auto_add_history(false)
+        .max_history_size(10_000)
+        .and_then(|b| {
+            Ok(b.history_ignore_dups(true)?
+                .completion_type(rustyline::CompletionType::List))
+        });
+    let config = match config {
+        Ok(b) => b.build(),
+        Err(_) => rustyline::Config::default(),
     };
-    rl.set_helper(Some(IxHelper));
+    let mut rl =
+        match rustyline::Editor::<IxHelper, rustyline::history::DefaultHistory>::with_config(config)
+        {
+            Ok(rl) => rl,
+            Err(e) => {
+                eprintln!("error: cannot start the line editor: {e}");
+                return 1;
+            }
+        };
+    let shared = Rc::new(RefCell::new(Shared::default()));
+    rl.set_helper(Some(IxHelper {
+        shared: shared.clone(),
+        color,
+    }));
+    let history = history_path();
+    let mut history_ok = true;
+    if let Some(p) = &history {
+        if let Some(dir) = p.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        if p.exists() {
+            if let Err(e) = rl.load_history(p) {
+                eprintln!("warning: cannot read history from {}: {e}", p.display());
+            }
+        }
+    }
+    #[cfg(unix)]
+    sigint::install();
     let mut session = Session::new();
-    println!(
-        "ixmap {} — indexing maps workbench. `help` lists commands, Ctrl-D exits.",
-        env!("CARGO_PKG_VERSION")
-    );
+    shared.borrow_mut().names = session.completion_names();
+    {
+        use std::io::IsTerminal;
+        if std::io::stdin().is_terminal() {
+            println!(
+                "ixmap {} — indexing maps workbench. `help` lists the commands, Tab completes, Ctrl-D exits.",
+                env!("CARGO_PKG_VERSION")
+            );
+        }
+    }
     loop {
-        match rl.readline("ixmap> ") {
+        let prompt = if shared.borrow().pending.is_empty() {
+            PROMPT
+        } else {
+            CONTINUATION
+        };
+        match rl.readline(prompt) {
             Ok(line) => {
-                let _ = rl.add_history_entry(line.as_str());
-                for o in session.execute(&line) {
-                    match &o.result {
-                        Ok(v) => {
-                            let s = text(v, style);
-                            if !s.is_empty() {
-                                println!("{s}");
-                            }
+                let input = {
+                    let mut sh = shared.borrow_mut();
+                    if sh.pending.is_empty() {
+                        sh.pending = line;
+                    } else {
+                        sh.pending.push('\n');
+                        sh.pending.push_str(&line);
+                    }
+                    if !crate::syntax::is_complete(&sh.pending) {
+                        continue;
+                    }
+                    std::mem::take(&mut sh.pending)
+                };
+                if input.trim().is_empty() {
+                    continue;
+                }
+                if rl.add_history_entry(input.as_str()).is_ok() && history_ok {
+                    if let Some(p) = &history {
+                        if let Err(e) = rl.append_history(p) {
+                            eprintln!("warning: cannot save history to {}: {e} (history is off for this session)", p.display());
+                            history_ok = false;
                         }
-                        Err(d) => eprintln!("{}", d.render(&line)),
                     }
                 }
+                execute(&mut session, &input, style, err_color);
+                shared.borrow_mut().names = session.completion_names();
             }
-            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Interrupted) => {
+                // Ctrl-C: drop the line (and any unfinished statement), keep the session.
+                shared.borrow_mut().pending.clear();
+                continue;
+            }
             Err(ReadlineError::Eof) => break,
             Err(e) => {
                 eprintln!("error: {e}");
-                break;
+                return 1;
             }
         }
     }
     0
+}
+
+/// Runs every statement of `input`, printing each result; stops after an interrupt.
+fn execute(session: &mut Session, input: &str, style: Style, err_color: bool) {
+    for piece in crate::syntax::split(input) {
+        for o in session.execute_piece(input, &piece) {
+            match &o.result {
+                Ok(v) => {
+                    let s = text(v, style);
+                    if !s.is_empty() {
+                        println!("{s}");
+                    }
+                }
+                Err(d) => eprintln!("{}", paint_error(&d.render(input), err_color)),
+            }
+        }
+        if crate::interrupted() {
+            eprintln!("interrupted");
+            crate::clear_interrupt();
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completes_commands_names_and_keywords() {
+        let names = vec!["m".to_string(), "mine".to_string()];
+        assert_eq!(complete_word("comp", &names), vec!["compose"]);
+        assert_eq!(complete_word("mi", &names), vec!["mine"]);
+        assert!(complete_word("m", &names).contains(&"mod".to_string()));
+        assert!(complete_word("is_", &names).contains(&"is_permutation".to_string()));
+        assert!(complete_word("dom", &names).contains(&"domain".to_string()));
+    }
+
+    #[test]
+    fn highlighter_tokens() {
+        let t = tokens("inverse m) # note");
+        assert_eq!(t[0], (Token::Command, "inverse"));
+        assert_eq!(t[2], (Token::Name, "m"));
+        assert_eq!(t[3], (Token::Error, ")"));
+        assert_eq!(t.last().map(|x| x.0), Some(Token::Comment));
+        let t = tokens("(d0) -> (d0 mod 8)");
+        assert!(t.contains(&(Token::Keyword, "mod")));
+        assert!(t.contains(&(Token::Number, "8")));
+    }
+
+    #[test]
+    fn words_start_after_separators() {
+        assert_eq!(word_start("compose m, ab", 13), 11);
+        assert_eq!(word_start("inv", 3), 0);
+    }
 }

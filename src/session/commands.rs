@@ -19,6 +19,7 @@ pub struct Command {
 pub fn all() -> impl Iterator<Item = &'static Command> {
     super::cmd_map::COMMANDS
         .iter()
+        .chain(super::cmd_hlo::COMMANDS.iter())
         .chain(super::cmd_plot::COMMANDS.iter())
         .chain(HELP.iter())
 }
@@ -29,36 +30,122 @@ pub fn find(name: &str) -> Option<&'static Command> {
 
 static HELP: [Command; 1] = [Command {
     name: "help",
-    usage: "help [COMMAND]",
-    summary: "lists the commands, or explains one with an example",
-    example: "help compose",
+    usage: "help [COMMAND|TOPIC]",
+    summary: "lists the commands, or explains one with an example and what it prints",
+    example: "help eval",
     run: help,
 }];
 
+/// Topics `help` explains besides the commands: (name, one-line summary, text).
+pub const TOPICS: &[(&str, &str, &str)] = &[
+    (
+        "maps",
+        "how indexing maps are written",
+        "An indexing map is written exactly as XLA prints it:
+  (d0, d1)[s0]{r0} -> (d0 * 8 + s0, d1 floordiv 2 + r0),
+  domain:
+  d0 in [0, 9],
+  d1 in [0, 15],
+  s0 in [0, 7],
+  r0 in [0, 4],
+  d0 + s0 in [0, 12],
+  is_simplified: false
+- `(dims)`, optional `[range variables]`, optional `{runtime variables}`, `->`, `(results)`;
+- `domain:` gives each variable an inclusive interval, then constraints `EXPR in [lo, hi]`;
+- names are free (`th_x`, `bl_x`, `vector_elem`); the defaults are d*, s*, r*;
+- expressions: 64-bit integers, variables, + - * floordiv ceildiv mod, parentheses;
+  floordiv, ceildiv and mod bind like *, everything is left-associative, and mod by a
+  positive constant is never negative;
+- `KNOWN EMPTY` and `UNDEFINED` are maps too, and MLIR's
+  `affine_map<(d0, d1)[s0] -> (d1, d0)>` is accepted wherever a map is.",
+    ),
+    (
+        "statements",
+        "statements, bindings, comments, multi-line input",
+        "One statement per line, or several separated by `;`.
+- `NAME = MAP` or `NAME = COMMAND ...` binds a name; a name alone prints its value.
+- A statement continues onto the next line while a bracket is open or the line ends with
+  `,`, `->` or `:`, so XLA's multi-line maps paste as they are.
+- `#` and `//` start comments.
+- Arguments of a command are separated by commas; an argument may itself be a command:
+  `equal m, simplify m` or `equal (compose a, b), c`.",
+    ),
+];
+
+thread_local! {
+    /// Set while `help` runs an example, so an example of `help` does not run examples.
+    static IN_EXAMPLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// What a command's example prints in a fresh session (its last statement's output).
+fn example_output(c: &Command) -> String {
+    if IN_EXAMPLE.with(|f| f.replace(true)) {
+        return String::new();
+    }
+    let mut session = Session::new();
+    let outcomes = session.execute(c.example);
+    IN_EXAMPLE.with(|f| f.set(false));
+    let last = outcomes.last().map(|o| match &o.result {
+        Ok(v) => crate::render::text(v, crate::render::Style::Plain),
+        Err(d) => d.render(c.example),
+    });
+    last.unwrap_or_default()
+}
+
 fn help(_: &mut Session, args: &Args) -> Result<Value, Diagnostic> {
     if let Some(crate::syntax::Arg::Word(w, span)) = args.items().next() {
+        if let Some((_, _, text)) = TOPICS.iter().find(|(t, _, _)| t == w) {
+            return Ok(Value::Text(text.to_string()));
+        }
         let Some(c) = find(w) else {
-            let mut d = Diagnostic::at(format!("no command `{w}`"), *span);
-            if let Some(s) = crate::syntax::suggest(w, all().map(|c| c.name)) {
-                d = d.with_help(format!("did you mean `{s}`?"));
-            }
+            let known = all().map(|c| c.name).chain(TOPICS.iter().map(|t| t.0));
+            let mut d = Diagnostic::at(format!("no command or help topic `{w}`"), *span)
+                .with_label("not a command");
+            d = match crate::syntax::suggest(w, known) {
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None => d.with_help("`help` lists the commands and topics"),
+            };
             return Err(d);
         };
-        return Ok(Value::Text(format!(
-            "{}\n  {}\nexample:\n  {}",
+        let mut s = format!(
+            "usage: {}\n  {}\nexample:\n  ixmap> {}",
             c.usage, c.summary, c.example
-        )));
+        );
+        let out = example_output(c);
+        if !out.is_empty() {
+            s += "\n";
+            s += &crate::render::text::indent(&out);
+        }
+        return Ok(Value::Text(s));
     }
-    let width = all().map(|c| c.usage.len()).max().unwrap_or(0);
+    if let Some(a) = args.items().next() {
+        return Err(Diagnostic::at(
+            "`help` takes a command name, e.g. `help compose`",
+            a.span(),
+        ));
+    }
+    let width = all()
+        .map(|c| c.usage.len())
+        .max()
+        .unwrap_or(0)
+        .max("NAME = MAP | COMMAND ...".len());
     let mut s = String::from("commands:\n");
     for c in all() {
         s += &format!("  {:width$}  {}\n", c.usage, c.summary);
     }
     s += "statements:\n";
-    s += "  NAME = MAP | COMMAND ...   binds a name\n";
-    s += "  MAP                        prints the map in canonical form\n";
-    s += "maps are written as XLA prints them, e.g.\n";
-    s += "  (d0, d1)[s0] -> (d0 * 8 + s0, d1), domain: d0 in [0, 9], d1 in [0, 15], s0 in [0, 7]\n";
-    s += "or as MLIR's affine_map<(d0, d1) -> (d1, d0)>. `help COMMAND` shows an example.";
+    s += &format!(
+        "  {:width$}  {}\n",
+        "NAME = MAP | COMMAND ...", "binds a name"
+    );
+    s += &format!(
+        "  {:width$}  {}\n",
+        "MAP", "prints the map in canonical form"
+    );
+    s += "help topics:\n";
+    for (t, summary, _) in TOPICS {
+        s += &format!("  {:width$}  {}\n", format!("help {t}"), summary);
+    }
+    s += "`help COMMAND` shows an example and what it prints.";
     Ok(Value::Text(s))
 }

@@ -9,6 +9,7 @@
 
 pub mod args;
 pub mod build;
+pub mod cmd_hlo;
 mod cmd_map;
 mod cmd_plot;
 pub mod commands;
@@ -37,6 +38,8 @@ pub struct Session {
     pub values: BTreeMap<String, Value>,
     /// Statements executed so far, across calls (for `--json` numbering and history).
     pub executed: usize,
+    /// HLO defined so far (instruction lines, computations, modules).
+    pub hlo: crate::hlo::Workspace,
 }
 
 impl Session {
@@ -106,7 +109,7 @@ impl Session {
     }
 
     fn define_hlo(&mut self, h: &syntax::HloText) -> Result<Value, Diagnostic> {
-        Err(Diagnostic::at("HLO text is not supported yet", h.span))
+        cmd_hlo::define(self, h)
     }
 
     pub fn eval_rhs(&mut self, rhs: &Rhs) -> Result<Value, Diagnostic> {

@@ -112,7 +112,7 @@ pub struct Svg {
 pub struct Plot {
     /// The map drawn, printed.
     pub map: String,
-    /// What a colour stands for, e.g. `d0, d1 (output element)` or `th_x`.
+    /// What a colour stands for, e.g. `output element (d0, d1)` or `th_x`.
     pub color_by: String,
     /// The dimension points (threads / output elements), coloured by group.
     pub from: Grid,
@@ -120,7 +120,7 @@ pub struct Plot {
     pub to: Grid,
     /// Number of colour groups.
     pub groups: usize,
-    /// Lines printed under the picture (counts, what was fixed, what was cut).
+    /// Lines printed under the picture (counts, what was fixed).
     pub notes: Vec<String>,
 }
 
@@ -128,7 +128,7 @@ pub struct Plot {
 #[derive(Clone, Debug, Default)]
 pub struct Grid {
     pub title: String,
-    /// Axis names, e.g. `d0` and `d1`, or `(row)` for a flattened axis.
+    /// Axis names, e.g. `d0` and `d1`, or `(d0, d1) row-major` for flattened axes.
     pub row_axis: String,
     pub col_axis: String,
     /// Index of the first row and column (the lower bounds of the axes).

@@ -100,14 +100,59 @@ pub fn line_col(source: &str, pos: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// The closest of `candidates` to `name`, if any is close enough to suggest.
+/// The closest of `candidates` to `name`, if any is close enough to suggest: within a
+/// small edit distance (one edit for short names, a third of the length for longer ones),
+/// or very similar by Jaro-Winkler. Ties go to the most similar, then the first.
 pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
-    let mut best: Option<(f64, &str)> = None;
+    let mut best: Option<(usize, f64, &str)> = None;
+    let allowed = (name.chars().count() / 3).max(1);
     for c in candidates {
-        let score = strsim::jaro_winkler(name, c);
-        if score > 0.7 && best.is_none_or(|(s, _)| score > s) {
-            best = Some((score, c));
+        if c == name {
+            continue;
+        }
+        let dist = strsim::damerau_levenshtein(name, c);
+        let sim = strsim::jaro_winkler(name, c);
+        if dist > allowed && sim < 0.85 {
+            continue;
+        }
+        let better = match best {
+            None => true,
+            Some((d, s, _)) => dist < d || (dist == d && sim > s),
+        };
+        if better {
+            best = Some((dist, sim, c));
         }
     }
-    best.map(|(_, c)| c.to_string())
+    best.map(|(_, _, c)| c.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_close_names_only() {
+        assert_eq!(
+            suggest("compse", ["compose", "inverse"]),
+            Some("compose".into())
+        );
+        assert_eq!(suggest("d1", ["d0"]), Some("d0".into()));
+        assert_eq!(suggest("th_y", ["th_x", "bl_x"]), Some("th_x".into()));
+        assert_eq!(suggest("zzz", ["compose", "inverse"]), None);
+        assert_eq!(
+            suggest("invers", ["inverse", "is_empty"]),
+            Some("inverse".into())
+        );
+    }
+
+    #[test]
+    fn renders_line_column_and_caret() {
+        let src = "m = (d0) -> (d0)\nx = (d0) -> (d7)";
+        let d = Diagnostic::at("unknown variable `d7`", Span::new(30, 32)).with_label("here");
+        assert_eq!(d.line_col(src), Some((2, 14)));
+        assert_eq!(
+            d.render(src),
+            "error: unknown variable `d7`\n --> 2:14\n  |\n2 | x = (d0) -> (d7)\n  |              ^^ here"
+        );
+    }
 }

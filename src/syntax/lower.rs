@@ -22,68 +22,291 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
             | POp::infix(Rule::modulo, Assoc::Left))
 });
 
-/// A friendly name for what the parser expected.
-fn describe(rule: &Rule) -> &'static str {
-    match rule {
-        Rule::EOI => "end of statement",
-        Rule::expr | Rule::var_ref | Rule::scaled | Rule::primary => "an expression",
+/// A friendly name for what the parser expected, when pest names a rule rather than a token.
+fn describe(rule: &Rule) -> Option<&'static str> {
+    Some(match rule {
+        Rule::EOI => "the end of the statement",
+        Rule::expr | Rule::var_ref | Rule::scaled | Rule::primary | Rule::neg => "an expression",
         Rule::int | Rule::uint => "an integer",
         Rule::add | Rule::sub | Rule::mul | Rule::floordiv | Rule::ceildiv | Rule::modulo => {
             "an operator"
         }
-        Rule::neg => "`-`",
         Rule::map_lit | Rule::xla_map | Rule::affine_map => "an indexing map",
-        Rule::dim_list => "`(` and the dimensions",
-        Rule::range_list => "`[` and the range variables",
-        Rule::runtime_list => "`{` and the runtime variables",
-        Rule::result_list => "`(` and the results",
+        Rule::dim_list => "`(`",
+        Rule::range_list => "`[`",
+        Rule::runtime_list => "`{`",
+        Rule::result_list => "`(`",
         Rule::domain => "`domain:`",
         Rule::domain_item => "`EXPR in [lo, hi]`",
         Rule::interval => "an interval `[lo, hi]`",
         Rule::simplified => "`is_simplified: true|false`",
+        Rule::boolean => "`true` or `false`",
         Rule::var_decl => "a variable name",
         Rule::name | Rule::word => "a name",
         Rule::arg_group | Rule::kv | Rule::tuple | Rule::string | Rule::path => "an argument",
         Rule::command => "a command",
         Rule::binding => "a binding",
-        Rule::hlo_stmt => "an HLO instruction",
-        _ => "something else",
+        _ => return None,
+    })
+}
+
+/// What the parser would have accepted, as a reader would say it. Literal tokens come first
+/// (closing brackets, then `,`, then the rest), then classes of tokens (`an operator`).
+fn expected_from_tokens(tokens: &[String], prev: Option<char>) -> Vec<String> {
+    let continuing_word = prev.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    let (mut letters, mut digits, mut lparen, mut minus, mut operator) =
+        (false, false, false, false, false);
+    let mut literals: Vec<String> = Vec::new();
+    for t in tokens {
+        // pest names a character class `a..z`; every other token is literal text.
+        let class = t.len() == 4 && &t[1..3] == "..";
+        match t.as_str() {
+            _ if class && t.starts_with(|c: char| c.is_ascii_digit()) => digits = true,
+            _ if class => letters = true,
+            " " | "\t" | "\n" | "\r" | "BUILTIN_RULE" => {}
+            "_" => letters = true,
+            "(" => lparen = true,
+            "-" => minus = true,
+            "+" | "*" | "floordiv" | "ceildiv" | "mod" | "floorDiv" | "ceilDiv" => operator = true,
+            other => literals.push(other.to_string()),
+        }
+    }
+    // The start of a command argument, or of a statement's map: say so in one phrase.
+    if literals.iter().any(|t| t == "\"") {
+        return vec!["a map, a name or a command".into()];
+    }
+    if literals.iter().any(|t| t == "UNDEFINED") {
+        literals.retain(|t| !matches!(t.as_str(), "KNOWN" | "UNDEFINED" | "affine_map"));
+        let mut out: Vec<String> = literals.iter().map(|t| format!("`{t}`")).collect();
+        out.push("an indexing map".into());
+        if letters {
+            out.push("a command".into());
+        }
+        return out;
+    }
+    // Letters or digits that would only extend the word before the error are not news,
+    // unless an expression may start here (`d0 mod )`).
+    let expression_start = lparen && minus && !operator;
+    if expression_start {
+        literals.sort();
+        let mut out: Vec<String> = literals.iter().map(|t| format!("`{t}`")).collect();
+        out.push("an expression".into());
+        return out;
+    }
+    if continuing_word {
+        letters = false;
+        digits = false;
+    }
+    let rank = |t: &str| match t {
+        ")" | "]" | "}" | ">" => 0,
+        "," => 1,
+        _ => 2,
+    };
+    literals.sort_by_key(|t| rank(t));
+    literals.dedup();
+    let mut out: Vec<String> = literals.iter().map(|t| format!("`{t}`")).collect();
+    if operator {
+        out.push("an operator".into());
+        if lparen && (letters || digits) {
+            out.push("an expression".into());
+        }
+    } else if lparen && (letters || digits) {
+        out.push("an expression".into());
+    } else {
+        if lparen {
+            out.insert(0, "`(`".into());
+        }
+        if minus && digits && !letters {
+            out.push("an integer".into());
+        } else {
+            if minus {
+                out.push("`-`".into());
+            }
+            if digits && letters {
+                out.push("a name or an integer".into());
+            } else if digits {
+                out.push("an integer".into());
+            } else if letters {
+                out.push("a name".into());
+            }
+        }
+    }
+    out
+}
+
+/// The token at `pos`, as the user would name it: a word, a number, `->`, or one character.
+fn token_at(text: &str, pos: usize) -> Option<&str> {
+    let rest = text.get(pos..)?;
+    let c = rest.chars().next()?;
+    let len = if c.is_ascii_alphanumeric() || c == '_' {
+        rest.find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+            .unwrap_or(rest.len())
+    } else if rest.starts_with("->") {
+        2
+    } else {
+        c.len_utf8()
+    };
+    Some(&rest[..len])
+}
+
+/// Brackets that do not pair up: a closer with no opener or the wrong opener (an error at
+/// the closer), and the innermost opener still open at the end (`Ok(Some(..))`).
+fn bracket_check(text: &str) -> Result<Option<(usize, char)>, Diagnostic> {
+    let mut stack: Vec<(usize, char)> = Vec::new();
+    let mut in_str = false;
+    for (i, c) in text.char_indices() {
+        if in_str {
+            in_str = c != '"';
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '(' | '[' | '{' => {
+                stack.push((i, c));
+                if stack.len() > MAX_DEPTH {
+                    return Err(Diagnostic::at(
+                        format!("brackets nested more than {MAX_DEPTH} deep"),
+                        Span::new(i, i + 1),
+                    )
+                    .with_label("too deep"));
+                }
+            }
+            ')' | ']' | '}' => {
+                let want = match c {
+                    ')' => '(',
+                    ']' => '[',
+                    _ => '{',
+                };
+                match stack.pop() {
+                    Some((_, open)) if open == want => {}
+                    Some((at, open)) => {
+                        let (l, col) = super::diagnostic::line_col(text, at);
+                        return Err(Diagnostic::at(
+                            format!("`{c}` does not close `{open}`"),
+                            Span::new(i, i + 1),
+                        )
+                        .with_label(format!("expected `{}` here", closer(open)))
+                        .with_help(format!("the `{open}` at {l}:{col} is still open")));
+                    }
+                    None => {
+                        return Err(
+                            Diagnostic::at(format!("unmatched `{c}`"), Span::new(i, i + 1))
+                                .with_label("no bracket to close"),
+                        )
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(stack.pop())
+}
+
+fn closer(open: char) -> char {
+    match open {
+        '(' => ')',
+        '[' => ']',
+        _ => '}',
     }
 }
 
+/// Deepest bracket nesting a statement may use (deeper input would exhaust the stack of
+/// the recursive passes over expressions).
+const MAX_DEPTH: usize = 200;
+
+/// Most operators one statement may hold, for the same reason.
+const MAX_OPERATORS: usize = 4000;
+
 fn pest_error(e: pest::error::Error<Rule>, offset: usize, text: &str) -> Diagnostic {
     use pest::error::{ErrorVariant, InputLocation};
-    let pos = match e.location {
+    let loc = match e.location {
         InputLocation::Pos(p) => p,
         InputLocation::Span((s, _)) => s,
     };
-    let mut message = match &e.variant {
-        ErrorVariant::ParsingError { positives, .. } => {
-            let mut names: Vec<&str> = positives.iter().map(describe).collect();
-            names.sort();
-            names.dedup();
-            names.retain(|n| *n != "something else");
-            if names.is_empty() {
-                "unexpected input".to_string()
-            } else {
-                format!("expected {}", join_or(&names))
+    let attempts = e.parse_attempts();
+    let pos = attempts
+        .as_ref()
+        .map_or(loc, |a| a.max_position.max(loc))
+        .min(text.len());
+    let prev = text[..pos].chars().next_back();
+    let mut names: Vec<String> = match &attempts {
+        Some(a) if a.max_position >= loc => expected_from_tokens(
+            &a.expected_tokens()
+                .iter()
+                .map(|t| t.to_string())
+                // The HLO grammar's `/* ... */` comments may start anywhere; listing
+                // them as expected would only distract.
+                .filter(|t| t.trim_matches(|c| c == '`' || c == '"') != "/*")
+                .collect::<Vec<_>>(),
+            prev,
+        ),
+        _ => Vec::new(),
+    };
+    if let ErrorVariant::ParsingError { positives, .. } = &e.variant {
+        if names.is_empty() {
+            for r in positives {
+                if let Some(d) = describe(r) {
+                    if !names.iter().any(|n| n == d) {
+                        names.push(d.to_string());
+                    }
+                }
             }
         }
+    }
+    let mut message = match &e.variant {
         ErrorVariant::CustomError { message } => message.clone(),
+        ErrorVariant::ParsingError { .. } if names.is_empty() => "unexpected input".to_string(),
+        ErrorVariant::ParsingError { .. } => {
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            format!("expected {}", join_or(&refs))
+        }
     };
-    let found = text[pos.min(text.len())..].chars().next();
+    let found = token_at(text, pos);
     let label = match found {
-        Some(c) => {
-            message += &format!(", found `{c}`");
-            "here".to_string()
+        Some(t) => {
+            message += &format!(", found `{t}`");
+            "unexpected here".to_string()
         }
         None => {
             message += ", found the end of the input";
             "input ends here".to_string()
         }
     };
-    let end = pos + found.map_or(0, |c| c.len_utf8());
-    Diagnostic::at(message, Span::new(offset + pos, offset + end)).with_label(label)
+    let end = pos + found.map_or(0, str::len);
+    let mut d = Diagnostic::at(message, Span::new(offset + pos, offset + end)).with_label(label);
+    if found.is_none() {
+        if let Ok(Some((at, open))) = bracket_check(text) {
+            let (l, col) = super::diagnostic::line_col(text, at);
+            d = d.with_help(format!("the `{open}` at {l}:{col} is never closed"));
+        }
+    }
+    d
+}
+
+/// Errors found before the grammar runs: unbalanced brackets, input too deep or too long.
+fn precheck(text: &str, offset: usize) -> Result<(), Diagnostic> {
+    let shift = |d: Diagnostic| match d.span {
+        Some(s) => Diagnostic {
+            span: Some(Span::new(s.start + offset, s.end + offset)),
+            ..d
+        },
+        None => d,
+    };
+    bracket_check(text).map_err(shift)?;
+    let ops = text
+        .bytes()
+        .filter(|b| matches!(b, b'+' | b'-' | b'*'))
+        .count()
+        + text.matches("div").count()
+        + text.matches("mod").count();
+    if ops > MAX_OPERATORS {
+        return Err(Diagnostic::at(
+            format!("statement too long: more than {MAX_OPERATORS} operators"),
+            Span::new(offset, offset + text.len()),
+        )
+        .with_help("split it into several statements"));
+    }
+    Ok(())
 }
 
 fn join_or(items: &[&str]) -> String {
@@ -107,7 +330,31 @@ impl Lower {
 
 /// Parses `text` (one statement); spans are offset by `offset`.
 pub fn statement(text: &str, offset: usize) -> Result<Stmt, Diagnostic> {
-    let mut pairs = IxParser::parse(Rule::stmt, text).map_err(|e| pest_error(e, offset, text))?;
+    static DETAIL: std::sync::Once = std::sync::Once::new();
+    DETAIL.call_once(|| pest::set_error_detail(true));
+    let pre = precheck(text, offset);
+    if let Err(d) = &pre {
+        if d.label.as_deref() == Some("too deep") || d.message.starts_with("statement too long") {
+            return Err(d.clone());
+        }
+    }
+    let mut pairs = match IxParser::parse(Rule::stmt, text) {
+        Ok(p) => {
+            pre?;
+            p
+        }
+        Err(e) => {
+            // A stray or mismatched closing bracket before the error explains it better.
+            let d = pest_error(e, offset, text);
+            if let Err(b) = pre {
+                let bpos = b.span.map_or(0, |s| s.start);
+                if bpos <= d.span.map_or(0, |s| s.start) {
+                    return Err(b);
+                }
+            }
+            return Err(d);
+        }
+    };
     let lw = Lower { offset };
     let stmt = pairs.next().expect("grammar: stmt matched");
     let span = lw.span(&stmt);

@@ -130,15 +130,15 @@ def test_error(k):
 def test_state(k):
     k.ok(MAP)
     k.ok("t = inverse m")
-    io = k.ok("compose m, t")
+    io = k.ok("c = compose m, t")
     text = by_type(io, "execute_result")[0]["content"]["data"]["text/plain"]
     assert text.startswith("(d0, d1) -> (d0, d1), domain: d0 in [0, 3], d1 in [0, 4]"), text
-    io = k.ok("equal compose m, t, (d0, d1) -> (d0, d1), domain: d0 in [0, 3], d1 in [0, 4]")
+    io = k.ok("equal c, (d0, d1) -> (d0, d1), domain: d0 in [0, 3], d1 in [0, 4]")
     assert by_type(io, "execute_result")[0]["content"]["data"]["text/plain"] == "true"
     # History has the cells in order.
     k.kc.history(hist_access_type="tail", n=2)
     h = k.kc.get_shell_msg(timeout=TIMEOUT)["content"]["history"]
-    assert [e[2] for e in h] == ["compose m, t", "equal compose m, t, (d0, d1) -> (d0, d1), domain: d0 in [0, 3], d1 in [0, 4]"], h
+    assert [e[2] for e in h] == ["c = compose m, t", "equal c, (d0, d1) -> (d0, d1), domain: d0 in [0, 3], d1 in [0, 4]"], h
 
 
 def test_complete_inspect(k):

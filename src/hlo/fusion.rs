@@ -1,0 +1,220 @@
+//! Indexing through a whole computation (a fusion): per-op maps composed from the root(s)
+//! to every parameter, each composition simplified, and the maps reaching one parameter
+//! deduplicated.
+//!
+//! ```text
+//! f {
+//!   p0 = f32[1000, 1000] parameter(0)
+//!   t  = f32[1000, 1000]{0, 1} transpose(p0), dimensions={1, 0}
+//!   ROOT a0 = f32[1000, 1000] add(p0, t)
+//! }
+//! output → parameter 0:  (d0, d1) -> (d0, d1)  and  (d0, d1) -> (d1, d0)
+//! ```
+//!
+//! Instructions are visited once each, users before operands, and every map set is
+//! deduplicated as it is built, so the work is linear in the number of instructions times
+//! the number of distinct maps per instruction (no path enumeration). A `fusion` or `call`
+//! instruction inside the computation is looked through when its callee is in the module.
+//! Shown running in `sessions/hlo/fusion.ixm`.
+
+use super::ops::{self, MapSet};
+use super::{Computation, InstrId, Module};
+use crate::map::{compose, IndexingMap};
+use std::collections::HashSet;
+
+/// Output-to-input maps of a computation: `outputs[i][p]` are the maps from output `i`
+/// (the root, or element `i` of a tuple root) to parameter number `p`.
+#[derive(Clone, Debug)]
+pub struct FusionIndexing {
+    pub outputs: Vec<Vec<MapSet>>,
+}
+
+/// A deduplicating set of maps, in insertion order.
+#[derive(Default, Clone)]
+struct Set {
+    maps: Vec<IndexingMap>,
+    seen: HashSet<IndexingMap>,
+}
+
+impl Set {
+    fn insert(&mut self, m: IndexingMap) {
+        if !self.seen.contains(&m) {
+            self.seen.insert(m.clone());
+            self.maps.push(m);
+        }
+    }
+}
+
+/// `a` then `b`, simplified when there is anything to simplify, with default names.
+pub fn compose_simplified(a: &IndexingMap, b: &IndexingMap) -> IndexingMap {
+    let m = match compose(a, b) {
+        Ok(m) => m,
+        Err(_) => return IndexingMap::undefined(),
+    };
+    finish(m)
+}
+
+/// Simplifies a composed map when it has symbols, constraints or divisions (a plain
+/// linear map is already canonical), and names its variables by position.
+pub fn finish(mut m: IndexingMap) -> IndexingMap {
+    if m.is_undefined() {
+        return m;
+    }
+    let plain =
+        m.constraints.is_empty() && !m.has_symbols() && !m.results.iter().any(|r| r.has_div());
+    if plain {
+        m.is_simplified = false;
+        ops::default_names(&mut m);
+        return m;
+    }
+    ops::finish(m)
+}
+
+/// Instructions reachable from `roots`, users before operands.
+pub fn reverse_topological(comp: &Computation, roots: &[InstrId]) -> Vec<InstrId> {
+    let n = comp.instrs.len();
+    let mut state = vec![0u8; n];
+    let mut post = Vec::new();
+    for &r in roots {
+        let mut stack = vec![(r, 0usize)];
+        while let Some((v, i)) = stack.pop() {
+            if i == 0 {
+                if state[v] != 0 {
+                    continue;
+                }
+                state[v] = 1;
+            }
+            let ops = &comp.instrs[v].operands;
+            if i < ops.len() {
+                stack.push((v, i + 1));
+                if state[ops[i]] == 0 {
+                    stack.push((ops[i], 0));
+                }
+            } else {
+                state[v] = 2;
+                post.push(v);
+            }
+        }
+    }
+    post.reverse();
+    post
+}
+
+/// Per-op output-to-input maps, looking through `fusion`/`call` instructions whose
+/// computation is in `module`.
+pub fn op_output_to_input(module: &Module, comp: &Computation, id: InstrId) -> Vec<MapSet> {
+    let ins = &comp.instrs[id];
+    if matches!(ins.opcode.as_str(), "fusion" | "call") {
+        if let Some(callee) = ins
+            .attrs
+            .calls
+            .as_deref()
+            .or(ins.attrs.to_apply.as_deref())
+            .and_then(|c| module.computation(c))
+        {
+            if callee.name != comp.name && !callee.instrs[callee.root].shape.is_tuple() {
+                let fi = output_to_input_from(module, callee, callee.root);
+                let mut per_operand = vec![vec![IndexingMap::undefined()]; ins.operands.len()];
+                for (p, maps) in fi.into_iter().enumerate() {
+                    if p < per_operand.len() {
+                        per_operand[p] = maps;
+                    }
+                }
+                return per_operand;
+            }
+        }
+    }
+    ops::output_to_input(comp, id)
+}
+
+/// Output-to-input maps from `root` (one output) to every parameter, by number.
+pub fn output_to_input_from(module: &Module, comp: &Computation, root: InstrId) -> Vec<MapSet> {
+    let order = reverse_topological(comp, &[root]);
+    let mut sets: Vec<Option<Set>> = vec![None; comp.instrs.len()];
+    let mut start = Set::default();
+    start.insert(IndexingMap::identity(comp.instrs[root].dims()));
+    sets[root] = Some(start);
+    let params = comp.parameters();
+    let mut out: Vec<MapSet> = vec![Vec::new(); params.len()];
+    for id in order {
+        let Some(set) = sets[id].take() else { continue };
+        let ins = &comp.instrs[id];
+        if ins.opcode == "parameter" {
+            if let Some(p) = params.iter().position(|&x| x == id) {
+                out[p] = set.maps;
+            }
+            continue;
+        }
+        let per_operand = op_output_to_input(module, comp, id);
+        for (k, &opnd) in ins.operands.iter().enumerate() {
+            let Some(op_maps) = per_operand.get(k) else {
+                continue;
+            };
+            let target = sets[opnd].get_or_insert_with(Set::default);
+            for m in &set.maps {
+                for o in op_maps {
+                    target.insert(compose_simplified(m, o));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Output-to-input maps of every output of the computation to every parameter.
+pub fn output_to_input(module: &Module, comp: &Computation) -> FusionIndexing {
+    FusionIndexing {
+        outputs: comp
+            .outputs()
+            .into_iter()
+            .map(|r| output_to_input_from(module, comp, r))
+            .collect(),
+    }
+}
+
+/// Input-to-output maps from parameter number `p` to every output of the computation.
+pub fn input_to_output(comp: &Computation, p: usize) -> Vec<MapSet> {
+    let params = comp.parameters();
+    let outputs = comp.outputs();
+    let Some(&start) = params.get(p) else {
+        return vec![Vec::new(); outputs.len()];
+    };
+    let mut order = reverse_topological(comp, &outputs);
+    order.reverse(); // operands before users
+    let mut sets: Vec<Option<Set>> = vec![None; comp.instrs.len()];
+    let mut s = Set::default();
+    s.insert(IndexingMap::identity(comp.instrs[start].dims()));
+    sets[start] = Some(s);
+    let users = comp.users();
+    for &id in &order {
+        let Some(set) = sets[id].clone() else {
+            continue;
+        };
+        let mut done = HashSet::new();
+        for &u in &users[id] {
+            if !done.insert(u) {
+                continue;
+            }
+            let ins = &comp.instrs[u];
+            if ins.opcode == "tuple" && u == comp.root {
+                continue;
+            }
+            for (k, &o) in ins.operands.iter().enumerate() {
+                if o != id {
+                    continue;
+                }
+                let step = ops::input_to_output(comp, u, k);
+                let target = sets[u].get_or_insert_with(Set::default);
+                for m in &set.maps {
+                    for st in &step {
+                        target.insert(compose_simplified(m, st));
+                    }
+                }
+            }
+        }
+    }
+    outputs
+        .iter()
+        .map(|&o| sets[o].as_ref().map(|s| s.maps.clone()).unwrap_or_default())
+        .collect()
+}

@@ -1,0 +1,291 @@
+//! Output-to-input and input-to-output indexing of single HLO instructions, one file per
+//! op family, and the opcode table that picks the family.
+//!
+//! Every family answers three questions about an instruction (given as a [`Cx`], which
+//! also sees the rest of the computation so runtime variables can be folded):
+//!
+//! * `check`: do the operand shapes and attributes fit the op? (an error names the problem)
+//! * `out_to_in`: for every operand, the map from an output index to the operand elements
+//!   it reads;
+//! * `in_to_out`: from operand `k`, the map from an operand index to the output elements
+//!   that read it.
+//!
+//! An opcode not in [`FAMILIES`] parses fine and reports `UNDEFINED` indexing.
+
+mod bitcast;
+mod broadcast;
+mod concatenate;
+mod convolution;
+mod dot;
+mod dynamic_slice;
+mod elementwise;
+mod gather;
+mod nullary;
+mod pad;
+mod reduce;
+mod reduce_window;
+pub mod reshape;
+mod reverse;
+mod slice;
+mod transpose;
+mod tuple;
+
+use super::{Computation, Instr, InstrId};
+use crate::expr::Expr;
+use crate::interval::Interval;
+use crate::map::{default_vars, IndexingMap, Status, VarKind, Variable};
+
+/// Distinct maps from one tensor to another. `[UNDEFINED]` when the indexing is unknown.
+pub type MapSet = Vec<IndexingMap>;
+
+/// An instruction in the context of its computation.
+pub struct Cx<'a> {
+    pub comp: &'a Computation,
+    pub id: InstrId,
+    pub instr: &'a Instr,
+}
+
+impl<'a> Cx<'a> {
+    pub fn new(comp: &'a Computation, id: InstrId) -> Cx<'a> {
+        Cx {
+            comp,
+            id,
+            instr: &comp.instrs[id],
+        }
+    }
+    /// Dimensions of the (first) output.
+    pub fn out(&self) -> &'a [i64] {
+        self.instr.dims()
+    }
+    /// Dimensions of operand `k`.
+    pub fn opd(&self, k: usize) -> &'a [i64] {
+        self.comp.instrs[self.instr.operands[k]].dims()
+    }
+    pub fn operand(&self, k: usize) -> &'a Instr {
+        &self.comp.instrs[self.instr.operands[k]]
+    }
+    pub fn n_operands(&self) -> usize {
+        self.instr.operands.len()
+    }
+}
+
+/// One op family: how to check it and its maps in both directions.
+pub struct Family {
+    pub name: &'static str,
+    pub check: fn(&Cx) -> Result<(), String>,
+    pub out_to_in: fn(&Cx) -> Vec<IndexingMap>,
+    pub in_to_out: fn(&Cx, usize) -> IndexingMap,
+    /// Set when the maps over-approximate what is read; shown by `help indexing`.
+    pub approximate: Option<&'static str>,
+}
+
+/// Every op family, by opcode. A new op is a new file here and one line below.
+pub static FAMILIES: &[(&[&str], &Family)] = &[
+    (elementwise::OPCODES, &elementwise::FAMILY),
+    (&["broadcast"], &broadcast::FAMILY),
+    (
+        &[
+            "iota",
+            "constant",
+            "parameter",
+            "rng-get-and-update-state",
+            "partition-id",
+            "replica-id",
+        ],
+        &nullary::FAMILY,
+    ),
+    (&["dynamic-slice"], &dynamic_slice::DYNAMIC_SLICE),
+    (
+        &["dynamic-update-slice"],
+        &dynamic_slice::DYNAMIC_UPDATE_SLICE,
+    ),
+    (&["gather"], &gather::FAMILY),
+    (&["transpose"], &transpose::FAMILY),
+    (&["reverse"], &reverse::FAMILY),
+    (&["reduce"], &reduce::FAMILY),
+    (&["slice"], &slice::FAMILY),
+    (&["reshape"], &reshape::FAMILY),
+    (&["bitcast"], &bitcast::FAMILY),
+    (&["concatenate"], &concatenate::FAMILY),
+    (&["dot"], &dot::FAMILY),
+    (&["pad"], &pad::FAMILY),
+    (&["reduce-window"], &reduce_window::FAMILY),
+    (&["convolution"], &convolution::FAMILY),
+    (&["tuple"], &tuple::TUPLE),
+    (&["get-tuple-element"], &tuple::GET_TUPLE_ELEMENT),
+];
+
+pub fn family(opcode: &str) -> Option<&'static Family> {
+    FAMILIES
+        .iter()
+        .find(|(names, _)| names.contains(&opcode))
+        .map(|(_, f)| *f)
+}
+
+/// Checks operand count, shapes and attributes of an instruction. Unknown opcodes pass.
+pub fn check(comp: &Computation, id: InstrId) -> Result<(), String> {
+    match family(&comp.instrs[id].opcode) {
+        Some(f) => (f.check)(&Cx::new(comp, id)),
+        None => Ok(()),
+    }
+}
+
+/// Output-to-input maps of every operand (one set per operand, in operand order).
+pub fn output_to_input(comp: &Computation, id: InstrId) -> Vec<MapSet> {
+    let instr = &comp.instrs[id];
+    let undefined = || vec![vec![IndexingMap::undefined()]; instr.operands.len()];
+    let Some(f) = family(&instr.opcode) else {
+        return undefined();
+    };
+    let cx = Cx::new(comp, id);
+    if (f.check)(&cx).is_err() {
+        return undefined();
+    }
+    (f.out_to_in)(&cx)
+        .into_iter()
+        .map(|m| vec![finish(m)])
+        .collect()
+}
+
+/// Input-to-output maps from operand `k` (one set: the op's output, or its first output).
+pub fn input_to_output(comp: &Computation, id: InstrId, k: usize) -> MapSet {
+    let instr = &comp.instrs[id];
+    let Some(f) = family(&instr.opcode) else {
+        return vec![IndexingMap::undefined()];
+    };
+    let cx = Cx::new(comp, id);
+    if k >= instr.operands.len() || (f.check)(&cx).is_err() {
+        return vec![IndexingMap::undefined()];
+    }
+    vec![finish((f.in_to_out)(&cx, k))]
+}
+
+/// Simplified, with default variable names (so equal maps compare equal).
+pub fn finish(m: IndexingMap) -> IndexingMap {
+    if m.is_undefined() {
+        return m;
+    }
+    let mut m = crate::simplify::simplify(&m, &Default::default()).map;
+    default_names(&mut m);
+    // Printed without `is_simplified`, so op maps and composed fusion maps read alike.
+    m.is_simplified = false;
+    m
+}
+
+/// Renames every variable to `d*`, `s*`, `r*` by position.
+pub fn default_names(m: &mut IndexingMap) {
+    for (kind, vars) in [
+        (VarKind::Dim, &mut m.dims),
+        (VarKind::Range, &mut m.ranges),
+        (VarKind::Runtime, &mut m.runtimes),
+    ] {
+        for (i, v) in vars.iter_mut().enumerate() {
+            v.name = format!("{}{}", kind.default_prefix(), i);
+        }
+    }
+}
+
+// ------------------------------------------------------------------ helpers for families
+
+/// `d_i` (dimension `i`).
+pub fn d(i: usize) -> Expr {
+    Expr::var(i as u32)
+}
+pub fn c(v: i64) -> Expr {
+    Expr::constant(v)
+}
+
+/// A map whose dims are a box of `dims`, with range variables of the given extents and
+/// runtime variables with the given bounds; variables are numbered dims, ranges, runtimes.
+pub fn build(
+    dims: &[i64],
+    ranges: &[i64],
+    runtimes: &[Interval],
+    results: Vec<Expr>,
+    constraints: Vec<(Expr, Interval)>,
+) -> IndexingMap {
+    let rts = runtimes
+        .iter()
+        .enumerate()
+        .map(|(i, b)| Variable {
+            name: format!("r{i}"),
+            bounds: *b,
+        })
+        .collect();
+    IndexingMap::new(
+        default_vars(VarKind::Dim, dims),
+        default_vars(VarKind::Range, ranges),
+        rts,
+        results,
+        constraints,
+    )
+}
+
+/// A map that is empty: some dimension has extent 0.
+pub fn known_empty_if_zero(mut m: IndexingMap) -> IndexingMap {
+    if m.dims.iter().any(|v| v.bounds.is_empty()) {
+        m.status = Status::KnownEmpty;
+    }
+    m
+}
+
+// ------------------------------------------------------------------ checks shared by families
+
+pub fn want_operands(cx: &Cx, n: usize) -> Result<(), String> {
+    if cx.n_operands() != n {
+        return Err(format!(
+            "`{}` takes {n} operand{}, found {}",
+            cx.instr.opcode,
+            if n == 1 { "" } else { "s" },
+            cx.n_operands()
+        ));
+    }
+    Ok(())
+}
+
+pub fn want_rank(cx: &Cx, k: usize, rank: usize) -> Result<(), String> {
+    let r = cx.opd(k).len();
+    if r != rank {
+        return Err(format!(
+            "operand {k} (`{}`) has rank {r} but `{}` needs rank {rank} here",
+            cx.operand(k).name,
+            cx.instr.opcode
+        ));
+    }
+    Ok(())
+}
+
+pub fn want_out_dims(cx: &Cx, want: &[i64]) -> Result<(), String> {
+    if cx.out() != want {
+        return Err(format!(
+            "the output shape is {} but the operands give [{}]",
+            cx.instr.shape,
+            want.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ));
+    }
+    Ok(())
+}
+
+/// Every entry a distinct dimension index below `rank`.
+pub fn want_dim_list(what: &str, list: &[i64], rank: usize) -> Result<(), String> {
+    let mut seen = vec![false; rank];
+    for &x in list {
+        if x < 0 || x as usize >= rank {
+            return Err(format!(
+                "{what} names dimension {x}, but the rank is {rank}"
+            ));
+        }
+        if std::mem::replace(&mut seen[x as usize], true) {
+            return Err(format!("{what} names dimension {x} twice"));
+        }
+    }
+    Ok(())
+}
+
+pub fn attr<'a, T>(v: &'a Option<T>, name: &str, op: &str) -> Result<&'a T, String> {
+    v.as_ref()
+        .ok_or_else(|| format!("`{op}` needs the attribute `{name}`"))
+}

@@ -1,0 +1,350 @@
+//! HLO text to the model: the `hlo_*` rules of `grammar.pest`, lowered one function per
+//! rule. The statement grammar already classified the text as HLO; this parser reads the
+//! same rules again with spans, so every error points at the user's token.
+//!
+//! ```text
+//! "bc0 = f32[10, 20, 30] broadcast(p0), dimensions={1}"
+//!   -> HloItem::Instr(RawInstr { name: "bc0", opcode: "broadcast", operands: ["p0"],
+//!                                attrs.dimensions: Some([1]), .. })
+//! ```
+//!
+//! Operand names are resolved later (by [`super::workspace::Workspace`]), since loose
+//! instruction lines refer to instructions from earlier statements.
+
+use super::attrs::Attrs;
+use super::shape::Shape;
+use crate::syntax::{Diagnostic, Span};
+use pest::iterators::Pair;
+use pest::Parser;
+
+#[derive(pest_derive::Parser)]
+#[grammar = "../grammar.pest"]
+struct HloParser;
+
+/// An operand as written: `p0`, `%p0` or `f32[10] p0`.
+#[derive(Clone, Debug)]
+pub struct RawOperand {
+    pub name: String,
+    pub span: Span,
+    pub shape: Option<Shape>,
+}
+
+/// An instruction line before its operands are resolved.
+#[derive(Clone, Debug)]
+pub struct RawInstr {
+    pub name: String,
+    pub name_span: Span,
+    pub shape: Shape,
+    pub shape_span: Span,
+    pub opcode: String,
+    pub opcode_span: Span,
+    pub operands: Vec<RawOperand>,
+    pub attrs: Attrs,
+    /// Span of each attribute's value, by key.
+    pub attr_spans: Vec<(String, Span)>,
+    pub is_root: bool,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct RawComputation {
+    pub name: String,
+    pub name_span: Span,
+    pub is_entry: bool,
+    pub instrs: Vec<RawInstr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum HloItem {
+    Module { name: String, span: Span },
+    Computation(RawComputation),
+    Instr(RawInstr),
+}
+
+/// Parses one HLO statement: `text` starts at byte `offset` of the session source.
+pub fn parse_hlo(text: &str, offset: usize) -> Result<HloItem, Diagnostic> {
+    let mut pairs = HloParser::parse(Rule::hlo_stmt, text).map_err(|e| {
+        use pest::error::InputLocation;
+        let pos = match e.location {
+            InputLocation::Pos(p) => p,
+            InputLocation::Span((s, _)) => s,
+        };
+        Diagnostic::at(
+            "cannot read this HLO",
+            Span::new(offset + pos, offset + pos + 1),
+        )
+    })?;
+    let stmt = pairs.next().expect("grammar: hlo_stmt matched");
+    let lw = Lower { offset };
+    let body = stmt
+        .into_inner()
+        .next()
+        .expect("grammar: hlo_stmt has a body");
+    match body.as_rule() {
+        Rule::hlo_module => {
+            let span = lw.span(&body);
+            let name = body
+                .into_inner()
+                .next()
+                .expect("grammar: module has a name");
+            Ok(HloItem::Module {
+                name: strip(name.as_str()),
+                span,
+            })
+        }
+        Rule::hlo_computation => Ok(HloItem::Computation(lw.computation(body)?)),
+        Rule::hlo_instr => Ok(HloItem::Instr(lw.instr(body)?)),
+        r => unreachable!("grammar: hlo_stmt cannot be {r:?}"),
+    }
+}
+
+fn strip(name: &str) -> String {
+    name.strip_prefix('%').unwrap_or(name).to_string()
+}
+
+struct Lower {
+    offset: usize,
+}
+
+impl Lower {
+    fn span(&self, p: &Pair<Rule>) -> Span {
+        let s = p.as_span();
+        Span::new(self.offset + s.start(), self.offset + s.end())
+    }
+
+    fn computation(&self, p: Pair<Rule>) -> Result<RawComputation, Diagnostic> {
+        let span = self.span(&p);
+        let mut c = RawComputation {
+            name: String::new(),
+            name_span: span,
+            is_entry: false,
+            instrs: vec![],
+            span,
+        };
+        for part in p.into_inner() {
+            match part.as_rule() {
+                Rule::hlo_entry => c.is_entry = true,
+                Rule::hlo_name => {
+                    c.name = strip(part.as_str());
+                    c.name_span = self.span(&part);
+                }
+                Rule::hlo_signature => {}
+                Rule::hlo_instr => c.instrs.push(self.instr(part)?),
+                r => unreachable!("grammar: a computation cannot contain {r:?}"),
+            }
+        }
+        Ok(c)
+    }
+
+    fn instr(&self, p: Pair<Rule>) -> Result<RawInstr, Diagnostic> {
+        let span = self.span(&p);
+        let mut it = p.into_inner().peekable();
+        let is_root = it.peek().is_some_and(|x| x.as_rule() == Rule::hlo_root);
+        if is_root {
+            it.next();
+        }
+        let name = it.next().expect("grammar: instruction has a name");
+        let shape = it.next().expect("grammar: instruction has a shape");
+        let opcode = it.next().expect("grammar: instruction has an opcode");
+        let operands = it.next().expect("grammar: instruction has operands");
+        let opname = opcode.as_str().to_string();
+        let mut attrs = Attrs::default();
+        let mut raw_ops = Vec::new();
+        let operands_span = self.span(&operands);
+        for o in operands.into_inner() {
+            let ospan = self.span(&o);
+            let inner: Vec<Pair<Rule>> = o.into_inner().collect();
+            match inner.as_slice() {
+                [s, n] => raw_ops.push(RawOperand {
+                    name: strip(n.as_str()),
+                    span: self.span(n),
+                    shape: Some(self.shape(s.clone())?),
+                }),
+                [l] => raw_ops.push(RawOperand {
+                    name: strip(l.as_str()),
+                    span: ospan,
+                    shape: None,
+                }),
+                _ => unreachable!("grammar: hlo_operand is a name, a shaped name or a literal"),
+            }
+        }
+        // Nullary ops take their payload in the operand list.
+        match opname.as_str() {
+            "parameter" => {
+                let n = raw_ops
+                    .first()
+                    .and_then(|o| o.name.parse::<i64>().ok())
+                    .filter(|n| *n >= 0);
+                match n {
+                    Some(n) if raw_ops.len() == 1 => attrs.parameter_number = Some(n),
+                    _ => {
+                        return Err(Diagnostic::at(
+                            "`parameter` takes its number, e.g. parameter(0)",
+                            operands_span,
+                        )
+                        .with_label("expected a non-negative integer"))
+                    }
+                }
+                raw_ops.clear();
+            }
+            "constant" => {
+                let text = operands_span_text(&raw_ops);
+                attrs.literal = Some(text);
+                raw_ops.clear();
+            }
+            _ => {}
+        }
+        let mut attr_spans = Vec::new();
+        for a in it {
+            let mut kv = a.into_inner();
+            let key = kv.next().expect("grammar: attribute has a key");
+            let val = kv.next().expect("grammar: attribute has a value");
+            let vspan = self.span(&val);
+            attrs.set(key.as_str(), val.as_str()).map_err(|e| {
+                Diagnostic::at(
+                    format!(
+                        "bad attribute `{}` of `{}`: {}",
+                        key.as_str(),
+                        strip(name.as_str()),
+                        e.message
+                    ),
+                    Span::new(vspan.start + e.start, vspan.start + e.end.max(e.start + 1)),
+                )
+                .with_label("here")
+            })?;
+            attr_spans.push((key.as_str().to_string(), vspan));
+        }
+        Ok(RawInstr {
+            name: strip(name.as_str()),
+            name_span: self.span(&name),
+            shape_span: self.span(&shape),
+            shape: self.shape(shape)?,
+            opcode: opname,
+            opcode_span: self.span(&opcode),
+            operands: raw_ops,
+            attrs,
+            attr_spans,
+            is_root,
+            span,
+        })
+    }
+
+    fn shape(&self, p: Pair<Rule>) -> Result<Shape, Diagnostic> {
+        let inner = match p.as_rule() {
+            Rule::hlo_shape => p
+                .into_inner()
+                .next()
+                .expect("grammar: hlo_shape has a body"),
+            _ => p,
+        };
+        match inner.as_rule() {
+            Rule::hlo_tuple_shape => Ok(Shape::Tuple(
+                inner
+                    .into_inner()
+                    .map(|s| self.shape(s))
+                    .collect::<Result<_, _>>()?,
+            )),
+            Rule::hlo_array_shape => {
+                let mut elem = String::new();
+                let mut dims = Vec::new();
+                let mut layout = None;
+                for part in inner.into_inner() {
+                    match part.as_rule() {
+                        Rule::hlo_elem_type => elem = part.as_str().to_string(),
+                        Rule::hlo_token_type => return Ok(Shape::Token),
+                        Rule::hlo_dims => {
+                            for d in part.into_inner() {
+                                let t = d.as_str();
+                                if t.starts_with("<=") {
+                                    return Err(Diagnostic::at(
+                                        "dynamic dimensions are not supported",
+                                        self.span(&d),
+                                    ));
+                                }
+                                let v = t.parse::<i64>().map_err(|_| {
+                                    Diagnostic::at(
+                                        format!("dimension `{t}` does not fit in 64 bits"),
+                                        self.span(&d),
+                                    )
+                                })?;
+                                dims.push(v);
+                            }
+                        }
+                        Rule::hlo_layout => layout = Some(self.layout(&part, dims.len())?),
+                        r => unreachable!("grammar: an array shape cannot contain {r:?}"),
+                    }
+                }
+                Ok(Shape::Array { elem, dims, layout })
+            }
+            r => unreachable!("grammar: a shape cannot be {r:?}"),
+        }
+    }
+
+    /// `{1,0}` or `{1,0:T(8,128)}`: the minor-to-major list before any `:`.
+    fn layout(&self, p: &Pair<Rule>, rank: usize) -> Result<Vec<usize>, Diagnostic> {
+        let t = p.as_str();
+        let body = &t[1..t.len() - 1];
+        let body = body.split(':').next().unwrap_or("");
+        let mut out = Vec::new();
+        for x in body.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            match x.parse::<usize>() {
+                Ok(v) if v < rank && !out.contains(&v) => out.push(v),
+                _ => {
+                    return Err(Diagnostic::at(
+                        format!("bad layout `{t}` for a rank-{rank} shape"),
+                        self.span(p),
+                    )
+                    .with_help("a layout lists every dimension once, minor to major, e.g. {1,0}"))
+                }
+            }
+        }
+        if out.len() != rank {
+            return Err(Diagnostic::at(
+                format!("bad layout `{t}` for a rank-{rank} shape"),
+                self.span(p),
+            )
+            .with_help("a layout lists every dimension once, minor to major, e.g. {1,0}"));
+        }
+        Ok(out)
+    }
+}
+
+fn operands_span_text(ops: &[RawOperand]) -> String {
+    ops.iter()
+        .map(|o| o.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_an_instruction_line() {
+        let HloItem::Instr(i) = parse_hlo(
+            "bc0 = f32[10, 20, 30]{2,1,0} broadcast(f32[20] %p0), dimensions={1}",
+            0,
+        )
+        .unwrap() else {
+            panic!("expected an instruction")
+        };
+        assert_eq!(i.name, "bc0");
+        assert_eq!(i.opcode, "broadcast");
+        assert_eq!(i.shape.dims(), &[10, 20, 30]);
+        assert_eq!(i.operands[0].name, "p0");
+        assert_eq!(i.attrs.dimensions, Some(vec![1]));
+    }
+
+    #[test]
+    fn reads_a_computation() {
+        let src = "f {\n p0 = f32[4] parameter(0)\n ROOT n = f32[4] negate(p0), metadata={op_name=\"x\"}\n}";
+        let HloItem::Computation(c) = parse_hlo(src, 0).unwrap() else {
+            panic!("expected a computation")
+        };
+        assert_eq!(c.instrs.len(), 2);
+        assert!(c.instrs[1].is_root);
+        assert_eq!(c.instrs[0].attrs.parameter_number, Some(0));
+    }
+}

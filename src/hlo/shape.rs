@@ -1,0 +1,122 @@
+//! HLO shapes: `f32[10,20]{1,0}` (element type, dimensions, minor-to-major layout), tuples
+//! `(f32[10], s32[10])`, `token[]`.
+//!
+//! The layout lists dimensions from the most minor (fastest varying in memory) to the most
+//! major; `{1,0}` is row-major for rank 2 and is the default when no layout is written.
+//!
+//! ```text
+//! f32[10,20]{0,1}:  logical (i, j)  lives at physical offset  j * 10 + i
+//! ```
+
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Array {
+        elem: String,
+        dims: Vec<i64>,
+        layout: Option<Vec<usize>>,
+    },
+    Tuple(Vec<Shape>),
+    Token,
+}
+
+impl Shape {
+    pub fn array(elem: &str, dims: &[i64]) -> Shape {
+        Shape::Array {
+            elem: elem.to_string(),
+            dims: dims.to_vec(),
+            layout: None,
+        }
+    }
+    /// The first array in the shape (itself, or the first tuple element, recursively).
+    pub fn first_array(&self) -> Option<(&[i64], &str)> {
+        match self {
+            Shape::Array { elem, dims, .. } => Some((dims, elem)),
+            Shape::Tuple(v) => v.iter().find_map(|s| s.first_array()),
+            Shape::Token => None,
+        }
+    }
+    pub fn dims(&self) -> &[i64] {
+        self.first_array().map_or(&[], |s| s.0)
+    }
+    pub fn elem(&self) -> &str {
+        self.first_array().map_or("token", |s| s.1)
+    }
+    pub fn is_tuple(&self) -> bool {
+        matches!(self, Shape::Tuple(_))
+    }
+    pub fn tuple_elements(&self) -> &[Shape] {
+        match self {
+            Shape::Tuple(v) => v,
+            _ => std::slice::from_ref(self),
+        }
+    }
+    /// Number of elements, if it fits in i64.
+    pub fn num_elements(&self) -> Option<i64> {
+        self.dims().iter().try_fold(1i64, |a, &d| a.checked_mul(d))
+    }
+    /// Minor-to-major order of the dimensions; the default is row-major (`{r-1, ..., 0}`).
+    pub fn minor_to_major(&self) -> Vec<usize> {
+        match self {
+            Shape::Array {
+                layout: Some(l),
+                dims,
+                ..
+            } if l.len() == dims.len() => l.clone(),
+            _ => (0..self.dims().len()).rev().collect(),
+        }
+    }
+    /// Major-to-minor order: the physical dimension order, outermost first.
+    pub fn major_to_minor(&self) -> Vec<usize> {
+        let mut v = self.minor_to_major();
+        v.reverse();
+        v
+    }
+    /// Whether the layout is the default row-major one.
+    pub fn has_default_layout(&self) -> bool {
+        self.minor_to_major()
+            .iter()
+            .rev()
+            .copied()
+            .eq(0..self.dims().len())
+    }
+    /// The shape with its dims permuted into physical (major-to-minor) order and a default
+    /// layout: the "physical shape" that bitcasts and coalescing reason about.
+    pub fn physical(&self) -> Shape {
+        let d = self.dims();
+        let dims: Vec<i64> = self.major_to_minor().iter().map(|&k| d[k]).collect();
+        Shape::Array {
+            elem: self.elem().to_string(),
+            dims,
+            layout: None,
+        }
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Shape::Token => write!(f, "token[]"),
+            Shape::Tuple(v) => {
+                write!(f, "(")?;
+                for (i, s) in v.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{s}")?;
+                }
+                write!(f, ")")
+            }
+            Shape::Array { elem, dims, layout } => {
+                let ds: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+                write!(f, "{elem}[{}]", ds.join(","))?;
+                if let Some(l) = layout {
+                    let ls: Vec<String> = l.iter().map(|d| d.to_string()).collect();
+                    write!(f, "{{{}}}", ls.join(","))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! The HLO a session has seen: named computations (from blocks and `HloModule` texts) and
+//! a scratch computation collecting loose instruction lines. Definitions are checked as
+//! they arrive: every operand must exist, and shapes and attributes must fit the op.
+//!
+//! ```text
+//! p0 = f32[4, 8] parameter(0)                 -> scratch: [p0]
+//! r  = f32[32] reshape(p0)                    -> scratch: [p0, r]
+//! f { p0 = ... ROOT a = ... }                 -> computation f
+//! ```
+
+use super::parse::{HloItem, RawComputation, RawInstr};
+use super::{ops, Computation, Instr, InstrId, Module};
+use crate::syntax::{suggest, Diagnostic, Span};
+
+/// What a name refers to.
+#[derive(Clone, Copy)]
+pub enum Target<'a> {
+    Computation(&'a Computation),
+    Instr(&'a Computation, InstrId),
+}
+
+#[derive(Clone, Debug)]
+pub struct Workspace {
+    pub module: Module,
+    pub scratch: Computation,
+}
+
+impl Default for Workspace {
+    fn default() -> Self {
+        Workspace {
+            module: Module::default(),
+            scratch: Computation {
+                name: "(session)".into(),
+                instrs: vec![],
+                root: 0,
+                is_entry: false,
+                span: Span::default(),
+            },
+        }
+    }
+}
+
+impl Workspace {
+    pub fn new() -> Workspace {
+        Workspace::default()
+    }
+
+    /// Adds a parsed statement. Returns the names defined.
+    pub fn define(&mut self, item: HloItem) -> Result<Vec<String>, Diagnostic> {
+        match item {
+            HloItem::Module { name, .. } => {
+                self.module.name = name;
+                Ok(vec![])
+            }
+            HloItem::Computation(rc) => {
+                let comp = build_computation(&rc)?;
+                let name = comp.name.clone();
+                self.module.computations.retain(|c| c.name != name);
+                self.module.computations.push(comp);
+                Ok(vec![name])
+            }
+            HloItem::Instr(ri) => {
+                let mut scratch = self.scratch.clone();
+                let id = add_instr(&mut scratch, &ri)?;
+                check_instr(&scratch, id, &ri)?;
+                scratch.root = id;
+                let name = ri.name.clone();
+                self.scratch = scratch;
+                Ok(vec![name])
+            }
+        }
+    }
+
+    /// A computation by name, or an instruction: first among the loose lines, then in the
+    /// computations, the most recent first. `NAME` may also be `COMPUTATION.INSTR`... only
+    /// when no instruction has that exact name.
+    pub fn resolve(&self, name: &str) -> Option<Target<'_>> {
+        let name = name.strip_prefix('%').unwrap_or(name);
+        if let Some(id) = self.scratch.find(name) {
+            return Some(Target::Instr(&self.scratch, id));
+        }
+        if let Some(c) = self.module.computation(name) {
+            return Some(Target::Computation(c));
+        }
+        for c in self.module.computations.iter().rev() {
+            if let Some(id) = c.find(name) {
+                return Some(Target::Instr(c, id));
+            }
+        }
+        None
+    }
+
+    /// Every defined name, for suggestions and completion.
+    pub fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.scratch.instrs.iter().map(|i| i.name.clone()).collect();
+        for c in &self.module.computations {
+            v.push(c.name.clone());
+            v.extend(c.instrs.iter().map(|i| i.name.clone()));
+        }
+        v
+    }
+}
+
+fn unknown_operand(name: &str, span: Span, user: &str, comp: &Computation) -> Diagnostic {
+    let known: Vec<&str> = comp.instrs.iter().map(|i| i.name.as_str()).collect();
+    let mut d = Diagnostic::at(format!("unknown operand `{name}` of `{user}`"), span).with_label(
+        if known.is_empty() {
+            "nothing is defined before it".to_string()
+        } else {
+            "not defined before this instruction".to_string()
+        },
+    );
+    if let Some(s) = suggest(name, known.iter().copied()) {
+        d = d.with_help(format!("did you mean `{s}`?"));
+    }
+    d
+}
+
+/// Appends `ri` to `comp`, resolving its operands among the instructions before it.
+fn add_instr(comp: &mut Computation, ri: &RawInstr) -> Result<InstrId, Diagnostic> {
+    let mut operands = Vec::new();
+    for o in &ri.operands {
+        let Some(id) = comp.find(&o.name) else {
+            return Err(unknown_operand(&o.name, o.span, &ri.name, comp));
+        };
+        if let Some(s) = &o.shape {
+            let have = &comp.instrs[id].shape;
+            if s.dims() != have.dims() || s.is_tuple() != have.is_tuple() {
+                return Err(Diagnostic::at(
+                    format!(
+                        "operand `{}` of `{}` is written as {s} but was defined as {have}",
+                        o.name, ri.name
+                    ),
+                    o.span,
+                )
+                .with_label("shape differs from the definition"));
+            }
+        }
+        operands.push(id);
+    }
+    comp.instrs.push(Instr {
+        name: ri.name.clone(),
+        shape: ri.shape.clone(),
+        opcode: ri.opcode.clone(),
+        operands,
+        attrs: ri.attrs.clone(),
+        span: ri.span,
+    });
+    Ok(comp.instrs.len() - 1)
+}
+
+fn check_instr(comp: &Computation, id: InstrId, ri: &RawInstr) -> Result<(), Diagnostic> {
+    ops::check(comp, id).map_err(|msg| {
+        Diagnostic::at(
+            format!("`{}` ({}): {msg}", ri.name, ri.opcode),
+            ri.opcode_span,
+        )
+        .with_label("this instruction")
+    })
+}
+
+/// A computation from its parsed block; operands may only refer to earlier instructions.
+pub fn build_computation(rc: &RawComputation) -> Result<Computation, Diagnostic> {
+    let mut comp = Computation {
+        name: rc.name.clone(),
+        instrs: vec![],
+        root: 0,
+        is_entry: rc.is_entry,
+        span: rc.span,
+    };
+    if rc.instrs.is_empty() {
+        return Err(Diagnostic::at(
+            format!("computation `{}` has no instructions", rc.name),
+            rc.name_span,
+        ));
+    }
+    // Operands may be defined later in the block (XLA prints in post order, but hand-written
+    // blocks need not be): resolve against the whole block.
+    let order = definition_order(rc)?;
+    let mut root = None;
+    let mut ids = vec![0; rc.instrs.len()];
+    for &k in &order {
+        let ri = &rc.instrs[k];
+        let id = add_instr(&mut comp, ri)?;
+        ids[k] = id;
+        if ri.is_root {
+            if root.is_some() {
+                return Err(Diagnostic::at(
+                    format!("computation `{}` has two ROOT instructions", rc.name),
+                    ri.name_span,
+                ));
+            }
+            root = Some(id);
+        }
+    }
+    for &k in &order {
+        check_instr(&comp, ids[k], &rc.instrs[k])?;
+    }
+    comp.root = root.unwrap_or(ids[rc.instrs.len() - 1]);
+    Ok(comp)
+}
+
+/// The block's instructions ordered so that operands come first; errors on unknown
+/// operands and cycles.
+fn definition_order(rc: &RawComputation) -> Result<Vec<usize>, Diagnostic> {
+    let n = rc.instrs.len();
+    let index = |name: &str| rc.instrs.iter().rposition(|i| i.name == name);
+    for ri in &rc.instrs {
+        for o in &ri.operands {
+            if index(&o.name).is_none() {
+                let known: Vec<&str> = rc.instrs.iter().map(|i| i.name.as_str()).collect();
+                let mut d = Diagnostic::at(
+                    format!("unknown operand `{}` of `{}`", o.name, ri.name),
+                    o.span,
+                )
+                .with_label(format!("not defined in computation `{}`", rc.name));
+                if let Some(s) = suggest(&o.name, known) {
+                    d = d.with_help(format!("did you mean `{s}`?"));
+                }
+                return Err(d);
+            }
+        }
+    }
+    let mut state = vec![0u8; n];
+    let mut order = Vec::new();
+    for start in 0..n {
+        let mut stack = vec![(start, 0usize)];
+        while let Some((v, i)) = stack.pop() {
+            if i == 0 {
+                if state[v] == 2 {
+                    continue;
+                }
+                state[v] = 1;
+            }
+            let ops = &rc.instrs[v].operands;
+            if i < ops.len() {
+                stack.push((v, i + 1));
+                let w = index(&ops[i].name).unwrap_or(v);
+                match state[w] {
+                    0 => stack.push((w, 0)),
+                    1 => {
+                        return Err(Diagnostic::at(
+                            format!("`{}` depends on itself", rc.instrs[w].name),
+                            rc.instrs[w].name_span,
+                        ))
+                    }
+                    _ => {}
+                }
+            } else {
+                state[v] = 2;
+                order.push(v);
+            }
+        }
+    }
+    Ok(order)
+}

@@ -1,0 +1,214 @@
+//! Commands on HLO: `indexing`, `partition`, `fuse`; and the definition of HLO text
+//! (instruction lines, computation blocks, `HloModule` texts) in the session.
+
+use super::commands::Command;
+use super::{Args, Indexing, OperandMaps, Session, Value};
+use crate::hlo::fusion;
+use crate::hlo::ops::{self, MapSet};
+use crate::hlo::parse::parse_hlo;
+use crate::hlo::workspace::Target;
+use crate::hlo::{Computation, InstrId};
+use crate::syntax::{suggest, Arg, Diagnostic, HloText, Span};
+
+pub static COMMANDS: [Command; 1] = [Command {
+    name: "indexing",
+    usage: "indexing OP [from K]",
+    summary: "output-to-input maps of every operand of an instruction or fusion; `from K`: input-to-output maps from operand K",
+    example: "p0 = f32[20] parameter(0); bc0 = f32[10, 20, 30] broadcast(p0), dimensions={1}; indexing bc0",
+    run: indexing,
+}];
+
+/// Defines HLO text in the session; prints nothing.
+pub fn define(s: &mut Session, h: &HloText) -> Result<Value, Diagnostic> {
+    let item = parse_hlo(&h.text, h.span.start)?;
+    s.hlo.define(item)?;
+    Ok(Value::None)
+}
+
+fn target_name(a: &Args) -> Result<(String, Span), Diagnostic> {
+    match a.items().next() {
+        Some(Arg::Word(w, span)) => Ok((w.clone(), *span)),
+        Some(other) => Err(Diagnostic::at(
+            "expected the name of an instruction or computation",
+            other.span(),
+        )),
+        None => Err(
+            Diagnostic::at("`indexing` needs an instruction or computation", a.span())
+                .with_help("usage: indexing OP [from K]"),
+        ),
+    }
+}
+
+fn unknown_hlo(s: &Session, name: &str, span: Span) -> Diagnostic {
+    let names = s.hlo.names();
+    let mut d = Diagnostic::at(
+        format!("no instruction or computation named `{name}`"),
+        span,
+    )
+    .with_label("not defined in this session");
+    if let Some(x) = suggest(name, names.iter().map(String::as_str)) {
+        d = d.with_help(format!("did you mean `{x}`?"));
+    }
+    d
+}
+
+fn section(label: String, index: usize, maps: &MapSet) -> OperandMaps {
+    let maps = if maps.iter().any(|m| m.is_undefined()) {
+        vec![]
+    } else {
+        maps.clone()
+    };
+    OperandMaps {
+        label,
+        index,
+        name: None,
+        maps,
+    }
+}
+
+/// `from K`: the operand number, if given.
+fn from_operand(a: &Args) -> Result<Option<(usize, Span)>, Diagnostic> {
+    match a.after("from") {
+        None if a.flag("from") => Err(Diagnostic::at("`from` needs an operand number", a.span())),
+        None => Ok(None),
+        Some(Arg::Int(k, span)) if *k >= 0 => Ok(Some((*k as usize, *span))),
+        Some(other) => Err(Diagnostic::at(
+            "`from` takes an operand number, e.g. `from 0`",
+            other.span(),
+        )),
+    }
+}
+
+fn no_such_operand(k: usize, n: usize, what: &str, span: Span) -> Diagnostic {
+    Diagnostic::at(
+        format!(
+            "{what} has {n} operand{}, so there is no operand {k}",
+            if n == 1 { "" } else { "s" }
+        ),
+        span,
+    )
+}
+
+fn indexing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let (name, span) = target_name(a)?;
+    let from = from_operand(a)?;
+    let Some(target) = s.hlo.resolve(&name) else {
+        return Err(unknown_hlo(s, &name, span));
+    };
+    let module = &s.hlo.module;
+    let (comp, fusion_of): (&Computation, Option<(&Computation, InstrId)>) = match target {
+        Target::Computation(c) => (c, None),
+        Target::Instr(c, id) => {
+            let ins = &c.instrs[id];
+            let callee = ins
+                .attrs
+                .calls
+                .as_deref()
+                .filter(|_| ins.opcode == "fusion")
+                .and_then(|n| module.computation(n));
+            match callee {
+                Some(f) => (f, Some((c, id))),
+                None => return instr_indexing(c, id, from),
+            }
+        }
+    };
+    let _ = fusion_of;
+    let n_params = comp.parameters().len();
+    let multi = comp.outputs().len() > 1;
+    match from {
+        None => {
+            let fi = fusion::output_to_input(module, comp);
+            let mut sections = Vec::new();
+            for (o, per_param) in fi.outputs.iter().enumerate() {
+                for (p, maps) in per_param.iter().enumerate() {
+                    let label = if multi {
+                        format!("output {o}, operand {p}")
+                    } else {
+                        format!("operand {p}")
+                    };
+                    sections.push(section(label, p, maps));
+                }
+            }
+            Ok(Value::Indexing(Indexing {
+                title: format!("computation {}", comp.name),
+                operands: sections,
+            }))
+        }
+        Some((k, kspan)) => {
+            if k >= n_params {
+                return Err(no_such_operand(
+                    k,
+                    n_params,
+                    &format!("computation `{}`", comp.name),
+                    kspan,
+                ));
+            }
+            let outs = fusion::input_to_output(comp, k);
+            let sections = outs
+                .iter()
+                .enumerate()
+                .map(|(o, maps)| {
+                    section(
+                        if multi {
+                            format!("output {o}")
+                        } else {
+                            "output".into()
+                        },
+                        o,
+                        maps,
+                    )
+                })
+                .collect();
+            Ok(Value::Indexing(Indexing {
+                title: format!("operand {k} of {}", comp.name),
+                operands: sections,
+            }))
+        }
+    }
+}
+
+fn instr_indexing(
+    c: &Computation,
+    id: InstrId,
+    from: Option<(usize, Span)>,
+) -> Result<Value, Diagnostic> {
+    let ins = &c.instrs[id];
+    if ins.operands.is_empty() {
+        let m = ops::finish(crate::map::IndexingMap::identity(ins.dims()));
+        let mut m = m;
+        m.results.clear();
+        return Ok(Value::Text(format!(
+            "`{}` ({}) has no operands: each output element depends only on its index\n  {}",
+            ins.name, ins.opcode, m
+        )));
+    }
+    match from {
+        None => {
+            let per = ops::output_to_input(c, id);
+            let sections = per
+                .iter()
+                .enumerate()
+                .map(|(k, maps)| section(format!("operand {k}"), k, maps))
+                .collect();
+            Ok(Value::Indexing(Indexing {
+                title: format!("output of {}", ins.name),
+                operands: sections,
+            }))
+        }
+        Some((k, kspan)) => {
+            if k >= ins.operands.len() {
+                return Err(no_such_operand(
+                    k,
+                    ins.operands.len(),
+                    &format!("`{}`", ins.name),
+                    kspan,
+                ));
+            }
+            let maps = ops::input_to_output(c, id, k);
+            Ok(Value::Indexing(Indexing {
+                title: format!("operand {k} of {}", ins.name),
+                operands: vec![section("output".into(), 0, &maps)],
+            }))
+        }
+    }
+}

@@ -1,0 +1,457 @@
+//! The command line as a user (or a script) meets it: the built binary, driven through
+//! `std::process::Command`. Exit codes, `--json` (SPEC §1), `-c`, `run` (files and `-`),
+//! `--version`, `help`, colour rules, the REPL on a pipe, and `test --bless`.
+
+use serde_json::Value as Json;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn ixmap() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ixmap"));
+    c.env_remove("NO_COLOR");
+    // Never touch the user's real history from a test.
+    c.env("IXMAP_HISTORY", "");
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    ixmap().args(args).output().expect("the ixmap binary runs")
+}
+
+fn run_stdin(args: &[&str], input: &str, env: &[(&str, &str)]) -> Output {
+    let mut c = ixmap();
+    c.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().expect("the ixmap binary starts");
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(input.as_bytes())
+        .expect("stdin accepts input");
+    child.wait_with_output().expect("ixmap finishes")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json_lines(o: &Output) -> Vec<Json> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// A fresh folder under the target directory for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    dir
+}
+
+const DONE_WHEN: &str = "m = (d0, d1) -> (d1, d0), domain: d0 in [0, 3], d1 in [0, 4]; inverse m";
+
+#[test]
+fn done_when_inverse_of_a_transpose() {
+    let o = run(&["-c", DONE_WHEN]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "(d0, d1) -> (d1, d0), domain: d0 in [0, 3], d1 in [0, 4]\n\
+         (d0, d1) -> (d1, d0), domain: d0 in [0, 4], d1 in [0, 3], is_simplified: true\n"
+    );
+    assert_eq!(stderr(&o), "");
+}
+
+#[test]
+fn json_follows_spec_section_1() {
+    let o = run(&["-c", DONE_WHEN, "--json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v = json_lines(&o);
+    assert_eq!(v.len(), 2);
+    assert_eq!(v[0]["ok"], true);
+    assert_eq!(v[0]["stmt"], 1);
+    assert_eq!(v[0]["kind"], "bound");
+    assert_eq!(v[0]["name"], "m");
+    assert_eq!(
+        v[0]["text"],
+        "(d0, d1) -> (d1, d0), domain: d0 in [0, 3], d1 in [0, 4]"
+    );
+    assert_eq!(v[1]["ok"], true);
+    assert_eq!(v[1]["stmt"], 2);
+    assert_eq!(v[1]["kind"], "map");
+    assert_eq!(
+        v[1]["text"],
+        "(d0, d1) -> (d1, d0), domain: d0 in [0, 4], d1 in [0, 3], is_simplified: true"
+    );
+    // The fields come in the order SPEC shows them.
+    let first = stdout(&o).lines().next().unwrap_or_default().to_string();
+    assert!(
+        first.starts_with(r#"{"ok":true,"stmt":1,"kind":"bound","name":"m""#),
+        "{first}"
+    );
+    // No colour in JSON, even when asked for a terminal's worth of it.
+    assert!(!stdout(&o).contains('\u{1b}'));
+}
+
+#[test]
+fn json_bool_and_errors_with_line_and_column() {
+    let src = "m = (d0) -> (d0), domain: d0 in [0, 7]\nequal m, m\n\nx = (d0) -> (d0 + d7), domain: d0 in [0, 7]";
+    let o = run(&["--json", "--keep-going", "-c", src]);
+    assert_eq!(o.status.code(), Some(1));
+    let v = json_lines(&o);
+    assert_eq!(v.len(), 3);
+    assert_eq!(v[1]["kind"], "bool");
+    assert_eq!(v[1]["value"], true);
+    assert_eq!(v[1]["text"], "true");
+    assert_eq!(v[2]["ok"], false);
+    assert_eq!(v[2]["stmt"], 3);
+    assert_eq!(v[2]["error"], "unknown variable `d7`");
+    assert_eq!(v[2]["line"], 4);
+    assert_eq!(v[2]["column"], 19);
+}
+
+#[test]
+fn json_text_is_exactly_the_plain_output() {
+    let src = "a = (d0, d1) -> (d0 * 8 + d1), domain: d0 in [0, 3], d1 in [0, 7]\n\
+               inverse a\neval a at (1, 2)\nshow a as mlir\nis_permutation a\nhelp eval";
+    let plain = run(&["-c", src]);
+    let json = run(&["-c", src, "--json"]);
+    assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
+    let texts: Vec<String> = json_lines(&json)
+        .iter()
+        .map(|v| v["text"].as_str().unwrap_or_default().to_string() + "\n")
+        .collect();
+    assert_eq!(texts.concat(), stdout(&plain));
+}
+
+#[test]
+fn exit_codes_of_c_and_run() {
+    // An error stops the run with exit code 1; what came before is printed.
+    let o = run(&["-c", "(d0) -> (d0); (d0) -> (d1); (d0) -> (d0 * 2)"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o), "(d0) -> (d0)\n");
+    assert!(stderr(&o).contains("unknown variable `d1`"));
+    // --keep-going runs the rest, and still reports the failure.
+    let o = run(&[
+        "--keep-going",
+        "-c",
+        "(d0) -> (d0); (d0) -> (d1); (d0) -> (d0 * 2)",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o), "(d0) -> (d0)\n(d0) -> (d0 * 2)\n");
+    // Success is 0, an empty program too.
+    assert_eq!(run(&["-c", ""]).status.code(), Some(0));
+    assert_eq!(run(&["-c", "# only a comment"]).status.code(), Some(0));
+    // A usage error is 2.
+    assert_eq!(run(&["--no-such-flag"]).status.code(), Some(2));
+    // A file that cannot be read is 2.
+    assert_eq!(run(&["run", "/no/such/file.ixm"]).status.code(), Some(2));
+}
+
+#[test]
+fn run_files_and_standard_input() {
+    let dir = scratch("run");
+    let a = dir.join("a.ixm");
+    let b = dir.join("b.ixm");
+    std::fs::write(
+        &a,
+        "m = (d0, d1) -> (d0 * 4 + d1),\n  domain: d0 in [0, 1], d1 in [0, 3]\n",
+    )
+    .expect("write a");
+    std::fs::write(&b, "# uses m from a.ixm\ninverse m\n").expect("write b");
+    let o = run(&[
+        "run",
+        a.to_str().unwrap_or_default(),
+        b.to_str().unwrap_or_default(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "(d0, d1) -> (d0 * 4 + d1), domain: d0 in [0, 1], d1 in [0, 3]\n\
+         (d0) -> (d0 floordiv 4, d0 mod 4), domain: d0 in [0, 7], is_simplified: true\n"
+    );
+    // `-` is standard input; errors name the place.
+    let o = run_stdin(&["run", "-"], "x = (d0) -> (d0)\ny = (d0) -> (x)\n", &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains(" --> 2:14"), "{}", stderr(&o));
+    // A script file's errors name the file.
+    let bad = dir.join("bad.ixm");
+    std::fs::write(&bad, "\n\ninverse (d0) -> (d0 +)\n").expect("write bad");
+    let o = run(&["run", bad.to_str().unwrap_or_default()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(" --> {}:3:22", bad.display())),
+        "{err}"
+    );
+    assert!(err.contains("expected an expression, found `)`"), "{err}");
+}
+
+#[test]
+fn version_and_help() {
+    let o = run(&["--version"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), format!("ixmap {}\n", env!("CARGO_PKG_VERSION")));
+    let o = run(&["help"]);
+    assert_eq!(o.status.code(), Some(0));
+    for c in ixmap::session::commands::all() {
+        assert!(stdout(&o).contains(c.usage), "`help` lists {}", c.name);
+    }
+    let o = run(&["help", "maps"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("KNOWN EMPTY"));
+    let o = run(&["help", "compse"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("did you mean `compose`?"));
+}
+
+/// Every command has an example, `help NAME` shows it, and it runs without error in a fresh
+/// session, printing what `help` says it prints.
+#[test]
+fn every_help_example_runs() {
+    let mut n = 0;
+    for c in ixmap::session::commands::all() {
+        assert!(!c.example.is_empty(), "{} has an example", c.name);
+        assert!(
+            c.example
+                .split(';')
+                .any(|stmt| stmt.trim_start().starts_with(c.name)),
+            "the example of {} uses it",
+            c.name
+        );
+        let o = run(&["-c", c.example]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "example of {}: {}\n{}",
+            c.name,
+            c.example,
+            stderr(&o)
+        );
+        assert!(
+            !stdout(&o).trim().is_empty(),
+            "example of {} prints something",
+            c.name
+        );
+        let h = run(&["help", c.name]);
+        assert_eq!(h.status.code(), Some(0));
+        let help = stdout(&h);
+        assert!(
+            help.contains(&format!("ixmap> {}", c.example)),
+            "help {} shows its example",
+            c.name
+        );
+        if c.name != "help" {
+            for line in stdout(&o).lines() {
+                assert!(
+                    help.contains(&format!("  {line}")),
+                    "help {} shows the example's output {line:?}",
+                    c.name
+                );
+            }
+        }
+        n += 1;
+    }
+    assert!(n >= 11, "the foundation's commands are all there");
+}
+
+#[test]
+fn no_colour_when_not_a_terminal_or_no_color() {
+    let src = "equal (d0) -> (d0), domain: d0 in [0, 3], (d0) -> (d0), domain: d0 in [0, 3]; inverse (d0, d1) -> (d0)";
+    let o = run(&["-c", src]);
+    assert!(!stdout(&o).contains('\u{1b}') && !stderr(&o).contains('\u{1b}'));
+    let o = ixmap()
+        .args(["-c", src])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("runs");
+    assert!(!stdout(&o).contains('\u{1b}') && !stderr(&o).contains('\u{1b}'));
+    let o = run(&["test", "/no/such/folder"]);
+    assert!(!stdout(&o).contains('\u{1b}') && !stderr(&o).contains('\u{1b}'));
+}
+
+#[test]
+fn malformed_map_gets_line_column_and_the_session_goes_on() {
+    // In the REPL each entry is its own source, so lines count from the entry's first line.
+    let src = "m = (d0) -> (d0), domain: d0 in [0, 3]\nbad = (d0, d1) -> (d0 + , d1)\ninverse m\n";
+    let o = run_stdin(&[], src, &[]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        stdout(&o),
+        "(d0) -> (d0), domain: d0 in [0, 3]\n(d0) -> (d0), domain: d0 in [0, 3], is_simplified: true\n"
+    );
+    assert_eq!(
+        stderr(&o),
+        "error: expected an expression, found `,`\n --> 1:25\n  |\n1 | bad = (d0, d1) -> (d0 + , d1)\n  |                         ^ unexpected here\n"
+    );
+}
+
+#[test]
+fn repl_multi_line_input_and_persistent_history() {
+    let dir = scratch("history");
+    let hist = dir.join("sub").join("history");
+    let input =
+        "m = (d0, d1) -> (d1, d0),\ndomain:\nd0 in [0, 3],\nd1 in [0, 4]\nis_permutation m\n";
+    let o = run_stdin(
+        &[],
+        input,
+        &[("IXMAP_HISTORY", hist.to_str().unwrap_or_default())],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "(d0, d1) -> (d1, d0), domain: d0 in [0, 3], d1 in [0, 4]\ntrue\n"
+    );
+    let saved = std::fs::read_to_string(&hist).expect("history written");
+    assert!(saved.contains("is_permutation m"), "{saved}");
+    assert!(saved.contains("d1 in [0, 4]"), "{saved}");
+    // A second session appends.
+    let o = run_stdin(
+        &[],
+        "inverse m\n",
+        &[("IXMAP_HISTORY", hist.to_str().unwrap_or_default())],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let saved2 = std::fs::read_to_string(&hist).expect("history still there");
+    assert!(
+        saved2.contains("is_permutation m") && saved2.contains("inverse m"),
+        "{saved2}"
+    );
+}
+
+#[test]
+fn unwritable_history_is_a_warning_not_a_crash() {
+    let dir = scratch("nohistory");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").expect("write");
+    let hist = file.join("history"); // a path below a plain file can never be created
+    let o = run_stdin(
+        &[],
+        "(d0) -> (d0)\n(d0) -> (d0 * 2)\n",
+        &[("IXMAP_HISTORY", hist.to_str().unwrap_or_default())],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), "(d0) -> (d0)\n(d0) -> (d0 * 2)\n");
+    let err = stderr(&o);
+    assert_eq!(
+        err.matches("warning: cannot save history").count(),
+        1,
+        "{err}"
+    );
+}
+
+#[test]
+fn repl_starts_and_exits_on_end_of_input() {
+    let o = run_stdin(&[], "", &[]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), "");
+}
+
+const GOOD: &str = "# a transcript\n\nixmap> (d0) -> (d0 * 2), domain: d0 in [0, 3]\n(d0) -> (d0 * 2), domain: d0 in [0, 3]\n";
+const STALE: &str = "# a transcript\n\nixmap> (d0) -> (d0 * 2), domain: d0 in [0, 3]\n(d0) -> (d0 + d0), domain: d0 in [0, 3]\n";
+
+fn replace_atomically(path: &Path, contents: &str) {
+    let tmp = path.with_extension("writing");
+    std::fs::write(&tmp, contents).expect("write temp");
+    std::fs::rename(&tmp, path).expect("rename");
+}
+
+#[test]
+fn test_reports_mismatch_and_bless_fixes_it() {
+    let dir = scratch("bless");
+    let f = dir.join("case.ixm");
+    std::fs::write(&f, STALE).expect("write");
+    let o = run(&["test", f.to_str().unwrap_or_default()]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    assert!(out.contains(&format!("FAIL {}:3", f.display())), "{out}");
+    assert!(
+        out.contains("- (d0) -> (d0 + d0), domain: d0 in [0, 3]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("+ (d0) -> (d0 * 2), domain: d0 in [0, 3]"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("ixmap test --bless {}", f.display())),
+        "{out}"
+    );
+    let o = run(&["test", "--bless", f.to_str().unwrap_or_default()]);
+    assert_eq!(o.status.code(), Some(1), "bless reports what it changed");
+    assert_eq!(std::fs::read_to_string(&f).expect("read"), GOOD);
+    let o = run(&["test", f.to_str().unwrap_or_default()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    // Nothing but the transcript is left in the folder.
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+}
+
+/// A reader watching the file while `--bless` rewrites it sees the old text or the new, never
+/// a truncated or half-written file.
+#[test]
+fn bless_is_atomic() {
+    let dir = scratch("atomic");
+    let f = dir.join("case.ixm");
+    std::fs::write(&f, STALE).expect("write");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (f, stop) = (f.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut reads = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(s) = std::fs::read_to_string(&f) {
+                    assert!(
+                        s == GOOD || s == STALE,
+                        "a reader saw a partial file: {s:?}"
+                    );
+                    reads += 1;
+                }
+            }
+            reads
+        })
+    };
+    for _ in 0..15 {
+        replace_atomically(&f, STALE);
+        let o = run(&["test", "--bless", f.to_str().unwrap_or_default()]);
+        assert_eq!(o.status.code(), Some(1));
+        assert_eq!(std::fs::read_to_string(&f).expect("read"), GOOD);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = reader.join().expect("the reader saw only whole files");
+    assert!(reads > 0);
+}
+
+#[test]
+fn big_numbers_and_overflow_are_errors_not_crashes() {
+    let o = run(&["-c", "(d0) -> (d0), domain: d0 in [0, 9223372036854775808]"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("does not fit in 64 bits"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "-c",
+        "eval (d0) -> (d0 * 9223372036854775807), domain: d0 in [0, 3] at (2)",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("overflow"), "{}", stderr(&o));
+}
