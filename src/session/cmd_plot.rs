@@ -13,15 +13,17 @@
 //! The result is a [`Value::Plot`]: the notebook shows it as SVG, the REPL as characters.
 
 use super::commands::Command;
-use super::{Args, Grid, Plot, Session, Value};
+use super::{commands, Args, Grid, Plot, Session, Value};
 use crate::interval::Interval;
+use crate::map::IndexingMap;
 use crate::map::{DomainPoints, Limits};
 use crate::syntax::{Arg, Diagnostic};
+use crate::syntax::{ArgGroup, CommandCall};
 use std::collections::BTreeSet;
 
 pub static COMMANDS: [Command; 1] = [Command {
     name: "plot",
-    usage: "plot MAP [at (i, ...)] [DIM=v ...] [color=VAR] [to FILE.svg]",
+    usage: "plot MAP|OP [operand=K] [at (i, ...)] [DIM=v ...] [color=VAR] [to FILE.svg]",
     summary: "a picture of which input elements each output element (or thread) reads, coloured by reader",
     example: "plot (d0, d1) -> (d1, d0 floordiv 2), domain: d0 in [0, 7], d1 in [0, 3] color=d0",
     run: plot,
@@ -89,8 +91,70 @@ impl Layout {
     }
 }
 
+/// The map to draw: a map, or operand K's map of an instruction's (or `indexing`'s) result.
+fn target_map(s: &mut Session, a: &Args) -> Result<(IndexingMap, Option<String>), Diagnostic> {
+    let group = a.groups().first().ok_or_else(|| {
+        Diagnostic::at("`plot` needs a map or an instruction", a.span())
+            .with_help("usage: plot MAP|OP [operand=K] ...")
+    })?;
+    let value = match group.items.first() {
+        // An HLO instruction or computation by name: its output-to-input indexing.
+        Some(Arg::Word(w, span)) if !s.values.contains_key(w) && commands::find(w).is_none() => {
+            let call = CommandCall {
+                name: "indexing".into(),
+                name_span: *span,
+                groups: vec![ArgGroup {
+                    items: vec![group.items[0].clone()],
+                    span: *span,
+                }],
+                span: *span,
+            };
+            s.call(&call)?
+        }
+        _ => a.value(s, 0)?,
+    };
+    match value {
+        Value::Indexing(ix) => {
+            let k = match a.kv_int("operand")? {
+                Some(k) => usize::try_from(k)
+                    .map_err(|_| Diagnostic::at("`operand=` takes a number >= 0", a.span()))?,
+                None => 0,
+            };
+            let Some(op) = ix.operands.iter().find(|o| o.index == k) else {
+                return Err(Diagnostic::at(
+                    format!(
+                        "there is no operand {k}; the operands are 0 to {}",
+                        ix.operands.len().saturating_sub(1)
+                    ),
+                    a.span(),
+                ));
+            };
+            let Some(first) = op.maps.first() else {
+                return Err(Diagnostic::at(
+                    format!("the indexing of operand {k} is UNDEFINED"),
+                    a.span(),
+                ));
+            };
+            let mut label = format!("operand {k}");
+            if op.maps.len() > 1 {
+                label += &format!(" (the first of its {} maps)", op.maps.len());
+            }
+            Ok((first.clone(), Some(label)))
+        }
+        Value::Map(m) | Value::Explained { map: m, .. } => Ok((m, None)),
+        Value::Maps(ms) if !ms.is_empty() => Ok((ms[0].clone(), None)),
+        v => Err(Diagnostic::at(
+            format!(
+                "`plot` draws a map or an instruction's indexing, not a {}",
+                v.kind()
+            ),
+            group.span,
+        )),
+    }
+}
+
 fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    let mut m = a.map(s, 0)?;
+    let (mut m, operand) = target_map(s, a)?;
     if m.is_undefined() {
         return Err(Diagnostic::at(
             "the map is UNDEFINED: there is nothing to draw",
@@ -98,6 +162,7 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         ));
     }
     let dim_names: Vec<String> = m.dims.iter().map(|d| d.name.clone()).collect();
+    let whole = m.clone();
     let mut fixed: Vec<String> = Vec::new();
     // `at (i, j, ...)`: one dimension point.
     if let Some(arg) = a.after("at") {
@@ -137,6 +202,9 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         let Arg::Kv(key, value, span) = item else {
             continue;
         };
+        if key == "operand" {
+            continue;
+        }
         if key == "color" {
             let Arg::Word(w, wspan) = value.as_ref() else {
                 return Err(Diagnostic::at("`color=` takes a variable name", *span));
@@ -176,27 +244,38 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     }
 
     // The left side: the dimension box.
-    let from = Layout::new(m.dims.iter().map(|d| d.bounds).collect()).ok_or_else(|| {
+    // Fixed dimensions (a single value) take no room in the picture.
+    let free: Vec<usize> = (0..m.dims.len())
+        .filter(|&i| !m.dims[i].bounds.is_point())
+        .collect();
+    let free_names: Vec<String> = free.iter().map(|&i| dim_names[i].clone()).collect();
+    let from = Layout::new(free.iter().map(|&i| m.dims[i].bounds).collect()).ok_or_else(|| {
         Diagnostic::at("every dimension needs finite bounds to be drawn", a.span())
     })?;
     if from.rows * from.cols > MAX_CELLS {
         return Err(too_big("output side", from.rows * from.cols, a));
     }
-    // The right side: the box of the results' ranges.
-    let to_bounds: Vec<Interval> = m.results.iter().map(|&r| m.range_of(r)).collect();
-    let to = Layout::new(to_bounds).ok_or_else(|| {
-        Diagnostic::at(
-            "a result has no finite range over the domain, so the input cannot be drawn",
-            a.span(),
-        )
-    })?;
+    // The right side: the box of the results' ranges over the whole domain, so fixing a
+    // dimension highlights a part of the input rather than cropping to it; when the whole
+    // input is too big to draw, the box of what the fixed part reads.
+    let box_of =
+        |mm: &IndexingMap| Layout::new(mm.results.iter().map(|&r| mm.range_of(r)).collect());
+    let to = match box_of(&whole) {
+        Some(l) if l.rows * l.cols <= MAX_CELLS => l,
+        _ => box_of(&m).ok_or_else(|| {
+            Diagnostic::at(
+                "a result has no finite range over the domain, so the input cannot be drawn",
+                a.span(),
+            )
+        })?,
+    };
     if to.rows * to.cols > MAX_CELLS {
         return Err(too_big("input side", to.rows * to.cols, a));
     }
     let result_names: Vec<String> = (0..m.results.len()).map(|i| format!("#{i}")).collect();
-    let mut left = from.grid("output (dimension points)".into(), &dim_names);
+    let mut left = from.grid("output (dimension points)".into(), &free_names);
     let mut right = to.grid("input (elements read)".into(), &result_names);
-    let nd = m.dims.len();
+    let mut coords = vec![0i64; free.len()];
     let mut groups: BTreeSet<u32> = BTreeSet::new();
     let mut points: u64 = 0;
     let limits = Limits {
@@ -204,15 +283,19 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     };
     DomainPoints::for_each(&m, &limits, &mut |p, r| {
         points += 1;
+        for (c, &i) in coords.iter_mut().zip(&free) {
+            *c = p[i];
+        }
+        let cell = from.cell(&coords);
         let g = match &color_by {
             Some((i, _)) => {
                 let lo = m.var(*i).bounds.lo;
                 u32::try_from(p[*i].saturating_sub(lo)).unwrap_or(u32::MAX)
             }
-            None => from.cell(&p[..nd]) as u32,
+            None => cell as u32,
         };
         groups.insert(g);
-        let lc = &mut left.cells[from.cell(&p[..nd])];
+        let lc = &mut left.cells[cell];
         if !lc.contains(&g) {
             lc.push(g);
         }
@@ -231,6 +314,9 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         "{points} domain points; {read} of {} input elements read, {shared} by more than one colour",
         right.cells.len()
     )];
+    if let Some(op) = operand {
+        notes.push(format!("input: {op}"));
+    }
     if !fixed.is_empty() {
         notes.push(format!("fixed: {}", fixed.join(", ")));
     }
@@ -246,7 +332,7 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         ),
     };
     let picture = Plot {
-        map: m.to_string(),
+        map: whole.to_string(),
         color_by,
         from: left,
         to: right,
@@ -269,4 +355,75 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         return Ok(Value::Text(format!("wrote {path} ({} bytes)", svg.len())));
     }
     Ok(Value::Plot(picture))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn picture(src: &str) -> Plot {
+        let mut s = Session::new();
+        match s.execute(src).pop().map(|o| o.result) {
+            Some(Ok(Value::Plot(p))) => p,
+            other => panic!("expected a plot from {src}, got {other:?}"),
+        }
+    }
+
+    /// Every input cell lists exactly the readers that brute force finds: for each domain
+    /// point, the result's cell gets the point's colour, and no other cell gets any.
+    #[track_caller]
+    fn check_against_enumeration(
+        map: &str,
+        rows: i64,
+        cols: i64,
+        reader: fn(i64, i64) -> Vec<(i64, i64)>,
+    ) {
+        let p = picture(&format!("plot {map}"));
+        assert_eq!((p.to.rows as i64, p.to.cols as i64), (rows, cols));
+        let mut expected = vec![Vec::<u32>::new(); (rows * cols) as usize];
+        for d0 in 0..p.from.rows as i64 {
+            for d1 in 0..p.from.cols as i64 {
+                let g = (d0 * p.from.cols as i64 + d1) as u32;
+                for (r, c) in reader(d0, d1) {
+                    let cell = &mut expected[(r * cols + c) as usize];
+                    if !cell.contains(&g) {
+                        cell.push(g);
+                        cell.sort_unstable();
+                    }
+                }
+            }
+        }
+        assert_eq!(p.to.cells, expected, "\n map: {map}");
+    }
+
+    #[test]
+    fn transpose_cells_match_enumeration() {
+        check_against_enumeration(
+            "(d0, d1) -> (d1, d0), domain: d0 in [0, 4], d1 in [0, 6]",
+            7,
+            5,
+            |a, b| vec![(b, a)],
+        );
+    }
+
+    #[test]
+    fn windows_and_divisions_match_enumeration() {
+        check_against_enumeration(
+            "(d0, d1)[s0] -> (d0 floordiv 2, d1 * 2 + s0), domain: d0 in [0, 5], d1 in [0, 3], s0 in [0, 2]",
+            3,
+            9,
+            |a, b| (0..3).map(|s| (a / 2, b * 2 + s)).collect(),
+        );
+    }
+
+    #[test]
+    fn fixed_dimensions_highlight_part_of_the_whole_input() {
+        let p = picture("plot (d0, d1) -> (d0 * 3 + d1), domain: d0 in [0, 3], d1 in [0, 2] d0=1");
+        assert_eq!(p.from.cols, 3);
+        let read: Vec<usize> = (0..p.to.cells.len())
+            .filter(|&i| !p.to.cells[i].is_empty())
+            .collect();
+        assert_eq!(read, [3, 4, 5]);
+        assert_eq!(p.to.cells.len(), 12);
+    }
 }
