@@ -19,6 +19,7 @@ pub mod simplify;
 
 // 4. GPU: mappings, kernels, measurements
 pub mod gpu;
+pub mod tile;
 
 // 5. the interpreter
 pub mod session;
@@ -63,7 +64,9 @@ pub enum MapError {
     )]
     TooLarge { points: u64, limit: u64 },
     #[error(
-        "cannot compose: the first map has {results} results but the second has {dims} dimensions"
+        "cannot compose: the first map has {results} result{} but the second has {dims} dimension{}",
+        if *.results == 1 { "" } else { "s" },
+        if *.dims == 1 { "" } else { "s" }
     )]
     ComposeArity { results: usize, dims: usize },
     #[error("not a bijection: {0}")]

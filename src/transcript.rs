@@ -179,6 +179,7 @@ pub struct Replay {
 pub fn requirement_met(req: &str) -> bool {
     match req {
         "cuda" => crate::gpu::cuda_available(),
+        "no-cuda" => !crate::gpu::cuda_available(),
         "cc" => which("cc") || which("gcc"),
         _ => false,
     }

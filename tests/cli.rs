@@ -254,7 +254,8 @@ fn every_help_example_runs() {
             "help {} shows its example",
             c.name
         );
-        if c.name != "help" {
+        // Timings differ from run to run; only deterministic output is compared.
+        if !["help", "bench", "tune"].contains(&c.name) {
             for line in stdout(&o).lines() {
                 assert!(
                     help.contains(&format!("  {line}")),

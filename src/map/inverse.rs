@@ -125,9 +125,107 @@ pub fn inverse(m: &IndexingMap, limits: &Limits) -> Result<IndexingMap, MapError
     if let Some(inv) = affine_inverse(m)? {
         return Ok(inv);
     }
+    if let Some(candidate) = mixed_radix_inverse(m)? {
+        // The construction is exact; checking it costs nothing on small domains.
+        match verify(m, &candidate, limits) {
+            Ok(()) => return Ok(candidate),
+            Err(MapError::NotBijective(why)) if why.starts_with("no affine inverse") => {
+                return Ok(candidate)
+            }
+            Err(e) => return Err(e),
+        }
+    }
     let candidate = reshape_candidate(m, limits)?;
     verify(m, &candidate, limits)?;
     Ok(candidate)
+}
+
+/// Case 1b: each result is a mixed-radix linearization of its own dimensions, with any
+/// signs and offsets: `y = c + Σ a_i·x_i` where, ordered by |a_i|, each |a| divides the
+/// next and the next is at least |a| times the extent of its dimension (so no two points
+/// collide). A negative coefficient counts that dimension down from its upper bound:
+///
+/// ```text
+/// (d0, d1, d2) -> (-d0, d1 * 2 + d2), d_i in [0, 1]
+///   = (d0, d1) -> (-d0, d1 floordiv 2, d1 mod 2)
+/// ```
+fn mixed_radix_inverse(m: &IndexingMap) -> Result<Option<IndexingMap>, MapError> {
+    let nd = m.dims.len();
+    let mut owner: Vec<Option<usize>> = vec![None; nd];
+    let mut forms: Vec<Linear> = Vec::new();
+    for (j, &r) in m.results.iter().enumerate() {
+        let Some(lin) = Linear::of(r) else {
+            return Ok(None);
+        };
+        for &(atom, _) in &lin.terms {
+            match atom.kind() {
+                ExprKind::Var(v) if (v as usize) < nd && owner[v as usize].is_none() => {
+                    owner[v as usize] = Some(j)
+                }
+                _ => return Ok(None),
+            }
+        }
+        forms.push(lin);
+    }
+    if owner.iter().any(Option::is_none) {
+        return Ok(None);
+    }
+    let overflow = || MapError::Overflow("inverse".into());
+    let mut x_exprs = vec![Expr::constant(0); nd];
+    let mut constraints: Vec<(Expr, Interval)> = Vec::new();
+    for (j, lin) in forms.iter().enumerate() {
+        // y_j - c with each term shifted to count from 0: u = Σ |a_i| * t_i, where t_i is
+        // x_i - lo_i for a positive a_i and hi_i - x_i for a negative one.
+        let mut terms: Vec<(u32, i64)> = lin
+            .terms
+            .iter()
+            .map(|&(atom, k)| (atom.as_var().unwrap_or(0), k))
+            .collect();
+        terms.sort_by_key(|&(v, k)| (k.unsigned_abs(), v));
+        let mut shift: i64 = lin.constant;
+        for &(v, k) in &terms {
+            let b = m.dims[v as usize].bounds;
+            if b.is_full() {
+                return Ok(None);
+            }
+            let base = if k > 0 { b.lo } else { b.hi };
+            shift = k
+                .checked_mul(base)
+                .and_then(|x| shift.checked_add(x))
+                .ok_or_else(overflow)?;
+        }
+        let u = Expr::var(j as u32).add(Expr::constant(shift.checked_neg().ok_or_else(overflow)?));
+        let first = terms.first().map_or(1, |&(_, k)| k.unsigned_abs());
+        let first = i64::try_from(first).map_err(|_| overflow())?;
+        if first > 1 {
+            constraints.push((
+                crate::expr::canonical(u.modulo(Expr::constant(first))),
+                Interval::point(0),
+            ));
+        }
+        for (idx, &(v, k)) in terms.iter().enumerate() {
+            let b = m.dims[v as usize].bounds;
+            let a = i64::try_from(k.unsigned_abs()).map_err(|_| overflow())?;
+            let extent = b
+                .size()
+                .and_then(|s| i64::try_from(s).ok())
+                .ok_or_else(overflow)?;
+            let mut t = u.floordiv(Expr::constant(a));
+            if let Some(&(_, next)) = terms.get(idx + 1) {
+                let next = i64::try_from(next.unsigned_abs()).map_err(|_| overflow())?;
+                if next % a != 0 || next / a < extent {
+                    return Ok(None);
+                }
+                t = t.modulo(Expr::constant(next / a));
+            }
+            x_exprs[v as usize] = crate::expr::canonical(if k > 0 {
+                t.add(Expr::constant(b.lo))
+            } else {
+                Expr::constant(b.hi).sub(t)
+            });
+        }
+    }
+    Ok(Some(assemble(m, x_exprs, constraints, None)))
 }
 
 /// Result bounds: exact by enumeration when small, else by intervals.
@@ -217,11 +315,27 @@ fn affine_inverse(m: &IndexingMap) -> Result<Option<IndexingMap>, MapError> {
                 .mul(Expr::constant(coef));
             num = num.add(term);
         }
-        let num = crate::expr::canonical(num);
-        if det == 1 {
+        let mut num = crate::expr::canonical(num);
+        // Divide out what the numerator and the determinant share: (2a) floordiv 14 is
+        // a floordiv 7, and (2a) mod 14 = 0 exactly when a mod 7 = 0.
+        let mut det_i = det;
+        if let Some(lin) = Linear::of(num) {
+            let g = lin
+                .terms
+                .iter()
+                .fold(gcd(det, lin.constant as i128), |g, &(_, k)| {
+                    gcd(g, (k as i128).abs())
+                });
+            let g = g.abs();
+            if g > 1 && lin.divisible_by(to_i64(g)?) {
+                num = lin.div_exact(to_i64(g)?).to_expr();
+                det_i = det / g;
+            }
+        }
+        if det_i == 1 {
             x_exprs.push(num);
         } else {
-            let d = Expr::constant(to_i64(det)?);
+            let d = Expr::constant(to_i64(det_i)?);
             constraints.push((num.modulo(d), Interval::point(0)));
             x_exprs.push(num.floordiv(d));
         }

@@ -127,7 +127,7 @@ pub fn lower_expr(
             let a = lower_expr(a, index, names)?;
             let b = lower_expr(b, index, names)?;
             if op.is_div_like() {
-                if let Some(c) = b.as_const() {
+                if let Some(c) = crate::expr::canonical(b).as_const() {
                     if c <= 0 {
                         return Err(Diagnostic::at(
                             format!("the divisor of `{}` must be positive, not {c}", op.symbol()),

@@ -166,9 +166,11 @@ fn eval(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     if point.len() != m.dims.len() {
         return Err(Diagnostic::at(
             format!(
-                "the map has {} dimensions but the point has {} coordinates",
+                "the map has {} dimension{} but the point has {} coordinate{}",
                 m.dims.len(),
-                point.len()
+                if m.dims.len() == 1 { "" } else { "s" },
+                point.len(),
+                if point.len() == 1 { "" } else { "s" }
             ),
             *tspan,
         ));

@@ -9,9 +9,11 @@
 
 pub mod args;
 pub mod build;
+pub mod cmd_gpu;
 pub mod cmd_hlo;
 mod cmd_map;
 mod cmd_plot;
+mod cmd_tile;
 pub mod commands;
 pub mod value;
 

@@ -283,6 +283,18 @@ fn pest_error(e: pest::error::Error<Rule>, offset: usize, text: &str) -> Diagnos
     d
 }
 
+/// Parses `text` again with pest's error detail on (the tokens it expected, at the farthest
+/// position), which costs about ten times a plain parse, so only failures pay it. The
+/// switch is global to pest: a lock keeps every detailed parse detailed.
+fn detailed_error(text: &str) -> Option<pest::error::Error<Rule>> {
+    static DETAIL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = DETAIL.lock().unwrap_or_else(|e| e.into_inner());
+    pest::set_error_detail(true);
+    let r = IxParser::parse(Rule::stmt, text).err();
+    pest::set_error_detail(false);
+    r
+}
+
 /// Errors found before the grammar runs: unbalanced brackets, input too deep or too long.
 fn precheck(text: &str, offset: usize) -> Result<(), Diagnostic> {
     let shift = |d: Diagnostic| match d.span {
@@ -330,8 +342,6 @@ impl Lower {
 
 /// Parses `text` (one statement); spans are offset by `offset`.
 pub fn statement(text: &str, offset: usize) -> Result<Stmt, Diagnostic> {
-    static DETAIL: std::sync::Once = std::sync::Once::new();
-    DETAIL.call_once(|| pest::set_error_detail(true));
     let pre = precheck(text, offset);
     if let Err(d) = &pre {
         if d.label.as_deref() == Some("too deep") || d.message.starts_with("statement too long") {
@@ -344,6 +354,7 @@ pub fn statement(text: &str, offset: usize) -> Result<Stmt, Diagnostic> {
             p
         }
         Err(e) => {
+            let e = detailed_error(text).unwrap_or(e);
             // A stray or mismatched closing bracket before the error explains it better.
             let d = pest_error(e, offset, text);
             if let Err(b) = pre {

@@ -1,0 +1,128 @@
+//! C for the host compiler: the entry point loops over the output in its physical order
+//! (`i`), so the loop index is the output offset and, for an elementwise chain through
+//! reshapes, the simplified input offsets are `i` as well: the compiler then vectorizes the
+//! loop. The source is compiled with the system C compiler (see `bench/cpu.rs` and the
+//! README for why a compiler rather than a JIT).
+
+use super::{c_ident, helper_functions, input_params, BodyWriter, Emitted, Target, C_HELPERS};
+use crate::expr::Expr;
+use crate::gpu::spec::{KernelSpec, Tensor};
+use crate::interval::Interval;
+use crate::map::{IndexingMap, Variable};
+use crate::MapError;
+
+/// `(i) -> (output index)`: `i` runs over the output's elements in physical order.
+pub fn loop_map(out: &Tensor) -> Result<IndexingMap, MapError> {
+    let n = out.num_elements()?;
+    let phys = out.physical_dims();
+    let mut results = vec![Expr::constant(0); out.rank()];
+    let mut inner = 1i64;
+    for (p, &d) in phys.iter().enumerate().rev() {
+        let q = Expr::var(0).floordiv(Expr::constant(inner));
+        results[d] = if p == 0 {
+            q
+        } else {
+            q.modulo(Expr::constant(out.dims[d]))
+        };
+        inner = inner
+            .checked_mul(out.dims[d])
+            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
+    }
+    Ok(IndexingMap::new(
+        vec![Variable::new("i", 0, n - 1)],
+        vec![],
+        vec![],
+        results,
+        vec![],
+    ))
+}
+
+pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
+    let name = c_ident(&spec.name);
+    let ty = spec.output.elem.c_name();
+    let mut src = String::new();
+    src += &format!(
+        "// {} for the CPU: {} = {} with {} partition(s); index arithmetic {}.\n",
+        spec.name,
+        spec.output.name,
+        spec.output.shape_text(),
+        spec.functions.len(),
+        if naive {
+            "naive (delinearize, apply each map, linearize)"
+        } else {
+            "from the simplified maps"
+        }
+    );
+    src += "#include <stdint.h>\n#include <math.h>\n\n";
+    src += C_HELPERS;
+    src += "\n";
+    for f in helper_functions(spec, naive, "static ", "restrict")? {
+        src += &f;
+        src += "\n";
+    }
+    let lm = loop_map(&spec.output)?;
+    let n = spec.output.num_elements()?;
+    let params: String = (0..spec.inputs.len())
+        .map(|k| format!("p{k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut w = BodyWriter::new(spec, naive, 2);
+    w.line(format!("// output index: {lm}"));
+    let ctx = if naive {
+        // The multi-index, computed once from the loop index.
+        let names: Vec<String> = (0..spec.output.rank()).map(|d| format!("o{d}")).collect();
+        for (d, &r) in lm.results.iter().enumerate() {
+            let e = super::c_expr(r, &lm.names(), &lm.bounds());
+            w.line(format!("const int64_t {} = {e};", names[d]));
+        }
+        let dims = names
+            .iter()
+            .zip(&spec.output.dims)
+            .map(|(nm, &d)| Variable::new(nm.clone(), 0, d - 1))
+            .collect();
+        IndexingMap::new(
+            dims,
+            vec![],
+            vec![],
+            (0..spec.output.rank() as u32).map(Expr::var).collect(),
+            vec![],
+        )
+    } else {
+        lm.clone()
+    };
+    let v = w.body(&spec.functions[0].body, &ctx, &params)?;
+    let k = w.offset(
+        &ctx,
+        &IndexingMap::identity(&spec.output.dims),
+        &spec.output.strides()?,
+        "out",
+    )?;
+    w.line(format!("out[{k}] = {v};"));
+    let mut decl = input_params(spec, "restrict");
+    decl.push(format!("{ty} *restrict out"));
+    src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
+    src += &format!("  for (int64_t i = 0; i < {n}; ++i) {{\n");
+    for l in &w.lines {
+        src += l;
+        src += "\n";
+    }
+    src += "  }\n}\n\n";
+    let casts: Vec<String> = spec
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(k, t)| format!("(const {} *)args[{k}]", t.elem.c_name()))
+        .chain(std::iter::once(format!(
+            "({ty} *)args[{}]",
+            spec.inputs.len()
+        )))
+        .collect();
+    src += &format!("// entry: args = inputs in order, then the output\nvoid {name}(void **args) {{\n  {name}_body({});\n}}\n", casts.join(", "));
+    let _ = Interval::FULL;
+    Ok(Emitted {
+        name: spec.name.clone(),
+        target: Target::Cpu,
+        source: src,
+        entry: name,
+    })
+}

@@ -1,0 +1,296 @@
+//! CUDA C for a launch: one `__global__` entry whose thread and block ids are the dims of
+//! the launch's thread-id map, loops over its range variables (`vector_elem`, `unroll_id`,
+//! `row`, `col`), a bounds check only for the constraints the simplified map keeps, and one
+//! `__device__` function per further partition.
+//!
+//! A tiled transpose stages the transposed inputs through a `__shared__` 32×33 tile (the
+//! extra column avoids bank conflicts): phase 1 reads rows of the input with the read map,
+//! `__syncthreads()`, phase 2 writes rows of the output with the write map. Reductions
+//! accumulate per thread over the launch's loop variable; a row reduction then sums the
+//! warp's 32 partial results with `__shfl_down_sync` and lane 0 writes.
+//!
+//! Compiled at run time with NVRTC (`bench/cuda.rs`).
+
+use super::{
+    c_expr, c_ident, helper_functions, input_params, simplified, BodyWriter, Emitted, Target,
+    C_HELPERS,
+};
+use crate::gpu::launch::{reads_through_tile, Launch, Strategy, TILE};
+use crate::gpu::spec::{Body, KernelSpec};
+use crate::map::IndexingMap;
+use crate::MapError;
+
+fn ids() -> &'static str {
+    "  const int64_t th_x = threadIdx.x, th_y = threadIdx.y, th_z = threadIdx.z;\n  const int64_t bl_x = blockIdx.x, bl_y = blockIdx.y, bl_z = blockIdx.z;\n"
+}
+
+/// Guards for the constraints of `m` that mention only dims (`return`) or also loop
+/// variables (`continue`), written as C.
+fn guards(m: &IndexingMap, w: &mut BodyWriter, only_dims: bool) {
+    guards_with(
+        m,
+        w,
+        only_dims,
+        if only_dims { "return" } else { "continue" },
+    )
+}
+
+fn guards_with(m: &IndexingMap, w: &mut BodyWriter, only_dims: bool, action: &str) {
+    let nd = m.dims.len() as u32;
+    for &(e, iv) in &m.constraints {
+        let mut uses_sym = false;
+        e.visit_vars(&mut |v| uses_sym |= v >= nd);
+        if uses_sym == only_dims {
+            continue;
+        }
+        if let Some(cond) = super::outside(e, iv, &m.names(), &m.bounds()) {
+            w.line(format!("if ({cond}) {action};"));
+        }
+    }
+}
+
+fn loops_open(m: &IndexingMap, w: &mut BodyWriter) {
+    for v in &m.ranges {
+        w.line("#pragma unroll");
+        w.line(format!(
+            "for (int64_t {0} = {1}; {0} <= {2}; ++{0}) {{",
+            v.name, v.bounds.lo, v.bounds.hi
+        ));
+        w.indent += 1;
+    }
+}
+fn loops_close(m: &IndexingMap, w: &mut BodyWriter) {
+    for _ in &m.ranges {
+        w.indent -= 1;
+        w.line("}");
+    }
+}
+
+/// The scope of a thread-id map: naive scopes name the output multi-index `o0, o1, ..`
+/// computed from it; simplified scopes use the map itself.
+fn scope(w: &mut BodyWriter, m: &IndexingMap, naive: bool, prefix: &str) -> IndexingMap {
+    if !naive {
+        return m.clone();
+    }
+    let names: Vec<String> = (0..m.results.len())
+        .map(|d| format!("{prefix}{d}"))
+        .collect();
+    for (d, &r) in m.results.iter().enumerate() {
+        w.line(format!(
+            "const int64_t {} = {};",
+            names[d],
+            c_expr(r, &m.names(), &m.bounds())
+        ));
+    }
+    let dims = names
+        .iter()
+        .zip(&m.results)
+        .map(|(n, &r)| {
+            let iv = m.range_of(r);
+            crate::map::Variable {
+                name: n.clone(),
+                bounds: iv,
+            }
+        })
+        .collect();
+    IndexingMap::new(
+        dims,
+        vec![],
+        vec![],
+        (0..m.results.len() as u32)
+            .map(crate::expr::Expr::var)
+            .collect(),
+        vec![],
+    )
+}
+
+pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, MapError> {
+    let name = c_ident(&spec.name);
+    let ty = spec.output.elem.c_name();
+    let mut src = format!(
+        "// {} for CUDA: {} = {}, {} mapping, block {}, grid {}; index arithmetic {}.\n",
+        spec.name,
+        spec.output.name,
+        spec.output.shape_text(),
+        launch.strategy.name(),
+        launch.block[0],
+        launch.grid[0],
+        if naive {
+            "naive"
+        } else {
+            "from the simplified maps"
+        }
+    );
+    // NVRTC has no system headers: the integer types are declared here.
+    src += "typedef long long int64_t;\ntypedef int int32_t;\n\n";
+    src += &C_HELPERS.replace("static inline", "__device__ static inline");
+    src += "\n";
+    for f in helper_functions(spec, naive, "__device__ static ", "__restrict__")? {
+        src += &f;
+        src += "\n";
+    }
+    let params: String = (0..spec.inputs.len())
+        .map(|k| format!("p{k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut w = BodyWriter::new(spec, naive, 1);
+    let wm = &launch.write_map;
+    let out_strides = spec.output.strides()?;
+    let out_id = IndexingMap::identity(&spec.output.dims);
+    match &launch.strategy {
+        Strategy::Loop => {
+            w.line(format!("// thread → output: {wm}"));
+            guards(wm, &mut w, true);
+            loops_open(wm, &mut w);
+            guards(wm, &mut w, false);
+            let ctx = scope(&mut w, wm, naive, "o");
+            let v = w.body(&spec.functions[0].body, &ctx, &params)?;
+            let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
+            w.line(format!("out[{k}] = {v};"));
+            loops_close(wm, &mut w);
+        }
+        Strategy::TiledTranspose { .. } => {
+            // Phase 1: the transposed loads of the root, read along the input's rows.
+            let rm = &launch.read_map;
+            let mut tiled: Vec<(usize, IndexingMap)> = Vec::new();
+            spec.functions[0].body.visit(&mut |b| {
+                if let Body::Load { input, map } = b {
+                    let acc = crate::gpu::spec::InputAccess {
+                        input: *input,
+                        map: map.clone(),
+                    };
+                    if reads_through_tile(spec, launch, &acc)
+                        && !tiled.iter().any(|(i, m)| i == input && m == map)
+                    {
+                        tiled.push((*input, map.clone()));
+                    }
+                }
+            });
+            for k in 0..tiled.len() {
+                w.line(format!("__shared__ {ty} tile{k}[{TILE}][{}];", TILE + 1));
+            }
+            w.line(format!(
+                "// phase 1, thread → tile read (output coordinates): {rm}"
+            ));
+            w.line("{");
+            w.indent += 1;
+            loops_open(rm, &mut w);
+            guards(rm, &mut w, false);
+            guards_with(rm, &mut w, true, "continue");
+            let ctx = scope(&mut w, rm, naive, "o");
+            for (k, (input, map)) in tiled.iter().enumerate() {
+                let v = w.body(
+                    &Body::Load {
+                        input: *input,
+                        map: map.clone(),
+                    },
+                    &ctx,
+                    &params,
+                )?;
+                w.line(format!(
+                    "tile{k}[th_x % {TILE}][th_x / {TILE} + row * 4] = {v};"
+                ));
+            }
+            loops_close(rm, &mut w);
+            w.indent -= 1;
+            w.line("}");
+            w.line("__syncthreads();");
+            for (k, (input, map)) in tiled.iter().enumerate() {
+                w.replaced.push((
+                    *input,
+                    map.clone(),
+                    format!("tile{k}[th_x / {TILE} + row * 4][th_x % {TILE}]"),
+                ));
+            }
+            w.line(format!("// phase 2, thread → output: {wm}"));
+            loops_open(wm, &mut w);
+            guards(wm, &mut w, false);
+            guards_with(wm, &mut w, true, "continue");
+            let ctx = scope(&mut w, wm, naive, "o");
+            let v = w.body(&spec.functions[0].body, &ctx, &params)?;
+            let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
+            w.line(format!("out[{k}] = {v};"));
+            loops_close(wm, &mut w);
+        }
+        Strategy::RowReduction | Strategy::ColumnReduction => {
+            let Some(Body::Reduce { op, init, func, .. }) = spec.functions.first().map(|f| &f.body)
+            else {
+                return Err(MapError::Other(
+                    "a reduction launch needs a reduction at the root".into(),
+                ));
+            };
+            let rm = &launch.read_map;
+            let acc_init = super::c_float(*init, spec.output.elem);
+            w.line(format!("{ty} acc = {acc_init};"));
+            w.line(format!("// thread → reduced element: {rm}"));
+            let nd = rm.dims.len() as u32;
+            // Guards on the dims alone hold for the whole warp's row: they may `return` only
+            // after the shuffle, so keep them as a flag.
+            loops_open(rm, &mut w);
+            for &(e, iv) in &rm.constraints {
+                if let Some(cond) = super::outside(e, iv, &rm.names(), &rm.bounds()) {
+                    w.line(format!("if ({cond}) continue;"));
+                }
+            }
+            let _ = nd;
+            let ctx = scope(&mut w, rm, naive, "r");
+            let args = {
+                let s = simplified(&ctx);
+                let m = if naive || s.status != crate::map::Status::Defined {
+                    ctx.clone()
+                } else {
+                    s
+                };
+                m.results
+                    .iter()
+                    .map(|&r| c_expr(r, &m.names(), &m.bounds()))
+                    .collect::<Vec<_>>()
+            };
+            let call = format!(
+                "f{func}({params}{}{})",
+                if args.is_empty() { "" } else { ", " },
+                args.join(", ")
+            );
+            w.line(format!(
+                "acc = {};",
+                super::c_binary(*op, "acc", &call, spec.output.elem)
+            ));
+            loops_close(rm, &mut w);
+            if launch.strategy == Strategy::RowReduction {
+                w.line("for (int off = 16; off > 0; off /= 2) {");
+                w.line(format!(
+                    "  const {ty} other = __shfl_down_sync(0xffffffffu, acc, off);"
+                ));
+                w.line(format!(
+                    "  acc = {};",
+                    super::c_binary(*op, "acc", "other", spec.output.elem)
+                ));
+                w.line("}");
+            }
+            w.line(format!("// thread → output: {wm}"));
+            guards(wm, &mut w, true);
+            let ctx = scope(&mut w, wm, naive, "o");
+            let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
+            w.line(format!("out[{k}] = acc;"));
+        }
+    }
+    let mut decl = input_params(spec, "__restrict__");
+    decl.push(format!("{ty} *__restrict__ out"));
+    src += &format!(
+        "extern \"C\" __global__ void __launch_bounds__({}) {name}({}) {{\n",
+        launch.block[0],
+        decl.join(", ")
+    );
+    src += ids();
+    for l in &w.lines {
+        src += l;
+        src += "\n";
+    }
+    src += "}\n";
+    Ok(Emitted {
+        name: spec.name.clone(),
+        target: Target::Cuda,
+        source: src,
+        entry: name,
+    })
+}

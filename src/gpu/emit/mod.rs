@@ -1,0 +1,521 @@
+//! Kernel source from a [`KernelSpec`] and a mapping: CUDA C for GPUs, C for the host
+//! compiler on the CPU.
+//!
+//! One C function per function of the spec (a partition of the fused computation, seed
+//! 003); the entry point loops over (CPU) or is launched over (CUDA) the mapping's
+//! variables. Index arithmetic comes from the maps:
+//!
+//! - **simplified** (default): each load's offset is `layout ∘ access ∘ mapping`, composed
+//!   and simplified as one map, so a reshape between the loop index and the buffer costs
+//!   nothing when the simplifier can see through it (seed 002 keeps the linear index);
+//! - **naive**: the mapping's multi-index is computed once (delinearized), each access map is
+//!   applied to it, and the result is linearized with the operand's strides: the
+//!   linear → multi-dimensional → linear round trip of a straightforward emitter.
+//!
+//! Every load is preceded by a comment with its map as ixmap prints it. Bounds checks are
+//! emitted only for the constraints the (simplified) map keeps.
+
+pub mod cpu;
+pub mod cuda;
+
+use super::spec::{BinOp, Body, ElemType, KernelSpec, UnOp};
+use crate::expr::{Expr, ExprKind, Op};
+use crate::interval::{range_of, Interval};
+use crate::map::{IndexingMap, Variable};
+use crate::simplify::{simplify, SimplifyLimits};
+use crate::MapError;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    Cpu,
+    Cuda,
+}
+
+impl Target {
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Cpu => "cpu",
+            Target::Cuda => "cuda",
+        }
+    }
+}
+
+/// Emitted source and what it needs to run.
+#[derive(Clone, Debug)]
+pub struct Emitted {
+    pub name: String,
+    pub target: Target,
+    pub source: String,
+    /// The exported entry point (`void NAME(void **args)` on the CPU: inputs, then output).
+    pub entry: String,
+}
+
+/// A C identifier from a name (`fusion.1` → `fusion_1`).
+pub fn c_ident(name: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if s.chars().next().is_none_or(|c| c.is_ascii_digit()) {
+        s.insert(0, 'k');
+    }
+    s
+}
+
+/// A C expression for `e`, variables named by `names`, plain `/` and `%` where the dividend
+/// is known non-negative over `bounds`, helpers with floor semantics elsewhere.
+pub fn c_expr(e: Expr, names: &[String], bounds: &[Interval]) -> String {
+    match e.kind() {
+        ExprKind::Const(c) => {
+            if c.unsigned_abs() > i32::MAX as u64 {
+                format!("{c}LL")
+            } else {
+                c.to_string()
+            }
+        }
+        ExprKind::Var(v) => names
+            .get(v as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("v{v}")),
+        ExprKind::Bin(op, a, b) => {
+            let (x, y) = (c_expr(a, names, bounds), c_expr(b, names, bounds));
+            let nonneg = range_of(a, bounds).lo >= 0 && b.as_const().is_some_and(|k| k > 0);
+            match op {
+                Op::Add => match b.kind() {
+                    ExprKind::Const(k) if k < 0 && k != i64::MIN => format!("{x} - {}", -k),
+                    ExprKind::Bin(Op::Mul, m, k) if k.as_const() == Some(-1) => {
+                        format!("{x} - {}", paren(&c_expr(m, names, bounds)))
+                    }
+                    _ => format!("{x} + {y}"),
+                },
+                Op::Mul => format!("{} * {}", paren(&x), paren(&y)),
+                Op::FloorDiv if nonneg => format!("{} / {}", paren(&x), paren(&y)),
+                Op::Mod if nonneg => format!("{} % {}", paren(&x), paren(&y)),
+                Op::CeilDiv if nonneg => {
+                    format!("({} + {} - 1) / {}", paren(&x), paren(&y), paren(&y))
+                }
+                Op::FloorDiv => format!("ix_floordiv({x}, {y})"),
+                Op::Mod => format!("ix_mod({x}, {y})"),
+                Op::CeilDiv => format!("ix_ceildiv({x}, {y})"),
+            }
+        }
+    }
+}
+
+fn paren(s: &str) -> String {
+    let atomic = s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        || (s.starts_with("ix_") && s.ends_with(')'));
+    if atomic {
+        s.to_string()
+    } else {
+        format!("({s})")
+    }
+}
+
+/// The C condition under which `e` lies outside `iv`, checking only the sides the interval
+/// analysis cannot rule out; `None` when the constraint always holds.
+pub fn outside(e: Expr, iv: Interval, names: &[String], bounds: &[Interval]) -> Option<String> {
+    let r = range_of(e, bounds);
+    let x = c_expr(e, names, bounds);
+    let mut parts = Vec::new();
+    if r.lo < iv.lo {
+        parts.push(format!("{} < {}", x, iv.lo));
+    }
+    if r.hi > iv.hi {
+        parts.push(format!("{} > {}", x, iv.hi));
+    }
+    (!parts.is_empty()).then(|| parts.join(" || "))
+}
+
+/// Helpers for floor-semantics division of possibly negative values.
+pub const C_HELPERS: &str = "static inline int64_t ix_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int64_t ix_mod(int64_t a, int64_t b) { int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline int64_t ix_ceildiv(int64_t a, int64_t b) { return -ix_floordiv(-a, b); }
+";
+
+/// Index variables in scope: a map from them (dims and loop variables, named as in C) to
+/// the current function's index.
+#[derive(Clone, Debug)]
+pub struct Scope {
+    pub ctx: IndexingMap,
+}
+
+/// `ctx` then `map`, by substitution: the variables are `ctx`'s, then `map`'s range variables
+/// (renamed when they clash). Results are not canonicalized (this is the naive form).
+pub fn substitute(ctx: &IndexingMap, map: &IndexingMap) -> Result<IndexingMap, MapError> {
+    if map.results.is_empty() && map.dims.is_empty() {
+        return Ok(IndexingMap {
+            results: vec![],
+            ..ctx.clone()
+        });
+    }
+    if ctx.results.len() != map.dims.len() {
+        return Err(MapError::ComposeArity {
+            results: ctx.results.len(),
+            dims: map.dims.len(),
+        });
+    }
+    let n_ctx = ctx.num_vars() as u32;
+    let mut names: Vec<String> = ctx.names();
+    let mut ranges = ctx.ranges.clone();
+    for v in &map.ranges {
+        let mut name = v.name.clone();
+        let mut k = 1;
+        while names.contains(&name) {
+            name = format!("{}_{k}", v.name);
+            k += 1;
+        }
+        names.push(name.clone());
+        ranges.push(Variable {
+            name,
+            bounds: v.bounds,
+        });
+    }
+    if !map.runtimes.is_empty() || !ctx.runtimes.is_empty() {
+        return Err(MapError::Other(
+            "runtime variables cannot be emitted yet".into(),
+        ));
+    }
+    let nd = map.dims.len() as u32;
+    let mut sub = |v: u32| -> Expr {
+        if v < nd {
+            ctx.results[v as usize]
+        } else {
+            Expr::var(n_ctx + (v - nd))
+        }
+    };
+    let results: Vec<Expr> = map.results.iter().map(|r| r.substitute(&mut sub)).collect();
+    let mut constraints = ctx.constraints.clone();
+    constraints.extend(
+        map.constraints
+            .iter()
+            .map(|&(e, iv)| (e.substitute(&mut sub), iv)),
+    );
+    for (i, dv) in map.dims.iter().enumerate() {
+        let e = ctx.results[i];
+        let r = range_of(e, &ctx.bounds());
+        if !dv.bounds.is_full() && !dv.bounds.contains_interval(&r) {
+            constraints.push((e, dv.bounds));
+        }
+    }
+    let mut out = IndexingMap {
+        dims: ctx.dims.clone(),
+        ranges,
+        runtimes: vec![],
+        results,
+        constraints,
+        is_simplified: false,
+        status: ctx.status,
+    };
+    out.is_simplified = false;
+    Ok(out)
+}
+
+/// The map with canonical results and its simplification, keeping variable names.
+pub fn simplified(m: &IndexingMap) -> IndexingMap {
+    let canon = IndexingMap::new(
+        m.dims.clone(),
+        m.ranges.clone(),
+        m.runtimes.clone(),
+        m.results.clone(),
+        m.constraints.clone(),
+    );
+    simplify(&canon, &SimplifyLimits::default()).map
+}
+
+/// Writes the body of functions: statements into `lines`, returning C expressions.
+pub struct BodyWriter<'a> {
+    pub spec: &'a KernelSpec,
+    pub naive: bool,
+    pub lines: Vec<String>,
+    pub indent: usize,
+    tmp: usize,
+    /// Loads replaced by another expression (a shared-memory tile), by (input, map).
+    pub replaced: Vec<(usize, IndexingMap, String)>,
+}
+
+impl<'a> BodyWriter<'a> {
+    pub fn new(spec: &'a KernelSpec, naive: bool, indent: usize) -> BodyWriter<'a> {
+        BodyWriter {
+            spec,
+            naive,
+            lines: vec![],
+            indent,
+            tmp: 0,
+            replaced: vec![],
+        }
+    }
+    pub fn line(&mut self, s: impl AsRef<str>) {
+        self.lines
+            .push(format!("{}{}", "  ".repeat(self.indent), s.as_ref()));
+    }
+    fn fresh(&mut self, prefix: &str) -> String {
+        self.tmp += 1;
+        format!("{prefix}{}", self.tmp)
+    }
+    fn ty(&self) -> &'static str {
+        self.spec.output.elem.c_name()
+    }
+
+    /// The C offset of an input element read through `map` from the scope `ctx`, with its
+    /// comment lines written.
+    pub fn offset(
+        &mut self,
+        ctx: &IndexingMap,
+        map: &IndexingMap,
+        strides: &[i64],
+        what: &str,
+    ) -> Result<String, MapError> {
+        let m = substitute(ctx, map)?;
+        let shown = simplified(&m);
+        self.line(format!("// {what}: {shown}"));
+        let lin = m
+            .results
+            .iter()
+            .zip(strides)
+            .fold(Expr::constant(0), |acc, (&r, &s)| {
+                acc.add(r.mul(Expr::constant(s)))
+            });
+        let code = if self.naive {
+            c_expr(lin, &m.names(), &m.bounds())
+        } else {
+            let mut lm = m.clone();
+            lm.results = vec![lin];
+            let s = simplified(&lm);
+            match s.results.first() {
+                Some(&e) if s.status == crate::map::Status::Defined => {
+                    c_expr(e, &s.names(), &s.bounds())
+                }
+                _ => c_expr(lin, &m.names(), &m.bounds()),
+            }
+        };
+        let v = self.fresh("k");
+        self.line(format!("const int64_t {v} = {code};"));
+        Ok(v)
+    }
+
+    /// The C expressions of a callee's index.
+    fn args(&mut self, ctx: &IndexingMap, map: &IndexingMap) -> Result<Vec<String>, MapError> {
+        let m = substitute(ctx, map)?;
+        let s = simplified(&m);
+        Ok(if self.naive || s.status != crate::map::Status::Defined {
+            m.results
+                .iter()
+                .map(|&r| c_expr(r, &m.names(), &m.bounds()))
+                .collect()
+        } else {
+            s.results
+                .iter()
+                .map(|&r| c_expr(r, &s.names(), &s.bounds()))
+                .collect()
+        })
+    }
+
+    /// A C expression for `b` in scope `ctx`; `params` is the argument list passed to
+    /// callees (the input pointers).
+    pub fn body(&mut self, b: &Body, ctx: &IndexingMap, params: &str) -> Result<String, MapError> {
+        Ok(match b {
+            Body::Const(c) => c_float(*c, self.spec.output.elem),
+            Body::Load { input, map } => {
+                if let Some((_, _, e)) = self
+                    .replaced
+                    .iter()
+                    .find(|(i, m, _)| i == input && m == map)
+                {
+                    return Ok(e.clone());
+                }
+                let t = &self.spec.inputs[*input];
+                let strides = t.strides()?;
+                let name = format!("p{input}");
+                let what = if t.name == name {
+                    name.clone()
+                } else {
+                    format!("{name} ({})", t.name)
+                };
+                let k = self.offset(ctx, map, &strides, &what)?;
+                format!("{name}[{k}]")
+            }
+            Body::Call { func, map } => {
+                let codes = self.args(ctx, map)?;
+                let shown = simplified(&substitute(ctx, map)?);
+                self.line(format!("// f{func} at {shown}"));
+                let v = self.fresh("t");
+                let ty = self.ty();
+                self.line(format!(
+                    "const {ty} {v} = f{func}({params}{}{});",
+                    if codes.is_empty() { "" } else { ", " },
+                    codes.join(", ")
+                ));
+                v
+            }
+            Body::Reduce {
+                op,
+                init,
+                func,
+                map,
+            } => {
+                let m = substitute(ctx, map)?;
+                let shown = simplified(&m);
+                let acc = self.fresh("acc");
+                let ty = self.ty();
+                self.line(format!(
+                    "{ty} {acc} = {};",
+                    c_float(*init, self.spec.output.elem)
+                ));
+                self.line(format!("// reduce f{func} over {shown}"));
+                let n_ctx = ctx.num_vars();
+                let names = m.names();
+                for v in &m.ranges[ctx.ranges.len()..] {
+                    self.line(format!(
+                        "for (int64_t {0} = {1}; {0} <= {2}; ++{0}) {{",
+                        v.name, v.bounds.lo, v.bounds.hi
+                    ));
+                    self.indent += 1;
+                }
+                let _ = n_ctx;
+                // Constraints from the reduction's own map (the scope's are checked outside).
+                let ctx_constraints = ctx.constraints.len();
+                let keep = if self.naive {
+                    m.constraints[ctx_constraints..].to_vec()
+                } else {
+                    shown.constraints.clone()
+                };
+                let (cn, cb) = if self.naive {
+                    (names.clone(), m.bounds())
+                } else {
+                    (shown.names(), shown.bounds())
+                };
+                for (e, iv) in keep {
+                    if let Some(cond) = outside(e, iv, &cn, &cb) {
+                        self.line(format!("if ({cond}) continue;"));
+                    }
+                }
+                let codes = self.args(ctx, map)?;
+                let call = format!(
+                    "f{func}({params}{}{})",
+                    if codes.is_empty() { "" } else { ", " },
+                    codes.join(", ")
+                );
+                self.line(format!(
+                    "{acc} = {};",
+                    c_binary(*op, &acc, &call, self.spec.output.elem)
+                ));
+                for _ in &m.ranges[ctx.ranges.len()..] {
+                    self.indent -= 1;
+                    self.line("}");
+                }
+                acc
+            }
+            Body::Unary(op, a) => {
+                let x = self.body(a, ctx, params)?;
+                c_unary(*op, &x, self.spec.output.elem)
+            }
+            Body::Binary(op, a, b2) => {
+                let x = self.body(a, ctx, params)?;
+                let y = self.body(b2, ctx, params)?;
+                let v = self.fresh("t");
+                let ty = self.ty();
+                self.line(format!(
+                    "const {ty} {v} = {};",
+                    c_binary(*op, &x, &y, self.spec.output.elem)
+                ));
+                v
+            }
+        })
+    }
+}
+
+pub fn c_float(v: f64, elem: ElemType) -> String {
+    match elem {
+        ElemType::F32 => {
+            if v.is_infinite() {
+                if v > 0.0 {
+                    "INFINITY".into()
+                } else {
+                    "-INFINITY".into()
+                }
+            } else {
+                format!("{:?}f", v as f32)
+            }
+        }
+        ElemType::F64 => {
+            if v.is_infinite() {
+                if v > 0.0 {
+                    "INFINITY".into()
+                } else {
+                    "-INFINITY".into()
+                }
+            } else {
+                format!("{v:?}")
+            }
+        }
+        ElemType::S32 => format!("{}", v as i32),
+    }
+}
+
+pub fn c_unary(op: UnOp, x: &str, elem: ElemType) -> String {
+    let f = if elem == ElemType::F32 { "f" } else { "" };
+    match op {
+        UnOp::Neg => format!("(-{x})"),
+        UnOp::Abs => format!("fabs{f}({x})"),
+        UnOp::Exp => format!("exp{f}({x})"),
+        UnOp::Log => format!("log{f}({x})"),
+        UnOp::Sqrt => format!("sqrt{f}({x})"),
+        UnOp::Tanh => format!("tanh{f}({x})"),
+    }
+}
+
+pub fn c_binary(op: BinOp, x: &str, y: &str, _elem: ElemType) -> String {
+    match op {
+        BinOp::Add => format!("{x} + {y}"),
+        BinOp::Sub => format!("{x} - {y}"),
+        BinOp::Mul => format!("{x} * {y}"),
+        BinOp::Div => format!("{x} / {y}"),
+        BinOp::Max => format!("({x} > {y} ? {x} : {y})"),
+        BinOp::Min => format!("({x} < {y} ? {x} : {y})"),
+    }
+}
+
+/// Parameter declarations of the input pointers: `const float *restrict p0, ...`.
+pub fn input_params(spec: &KernelSpec, restrict: &str) -> Vec<String> {
+    spec.inputs
+        .iter()
+        .enumerate()
+        .map(|(k, t)| format!("const {} *{restrict} p{k}", t.elem.c_name()))
+        .collect()
+}
+
+/// One C function per non-root function of the spec: `f1(p0, .., d0, d1)`.
+pub fn helper_functions(
+    spec: &KernelSpec,
+    naive: bool,
+    qualifier: &str,
+    restrict: &str,
+) -> Result<Vec<String>, MapError> {
+    let mut out = Vec::new();
+    let ty = spec.output.elem.c_name();
+    let params: String = (0..spec.inputs.len())
+        .map(|k| format!("p{k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    // Callees first, so C sees each function before its callers.
+    for (i, f) in spec.functions.iter().enumerate().skip(1).rev() {
+        let ctx = IndexingMap::identity(&f.dims);
+        let mut w = BodyWriter::new(spec, naive, 1);
+        let e = w.body(&f.body, &ctx, &params)?;
+        let mut decl = input_params(spec, restrict);
+        decl.extend((0..f.dims.len()).map(|d| format!("int64_t d{d}")));
+        let mut s = format!(
+            "// {}: one element of partition {i}, at its index (d0, ..)\n",
+            f.name
+        );
+        s += &format!("{qualifier}{ty} f{i}({}) {{\n", decl.join(", "));
+        for l in &w.lines {
+            s += l;
+            s.push('\n');
+        }
+        s += &format!("  return {e};\n}}\n");
+        out.push(s);
+    }
+    Ok(out)
+}

@@ -1,0 +1,297 @@
+//! The adapter from the HLO model to a [`KernelSpec`]: a fused computation (or one
+//! instruction) becomes inputs (its parameters, or the instruction's operands), an output
+//! (the root), and functions, one per partition.
+//!
+//! Partitioning follows seed 003's criterion in its safe form: an instruction is emitted
+//! with its user when it has one user; an instruction with several users, and the operand
+//! of a reduction, become functions of their own, called at the index each user needs.
+//! Index-only ops (broadcast, reshape, transpose, bitcast, slice, reverse, copy, ...) are
+//! folded into the maps: a load carries the composition of every map between the function's
+//! index and the parameter.
+//!
+//! ```text
+//! fused {                                  function 0 (d0, d1): add(
+//!   p0 = f32[64,32] parameter(0)             load p0 (d0, d1) -> (d0 floordiv 2, d0 mod 2, d1)
+//!   r  = f32[128,32] reshape(p0')  ...       load p1 (d0, d1) -> (d1))
+//! ```
+
+use super::spec::{BinOp, Body, ElemType, Function, KernelSpec, Tensor, UnOp};
+use crate::hlo::{ops, Computation, Instr, InstrId, Module, Shape};
+use crate::map::{compose, IndexingMap};
+use crate::simplify::{simplify, SimplifyLimits};
+
+fn tensor(name: &str, shape: &Shape) -> Result<Tensor, String> {
+    if shape.is_tuple() {
+        return Err(format!(
+            "`{name}` has a tuple shape; only arrays are emitted"
+        ));
+    }
+    let elem = ElemType::from_hlo(shape.elem()).ok_or_else(|| {
+        format!(
+            "`{name}` has element type {}; kernels are emitted for f32, f64 and s32",
+            shape.elem()
+        )
+    })?;
+    Ok(Tensor {
+        name: name.to_string(),
+        elem,
+        dims: shape.dims().to_vec(),
+        minor_to_major: shape.minor_to_major(),
+    })
+}
+
+/// Opcodes that only move elements: their output → input map says everything.
+const INDEX_ONLY: &[&str] = &[
+    "broadcast",
+    "reshape",
+    "transpose",
+    "bitcast",
+    "slice",
+    "reverse",
+    "copy",
+    "convert",
+];
+
+fn parse_literal(lit: &str) -> Option<f64> {
+    let t = lit
+        .trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .trim();
+    match t {
+        "inf" => Some(f64::INFINITY),
+        "-inf" => Some(f64::NEG_INFINITY),
+        "true" => Some(1.0),
+        "false" => Some(0.0),
+        _ => t.parse::<f64>().ok(),
+    }
+}
+
+struct Builder<'a> {
+    module: &'a Module,
+    comp: &'a Computation,
+    users: Vec<Vec<InstrId>>,
+    /// The input number of each instruction read as an input (parameters, or the operands of
+    /// a lone instruction).
+    input_of: Vec<Option<usize>>,
+    /// The function rooted at each instruction, once made.
+    func_of: Vec<Option<usize>>,
+    functions: Vec<Function>,
+}
+
+impl<'a> Builder<'a> {
+    fn is_partition_root(&self, id: InstrId) -> bool {
+        let mut u = self.users[id].clone();
+        u.sort_unstable();
+        u.dedup();
+        u.len() > 1 && self.input_of[id].is_none() && self.comp.instrs[id].opcode != "constant"
+    }
+
+    /// The function computing instruction `id` at its own index.
+    fn function(&mut self, id: InstrId) -> Result<usize, String> {
+        if let Some(f) = self.func_of[id] {
+            return Ok(f);
+        }
+        let k = self.functions.len();
+        let ins = &self.comp.instrs[id];
+        self.functions.push(Function {
+            name: ins.name.clone(),
+            dims: ins.dims().to_vec(),
+            body: Body::Const(0.0),
+        });
+        self.func_of[id] = Some(k);
+        let body = self.body(id, &IndexingMap::identity(ins.dims()), true)?;
+        self.functions[k].body = body;
+        Ok(k)
+    }
+
+    fn op_map(&self, id: InstrId, k: usize) -> Result<IndexingMap, String> {
+        let ins = &self.comp.instrs[id];
+        let maps = ops::output_to_input(self.comp, id);
+        let m = maps
+            .get(k)
+            .and_then(|s| if s.len() == 1 { s.first() } else { None })
+            .ok_or_else(|| {
+                format!(
+                    "`{}` ({}) reads operand {k} through several maps",
+                    ins.name, ins.opcode
+                )
+            })?;
+        if m.is_undefined() {
+            return Err(format!(
+                "the indexing of `{}` ({}) is UNDEFINED, so it cannot be emitted",
+                ins.name, ins.opcode
+            ));
+        }
+        Ok(m.clone())
+    }
+
+    fn then(map: &IndexingMap, op: &IndexingMap) -> Result<IndexingMap, String> {
+        let m = compose(map, op).map_err(|e| e.to_string())?;
+        Ok(simplify(&m, &SimplifyLimits::default()).map)
+    }
+
+    /// Instruction `id` at `map(index)`; `own` when `id` is the function being built.
+    fn body(&mut self, id: InstrId, map: &IndexingMap, own: bool) -> Result<Body, String> {
+        if let Some(input) = self.input_of[id] {
+            return Ok(Body::Load {
+                input,
+                map: map.clone(),
+            });
+        }
+        if !own && self.is_partition_root(id) {
+            let func = self.function(id)?;
+            return Ok(Body::Call {
+                func,
+                map: map.clone(),
+            });
+        }
+        let ins: &Instr = &self.comp.instrs[id];
+        let op = ins.opcode.as_str();
+        if op == "constant" {
+            let v = ins
+                .attrs
+                .literal
+                .as_deref()
+                .and_then(parse_literal)
+                .filter(|_| ins.dims().is_empty())
+                .ok_or_else(|| format!("`{}`: only scalar constants are emitted", ins.name))?;
+            return Ok(Body::Const(v));
+        }
+        if let Some(u) = UnOp::from_hlo(op) {
+            let m = Self::then(map, &self.op_map(id, 0)?)?;
+            return Ok(Body::Unary(
+                u,
+                Box::new(self.body(ins.operands[0], &m, false)?),
+            ));
+        }
+        if let Some(b) = BinOp::from_hlo(op) {
+            let (a0, a1) = (ins.operands[0], ins.operands[1]);
+            let m0 = Self::then(map, &self.op_map(id, 0)?)?;
+            let m1 = Self::then(map, &self.op_map(id, 1)?)?;
+            let x = self.body(a0, &m0, false)?;
+            let y = self.body(a1, &m1, false)?;
+            return Ok(Body::Binary(b, Box::new(x), Box::new(y)));
+        }
+        if INDEX_ONLY.contains(&op) && ins.operands.len() == 1 {
+            let m = Self::then(map, &self.op_map(id, 0)?)?;
+            return self.body(ins.operands[0], &m, false);
+        }
+        if op == "reduce" && ins.operands.len() == 2 {
+            let init_id = ins.operands[1];
+            let init = match self.body(init_id, &IndexingMap::identity(&[]), false)? {
+                Body::Const(v) => v,
+                _ => return Err(format!("`{}`: the init value must be a constant", ins.name)),
+            };
+            let red = self.reducer(ins)?;
+            let m = Self::then(map, &self.op_map(id, 0)?)?;
+            let operand = ins.operands[0];
+            let func = match self.input_of[operand] {
+                Some(input) => {
+                    let d = self.comp.instrs[operand].dims().to_vec();
+                    let k = self.functions.len();
+                    self.functions.push(Function {
+                        name: format!("{} (load)", self.comp.instrs[operand].name),
+                        dims: d.clone(),
+                        body: Body::Load {
+                            input,
+                            map: IndexingMap::identity(&d),
+                        },
+                    });
+                    k
+                }
+                None => self.function(operand)?,
+            };
+            return Ok(Body::Reduce {
+                op: red,
+                init,
+                func,
+                map: m,
+            });
+        }
+        Err(format!(
+            "`{}`: {op} is not emitted (elementwise, index-only ops and reduce are)",
+            ins.name
+        ))
+    }
+
+    /// The binary op a reduction applies, from its `to_apply` computation.
+    fn reducer(&self, ins: &Instr) -> Result<BinOp, String> {
+        let name = ins
+            .attrs
+            .to_apply
+            .as_deref()
+            .ok_or_else(|| format!("`{}` has no to_apply", ins.name))?;
+        let c = self
+            .module
+            .computation(name)
+            .ok_or_else(|| format!("no computation `{name}` (to_apply of `{}`)", ins.name))?;
+        let root = &c.instrs[c.root];
+        BinOp::from_hlo(&root.opcode).ok_or_else(|| {
+            format!(
+                "the reducer `{name}` computes {}; add, multiply, maximum and minimum are emitted",
+                root.opcode
+            )
+        })
+    }
+}
+
+/// The spec of a fused computation: its parameters are the inputs, its root the output.
+pub fn from_computation(module: &Module, comp: &Computation) -> Result<KernelSpec, String> {
+    let params = comp.parameters();
+    let mut input_of = vec![None; comp.instrs.len()];
+    let mut inputs = Vec::new();
+    for (k, &p) in params.iter().enumerate() {
+        input_of[p] = Some(k);
+        inputs.push(tensor(&comp.instrs[p].name, &comp.instrs[p].shape)?);
+    }
+    build(module, comp, comp.root, inputs, input_of)
+}
+
+/// The spec of one instruction of a computation: its operands are the inputs.
+pub fn from_instr(module: &Module, comp: &Computation, id: InstrId) -> Result<KernelSpec, String> {
+    let ins = &comp.instrs[id];
+    let mut input_of = vec![None; comp.instrs.len()];
+    let mut inputs = Vec::new();
+    for &o in &ins.operands {
+        if input_of[o].is_none() && comp.instrs[o].opcode != "constant" {
+            input_of[o] = Some(inputs.len());
+            inputs.push(tensor(&comp.instrs[o].name, &comp.instrs[o].shape)?);
+        }
+    }
+    build(module, comp, id, inputs, input_of)
+}
+
+fn build(
+    module: &Module,
+    comp: &Computation,
+    root: InstrId,
+    inputs: Vec<Tensor>,
+    input_of: Vec<Option<usize>>,
+) -> Result<KernelSpec, String> {
+    let r = &comp.instrs[root];
+    let output = tensor(&r.name, &r.shape)?;
+    let mut b = Builder {
+        module,
+        comp,
+        users: comp.users(),
+        input_of,
+        func_of: vec![None; comp.instrs.len()],
+        functions: Vec::new(),
+    };
+    b.function(root)?;
+    Ok(KernelSpec {
+        name: comp_label(comp, root),
+        inputs,
+        output,
+        functions: b.functions,
+    })
+}
+
+fn comp_label(comp: &Computation, root: InstrId) -> String {
+    if comp.root == root && !comp.name.starts_with('(') {
+        comp.name.clone()
+    } else {
+        comp.instrs[root].name.clone()
+    }
+}

@@ -1,0 +1,594 @@
+//! Launch mappings: which thread writes which output element, and from where it reads.
+//!
+//! A launch is a block size, a grid, and the thread-id maps in XLA's form
+//! `(th_x, th_y, th_z, bl_x, bl_y, bl_z)[...] -> (...)`. For seed 001's elementwise op on
+//! `f32[20,40,300]`, block 128 and vector 4 (each thread writes 4 contiguous elements):
+//!
+//! ```text
+//! (th_x, th_y, th_z, bl_x, bl_y, bl_z)[vector_elem] -> (
+//!     (bl_x * 128 + th_x) floordiv 3000,
+//!     ((bl_x * 128 + th_x) floordiv 75) mod 40,
+//!     ((bl_x * 128 + th_x) mod 75) * 4 + vector_elem),
+//! domain: th_x in [0, 127], ..., bl_x in [0, 468], ..., vector_elem in [0, 3],
+//!         bl_x * 128 + th_x in [0, 59999]
+//! ```
+//!
+//! Four strategies, as XLA's emitters use them:
+//! - **loop**: consecutive threads take consecutive vectors of the output in its physical
+//!   order (`unroll` repeats this with a stride of the whole grid);
+//! - **tiled transpose**: a block moves a 32×32 tile through shared memory, reading rows of
+//!   the input and writing rows of the output, so both sides are contiguous across a warp;
+//! - **row reduction**: a warp per output element, lanes striding the reduced row by 32;
+//! - **column reduction**: a thread per output element, looping over the reduced rows, so a
+//!   warp reads 32 neighbouring columns of one row at a time.
+//!
+//! Shown running in `sessions/gpu/threads.ixm`.
+
+use super::spec::{InputAccess, KernelSpec, Tensor};
+use crate::expr::Expr;
+use crate::interval::Interval;
+use crate::map::{compose, IndexingMap, Variable};
+use crate::simplify::{simplify, SimplifyLimits};
+use crate::MapError;
+
+/// What the user chose: threads per block, elements per thread in one vector, and how many
+/// vectors a thread handles.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub block: i64,
+    pub vector: i64,
+    pub unroll: i64,
+}
+
+impl Default for LaunchConfig {
+    fn default() -> Self {
+        LaunchConfig {
+            block: 128,
+            vector: 1,
+            unroll: 1,
+        }
+    }
+}
+
+/// The edge of a transpose tile and the warp width.
+pub const TILE: i64 = 32;
+pub const WARP: i64 = 32;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    Loop,
+    /// Output dims `a` (the input's minor dim) and `b` (the output's minor dim) are tiled.
+    TiledTranspose {
+        a: usize,
+        b: usize,
+    },
+    RowReduction,
+    ColumnReduction,
+}
+
+impl Strategy {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Strategy::Loop => "loop",
+            Strategy::TiledTranspose { .. } => "tiled transpose",
+            Strategy::RowReduction => "row reduction",
+            Strategy::ColumnReduction => "column reduction",
+        }
+    }
+}
+
+/// A launch: sizes and thread-id maps.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    pub strategy: Strategy,
+    pub config: LaunchConfig,
+    pub block: [i64; 3],
+    pub grid: [i64; 3],
+    /// Thread ids → the output element each thread writes.
+    pub write_map: IndexingMap,
+    /// Thread ids → the index of function `read_from` at which inputs are read. For a loop
+    /// this is `write_map` (function 0); for a tiled transpose, the tile read in output
+    /// coordinates; for a reduction, the element of the reduced operand.
+    pub read_map: IndexingMap,
+    pub read_from: usize,
+}
+
+fn thread_dims(block: [i64; 3], grid: [i64; 3]) -> Vec<Variable> {
+    let names = ["th_x", "th_y", "th_z", "bl_x", "bl_y", "bl_z"];
+    let sizes = [block[0], block[1], block[2], grid[0], grid[1], grid[2]];
+    names
+        .iter()
+        .zip(sizes)
+        .map(|(n, s)| Variable::new(*n, 0, s - 1))
+        .collect()
+}
+
+fn th_x() -> Expr {
+    Expr::var(0)
+}
+fn bl_x() -> Expr {
+    Expr::var(3)
+}
+fn c(v: i64) -> Expr {
+    Expr::constant(v)
+}
+
+fn overflow(what: &str) -> MapError {
+    MapError::Overflow(what.to_string())
+}
+
+fn ceil_div(a: i64, b: i64) -> i64 {
+    (a + b - 1) / b
+}
+
+/// `t` delinearized over `sizes` (major to minor); the major-most result has no `mod`
+/// when `outer_bounded` (a constraint keeps `t` inside).
+fn delinearize(t: Expr, sizes: &[i64]) -> Result<Vec<Expr>, MapError> {
+    let mut out = Vec::with_capacity(sizes.len());
+    let mut inner = 1i64;
+    let mut strides = vec![0i64; sizes.len()];
+    for (i, &s) in sizes.iter().enumerate().rev() {
+        strides[i] = inner;
+        inner = inner
+            .checked_mul(s)
+            .ok_or_else(|| overflow("a launch size"))?;
+    }
+    for (i, &s) in sizes.iter().enumerate() {
+        let q = t.floordiv(c(strides[i]));
+        out.push(if i == 0 { q } else { q.modulo(c(s)) });
+    }
+    Ok(out)
+}
+
+fn finish(map: IndexingMap) -> IndexingMap {
+    simplify(&map, &SimplifyLimits::default()).map
+}
+
+fn check_config(cfg: &LaunchConfig) -> Result<(), MapError> {
+    if !(1..=1024).contains(&cfg.block) {
+        return Err(MapError::Other(format!(
+            "block={} is not in [1, 1024]",
+            cfg.block
+        )));
+    }
+    if !(1..=16).contains(&cfg.vector) {
+        return Err(MapError::Other(format!(
+            "vector={} is not in [1, 16]",
+            cfg.vector
+        )));
+    }
+    if !(1..=64).contains(&cfg.unroll) {
+        return Err(MapError::Other(format!(
+            "unroll={} is not in [1, 64]",
+            cfg.unroll
+        )));
+    }
+    Ok(())
+}
+
+/// The loop emitter's mapping of `out`: threads walk the output in physical order, each
+/// writing `vector` contiguous elements, `unroll` times with a stride of the whole grid.
+pub fn loop_launch(out: &Tensor, cfg: LaunchConfig) -> Result<Launch, MapError> {
+    check_config(&cfg)?;
+    let n = out.num_elements()?;
+    if n == 0 {
+        return Err(MapError::Other(format!("{} has no elements", out.name)));
+    }
+    let phys = out.physical_dims();
+    let mut sizes: Vec<i64> = phys.iter().map(|&d| out.dims[d]).collect();
+    let minor = *sizes.last().unwrap_or(&1);
+    if minor % cfg.vector != 0 {
+        return Err(MapError::Other(format!(
+            "vector={} does not divide the minor-most dimension ({minor}) of {}",
+            cfg.vector, out.name
+        )));
+    }
+    if let Some(last) = sizes.last_mut() {
+        *last /= cfg.vector;
+    }
+    let vectors = n / cfg.vector;
+    let threads = ceil_div(vectors, cfg.unroll);
+    let block = cfg.block.min(threads);
+    let grid = ceil_div(threads, block);
+    if grid > i64::from(i32::MAX) {
+        return Err(MapError::Other(format!(
+            "{} needs {grid} blocks, more than a grid holds",
+            out.name
+        )));
+    }
+    let dims = thread_dims([block, 1, 1], [grid, 1, 1]);
+    let mut ranges = Vec::new();
+    let mut t = bl_x().mul(c(block)).add(th_x());
+    let nd = dims.len() as u32;
+    if cfg.unroll > 1 {
+        ranges.push(Variable::new("unroll_id", 0, cfg.unroll - 1));
+        let stride = grid
+            .checked_mul(block)
+            .ok_or_else(|| overflow("the grid"))?;
+        t = Expr::var(nd).mul(c(stride)).add(t);
+    }
+    let vector_elem = if cfg.vector > 1 {
+        ranges.push(Variable::new("vector_elem", 0, cfg.vector - 1));
+        Some(Expr::var(nd + ranges.len() as u32 - 1))
+    } else {
+        None
+    };
+    let mut parts = delinearize(t, &sizes)?;
+    if let (Some(v), Some(last)) = (vector_elem, parts.last_mut()) {
+        *last = last.mul(c(cfg.vector)).add(v);
+    }
+    let mut results = vec![Expr::constant(0); out.rank()];
+    for (p, &d) in phys.iter().enumerate() {
+        results[d] = parts[p];
+    }
+    let constraints = vec![(t, Interval::new(0, vectors - 1))];
+    let map = finish(IndexingMap::new(dims, ranges, vec![], results, constraints));
+    Ok(Launch {
+        strategy: Strategy::Loop,
+        config: LaunchConfig { block, ..cfg },
+        block: [block, 1, 1],
+        grid: [grid, 1, 1],
+        write_map: map.clone(),
+        read_map: map,
+        read_from: 0,
+    })
+}
+
+/// The output dims of a transpose worth tiling: `a`, the output dim read along the minor
+/// dim of some input, and `b`, the output's own minor dim; `None` when every input is read
+/// along the output's minor dim.
+pub fn transpose_dims(spec: &KernelSpec) -> Result<Option<(usize, usize)>, MapError> {
+    let Some(b) = spec.output.minor_dim() else {
+        return Ok(None);
+    };
+    for acc in spec.input_accesses()? {
+        // A transpose: the input holds the output's minor dim too, just not as its minor
+        // dim (a broadcast that does not hold it at all needs no tile).
+        let holds_b = acc.map.results.iter().any(|r| r.as_var() == Some(b as u32));
+        if let (Some(a), true) = (tiled_dim(spec, &acc), holds_b) {
+            if a != b {
+                return Ok(Some((a, b)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The output dim that the input's minor dim is read along, when the access reads it as a
+/// plain output dim.
+fn tiled_dim(spec: &KernelSpec, acc: &InputAccess) -> Option<usize> {
+    let t = spec.inputs.get(acc.input)?;
+    let m = t.minor_dim()?;
+    let e = *acc.map.results.get(m)?;
+    let v = e.as_var()? as usize;
+    (v < acc.map.dims.len() && t.dims[m] > 1).then_some(v)
+}
+
+/// Whether an input access goes through the shared-memory tile of a tiled transpose.
+pub fn reads_through_tile(spec: &KernelSpec, launch: &Launch, acc: &InputAccess) -> bool {
+    match launch.strategy {
+        Strategy::TiledTranspose { a, b } => {
+            tiled_dim(spec, acc) == Some(a)
+                && acc.map.results.iter().any(|r| r.as_var() == Some(b as u32))
+        }
+        _ => false,
+    }
+}
+
+/// The map from thread ids to the elements an input access reads, in the input's logical
+/// coordinates.
+pub fn thread_to_input(
+    spec: &KernelSpec,
+    launch: &Launch,
+    acc: &InputAccess,
+) -> Result<IndexingMap, MapError> {
+    let m = match launch.strategy {
+        Strategy::TiledTranspose { .. } if reads_through_tile(spec, launch, acc) => {
+            compose(&launch.read_map, &acc.map)?
+        }
+        Strategy::TiledTranspose { .. } | Strategy::Loop => compose(&launch.write_map, &acc.map)?,
+        Strategy::RowReduction | Strategy::ColumnReduction => compose(&launch.read_map, &acc.map)?,
+    };
+    Ok(finish(m))
+}
+
+/// The input accesses as seen by a launch: for loops and transposes from the output, for
+/// reductions from the reduced operand's index space.
+pub fn accesses(spec: &KernelSpec, launch: &Launch) -> Result<Vec<InputAccess>, MapError> {
+    if launch.read_from == 0 {
+        return spec.input_accesses();
+    }
+    let f = spec
+        .functions
+        .get(launch.read_from)
+        .ok_or_else(|| MapError::Other("no reduced function".into()))?;
+    spec.accesses_from(launch.read_from, &IndexingMap::identity(&f.dims))
+}
+
+/// XLA's tiled transpose: 32×32 tiles of output dims `a` × `b`, a block of 128 threads
+/// (4 rows of 32), each thread handling 8 rows of the tile (`row`).
+pub fn transpose_launch(out: &Tensor, a: usize, b: usize) -> Result<Launch, MapError> {
+    let rows_per_pass = 128 / TILE;
+    let (da, db) = (out.dims[a], out.dims[b]);
+    let (na, nb) = (ceil_div(da, TILE), ceil_div(db, TILE));
+    let others: Vec<usize> = out
+        .physical_dims()
+        .into_iter()
+        .filter(|&d| d != a && d != b)
+        .collect();
+    let mut grid_sizes: Vec<i64> = others.iter().map(|&d| out.dims[d]).collect();
+    grid_sizes.push(na);
+    grid_sizes.push(nb);
+    let grid = grid_sizes
+        .iter()
+        .try_fold(1i64, |x, &y| x.checked_mul(y))
+        .ok_or_else(|| overflow("the grid"))?;
+    let dims = thread_dims([128, 1, 1], [grid, 1, 1]);
+    let row = Expr::var(6);
+    let ranges = vec![Variable::new("row", 0, TILE / rows_per_pass - 1)];
+    let blk = delinearize(bl_x(), &grid_sizes)?;
+    let tile_a = blk[blk.len() - 2];
+    let tile_b = blk[blk.len() - 1];
+    let lane = th_x().modulo(c(TILE));
+    let line = th_x().floordiv(c(TILE)).add(row.mul(c(rows_per_pass)));
+    let build = |ea: Expr, eb: Expr| -> IndexingMap {
+        let mut results = vec![Expr::constant(0); out.rank()];
+        for (i, &d) in others.iter().enumerate() {
+            results[d] = blk[i];
+        }
+        results[a] = ea;
+        results[b] = eb;
+        let constraints = vec![
+            (ea, Interval::new(0, da - 1)),
+            (eb, Interval::new(0, db - 1)),
+        ];
+        finish(IndexingMap::new(
+            dims.clone(),
+            ranges.clone(),
+            vec![],
+            results,
+            constraints,
+        ))
+    };
+    let write_map = build(tile_a.mul(c(TILE)).add(line), tile_b.mul(c(TILE)).add(lane));
+    let read_map = build(tile_a.mul(c(TILE)).add(lane), tile_b.mul(c(TILE)).add(line));
+    Ok(Launch {
+        strategy: Strategy::TiledTranspose { a, b },
+        config: LaunchConfig {
+            block: 128,
+            vector: 1,
+            unroll: 1,
+        },
+        block: [128, 1, 1],
+        grid: [grid, 1, 1],
+        write_map,
+        read_map,
+        read_from: 0,
+    })
+}
+
+/// Row or column reduction launch for a spec whose root is a reduction.
+pub fn reduction_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, MapError> {
+    check_config(&cfg)?;
+    let (rmap, callee) = spec
+        .root_reduction()
+        .ok_or_else(|| MapError::Other(format!("{} is not a reduction", spec.name)))?;
+    let callee_dims = spec.functions[callee].dims.clone();
+    // Each callee dim is an output dim (kept) or a range variable (reduced).
+    let nd = rmap.dims.len() as u32;
+    let mut kept_of: Vec<Option<usize>> = Vec::new();
+    let mut reduced_of: Vec<Option<usize>> = Vec::new();
+    for &e in &rmap.results {
+        match e.as_var() {
+            Some(v) if v < nd => {
+                kept_of.push(Some(v as usize));
+                reduced_of.push(None);
+            }
+            Some(v) => {
+                kept_of.push(None);
+                reduced_of.push(Some((v - nd) as usize));
+            }
+            None => {
+                return Err(MapError::Other(
+                    "the reduction reads its operand through a non-trivial map".into(),
+                ))
+            }
+        }
+    }
+    let out_sizes: Vec<i64> = spec.output.dims.clone();
+    let red_sizes: Vec<i64> = rmap
+        .ranges
+        .iter()
+        .map(|v| v.bounds.hi - v.bounds.lo + 1)
+        .collect();
+    let n_out = spec.output.num_elements()?;
+    let n_red = red_sizes
+        .iter()
+        .try_fold(1i64, |x, &y| x.checked_mul(y))
+        .ok_or_else(|| overflow("the reduction"))?;
+    let row = *reduced_of.last().unwrap_or(&None) != None;
+    let ranges;
+    let (block, grid, out_lin, red_lin, write_constraints);
+    let nv = 6u32;
+    if row {
+        let rows_per_block = (cfg.block / WARP).max(1);
+        block = rows_per_block * WARP;
+        grid = ceil_div(n_out, rows_per_block);
+        out_lin = bl_x().mul(c(rows_per_block)).add(th_x().floordiv(c(WARP)));
+        ranges = vec![Variable::new("col", 0, ceil_div(n_red, WARP) - 1)];
+        red_lin = th_x().modulo(c(WARP)).add(Expr::var(nv).mul(c(WARP)));
+        write_constraints = vec![(th_x().modulo(c(WARP)), Interval::point(0))];
+    } else {
+        block = cfg.block.min(n_out);
+        grid = ceil_div(n_out, block);
+        out_lin = bl_x().mul(c(block)).add(th_x());
+        ranges = vec![Variable::new("row", 0, n_red - 1)];
+        red_lin = Expr::var(nv);
+        write_constraints = vec![];
+    }
+    let dims = thread_dims([block, 1, 1], [grid, 1, 1]);
+    let out_idx = if out_sizes.is_empty() {
+        vec![]
+    } else {
+        delinearize(out_lin, &out_sizes)?
+    };
+    let red_idx = delinearize(red_lin, &red_sizes)?;
+    let callee_idx: Vec<Expr> = (0..callee_dims.len())
+        .map(|i| match (kept_of[i], reduced_of[i]) {
+            (Some(k), _) => out_idx[k],
+            (_, Some(r)) => red_idx[r].add(c(rmap.ranges[r].bounds.lo)),
+            _ => Expr::constant(0),
+        })
+        .collect();
+    let mut read_constraints = vec![
+        (out_lin, Interval::new(0, n_out - 1)),
+        (red_lin, Interval::new(0, n_red - 1)),
+    ];
+    read_constraints.extend(rmap.constraints.iter().map(|&(e, iv)| {
+        (
+            e.substitute(&mut |v| {
+                if v < nd {
+                    out_idx[v as usize]
+                } else {
+                    red_idx[(v - nd) as usize]
+                }
+            }),
+            iv,
+        )
+    }));
+    let read_map = finish(IndexingMap::new(
+        dims.clone(),
+        ranges,
+        vec![],
+        callee_idx,
+        read_constraints,
+    ));
+    let mut wc = vec![(out_lin, Interval::new(0, n_out - 1))];
+    wc.extend(write_constraints);
+    let write_map = finish(IndexingMap::new(dims, vec![], vec![], out_idx, wc));
+    Ok(Launch {
+        strategy: if row {
+            Strategy::RowReduction
+        } else {
+            Strategy::ColumnReduction
+        },
+        config: LaunchConfig { block, ..cfg },
+        block: [block, 1, 1],
+        grid: [grid, 1, 1],
+        write_map,
+        read_map,
+        read_from: callee,
+    })
+}
+
+/// Which strategy XLA would pick for this kernel, unless `tiled` says otherwise.
+pub fn choose(
+    spec: &KernelSpec,
+    cfg: LaunchConfig,
+    tiled: Option<bool>,
+) -> Result<Launch, MapError> {
+    if spec.root_reduction().is_some() {
+        return reduction_launch(spec, cfg);
+    }
+    if tiled != Some(false) {
+        if let Some((a, b)) = transpose_dims(spec)? {
+            return transpose_launch(&spec.output, a, b);
+        }
+        if tiled == Some(true) {
+            return Err(MapError::Other(format!(
+                "{} reads every input along the output's minor dimension: there is no transpose to tile",
+                spec.name
+            )));
+        }
+    }
+    loop_launch(&spec.output, cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::spec::ElemType;
+    use crate::map::DomainPoints;
+
+    #[test]
+    fn seed_001_elementwise_thread_map() {
+        let out = Tensor::row_major("out", ElemType::F32, &[20, 40, 300]);
+        let l = loop_launch(
+            &out,
+            LaunchConfig {
+                block: 128,
+                vector: 4,
+                unroll: 1,
+            },
+        )
+        .expect("launch");
+        assert_eq!(
+            l.write_map.to_string(),
+            "(th_x, th_y, th_z, bl_x, bl_y, bl_z)[vector_elem] -> ((bl_x * 128 + th_x) floordiv 3000, \
+             ((bl_x * 128 + th_x) floordiv 75) mod 40, ((bl_x * 128 + th_x) mod 75) * 4 + vector_elem), \
+             domain: th_x in [0, 127], th_y in [0, 0], th_z in [0, 0], bl_x in [0, 468], bl_y in [0, 0], \
+             bl_z in [0, 0], vector_elem in [0, 3], bl_x * 128 + th_x in [0, 59999], is_simplified: true"
+        );
+    }
+
+    /// Every output element is written exactly once by a loop launch.
+    #[test]
+    fn loop_launch_covers_the_output_once() {
+        for (dims, cfg) in [
+            (
+                vec![5, 7, 6],
+                LaunchConfig {
+                    block: 32,
+                    vector: 2,
+                    unroll: 1,
+                },
+            ),
+            (
+                vec![3, 10],
+                LaunchConfig {
+                    block: 8,
+                    vector: 1,
+                    unroll: 3,
+                },
+            ),
+            (
+                vec![64],
+                LaunchConfig {
+                    block: 16,
+                    vector: 4,
+                    unroll: 2,
+                },
+            ),
+        ] {
+            let out = Tensor::row_major("o", ElemType::F32, &dims);
+            let l = loop_launch(&out, cfg).expect("launch");
+            let n = out.num_elements().expect("small") as usize;
+            let mut seen = vec![0u32; n];
+            let strides = out.strides().expect("small");
+            DomainPoints::for_each(&l.write_map, &Default::default(), &mut |_, r| {
+                let off: i64 = r.iter().zip(&strides).map(|(a, b)| a * b).sum();
+                seen[off as usize] += 1;
+                Ok(true)
+            })
+            .expect("enumerate");
+            assert!(seen.iter().all(|&k| k == 1), "{dims:?} {cfg:?}: {seen:?}");
+        }
+    }
+
+    /// The tiled transpose writes every output element once, and reads (in output
+    /// coordinates) every element once.
+    #[test]
+    fn transpose_tiles_cover_the_output_once() {
+        let out = Tensor::row_major("o", ElemType::F32, &[3, 40, 70]);
+        let l = transpose_launch(&out, 1, 2).expect("launch");
+        for m in [&l.write_map, &l.read_map] {
+            let mut seen = vec![0u32; 3 * 40 * 70];
+            DomainPoints::for_each(m, &Default::default(), &mut |_, r| {
+                seen[(r[0] * 2800 + r[1] * 70 + r[2]) as usize] += 1;
+                Ok(true)
+            })
+            .expect("enumerate");
+            assert!(seen.iter().all(|&k| k == 1));
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! The reference evaluation: every output element computed straight from the spec's maps,
+//! interpreted, with no emitted code involved. Benchmarks compare each element of a
+//! kernel's output against it.
+//!
+//! Arithmetic follows the element type: for `f32` every operation is rounded to `f32`,
+//! which for `+ - * /` gives exactly the IEEE single-precision result C computes.
+
+use super::spec::{BinOp, Body, ElemType, KernelSpec, Tensor, UnOp};
+use crate::map::IndexingMap;
+use crate::MapError;
+
+/// The known contents of input `k`, element at physical offset `i`: small exact values
+/// (multiples of 1/64 in [-8, 8)) that differ between neighbours and between inputs.
+pub fn input_value(k: usize, i: i64) -> f64 {
+    let h = (i as u64)
+        .wrapping_mul(2_654_435_761)
+        .wrapping_add(k as u64 * 97)
+        % 1024;
+    h as f64 / 64.0 - 8.0
+}
+
+/// Fills the inputs of `spec` with [`input_value`], as raw bytes in each tensor's layout.
+pub fn make_inputs(spec: &KernelSpec) -> Result<Vec<Vec<u8>>, MapError> {
+    spec.inputs
+        .iter()
+        .enumerate()
+        .map(|(k, t)| {
+            let n = t.num_elements()?;
+            let mut buf = Vec::with_capacity(t.num_bytes()? as usize);
+            for i in 0..n {
+                push_value(&mut buf, t.elem, input_value(k, i));
+            }
+            Ok(buf)
+        })
+        .collect()
+}
+
+fn push_value(buf: &mut Vec<u8>, elem: ElemType, v: f64) {
+    match elem {
+        ElemType::F32 => buf.extend_from_slice(&(v as f32).to_le_bytes()),
+        ElemType::F64 => buf.extend_from_slice(&v.to_le_bytes()),
+        ElemType::S32 => buf.extend_from_slice(&(v as i32).to_le_bytes()),
+    }
+}
+
+/// Element `i` (physical offset) of a buffer of type `elem`.
+pub fn read_value(buf: &[u8], elem: ElemType, i: usize) -> f64 {
+    let b = elem.bytes() as usize;
+    let s = &buf[i * b..(i + 1) * b];
+    match elem {
+        ElemType::F32 => f32::from_le_bytes([s[0], s[1], s[2], s[3]]) as f64,
+        ElemType::F64 => f64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]),
+        ElemType::S32 => i32::from_le_bytes([s[0], s[1], s[2], s[3]]) as f64,
+    }
+}
+
+/// The interpreter over a spec and its input buffers.
+pub struct Reference<'a> {
+    pub spec: &'a KernelSpec,
+    pub inputs: &'a [Vec<u8>],
+    strides: Vec<Vec<i64>>,
+}
+
+impl<'a> Reference<'a> {
+    pub fn new(spec: &'a KernelSpec, inputs: &'a [Vec<u8>]) -> Result<Reference<'a>, MapError> {
+        let strides = spec
+            .inputs
+            .iter()
+            .map(Tensor::strides)
+            .collect::<Result<_, _>>()?;
+        Ok(Reference {
+            spec,
+            inputs,
+            strides,
+        })
+    }
+
+    fn round(&self, v: f64) -> f64 {
+        match self.spec.output.elem {
+            ElemType::F32 => v as f32 as f64,
+            ElemType::F64 => v,
+            ElemType::S32 => v.trunc(),
+        }
+    }
+
+    /// Function `func` at logical index `idx`.
+    pub fn eval(&self, func: usize, idx: &[i64]) -> Result<f64, MapError> {
+        let f = self
+            .spec
+            .functions
+            .get(func)
+            .ok_or_else(|| MapError::Other(format!("no function {func}")))?;
+        self.body(&f.body, idx)
+    }
+
+    fn at(map: &IndexingMap, idx: &[i64]) -> Result<Vec<i64>, MapError> {
+        map.eval_point(idx)?.ok_or_else(|| {
+            MapError::Other(format!("index ({idx:?}) is outside the domain of {map}"))
+        })
+    }
+
+    fn body(&self, b: &Body, idx: &[i64]) -> Result<f64, MapError> {
+        Ok(match b {
+            Body::Const(c) => *c,
+            Body::Load { input, map } => {
+                let at = Self::at(map, idx)?;
+                let t = &self.spec.inputs[*input];
+                let off: i64 = at
+                    .iter()
+                    .zip(&self.strides[*input])
+                    .map(|(a, s)| a * s)
+                    .sum();
+                if off < 0 || off >= t.num_elements()? {
+                    return Err(MapError::Other(format!(
+                        "{} read out of bounds at {at:?}",
+                        t.name
+                    )));
+                }
+                read_value(&self.inputs[*input], t.elem, off as usize)
+            }
+            Body::Call { func, map } => self.eval(*func, &Self::at(map, idx)?)?,
+            Body::Reduce {
+                op,
+                init,
+                func,
+                map,
+            } => {
+                let mut acc = *init;
+                let nd = idx.len();
+                let bounds = map.bounds();
+                let mut point: Vec<i64> = idx.to_vec();
+                point.extend(bounds[nd..].iter().map(|b| b.lo));
+                for_each_in_box(&bounds[nd..], &mut |s| {
+                    point[nd..].copy_from_slice(s);
+                    if let Some(at) = map.eval_point(&point)? {
+                        let v = self.eval(*func, &at)?;
+                        acc = self.round(binary(*op, acc, v));
+                    }
+                    Ok(true)
+                })?;
+                acc
+            }
+            Body::Unary(op, a) => {
+                let x = self.body(a, idx)?;
+                self.round(unary(*op, x, self.spec.output.elem))
+            }
+            Body::Binary(op, a, b) => {
+                let x = self.body(a, idx)?;
+                let y = self.body(b, idx)?;
+                self.round(binary(*op, x, y))
+            }
+        })
+    }
+
+    /// Every output element, in the output's physical order.
+    pub fn output(&self) -> Result<Vec<f64>, MapError> {
+        let out = &self.spec.output;
+        let n = out.num_elements()?;
+        let phys = out.physical_dims();
+        let sizes: Vec<i64> = phys.iter().map(|&d| out.dims[d]).collect();
+        let mut idx = vec![0i64; out.rank()];
+        let mut res = Vec::with_capacity(n as usize);
+        let mut p = vec![0i64; sizes.len()];
+        for _ in 0..n {
+            for (k, &d) in phys.iter().enumerate() {
+                idx[d] = p[k];
+            }
+            res.push(self.eval(0, &idx)?);
+            for k in (0..p.len()).rev() {
+                p[k] += 1;
+                if p[k] < sizes[k] {
+                    break;
+                }
+                p[k] = 0;
+            }
+            if crate::interrupted() {
+                return Err(MapError::Interrupted);
+            }
+        }
+        Ok(res)
+    }
+}
+
+/// Calls `f` on every point of a box, last variable fastest, until it returns false.
+pub fn for_each_in_box(
+    bounds: &[crate::interval::Interval],
+    f: &mut dyn FnMut(&[i64]) -> Result<bool, MapError>,
+) -> Result<(), MapError> {
+    if bounds.iter().any(|b| b.is_empty() || b.is_full()) {
+        return Ok(());
+    }
+    let mut p: Vec<i64> = bounds.iter().map(|b| b.lo).collect();
+    loop {
+        if !f(&p)? {
+            return Ok(());
+        }
+        let mut i = p.len();
+        loop {
+            if i == 0 {
+                return Ok(());
+            }
+            i -= 1;
+            if p[i] < bounds[i].hi {
+                p[i] += 1;
+                break;
+            }
+            p[i] = bounds[i].lo;
+        }
+    }
+}
+
+pub fn unary(op: UnOp, x: f64, elem: ElemType) -> f64 {
+    if elem == ElemType::F32 {
+        let x = x as f32;
+        return (match op {
+            UnOp::Neg => -x,
+            UnOp::Abs => x.abs(),
+            UnOp::Exp => x.exp(),
+            UnOp::Log => x.ln(),
+            UnOp::Sqrt => x.sqrt(),
+            UnOp::Tanh => x.tanh(),
+        }) as f64;
+    }
+    match op {
+        UnOp::Neg => -x,
+        UnOp::Abs => x.abs(),
+        UnOp::Exp => x.exp(),
+        UnOp::Log => x.ln(),
+        UnOp::Sqrt => x.sqrt(),
+        UnOp::Tanh => x.tanh(),
+    }
+}
+
+pub fn binary(op: BinOp, x: f64, y: f64) -> f64 {
+    match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => x / y,
+        BinOp::Max => {
+            if x > y {
+                x
+            } else {
+                y
+            }
+        }
+        BinOp::Min => {
+            if x < y {
+                x
+            } else {
+                y
+            }
+        }
+    }
+}
+
+/// Whether a kernel's element `got` matches the reference `want`: equal, both NaN, or within
+/// a relative `tol` (transcendental functions may differ in the last bits between libraries,
+/// and a parallel reduction sums in another order).
+pub fn matches(got: f64, want: f64, tol: f64) -> bool {
+    got == want
+        || (got.is_nan() && want.is_nan())
+        || (got - want).abs() <= tol * want.abs().max(1.0)
+}

@@ -1,0 +1,367 @@
+//! What a kernel computes, independent of where it came from: the small interface between
+//! the HLO model (fusions, partitions) and everything in `gpu/` (launch mappings,
+//! coalescing, emission, benchmarks).
+//!
+//! A [`KernelSpec`] has input tensors, one output tensor, and a list of *functions*, one per
+//! partition of the fused computation (seed 003). Function 0 is the root: its index space is
+//! the output's logical index space. Every function computes one element from its own index:
+//! it loads inputs and calls other functions through indexing maps *from its own index*.
+//!
+//! ```text
+//! p0 = f32[20, 40, 300] parameter(0)          output f32[20, 40, 300]
+//! p1 = f32[300] parameter(1)                  function 0 (d0, d1, d2):
+//! b  = f32[20, 40, 300] broadcast(p1), {2}      add(load p0 (d0, d1, d2) -> (d0, d1, d2),
+//! ROOT a = add(p0, b)                               load p1 (d0, d1, d2) -> (d2))
+//! ```
+//!
+//! A reduction is a body node that folds a callee over the range variables of its map:
+//! `reduce(add, 0, f1 at (d0)[s0] -> (d0, s0))` sums `f1` over `s0` for each `d0`.
+
+use crate::expr::Expr;
+use crate::map::{compose, default_vars, IndexingMap, VarKind};
+use crate::MapError;
+
+/// Element types the emitters and the reference evaluator know.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ElemType {
+    F32,
+    F64,
+    S32,
+}
+
+impl ElemType {
+    pub fn from_hlo(name: &str) -> Option<ElemType> {
+        match name {
+            "f32" => Some(ElemType::F32),
+            "f64" => Some(ElemType::F64),
+            "s32" => Some(ElemType::S32),
+            _ => None,
+        }
+    }
+    pub fn hlo_name(self) -> &'static str {
+        match self {
+            ElemType::F32 => "f32",
+            ElemType::F64 => "f64",
+            ElemType::S32 => "s32",
+        }
+    }
+    pub fn c_name(self) -> &'static str {
+        match self {
+            ElemType::F32 => "float",
+            ElemType::F64 => "double",
+            ElemType::S32 => "int32_t",
+        }
+    }
+    pub fn bytes(self) -> i64 {
+        match self {
+            ElemType::F32 | ElemType::S32 => 4,
+            ElemType::F64 => 8,
+        }
+    }
+}
+
+/// A tensor: element type, logical dimensions, and layout as XLA writes it
+/// (`minor_to_major`: `{1,0}` is row-major for rank 2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tensor {
+    pub name: String,
+    pub elem: ElemType,
+    pub dims: Vec<i64>,
+    pub minor_to_major: Vec<usize>,
+}
+
+impl Tensor {
+    /// A row-major tensor (XLA's default layout `{n-1, ..., 0}`).
+    pub fn row_major(name: &str, elem: ElemType, dims: &[i64]) -> Tensor {
+        Tensor {
+            name: name.into(),
+            elem,
+            dims: dims.to_vec(),
+            minor_to_major: (0..dims.len()).rev().collect(),
+        }
+    }
+    pub fn rank(&self) -> usize {
+        self.dims.len()
+    }
+    /// Number of elements, or an error when it overflows i64.
+    pub fn num_elements(&self) -> Result<i64, MapError> {
+        self.dims
+            .iter()
+            .try_fold(1i64, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| MapError::Overflow(format!("the element count of {}", self.name)))
+    }
+    pub fn num_bytes(&self) -> Result<i64, MapError> {
+        self.num_elements()?
+            .checked_mul(self.elem.bytes())
+            .ok_or_else(|| MapError::Overflow(format!("the byte size of {}", self.name)))
+    }
+    /// Logical dimensions in physical order, major to minor.
+    pub fn physical_dims(&self) -> Vec<usize> {
+        self.minor_to_major.iter().rev().copied().collect()
+    }
+    /// The logical dimension that is minor-most in memory.
+    pub fn minor_dim(&self) -> Option<usize> {
+        self.minor_to_major.first().copied()
+    }
+    /// Strides (in elements) of each logical dimension in memory.
+    pub fn strides(&self) -> Result<Vec<i64>, MapError> {
+        let mut strides = vec![0i64; self.rank()];
+        let mut s = 1i64;
+        for &d in &self.minor_to_major {
+            strides[d] = s;
+            s = s
+                .checked_mul(self.dims[d])
+                .ok_or_else(|| MapError::Overflow(format!("the strides of {}", self.name)))?;
+        }
+        Ok(strides)
+    }
+    /// The logical → linearized physical layout map, `(d0, .., dn) -> (offset)` in elements.
+    pub fn layout_map(&self) -> Result<IndexingMap, MapError> {
+        let strides = self.strides()?;
+        let e = (0..self.rank()).fold(Expr::constant(0), |acc, i| {
+            acc.add(Expr::var(i as u32).mul(Expr::constant(strides[i])))
+        });
+        Ok(IndexingMap::new(
+            default_vars(VarKind::Dim, &self.dims),
+            vec![],
+            vec![],
+            vec![e],
+            vec![],
+        ))
+    }
+    /// `f32[20,40,300]{2,1,0}`.
+    pub fn shape_text(&self) -> String {
+        let dims: Vec<String> = self.dims.iter().map(|d| d.to_string()).collect();
+        let layout: Vec<String> = self.minor_to_major.iter().map(|d| d.to_string()).collect();
+        format!(
+            "{}[{}]{{{}}}",
+            self.elem.hlo_name(),
+            dims.join(","),
+            layout.join(",")
+        )
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum UnOp {
+    Neg,
+    Abs,
+    Exp,
+    Log,
+    Sqrt,
+    Tanh,
+}
+
+impl UnOp {
+    pub fn from_hlo(op: &str) -> Option<UnOp> {
+        Some(match op {
+            "negate" => UnOp::Neg,
+            "abs" => UnOp::Abs,
+            "exponential" => UnOp::Exp,
+            "log" => UnOp::Log,
+            "sqrt" => UnOp::Sqrt,
+            "tanh" => UnOp::Tanh,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Max,
+    Min,
+}
+
+impl BinOp {
+    pub fn from_hlo(op: &str) -> Option<BinOp> {
+        Some(match op {
+            "add" => BinOp::Add,
+            "subtract" => BinOp::Sub,
+            "multiply" => BinOp::Mul,
+            "divide" => BinOp::Div,
+            "maximum" => BinOp::Max,
+            "minimum" => BinOp::Min,
+            _ => return None,
+        })
+    }
+}
+
+/// One element's computation inside a function, over the function's index.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Body {
+    Const(f64),
+    /// Input `input` at `map(index)`; `map` goes from the function's index to the input's
+    /// logical index.
+    Load {
+        input: usize,
+        map: IndexingMap,
+    },
+    /// Function `func` at `map(index)`.
+    Call {
+        func: usize,
+        map: IndexingMap,
+    },
+    /// Folds `func` at `map(index, s...)` over every value of `map`'s range variables that
+    /// satisfies its constraints, starting from `init`.
+    Reduce {
+        op: BinOp,
+        init: f64,
+        func: usize,
+        map: IndexingMap,
+    },
+    Unary(UnOp, Box<Body>),
+    Binary(BinOp, Box<Body>, Box<Body>),
+}
+
+impl Body {
+    /// Every indexing map in the body, with what it reads.
+    pub fn visit(&self, f: &mut dyn FnMut(&Body)) {
+        f(self);
+        match self {
+            Body::Unary(_, a) => a.visit(f),
+            Body::Binary(_, a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One partition of the fused computation: an index space and the element it computes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    pub name: String,
+    pub dims: Vec<i64>,
+    pub body: Body,
+}
+
+/// A fusion ready for the GPU code: inputs, output, and functions (0 is the root).
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelSpec {
+    pub name: String,
+    pub inputs: Vec<Tensor>,
+    pub output: Tensor,
+    pub functions: Vec<Function>,
+}
+
+/// How an input is reached from the output: the composed output → input map.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputAccess {
+    pub input: usize,
+    pub map: IndexingMap,
+}
+
+impl KernelSpec {
+    /// Every distinct output → input map, composed through calls and reductions, in input
+    /// order (then in the order first met).
+    pub fn input_accesses(&self) -> Result<Vec<InputAccess>, MapError> {
+        self.accesses_from(0, &IndexingMap::identity(&self.output.dims))
+    }
+
+    /// The same from function `func`, reached through `map` (from some index space to the
+    /// function's index).
+    pub fn accesses_from(
+        &self,
+        func: usize,
+        map: &IndexingMap,
+    ) -> Result<Vec<InputAccess>, MapError> {
+        let mut out: Vec<InputAccess> = Vec::new();
+        self.walk(func, map, 0, &mut out)?;
+        out.sort_by_key(|a| a.input);
+        Ok(out)
+    }
+
+    fn walk(
+        &self,
+        func: usize,
+        from_root: &IndexingMap,
+        depth: usize,
+        out: &mut Vec<InputAccess>,
+    ) -> Result<(), MapError> {
+        if depth > self.functions.len() {
+            return Err(MapError::Other(
+                "the functions of the kernel call each other in a cycle".into(),
+            ));
+        }
+        let f = self
+            .functions
+            .get(func)
+            .ok_or_else(|| MapError::Other(format!("no function {func}")))?;
+        let mut err = None;
+        f.body.visit(&mut |b| {
+            if err.is_some() {
+                return;
+            }
+            let r = (|| -> Result<(), MapError> {
+                match b {
+                    Body::Load { input, map } => {
+                        let m = compose(from_root, map)?;
+                        if !out.iter().any(|a| a.input == *input && a.map == m) {
+                            out.push(InputAccess {
+                                input: *input,
+                                map: m,
+                            });
+                        }
+                    }
+                    Body::Call { func, map } | Body::Reduce { func, map, .. } => {
+                        let m = compose(from_root, map)?;
+                        self.walk(*func, &m, depth + 1, out)?;
+                    }
+                    _ => {}
+                }
+                Ok(())
+            })();
+            if let Err(e) = r {
+                err = Some(e);
+            }
+        });
+        err.map_or(Ok(()), Err)
+    }
+
+    /// The reduction at the root, if the root function is one (`reduce(...)` at the top).
+    pub fn root_reduction(&self) -> Option<(&IndexingMap, usize)> {
+        match &self.functions.first()?.body {
+            Body::Reduce { map, func, .. } => Some((map, *func)),
+            _ => None,
+        }
+    }
+
+    /// Bytes read (each input once) plus bytes written.
+    pub fn bytes_moved(&self) -> Result<i64, MapError> {
+        let mut total = self.output.num_bytes()?;
+        for t in &self.inputs {
+            total = total
+                .checked_add(t.num_bytes()?)
+                .ok_or_else(|| MapError::Overflow("the byte count".into()))?;
+        }
+        Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_map_is_row_major_by_default_and_follows_minor_to_major() {
+        let t = Tensor::row_major("p0", ElemType::F32, &[10, 20]);
+        assert_eq!(
+            t.layout_map().expect("small").to_string(),
+            "(d0, d1) -> (d0 * 20 + d1), domain: d0 in [0, 9], d1 in [0, 19]"
+        );
+        let t = Tensor {
+            minor_to_major: vec![0, 1],
+            ..t
+        };
+        assert_eq!(
+            t.layout_map().expect("small").to_string(),
+            "(d0, d1) -> (d1 * 10 + d0), domain: d0 in [0, 9], d1 in [0, 19]"
+        );
+        assert_eq!(t.shape_text(), "f32[10,20]{0,1}");
+    }
+}

@@ -1,0 +1,496 @@
+//! Commands on tiles: `tile` (symbolic tiles of every operand), `utilization` (how much of
+//! each operand the output reads, and how often).
+
+use super::commands::Command;
+use super::{Args, Session, Table, Value};
+use crate::map::{IndexingMap, Limits};
+use crate::syntax::{Arg, Diagnostic};
+use crate::tile::{self, check::Verdict, OperandTile};
+
+pub static COMMANDS: [Command; 2] = [
+    Command {
+        name: "tile",
+        usage: "tile MAP|FUSION sizes=(n, ...) [from K]",
+        summary: "cuts the output into tiles of the sizes: each operand's tile (offsets, sizes, strides) as a table and a map, checked exact",
+        example: "tile (d0) -> (d0 floordiv 8, d0 mod 8), domain: d0 in [0, 31] sizes=(16)",
+        run: run_tile,
+    },
+    Command {
+        name: "utilization",
+        usage: "utilization MAP|FUSION [shape=(n, ...)]",
+        summary: "per operand: elements read at least once, and reads per element, when the whole output is computed",
+        example: "utilization (d0, d1, d2) -> (d1), domain: d0 in [0, 9], d1 in [0, 19], d2 in [0, 29]",
+        run: run_utilization,
+    },
+];
+
+/// Most points the `tile` command enumerates to prove a tile exact.
+const CHECK_LIMIT: u64 = 1 << 22;
+
+/// One operand to tile or measure: its label, name, maps and shape (if known).
+pub struct Operand {
+    pub label: String,
+    pub maps: Vec<IndexingMap>,
+    pub shape: Option<Vec<i64>>,
+}
+
+/// The operands of the target: a bare map is one operand; an HLO instruction or fusion
+/// has one per operand (or, with `from K`, one per output), with its shape.
+fn operands(s: &mut Session, a: &Args) -> Result<(Vec<Operand>, Option<Vec<i64>>), Diagnostic> {
+    let span = a.groups().first().map_or(a.span(), |g| g.span);
+    if let Some(Arg::Word(w, wspan)) = a.items().next() {
+        if !s.values.contains_key(w) && s.hlo.resolve(w).is_some() {
+            return hlo_operands(s, a, w, *wspan);
+        }
+    }
+    match a.value(s, 0)? {
+        Value::Map(m) | Value::Explained { map: m, .. } => {
+            let out = m
+                .dims
+                .iter()
+                .map(|d| d.bounds.hi.saturating_add(1))
+                .collect();
+            Ok((
+                vec![Operand {
+                    label: "0".into(),
+                    maps: vec![m],
+                    shape: None,
+                }],
+                Some(out),
+            ))
+        }
+        Value::Indexing(ix) => Ok((
+            ix.operands
+                .iter()
+                .map(|o| Operand {
+                    label: o.index.to_string(),
+                    maps: o.maps.clone(),
+                    shape: None,
+                })
+                .collect(),
+            None,
+        )),
+        v => Err(Diagnostic::at(
+            format!("expected an indexing map or a fusion, found a {}", v.kind()),
+            span,
+        )),
+    }
+}
+
+/// `indexing NAME [from K]` through the HLO commands, with the shapes of what it reaches.
+fn hlo_operands(
+    s: &mut Session,
+    a: &Args,
+    name: &str,
+    span: crate::syntax::Span,
+) -> Result<(Vec<Operand>, Option<Vec<i64>>), Diagnostic> {
+    let mut items = vec![Arg::Word(name.to_string(), span)];
+    let from = match a.after("from") {
+        Some(Arg::Int(k, ks)) => {
+            items.push(Arg::Word("from".into(), *ks));
+            items.push(Arg::Int(*k, *ks));
+            Some(*k as usize)
+        }
+        Some(other) => {
+            return Err(Diagnostic::at(
+                "`from` takes an operand number, e.g. `from 0`",
+                other.span(),
+            ))
+        }
+        None => None,
+    };
+    let call = crate::syntax::CommandCall {
+        name: "indexing".into(),
+        name_span: span,
+        groups: vec![crate::syntax::ArgGroup { items, span }],
+        span: a.span(),
+    };
+    let Value::Indexing(ix) = s.call(&call)? else {
+        return Err(Diagnostic::at(
+            format!("`{name}` has no operands to tile"),
+            span,
+        ));
+    };
+    // Shapes: of the operands (parameters of a fusion), or of the outputs with `from K`.
+    let (shapes, out_shape): (Vec<Vec<i64>>, Vec<i64>) = {
+        let module = &s.hlo.module;
+        let (comp, instr) = match s.hlo.resolve(name) {
+            Some(crate::hlo::workspace::Target::Computation(c)) => (c, None),
+            Some(crate::hlo::workspace::Target::Instr(c, id)) => {
+                let ins = &c.instrs[id];
+                match ins
+                    .attrs
+                    .calls
+                    .as_deref()
+                    .filter(|_| ins.opcode == "fusion")
+                    .and_then(|n| module.computation(n))
+                {
+                    Some(f) => (f, None),
+                    None => (c, Some(id)),
+                }
+            }
+            None => {
+                return Err(Diagnostic::at(
+                    format!("no instruction or computation named `{name}`"),
+                    span,
+                ))
+            }
+        };
+        let (ins_shapes, outs): (Vec<Vec<i64>>, Vec<Vec<i64>>) = match instr {
+            Some(id) => (
+                comp.instrs[id]
+                    .operands
+                    .iter()
+                    .map(|&o| comp.instrs[o].dims().to_vec())
+                    .collect(),
+                vec![comp.instrs[id].dims().to_vec()],
+            ),
+            None => (
+                comp.parameters()
+                    .iter()
+                    .map(|&p| comp.instrs[p].dims().to_vec())
+                    .collect(),
+                comp.outputs()
+                    .iter()
+                    .map(|&o| comp.instrs[o].dims().to_vec())
+                    .collect(),
+            ),
+        };
+        match from {
+            None => (ins_shapes, outs.first().cloned().unwrap_or_default()),
+            Some(k) => (outs, ins_shapes.get(k).cloned().unwrap_or_default()),
+        }
+    };
+    let ops = ix
+        .operands
+        .iter()
+        .map(|o| Operand {
+            label: o
+                .label
+                .strip_prefix("operand ")
+                .unwrap_or(&o.label)
+                .to_string(),
+            maps: o.maps.clone(),
+            shape: shapes.get(o.index).cloned(),
+        })
+        .collect();
+    Ok((ops, Some(out_shape)))
+}
+
+fn sizes(a: &Args) -> Result<Vec<i64>, Diagnostic> {
+    match a.kv("sizes") {
+        None => Err(
+            Diagnostic::at("`tile` needs the tile sizes: sizes=(n, ...)", a.span())
+                .with_help("one size per output dimension, e.g. sizes=(16, 8)"),
+        ),
+        Some(Arg::Tuple(items, _)) => items
+            .iter()
+            .map(|it| match it {
+                Arg::Int(v, sp) if *v >= 1 => Ok((*v, *sp)).map(|x| x.0),
+                Arg::Int(v, sp) => Err(Diagnostic::at(
+                    format!("tile size {v} is not positive"),
+                    *sp,
+                )),
+                other => Err(Diagnostic::at(
+                    "tile sizes are positive integers",
+                    other.span(),
+                )),
+            })
+            .collect(),
+        Some(Arg::Int(v, _)) if *v >= 1 => Ok(vec![*v]),
+        Some(other) => Err(Diagnostic::at(
+            "`sizes=` takes a tuple of positive integers, like (16, 8)",
+            other.span(),
+        )),
+    }
+}
+
+fn join(xs: &[i64]) -> String {
+    xs.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let sizes = sizes(a)?;
+    let (ops, out_shape) = operands(s, a)?;
+    let Some(first) = ops.iter().flat_map(|o| o.maps.first()).next() else {
+        return Err(Diagnostic::at(
+            "nothing to tile: no operand has a map",
+            a.span(),
+        ));
+    };
+    if first.dims.len() != sizes.len() {
+        return Err(Diagnostic::at(
+            format!(
+                "the output has {} dimension{} but sizes has {}",
+                first.dims.len(),
+                if first.dims.len() == 1 { "" } else { "s" },
+                sizes.len()
+            ),
+            a.kv("sizes").map_or(a.span(), |x| x.span()),
+        ));
+    }
+    // The output's extents: from the HLO, else from the map's dimensions.
+    let extents: Vec<i64> = match out_shape {
+        Some(sh) if sh.len() == sizes.len() => sh,
+        _ => first
+            .dims
+            .iter()
+            .map(|d| d.bounds.hi.saturating_add(1))
+            .collect(),
+    };
+    let out =
+        tile::output_tile(&extents, &sizes).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
+    let tiles: Vec<String> = out
+        .map
+        .dims
+        .iter()
+        .map(|d| format!("{} in {}", d.name, d.bounds))
+        .collect();
+    let offsets: Vec<String> = out
+        .offsets
+        .results
+        .iter()
+        .map(|&e| out.offsets.show_expr(e))
+        .collect();
+    let mut t = Table {
+        title: Some(format!(
+            "{}: offsets ({}), sizes ({}), strides ({}); {}",
+            match a.after("from") {
+                Some(Arg::Int(k, _)) => format!("tile of operand {k}"),
+                _ => "output tile".to_string(),
+            },
+            offsets.join(", "),
+            join(&sizes),
+            join(&vec![1; sizes.len()]),
+            tiles.join(", ")
+        )),
+        headers: [
+            if a.after("from").is_some() {
+                "reaches"
+            } else {
+                "operand"
+            },
+            "dim",
+            "offset",
+            "size",
+            "stride",
+            "clip",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: vec![],
+        notes: vec![],
+    };
+    let single_map = ops.len() == 1 && ops[0].maps.len() == 1;
+    let mut checked = 0u64;
+    let mut unchecked = 0usize;
+    for op in &ops {
+        let mut derived: Vec<(IndexingMap, OperandTile)> = Vec::new();
+        for m in &op.maps {
+            match tile::derive(m, &sizes) {
+                Ok(x) => derived.push((m.clone(), x)),
+                Err(e) if single_map => return Err(Diagnostic::at(e.to_string(), a.span())),
+                Err(e) => {
+                    t.rows
+                        .push(vec![op.label.clone(), "-".into(), "not a tile".into()]);
+                    t.notes.push(format!("{}: {e}", section_name(&op.label)));
+                    derived.clear();
+                    break;
+                }
+            }
+        }
+        if derived.is_empty() {
+            continue;
+        }
+        // One tile when one of them contains the others; otherwise one per map.
+        let cover = (0..derived.len()).find(|&i| {
+            derived
+                .iter()
+                .all(|(_, b)| tile::contains(&derived[i].1, b))
+        });
+        let shown: Vec<usize> = match cover {
+            Some(i) => vec![i],
+            None => (0..derived.len()).collect(),
+        };
+        for (n, &i) in shown.iter().enumerate() {
+            let (m, x) = &derived[i];
+            let label = if shown.len() > 1 {
+                format!("{} (map {})", op.label, n)
+            } else {
+                op.label.clone()
+            };
+            for j in 0..x.sizes.len() {
+                t.rows.push(vec![
+                    if j == 0 { label.clone() } else { String::new() },
+                    j.to_string(),
+                    x.offsets.show_expr(x.offsets.results[j]),
+                    x.sizes[j].to_string(),
+                    x.strides[j].to_string(),
+                    if x.clips[j].is_full() {
+                        String::new()
+                    } else {
+                        x.clips[j].to_string()
+                    },
+                ]);
+            }
+            if x.sizes.is_empty() {
+                t.rows
+                    .push(vec![label.clone(), "-".into(), "scalar".into()]);
+            }
+            t.notes.push(format!("{}: {}", section_name(&label), x.map));
+            let _ = m;
+        }
+        if derived.len() > 1 && cover.is_some() {
+            t.notes.push(format!(
+                "operand {} is read through {} maps; the tile shown contains the others",
+                op.label,
+                derived.len()
+            ));
+        }
+        for (m, x) in &derived {
+            match tile::check_exact(
+                m,
+                &sizes,
+                x,
+                &Limits {
+                    max_points: CHECK_LIMIT,
+                },
+            ) {
+                Ok(Verdict::Exact { tiles }) => checked = checked.max(tiles),
+                Ok(Verdict::Differs {
+                    tile,
+                    element,
+                    only_in_map,
+                }) => {
+                    // A wrong tile is a bug in ixmap; say so rather than print it as fact.
+                    return Err(Diagnostic::at(
+                        format!(
+                            "internal error: the derived tile of operand {} differs from the map at tile ({}): element ({}) {}",
+                            op.label,
+                            join(&tile),
+                            join(&element),
+                            if only_in_map { "is read but not in the tile" } else { "is in the tile but not read" }
+                        ),
+                        a.span(),
+                    ));
+                }
+                Err(_) => unchecked += 1,
+            }
+        }
+    }
+    if unchecked == 0 {
+        t.notes.push(format!(
+            "exact: each tile names exactly the elements the maps read ({checked} tile{} enumerated)",
+            if checked == 1 { "" } else { "s" }
+        ));
+    } else {
+        t.notes.push(format!("exactness not enumerated for {unchecked} map(s): the domain is larger than {CHECK_LIMIT} points"));
+    }
+    if t.rows.iter().all(|r| r.get(5).is_none_or(|c| c.is_empty())) {
+        t.headers.truncate(5);
+        for r in &mut t.rows {
+            r.truncate(5);
+        }
+    }
+    Ok(Value::Table(t))
+}
+
+/// `operand 0` for an operand number, the label itself otherwise (`output`).
+fn section_name(label: &str) -> String {
+    if label.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("operand {label}")
+    } else {
+        label.to_string()
+    }
+}
+
+fn percent(num: u64, den: u64) -> String {
+    if den == 0 {
+        return "-".into();
+    }
+    let p = num as f64 * 100.0 / den as f64;
+    let s = format!("{p:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}%")
+}
+
+fn ratio(num: u64, den: u64) -> String {
+    if den == 0 {
+        return "-".into();
+    }
+    if num % den == 0 {
+        return (num / den).to_string();
+    }
+    format!("{:.2}", num as f64 / den as f64)
+}
+
+fn run_utilization(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let (ops, _) = operands(s, a)?;
+    let shape_arg = a.kv_tuple("shape")?;
+    let mut t = Table {
+        title: None,
+        headers: [
+            "operand", "elements", "read", "fraction", "reads", "avg", "max", "how",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: vec![],
+        notes: vec!["avg and max: reads per element read at least once".into()],
+    };
+    for op in &ops {
+        if op.maps.is_empty() || op.maps.iter().any(|m| m.is_undefined()) {
+            t.rows
+                .push(vec![op.label.clone(), "-".into(), "UNDEFINED".into()]);
+            continue;
+        }
+        let shape = match (&op.shape, &shape_arg) {
+            (Some(s), _) => s.clone(),
+            (None, Some(s)) if ops.len() == 1 => s.clone(),
+            _ => {
+                let Some(sh) = op
+                    .maps
+                    .iter()
+                    .map(tile::utilization::implied_shape)
+                    .try_fold(Vec::<i64>::new(), |acc, s| {
+                        let s = s?;
+                        Some(if acc.is_empty() {
+                            s
+                        } else {
+                            acc.iter().zip(&s).map(|(x, y)| *x.max(y)).collect()
+                        })
+                    })
+                else {
+                    return Err(Diagnostic::at(
+                        format!(
+                            "operand {}: its shape is unknown; give it with shape=(...)",
+                            op.label
+                        ),
+                        a.span(),
+                    ));
+                };
+                t.notes.push(format!(
+                    "operand {}: shape [{}] taken from the largest index read; give shape=(...) for the real one",
+                    op.label,
+                    join(&sh)
+                ));
+                sh
+            }
+        };
+        let u = tile::utilization(&op.maps, &shape, &Limits::default())
+            .map_err(|e| super::cmd_map::map_err(e, a))?;
+        t.rows.push(vec![
+            op.label.clone(),
+            u.elements.to_string(),
+            u.read.to_string(),
+            percent(u.read, u.elements),
+            u.reads.to_string(),
+            ratio(u.reads, u.read),
+            u.max_reads.to_string(),
+            u.method.to_string(),
+        ]);
+    }
+    Ok(Value::Table(t))
+}

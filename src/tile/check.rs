@@ -1,0 +1,147 @@
+//! The brute-force oracle for tiles: for every tile index (and runtime value), the set of
+//! operand elements the map names equals the set the tile formula names.
+
+use super::OperandTile;
+use crate::interval::Interval;
+use crate::map::{DomainPoints, IndexingMap, Limits};
+use crate::MapError;
+use std::collections::BTreeSet;
+
+/// Calls `f` on every point of the box `bounds` (last coordinate fastest) until it returns
+/// false.
+pub fn for_each_in_box(
+    bounds: &[Interval],
+    f: &mut dyn FnMut(&[i64]) -> Result<bool, MapError>,
+) -> Result<(), MapError> {
+    if bounds.iter().any(|b| b.is_empty()) {
+        return Ok(());
+    }
+    if let Some(b) = bounds.iter().find(|b| b.is_full()) {
+        let _ = b;
+        return Err(MapError::Unbounded("a tile variable".into()));
+    }
+    let mut p: Vec<i64> = bounds.iter().map(|b| b.lo).collect();
+    loop {
+        if !f(&p)? {
+            return Ok(());
+        }
+        let mut i = p.len();
+        loop {
+            if i == 0 {
+                return Ok(());
+            }
+            i -= 1;
+            if p[i] < bounds[i].hi {
+                p[i] += 1;
+                break;
+            }
+            p[i] = bounds[i].lo;
+        }
+    }
+}
+
+/// The number of points of a box (saturating; `u64::MAX` when unbounded).
+pub fn box_points(bounds: &[Interval]) -> u64 {
+    bounds.iter().fold(1u64, |acc, b| {
+        if b.is_full() {
+            u64::MAX
+        } else {
+            acc.saturating_mul(b.size().unwrap_or(u64::MAX))
+        }
+    })
+}
+
+/// What `check_exact` found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Both sides agree on every tile: the number of tile indices (times runtime values).
+    Exact { tiles: u64 },
+    /// The first tile where they differ, with an element on one side only.
+    Differs {
+        tile: Vec<i64>,
+        element: Vec<i64>,
+        only_in_map: bool,
+    },
+}
+
+/// Enumerates every tile of `sizes` and compares the elements `map` names for it with the
+/// elements of `tile`.
+pub fn check_exact(
+    map: &IndexingMap,
+    sizes: &[i64],
+    tile: &OperandTile,
+    limits: &Limits,
+) -> Result<Verdict, MapError> {
+    let n = map.dims.len();
+    let nr = map.runtimes.len();
+    let domain = map.num_vars();
+    // Total work: every domain point once, plus every tile element once.
+    let work = box_points(&map.bounds());
+    if work > limits.max_points {
+        return Err(MapError::TooLarge {
+            points: work,
+            limit: limits.max_points,
+        });
+    }
+    let mut outer: Vec<Interval> = tile.map.dims.iter().map(|d| d.bounds).collect();
+    outer.extend(map.runtimes.iter().map(|r| r.bounds));
+    let mut tiles = 0u64;
+    let mut verdict = None;
+    for_each_in_box(&outer, &mut |tr| {
+        tiles += 1;
+        let (t, r) = tr.split_at(n);
+        // What the map names.
+        let mut m = map.clone();
+        for (i, d) in m.dims.iter_mut().enumerate() {
+            let lo = t[i].saturating_mul(sizes[i]);
+            d.bounds = d
+                .bounds
+                .intersect(&Interval::new(lo, lo.saturating_add(sizes[i] - 1)));
+        }
+        for (j, v) in m.runtimes.iter_mut().enumerate() {
+            v.bounds = v.bounds.intersect(&Interval::point(r[j]));
+        }
+        let mut want = BTreeSet::new();
+        if !m.dims.iter().any(|d| d.bounds.is_empty()) {
+            DomainPoints::for_each(&m, limits, &mut |_, res| {
+                want.insert(res.to_vec());
+                Ok(true)
+            })?;
+        }
+        // What the tile names.
+        let mut k = tile.map.clone();
+        // Intersect: the tile map may narrow its own variables (no tile there).
+        for (i, d) in k.dims.iter_mut().enumerate() {
+            d.bounds = d.bounds.intersect(&Interval::point(t[i]));
+        }
+        for (j, v) in k.runtimes.iter_mut().enumerate() {
+            v.bounds = v.bounds.intersect(&Interval::point(r[j]));
+        }
+        let mut got = BTreeSet::new();
+        let empty = k.vars().any(|v| v.bounds.is_empty());
+        if !empty {
+            DomainPoints::for_each(&k, limits, &mut |_, res| {
+                got.insert(res.to_vec());
+                Ok(true)
+            })?;
+        }
+        if want != got {
+            let (element, only_in_map) = match want.difference(&got).next() {
+                Some(e) => (e.clone(), true),
+                None => (
+                    got.difference(&want).next().cloned().unwrap_or_default(),
+                    false,
+                ),
+            };
+            verdict = Some(Verdict::Differs {
+                tile: tr.to_vec(),
+                element,
+                only_in_map,
+            });
+            return Ok(false);
+        }
+        Ok(true)
+    })?;
+    let _ = (domain, nr);
+    Ok(verdict.unwrap_or(Verdict::Exact { tiles }))
+}

@@ -1,0 +1,409 @@
+//! Tuning a mapping by benchmark: enumerate the tilings of a fusion's output that are valid
+//! (every input access's tile is a tile, the sizes divide the extents, every tile reads
+//! contiguous runs of at least a cache line), emit each as a tiled loop nest, run it through
+//! the verified CPU bench of `gpu::bench` (every output element checked against the
+//! reference, before and after timing), and rank by time.
+//!
+//! ```text
+//! transpose f32[2048, 2048]:  default (rows of the output)     9.1 ms
+//!                              tile (32, 32)                    2.3 ms   3.9x
+//! ```
+//!
+//! The tiles come from [`super::derive`]: the same symbolic tiles `tile` prints decide which
+//! sizes are legal and how long each operand's contiguous runs are.
+
+use super::derive;
+use crate::expr::Expr;
+use crate::gpu::bench::cpu::{compile, cpu_name};
+use crate::gpu::bench::{reference_output, verify, Options, Timing};
+use crate::gpu::emit::{
+    c_ident, helper_functions, input_params, BodyWriter, Emitted, Target, C_HELPERS,
+};
+use crate::gpu::reference::make_inputs;
+use crate::gpu::spec::{KernelSpec, Tensor};
+use crate::interval::Interval;
+use crate::map::{IndexingMap, Variable};
+use crate::MapError;
+use std::time::Instant;
+
+/// Bytes in a cache line: a tile whose runs are shorter wastes the lines it touches.
+pub const LINE: i64 = 64;
+
+/// One tiling of the output: a tile size per output dimension.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub sizes: Vec<i64>,
+    /// The shortest contiguous run (bytes) any operand's tile (or the output's) reads.
+    pub min_run: i64,
+}
+
+/// A candidate left out, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected {
+    pub sizes: Vec<i64>,
+    pub why: String,
+}
+
+/// The contiguous run, in bytes, of a tile of `t` with these sizes and strides: the size
+/// along the minor physical dimension when its stride is 1 (times the next dimensions'
+/// sizes while the tile covers the minor ones whole).
+fn run_bytes(t: &Tensor, sizes: &[i64], strides: &[i64]) -> i64 {
+    let mut run = 1i64;
+    for &d in &t.minor_to_major {
+        let (Some(&z), Some(&s)) = (sizes.get(d), strides.get(d)) else {
+            break;
+        };
+        if t.dims[d] == 1 {
+            continue;
+        }
+        if s != 1 || z == 1 {
+            break;
+        }
+        run = run.saturating_mul(z);
+        if z != t.dims[d] {
+            break;
+        }
+    }
+    run.saturating_mul(t.elem.bytes())
+}
+
+/// Tile-size options for one dimension of extent `n`: the powers of two from `lo` that
+/// divide `n`, and `n` itself; or the user's values that divide `n`.
+fn options(n: i64, user: Option<&[i64]>) -> Vec<i64> {
+    let mut v: Vec<i64> = match user {
+        Some(u) => u
+            .iter()
+            .copied()
+            .filter(|&z| z >= 1 && z <= n && n % z == 0)
+            .collect(),
+        None => {
+            let mut v = vec![];
+            let mut z = 1i64;
+            while z <= n.min(512) {
+                if n % z == 0 {
+                    v.push(z);
+                }
+                z *= 2;
+            }
+            v
+        }
+    };
+    v.push(n);
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Every valid tiling, best-first order not implied; at most `max` kept (evenly spread).
+pub fn candidates(
+    spec: &KernelSpec,
+    user_tiles: Option<&[i64]>,
+    max: usize,
+) -> Result<(Vec<Candidate>, Vec<Rejected>), MapError> {
+    let dims = &spec.output.dims;
+    let accesses = spec.input_accesses()?;
+    let opts: Vec<Vec<i64>> = dims.iter().map(|&n| options(n, user_tiles)).collect();
+    let mut all = vec![vec![]];
+    for o in &opts {
+        let mut next = Vec::new();
+        for prefix in &all {
+            for &z in o {
+                let mut p: Vec<i64> = prefix.clone();
+                p.push(z);
+                next.push(p);
+            }
+        }
+        all = next;
+        if all.len() > 100_000 {
+            return Err(MapError::Other(
+                "too many tilings to enumerate; give tile=(...)".into(),
+            ));
+        }
+    }
+    let mut good = Vec::new();
+    let mut rejected = Vec::new();
+    'cand: for sizes in all {
+        // The untiled loop is the default mapping, measured separately.
+        if sizes.iter().zip(dims).all(|(z, n)| z == n) || sizes.iter().all(|&z| z == 1) {
+            continue;
+        }
+        let mut min_run = run_bytes(&spec.output, &sizes, &vec![1; sizes.len()]);
+        let want = |t: &Tensor| {
+            LINE.min(
+                t.elem
+                    .bytes()
+                    .saturating_mul(t.minor_dim().map_or(1, |d| t.dims[d])),
+            )
+        };
+        if min_run < want(&spec.output) {
+            rejected.push(Rejected {
+                sizes,
+                why: format!("output runs of {min_run} bytes, under a {LINE}-byte line"),
+            });
+            continue;
+        }
+        for acc in &accesses {
+            let t = &spec.inputs[acc.input];
+            match derive(&acc.map, &sizes) {
+                Err(e) => {
+                    rejected.push(Rejected {
+                        sizes,
+                        why: format!("input {}: {e}", acc.input),
+                    });
+                    continue 'cand;
+                }
+                Ok(tile) => {
+                    let r = run_bytes(t, &tile.sizes, &tile.strides);
+                    if r < want(t) {
+                        rejected.push(Rejected {
+                            sizes,
+                            why: format!(
+                                "input {} runs of {r} bytes, under a {LINE}-byte line",
+                                acc.input
+                            ),
+                        });
+                        continue 'cand;
+                    }
+                    min_run = min_run.min(r);
+                }
+            }
+        }
+        good.push(Candidate { sizes, min_run });
+    }
+    if good.len() > max && max > 0 {
+        let step = good.len() as f64 / max as f64;
+        good = (0..max)
+            .map(|i| good[(i as f64 * step) as usize].clone())
+            .collect();
+    }
+    Ok((good, rejected))
+}
+
+/// C for the host compiler: loops over the tiles (in the output's physical order), then over
+/// the elements of a tile, computing each output element through the fusion's maps.
+pub fn emit_tiled(spec: &KernelSpec, sizes: &[i64]) -> Result<Emitted, MapError> {
+    let out = &spec.output;
+    if sizes.len() != out.rank()
+        || sizes
+            .iter()
+            .zip(&out.dims)
+            .any(|(&z, &n)| z < 1 || n % z != 0)
+    {
+        return Err(MapError::Other(
+            "tile sizes must divide the output's extents".into(),
+        ));
+    }
+    let name = format!("{}_tiled", c_ident(&spec.name));
+    let ty = out.elem.c_name();
+    let rank = out.rank();
+    // ctx: (tile0.., el0..) -> (tile_i * size_i + el_i)
+    let mut vars = Vec::new();
+    for (i, (&n, &z)) in out.dims.iter().zip(sizes).enumerate() {
+        vars.push(Variable::new(format!("tile{i}"), 0, n / z - 1));
+    }
+    for (i, &z) in sizes.iter().enumerate() {
+        vars.push(Variable::new(format!("el{i}"), 0, z - 1));
+    }
+    let results: Vec<Expr> = (0..rank)
+        .map(|i| {
+            Expr::var(i as u32)
+                .mul(Expr::constant(sizes[i]))
+                .add(Expr::var((rank + i) as u32))
+        })
+        .collect();
+    let ctx = IndexingMap::new(vars, vec![], vec![], results, vec![]);
+    let params: String = (0..spec.inputs.len())
+        .map(|k| format!("p{k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let phys = out.physical_dims();
+    let depth = 2 * rank;
+    let mut w = BodyWriter::new(spec, false, depth + 1);
+    let v = w.body(&spec.functions[0].body, &ctx, &params)?;
+    let k = w.offset(
+        &ctx,
+        &IndexingMap::identity(&out.dims),
+        &out.strides()?,
+        "out",
+    )?;
+    w.line(format!("out[{k}] = {v};"));
+
+    let mut src = format!(
+        "// {} for the CPU, tiled {}: {} = {}.\n#include <stdint.h>\n#include <math.h>\n\n",
+        spec.name,
+        sizes
+            .iter()
+            .map(|z| z.to_string())
+            .collect::<Vec<_>>()
+            .join("x"),
+        out.name,
+        out.shape_text()
+    );
+    src += C_HELPERS;
+    src += "\n";
+    for f in helper_functions(spec, false, "static ", "restrict")? {
+        src += &f;
+        src += "\n";
+    }
+    let mut decl = input_params(spec, "restrict");
+    decl.push(format!("{ty} *restrict out"));
+    src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
+    let mut level = 1;
+    for (prefix, extent) in [("tile", true), ("el", false)] {
+        for &d in &phys {
+            let n = if extent {
+                out.dims[d] / sizes[d]
+            } else {
+                sizes[d]
+            };
+            src += &format!(
+                "{}for (int64_t {prefix}{d} = 0; {prefix}{d} < {n}; ++{prefix}{d}) {{\n",
+                "  ".repeat(level)
+            );
+            level += 1;
+        }
+    }
+    for l in &w.lines {
+        src += l;
+        src += "\n";
+    }
+    for l in (1..=depth).rev() {
+        src += &format!("{}}}\n", "  ".repeat(l));
+    }
+    src += "}\n\n";
+    let casts: Vec<String> = spec
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(k, t)| format!("(const {} *)args[{k}]", t.elem.c_name()))
+        .chain(std::iter::once(format!(
+            "({ty} *)args[{}]",
+            spec.inputs.len()
+        )))
+        .collect();
+    src += &format!(
+        "// entry: args = inputs in order, then the output\nvoid {name}(void **args) {{\n  {name}_body({});\n}}\n",
+        casts.join(", ")
+    );
+    let _ = Interval::FULL;
+    Ok(Emitted {
+        name: spec.name.clone(),
+        target: Target::Cpu,
+        source: src,
+        entry: name,
+    })
+}
+
+/// One measured mapping.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// `None` for the default mapping (the untiled loop).
+    pub sizes: Option<Vec<i64>>,
+    pub timing: Timing,
+    pub min_run: Option<i64>,
+}
+
+/// The result of a tuning run.
+#[derive(Clone, Debug)]
+pub struct Tuned {
+    pub device: String,
+    pub bytes: u64,
+    pub copy: Timing,
+    /// The default mapping first, then every candidate, as measured (unsorted).
+    pub rows: Vec<Measured>,
+    pub rejected: Vec<Rejected>,
+}
+
+impl Tuned {
+    pub fn gbps(&self, t: &Timing) -> f64 {
+        self.bytes as f64 / t.median_s / 1e9
+    }
+    pub fn copy_pct(&self, t: &Timing) -> f64 {
+        100.0 * self.copy.median_s / t.median_s
+    }
+    /// The fastest candidate (never the default), if any.
+    pub fn best(&self) -> Option<&Measured> {
+        self.rows
+            .iter()
+            .filter(|m| m.sizes.is_some())
+            .min_by(|a, b| a.timing.median_s.total_cmp(&b.timing.median_s))
+    }
+}
+
+fn time(opts: &Options, mut f: impl FnMut()) -> Result<Timing, MapError> {
+    for _ in 0..opts.warmups {
+        f();
+    }
+    let mut samples = Vec::with_capacity(opts.reps.max(1));
+    for _ in 0..opts.reps.max(1) {
+        if crate::interrupted() {
+            return Err(MapError::Interrupted);
+        }
+        let t = Instant::now();
+        f();
+        samples.push(t.elapsed().as_secs_f64());
+    }
+    Ok(Timing::from_samples(samples))
+}
+
+/// Benchmarks the default mapping and every candidate on the CPU, each verified against the
+/// reference before and after timing; `progress(i, n, label)` is called before each.
+pub fn tune(
+    spec: &KernelSpec,
+    cands: &[Candidate],
+    rejected: Vec<Rejected>,
+    opts: &Options,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> Result<Tuned, MapError> {
+    let inputs = make_inputs(spec)?;
+    let want = reference_output(spec, &inputs)?;
+    let out_bytes = spec.output.num_bytes()? as usize;
+    let bytes = spec.bytes_moved()? as u64;
+    let total = cands.len() + 1;
+    let mut rows = Vec::new();
+    let run =
+        |e: Emitted, sizes: Option<Vec<i64>>, min_run: Option<i64>| -> Result<Measured, MapError> {
+            let k = compile(&e.source, &e.entry)?;
+            let mut out = vec![0u8; out_bytes];
+            k.call(&inputs, &mut out);
+            verify(spec, &out, &want)?;
+            let timing = time(opts, || k.call(&inputs, &mut out))?;
+            verify(spec, &out, &want)?;
+            Ok(Measured {
+                sizes,
+                timing,
+                min_run,
+            })
+        };
+    progress(0, total, "default");
+    rows.push(run(crate::gpu::emit::cpu::emit(spec, false)?, None, None)?);
+    for (i, c) in cands.iter().enumerate() {
+        let label = c
+            .sizes
+            .iter()
+            .map(|z| z.to_string())
+            .collect::<Vec<_>>()
+            .join("x");
+        progress(i + 1, total, &label);
+        rows.push(run(
+            emit_tiled(spec, &c.sizes)?,
+            Some(c.sizes.clone()),
+            Some(c.min_run),
+        )?);
+    }
+    let half = (bytes / 2).max(1) as usize;
+    let src = vec![1u8; half];
+    let mut dst = vec![0u8; half];
+    let copy = time(opts, || {
+        dst.copy_from_slice(&src);
+        std::hint::black_box(&mut dst);
+    })?;
+    progress(total, total, "done");
+    Ok(Tuned {
+        device: format!("cpu ({})", cpu_name()),
+        bytes,
+        copy,
+        rows,
+        rejected,
+    })
+}

@@ -1,0 +1,252 @@
+//! Property tests for symbolic tiles: on small shapes, whenever `tile::derive` returns a tile,
+//! the elements its formula names are exactly the elements the map names, for every tile
+//! index (enumerated by `tile::check_exact`). Maps come from the op families of seed 000
+//! (output-to-input and input-to-output), alone and composed two at a time.
+
+use ixmap::map::{compose, IndexingMap, Limits};
+use ixmap::session::build::build_map;
+use ixmap::syntax::parse_map_lit;
+use ixmap::tile::{self, check::Verdict};
+use proptest::prelude::*;
+
+fn map(text: &str) -> IndexingMap {
+    build_map(&parse_map_lit(text).unwrap_or_else(|d| panic!("{text}: {}", d.message)))
+        .unwrap_or_else(|d| panic!("{text}: {}", d.message))
+}
+
+/// One op's map, with small random extents: (map text, description).
+fn op_map(kind: u8, a: i64, b: i64, c: i64) -> String {
+    let (a1, b1, c1) = (a - 1, b - 1, c - 1);
+    match kind % 16 {
+        // transpose
+        0 => format!("(d0, d1) -> (d1, d0), domain: d0 in [0, {a1}], d1 in [0, {b1}]"),
+        // collapse [a, b] -> [a*b]
+        1 => format!("(d0) -> (d0 floordiv {b}, d0 mod {b}), domain: d0 in [0, {}]", a * b - 1),
+        // expand [a*b] -> [a, b]
+        2 => format!("(d0, d1) -> (d0 * {b} + d1), domain: d0 in [0, {a1}], d1 in [0, {b1}]"),
+        // generic reshape [a, b*c] -> [a*b, c]
+        3 => format!(
+            "(d0, d1) -> (d0 floordiv {b}, (d0 mod {b}) * {c} + d1), domain: d0 in [0, {}], d1 in [0, {c1}]",
+            a * b - 1
+        ),
+        // strided slice
+        4 => format!("(d0, d1) -> (d0 * {c} + {a1}, d1 + 1), domain: d0 in [0, {a1}], d1 in [0, {b1}]"),
+        // pad with low padding a and interior padding c - 1
+        5 => format!(
+            "(d0) -> ((d0 - {a}) floordiv {c}), domain: d0 in [{a}, {}], (d0 - {a}) mod {c} in [0, 0]",
+            a + (b - 1) * c
+        ),
+        // concat: the second operand
+        6 => format!("(d0, d1) -> (d0, d1 - {a}), domain: d0 in [0, {c1}], d1 in [{a}, {}]", a + b - 1),
+        // broadcast
+        7 => format!("(d0, d1, d2) -> (d1), domain: d0 in [0, {a1}], d1 in [0, {b1}], d2 in [0, {c1}]"),
+        // reduce
+        8 => format!("(d0)[s0] -> (s0, d0), domain: d0 in [0, {a1}], s0 in [0, {b1}]"),
+        // reverse
+        9 => format!("(d0, d1) -> (-d0 + {a1}, d1), domain: d0 in [0, {a1}], d1 in [0, {b1}]"),
+        // reduce-window with stride c
+        10 => format!("(d0)[s0] -> (d0 * {c} + s0), domain: d0 in [0, {a1}], s0 in [0, {b1}]"),
+        // broadcast, input to output
+        11 => format!("(d0)[s0, s1] -> (s0, d0, s1), domain: d0 in [0, {b1}], s0 in [0, {a1}], s1 in [0, {c1}]"),
+        // slice, input to output
+        12 => format!(
+            "(d0) -> ((d0 - 1) floordiv {c}), domain: d0 in [1, {}], (d0 - 1) mod {c} in [0, 0]",
+            1 + (a - 1) * c
+        ),
+        // dot, lhs
+        13 => format!("(d0, d1)[s0] -> (d0, s0), domain: d0 in [0, {a1}], d1 in [0, {b1}], s0 in [0, {c1}]"),
+        // dynamic slice
+        14 => format!("(d0){{r0}} -> (d0 + r0), domain: d0 in [0, {a1}], r0 in [0, {b1}]"),
+        // collapse of three dims [a, b, c] -> [a*b*c]
+        _ => format!(
+            "(d0) -> (d0 floordiv {}, (d0 floordiv {c}) mod {b}, d0 mod {c}), domain: d0 in [0, {}]",
+            b * c,
+            a * b * c - 1
+        ),
+    }
+}
+
+struct Tally {
+    tiles: u64,
+    refused: u64,
+}
+
+/// Derives and checks; panics with the case on a mismatch.
+fn check(m: &IndexingMap, sizes: &[i64], tally: &mut Tally) {
+    match tile::derive(m, sizes) {
+        Ok(t) => {
+            let v = tile::check_exact(
+                m,
+                sizes,
+                &t,
+                &Limits {
+                    max_points: 1 << 22,
+                },
+            )
+            .expect("small case enumerates");
+            match v {
+                Verdict::Exact { .. } => tally.tiles += 1,
+                Verdict::Differs {
+                    tile,
+                    element,
+                    only_in_map,
+                } => panic!(
+                    "map {m}\nsizes {sizes:?}\ntile {}\nat tile {tile:?}: element {element:?} {}",
+                    t.map,
+                    if only_in_map {
+                        "read but not in the tile"
+                    } else {
+                        "in the tile but not read"
+                    }
+                ),
+            }
+        }
+        Err(_) => tally.refused += 1,
+    }
+}
+
+fn sizes_for(m: &IndexingMap, seed: &[i64]) -> Vec<i64> {
+    m.dims
+        .iter()
+        .zip(seed.iter().cycle())
+        .map(|(d, &s)| {
+            let ext = d.bounds.hi + 1;
+            1 + s.rem_euclid(ext + 1)
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn one_op_tiles_are_exact(kind in 0u8..16, a in 1i64..7, b in 1i64..7, c in 1i64..5,
+                              seed in proptest::collection::vec(0i64..64, 3)) {
+        let m = map(&op_map(kind, a, b, c));
+        let mut tally = Tally { tiles: 0, refused: 0 };
+        check(&m, &sizes_for(&m, &seed), &mut tally);
+    }
+
+    #[test]
+    fn composed_tiles_are_exact(k1 in 0u8..16, k2 in 0u8..16, a in 1i64..6, b in 1i64..6, c in 1i64..4,
+                                seed in proptest::collection::vec(0i64..64, 3)) {
+        let m1 = map(&op_map(k1, a, b, c));
+        // The second op reads what the first produces: pick extents that match when we can.
+        let m2 = map(&op_map(k2, b, a, c));
+        if let Ok(m) = compose(&m1, &m2) {
+            if !m.is_known_empty() {
+                let mut tally = Tally { tiles: 0, refused: 0 };
+                check(&m, &sizes_for(&m, &seed), &mut tally);
+            }
+        }
+    }
+}
+
+/// Not vacuous: a fixed sweep over every op family and every size finds many tiles, and
+/// refuses only some.
+#[test]
+fn sweep_finds_tiles_for_every_family() {
+    for kind in 0..16u8 {
+        let mut tally = Tally {
+            tiles: 0,
+            refused: 0,
+        };
+        for (a, b, c) in [(4, 8, 2), (3, 4, 3), (6, 2, 2)] {
+            let m = map(&op_map(kind, a, b, c));
+            let exts: Vec<i64> = m.dims.iter().map(|d| d.bounds.hi + 1).collect();
+            // every size vector with sizes in 1..=ext, up to a few hundred
+            let mut sizes = vec![1i64; exts.len()];
+            'all: for _ in 0..400 {
+                check(&m, &sizes, &mut tally);
+                let mut i = 0;
+                loop {
+                    if i == sizes.len() {
+                        break 'all;
+                    }
+                    if sizes[i] < exts[i] {
+                        sizes[i] += 1;
+                        break;
+                    }
+                    sizes[i] = 1;
+                    i += 1;
+                }
+            }
+        }
+        assert!(
+            tally.tiles > 0,
+            "family {kind}: no size gave a tile ({} refused)",
+            tally.refused
+        );
+    }
+}
+
+/// The cases the seeds name, exactly.
+#[test]
+fn seed_reshape_tiles() {
+    let m = map("(d0) -> (d0 floordiv 8, d0 mod 8), domain: d0 in [0, 31]");
+    let t = tile::derive(&m, &[16]).expect("whole rows");
+    assert_eq!(
+        t.map.to_string(),
+        "(t0)[k0, k1] -> (t0 * 2 + k0, k1), domain: t0 in [0, 1], k0 in [0, 1], k1 in [0, 7]"
+    );
+    let t = tile::derive(&m, &[4]).expect("half rows");
+    assert_eq!(
+        t.offsets.to_string(),
+        "(t0) -> (t0 floordiv 2, (t0 mod 2) * 4), domain: t0 in [0, 7]"
+    );
+    let e = tile::derive(&m, &[12]).expect_err("12 elements straddle rows of 8");
+    assert!(
+        e.reason.contains("neither a multiple nor a divisor of 8"),
+        "{}",
+        e.reason
+    );
+}
+
+#[test]
+fn pad_interior_keeps_every_other_element() {
+    let m = map("(d0, d1) -> ((d0 - 1) floordiv 2, d1 - 4), domain: d0 in [1, 7], d1 in [4, 7], (d0 - 1) mod 2 in [0, 0]");
+    let t = tile::derive(&m, &[4, 8]).expect("even tiles");
+    assert_eq!(t.sizes, vec![2, 4]);
+    assert_eq!(t.strides, vec![1, 1]);
+    let e = tile::derive(&m, &[3, 8]).expect_err("odd tiles alternate");
+    assert!(
+        e.reason
+            .contains("3 is neither a multiple nor a divisor of 2"),
+        "{}",
+        e.reason
+    );
+}
+
+#[test]
+fn utilization_symbolic_agrees_with_counting() {
+    let cases = [
+        ("(d0, d1, d2) -> (d1), domain: d0 in [0, 9], d1 in [0, 19], d2 in [0, 29]", vec![20], 20, 300),
+        ("(d0, d1, d2) -> (d0 + 5, d1 * 7 + 3, d2 * 2), domain: d0 in [0, 4], d1 in [0, 2], d2 in [0, 24]", vec![10, 20, 50], 375, 1),
+        ("(d0)[s0] -> (s0, d0), domain: d0 in [0, 9], s0 in [0, 255]", vec![256, 10], 2560, 1),
+        ("(d0, d1) -> (d1, d0), domain: d0 in [0, 3], d1 in [0, 5]", vec![6, 4], 24, 1),
+    ];
+    for (text, shape, read, per) in cases {
+        let m = map(text);
+        let u =
+            tile::utilization(std::slice::from_ref(&m), &shape, &Limits::default()).expect("fits");
+        assert_eq!(u.method, "symbolic", "{text}");
+        assert_eq!(
+            (u.read, u.max_reads, u.min_reads),
+            (read, per, per),
+            "{text}"
+        );
+        // The same map with a constraint that always holds forces counting.
+        let mut counted = m.clone();
+        counted.constraints.push((
+            counted.results[0],
+            ixmap::interval::Interval::new(-1000, 1000),
+        ));
+        let c = tile::utilization(&[counted], &shape, &Limits::default()).expect("fits");
+        assert_eq!(c.method, "counted");
+        assert_eq!(
+            (c.read, c.reads, c.max_reads, c.min_reads),
+            (u.read, u.reads, u.max_reads, u.min_reads),
+            "{text}"
+        );
+    }
+}
