@@ -120,7 +120,16 @@ fn target_map(s: &mut Session, a: &Args) -> Result<(IndexingMap, Option<String>)
                     .map_err(|_| Diagnostic::at("`operand=` takes a number >= 0", a.span()))?,
                 None => 0,
             };
-            let Some(op) = ix.operands.iter().find(|o| o.index == k) else {
+            // `operand=K` names an operand section; without it, the first section is drawn.
+            let op = match a.kv_int("operand")? {
+                Some(_) => ix
+                    .operands
+                    .iter()
+                    .find(|o| o.index == k && o.label.starts_with("operand"))
+                    .or_else(|| ix.operands.iter().find(|o| o.index == k)),
+                None => ix.operands.first(),
+            };
+            let Some(op) = op else {
                 return Err(Diagnostic::at(
                     format!(
                         "there is no operand {k}; the operands are 0 to {}",
@@ -135,7 +144,10 @@ fn target_map(s: &mut Session, a: &Args) -> Result<(IndexingMap, Option<String>)
                     a.span(),
                 ));
             };
-            let mut label = format!("operand {k}");
+            let mut label = match &op.name {
+                Some(n) => format!("{} ({n})", op.label),
+                None => op.label.clone(),
+            };
             if op.maps.len() > 1 {
                 label += &format!(" (the first of its {} maps)", op.maps.len());
             }
@@ -258,8 +270,15 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     // The right side: the box of the results' ranges over the whole domain, so fixing a
     // dimension highlights a part of the input rather than cropping to it; when the whole
     // input is too big to draw, the box of what the fixed part reads.
+    // A constraint on exactly a result's expression narrows that result's range.
+    let result_range = |mm: &IndexingMap, r: crate::expr::Expr| {
+        mm.constraints
+            .iter()
+            .filter(|(e, _)| *e == r)
+            .fold(mm.range_of(r), |acc, (_, iv)| acc.intersect(iv))
+    };
     let box_of =
-        |mm: &IndexingMap| Layout::new(mm.results.iter().map(|&r| mm.range_of(r)).collect());
+        |mm: &IndexingMap| Layout::new(mm.results.iter().map(|&r| result_range(mm, r)).collect());
     let to = match box_of(&whole) {
         Some(l) if l.rows * l.cols <= MAX_CELLS => l,
         _ => box_of(&m).ok_or_else(|| {
