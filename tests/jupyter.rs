@@ -61,10 +61,12 @@ fn run_script(py: &PathBuf, script: &str, arg: &str) -> Result<(), Failed> {
         .output()
         .map_err(|e| format!("cannot run {script}: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    for line in stdout
-        .lines()
-        .filter(|l| l.starts_with("latency ") || l.starts_with("interrupt "))
-    {
+    for line in stdout.lines().filter(|l| {
+        l.starts_with("latency ")
+            || l.starts_with("interrupt ")
+            || l.starts_with("tour")
+            || l.contains("code cells ran")
+    }) {
         println!("    {line}");
     }
     if !out.status.success() {
