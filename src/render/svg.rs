@@ -125,6 +125,14 @@ fn grid(out: &mut String, g: &Grid, x: f64, y: f64, cell: f64) -> (f64, f64) {
                 g.row0 + r as i64,
                 g.col0 + c as i64
             );
+            if g.sector > 0 && (r * g.cols + c) % g.sector == 0 {
+                // A sector starts here: a dark bar on the cell's left edge.
+                let _ = writeln!(
+                    out,
+                    r##"<line x1="{cx:.1}" y1="{cy:.1}" x2="{cx:.1}" y2="{:.1}" stroke="#111" stroke-width="2"/>"##,
+                    cy + cell
+                );
+            }
             if groups.len() > 1 && cell >= 12.0 {
                 let _ = writeln!(
                     out,
@@ -137,7 +145,12 @@ fn grid(out: &mut String, g: &Grid, x: f64, y: f64, cell: f64) -> (f64, f64) {
             }
         }
     }
-    (label_w + g.cols as f64 * cell, top + g.rows as f64 * cell)
+    // Wide enough for the title too, so side-by-side grids never overlap.
+    let title_w = g.title.chars().count() as f64 * 7.5;
+    (
+        (label_w + g.cols as f64 * cell).max(title_w),
+        top + g.rows as f64 * cell,
+    )
 }
 
 /// The access-pattern picture of `p` as a standalone SVG document.
@@ -169,7 +182,10 @@ pub fn plot(p: &Plot) -> String {
         );
         y += 15.0;
     }
-    let width = (x2 + w2 + margin).max(420.0);
+    let text_w = 2.0 * margin + 7.3 * shorten(&p.map, 110).chars().count() as f64;
+    let notes_w =
+        lines.iter().map(|l| l.chars().count()).max().unwrap_or(0) as f64 * 6.2 + 2.0 * margin;
+    let width = (x2 + w2 + margin).max(420.0).max(text_w).max(notes_w);
     let height = y;
     let mut out = String::new();
     let _ = writeln!(

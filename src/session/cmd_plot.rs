@@ -23,11 +23,14 @@ use std::collections::BTreeSet;
 
 pub static COMMANDS: [Command; 1] = [Command {
     name: "plot",
-    usage: "plot MAP|OP [operand=K] [at (i, ...)] [DIM=v ...] [color=VAR] [to FILE.svg]",
+    usage: "plot MAP|OP [operand=K] [at (i, ...)] [DIM=v ...] [color=VAR[/N]] [sector=N] [to FILE.svg]",
     summary: "a picture of which input elements each output element (or thread) reads, coloured by reader",
     example: "plot (d0, d1) -> (d1, d0 floordiv 2), domain: d0 in [0, 7], d1 in [0, 3] color=d0",
     run: plot,
 }];
+
+/// A single axis longer than this wraps into rows of this many cells (a warp).
+const WRAP: u64 = 32;
 
 /// Most cells one side of a picture may have.
 const MAX_CELLS: u64 = 16_384;
@@ -50,6 +53,16 @@ struct Layout {
 impl Layout {
     fn new(bounds: Vec<Interval>) -> Option<Layout> {
         let sizes: Vec<u64> = bounds.iter().map(|b| b.size()).collect::<Option<_>>()?;
+        if let [n] = sizes[..] {
+            // One long axis wraps into rows of WRAP (for thread ids: one warp per row).
+            if n > WRAP {
+                return Some(Layout {
+                    bounds,
+                    rows: n.div_ceil(WRAP),
+                    cols: WRAP,
+                });
+            }
+        }
         let cols = sizes.last().copied().unwrap_or(1);
         let rows = sizes
             .iter()
@@ -74,6 +87,23 @@ impl Layout {
     }
     fn grid(&self, title: String, names: &[String]) -> Grid {
         let n = names.len();
+        if n == 1 && self.rows > 1 {
+            let lo = self.bounds[0].lo;
+            let name = if lo == 0 {
+                names[0].clone()
+            } else {
+                format!("({} - {lo})", names[0])
+            };
+            return Grid {
+                title,
+                row_axis: format!("{name} floordiv {WRAP}"),
+                col_axis: format!("{name} mod {WRAP}"),
+                rows: self.rows as usize,
+                cols: self.cols as usize,
+                cells: vec![Vec::new(); (self.rows * self.cols) as usize],
+                ..Grid::default()
+            };
+        }
         Grid {
             title,
             row_axis: match n {
@@ -87,6 +117,7 @@ impl Layout {
             rows: self.rows as usize,
             cols: self.cols as usize,
             cells: vec![Vec::new(); (self.rows * self.cols) as usize],
+            sector: 0,
         }
     }
 }
@@ -125,7 +156,7 @@ fn target_map(s: &mut Session, a: &Args) -> Result<(IndexingMap, Option<String>)
                 Some(_) => ix
                     .operands
                     .iter()
-                    .find(|o| o.index == k && o.label.starts_with("operand"))
+                    .find(|o| o.index == k && o.label.contains("operand"))
                     .or_else(|| ix.operands.iter().find(|o| o.index == k)),
                 None => ix.operands.first(),
             };
@@ -209,7 +240,10 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     }
     // `DIM=v`: fix one dimension (a block, a thread).
-    let mut color_by: Option<(usize, String)> = None;
+    // `color=VAR` or `color=VAR/N` (groups of N values: `th_x/32` is the warp).
+    let mut color_by: Option<(usize, i64, String)> = None;
+    // `sector=N`: memory sectors of N elements of the input (row-major), counted per colour.
+    let mut sector: Option<u64> = None;
     for item in a.items() {
         let Arg::Kv(key, value, span) = item else {
             continue;
@@ -217,18 +251,40 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         if key == "operand" {
             continue;
         }
+        if key == "sector" {
+            match value.as_ref() {
+                Arg::Int(n, _) if *n > 0 => sector = Some(*n as u64),
+                _ => {
+                    return Err(Diagnostic::at(
+                        "`sector=` takes a positive number of elements",
+                        *span,
+                    ))
+                }
+            }
+            continue;
+        }
         if key == "color" {
-            let Arg::Word(w, wspan) = value.as_ref() else {
+            let Arg::Word(spec, wspan) = value.as_ref() else {
                 return Err(Diagnostic::at("`color=` takes a variable name", *span));
             };
+            let (w, per) = match spec.split_once('/') {
+                Some((w, n)) => match n.parse::<i64>() {
+                    Ok(n) if n > 0 => (w.to_string(), n),
+                    _ => {
+                        return Err(Diagnostic::at("`color=VAR/N` needs a positive N", *wspan)
+                            .with_help("e.g. color=th_x/32 colours by warp"))
+                    }
+                },
+                None => (spec.clone(), 1),
+            };
             let names = m.names();
-            let Some(i) = names.iter().position(|n| n == w) else {
+            let Some(i) = names.iter().position(|n| *n == w) else {
                 return Err(
                     Diagnostic::at(format!("`{w}` is not a variable of the map"), *wspan)
                         .with_help(format!("the variables are {}", names.join(", "))),
                 );
             };
-            color_by = Some((i, w.clone()));
+            color_by = Some((i, per, spec.clone()));
             continue;
         }
         let Some(i) = dim_names.iter().position(|n| n == key) else {
@@ -237,7 +293,7 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 *span,
             )
             .with_help(format!(
-                "dimensions: {}; options: color=VAR",
+                "dimensions: {}; options: color=VAR[/N], sector=N, operand=K",
                 dim_names.join(", ")
             )));
         };
@@ -307,9 +363,9 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
         let cell = from.cell(&coords);
         let g = match &color_by {
-            Some((i, _)) => {
+            Some((i, per, _)) => {
                 let lo = m.var(*i).bounds.lo;
-                u32::try_from(p[*i].saturating_sub(lo)).unwrap_or(u32::MAX)
+                u32::try_from(p[*i].saturating_sub(lo) / per).unwrap_or(u32::MAX)
             }
             None => cell as u32,
         };
@@ -333,6 +389,31 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         "{points} domain points; {read} of {} input elements read, {shared} by more than one colour",
         right.cells.len()
     )];
+    if let Some(n) = sector {
+        right.sector = n as usize;
+        // Sectors (runs of n consecutive input elements, row-major) touched by each colour.
+        let mut per_group: std::collections::BTreeMap<u32, BTreeSet<usize>> = Default::default();
+        for (i, cell) in right.cells.iter().enumerate() {
+            for &g in cell {
+                per_group.entry(g).or_default().insert(i / n as usize);
+            }
+        }
+        let counts: Vec<usize> = per_group.values().map(|s| s.len()).collect();
+        let all: BTreeSet<usize> = per_group.values().flatten().copied().collect();
+        notes.push(format!(
+            "sectors of {n} elements: {} touched in all; per colour min {}, max {}",
+            all.len(),
+            counts.iter().min().unwrap_or(&0),
+            counts.iter().max().unwrap_or(&0)
+        ));
+        if per_group.len() <= 8 {
+            let each: Vec<String> = per_group
+                .iter()
+                .map(|(g, s)| format!("colour {g}: {}", s.len()))
+                .collect();
+            notes.push(format!("sectors per colour: {}", each.join(", ")));
+        }
+    }
     if let Some(op) = operand {
         notes.push(format!("input: {op}"));
     }
@@ -340,7 +421,7 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         notes.push(format!("fixed: {}", fixed.join(", ")));
     }
     let color_by = match color_by {
-        Some((_, name)) => name,
+        Some((_, _, name)) => name,
         None => format!(
             "output element ({})",
             if dim_names.is_empty() {

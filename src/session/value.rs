@@ -138,4 +138,6 @@ pub struct Grid {
     pub cols: usize,
     /// `rows * cols` cells, row-major.
     pub cells: Vec<Vec<u32>>,
+    /// Elements per memory sector, when sectors are drawn (0: not drawn).
+    pub sector: usize,
 }
