@@ -125,7 +125,7 @@ fn grid(out: &mut String, g: &Grid, x: f64, y: f64, cell: f64) -> (f64, f64) {
                 g.row0 + r as i64,
                 g.col0 + c as i64
             );
-            if g.sector > 0 && (r * g.cols + c) % g.sector == 0 {
+            if g.sector > 0 && (r * g.cols + c).is_multiple_of(g.sector) {
                 // A sector starts here: a dark bar on the cell's left edge.
                 let _ = writeln!(
                     out,

@@ -79,9 +79,8 @@ impl Layout {
             return 0;
         }
         let mut row: u64 = 0;
-        for i in 0..n - 1 {
-            let size = self.bounds[i].size().unwrap_or(1);
-            row = row * size + (p[i] - self.bounds[i].lo) as u64;
+        for (b, &x) in self.bounds[..n - 1].iter().zip(p) {
+            row = row * b.size().unwrap_or(1) + (x - b.lo) as u64;
         }
         (row * self.cols + (p[n - 1] - self.bounds[n - 1].lo) as u64) as usize
     }
