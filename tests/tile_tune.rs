@@ -20,7 +20,7 @@ fn quick() -> Options {
 #[test]
 fn transpose_candidates_are_valid_tilings() {
     let spec = gpu_specs::transpose(64, 128);
-    let (good, rejected) = candidates(&spec, None, 0).expect("enumerates");
+    let (good, rejected, _) = candidates(&spec, None, 0).expect("enumerates");
     assert!(!good.is_empty());
     for c in &good {
         assert!(c
@@ -43,7 +43,7 @@ fn transpose_candidates_are_valid_tilings() {
 #[test]
 fn user_tile_sizes_restrict_the_candidates() {
     let spec = gpu_specs::transpose(64, 128);
-    let (good, _) = candidates(&spec, Some(&[16, 32]), 0).expect("enumerates");
+    let (good, _, _) = candidates(&spec, Some(&[16, 32]), 0).expect("enumerates");
     for c in &good {
         assert!(
             c.sizes
@@ -63,7 +63,7 @@ fn every_tiled_kernel_is_verified() {
         gpu_specs::broadcast_mul(16, 32),
         gpu_specs::reduce(16, 64, true),
     ] {
-        let (good, rejected) = candidates(&spec, None, 6).expect("enumerates");
+        let (good, rejected, _) = candidates(&spec, None, 6).expect("enumerates");
         let t = tune(&spec, &good, rejected, &quick(), &mut |_, _, _| {})
             .expect("every variant verifies");
         assert_eq!(t.rows.len(), good.len() + 1, "{}", spec.name);
@@ -90,4 +90,18 @@ fn tiled_source_loops_over_tiles_then_elements() {
         e.source
     );
     assert!(emit_tiled(&spec, &[24, 16]).is_err());
+}
+
+#[test]
+fn gpu_launch_candidates_keep_coalescing_no_worse_than_the_default() {
+    use ixmap::tile::tune::launch_candidates;
+    let spec = gpu_specs::broadcast_mul(64, 256);
+    let (good, rejected) = launch_candidates(&spec, &[64, 128, 256], &[1, 2, 4]).expect("analyses");
+    assert!(!good.is_empty());
+    assert!(
+        good.iter()
+            .all(|c| c.config.block != 128 || c.config.vector != 1),
+        "the default is measured separately"
+    );
+    assert_eq!(good.len() + rejected.len(), 8, "{good:?} {rejected:?}");
 }

@@ -30,9 +30,12 @@
 
 pub mod attrs;
 pub mod fusion;
+pub mod interp;
+pub mod linalg;
 
 pub mod ops;
 pub mod parse;
+pub mod partition;
 
 pub mod rtvar;
 pub mod shape;

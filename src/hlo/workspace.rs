@@ -11,6 +11,7 @@
 use super::parse::{HloItem, RawComputation, RawInstr};
 use super::{ops, Computation, Instr, InstrId, Module};
 use crate::syntax::{suggest, Diagnostic, Span};
+use std::collections::HashMap;
 
 /// What a name refers to.
 #[derive(Clone, Copy)]
@@ -118,9 +119,21 @@ fn unknown_operand(name: &str, span: Span, user: &str, comp: &Computation) -> Di
 
 /// Appends `ri` to `comp`, resolving its operands among the instructions before it.
 fn add_instr(comp: &mut Computation, ri: &RawInstr) -> Result<InstrId, Diagnostic> {
+    add_instr_indexed(comp, ri, None)
+}
+
+fn add_instr_indexed(
+    comp: &mut Computation,
+    ri: &RawInstr,
+    index: Option<&HashMap<String, InstrId>>,
+) -> Result<InstrId, Diagnostic> {
     let mut operands = Vec::new();
     for o in &ri.operands {
-        let Some(id) = comp.find(&o.name) else {
+        let found = match index {
+            Some(ix) => ix.get(&o.name).copied(),
+            None => comp.find(&o.name),
+        };
+        let Some(id) = found else {
             return Err(unknown_operand(&o.name, o.span, &ri.name, comp));
         };
         if let Some(s) = &o.shape {
@@ -179,9 +192,11 @@ pub fn build_computation(rc: &RawComputation) -> Result<Computation, Diagnostic>
     let order = definition_order(rc)?;
     let mut root = None;
     let mut ids = vec![0; rc.instrs.len()];
+    let mut by_name: HashMap<String, InstrId> = HashMap::new();
     for &k in &order {
         let ri = &rc.instrs[k];
-        let id = add_instr(&mut comp, ri)?;
+        let id = add_instr_indexed(&mut comp, ri, Some(&by_name))?;
+        by_name.insert(ri.name.clone(), id);
         ids[k] = id;
         if ri.is_root {
             if root.is_some() {
@@ -204,7 +219,11 @@ pub fn build_computation(rc: &RawComputation) -> Result<Computation, Diagnostic>
 /// operands and cycles.
 fn definition_order(rc: &RawComputation) -> Result<Vec<usize>, Diagnostic> {
     let n = rc.instrs.len();
-    let index = |name: &str| rc.instrs.iter().rposition(|i| i.name == name);
+    let mut names: HashMap<&str, usize> = HashMap::new();
+    for (k, i) in rc.instrs.iter().enumerate() {
+        names.insert(i.name.as_str(), k);
+    }
+    let index = |name: &str| names.get(name).copied();
     for ri in &rc.instrs {
         for o in &ri.operands {
             if index(&o.name).is_none() {

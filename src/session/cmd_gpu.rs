@@ -37,7 +37,7 @@ pub static COMMANDS: [Command; 4] = [
     },
     Command {
         name: "bench",
-        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [reps=N]",
+        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [reps=N] [block=N] [vector=N] [tiled=true|false]",
         summary: "runs the kernel, checks every element against the reference, times it against a copy",
         example: "p0 = f32[64, 64] parameter(0); p1 = f32[64, 64] parameter(1); add0 = f32[64, 64] add(p0, p1); bench add0 device=cpu reps=3",
         run: bench_cmd,
@@ -332,11 +332,14 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     };
     let naive = a.flag("naive");
+    let (config, tiled) = config(a)?;
     let opts = Options {
         device,
         reps,
         warmups: 2,
         progress: true,
+        config,
+        tiled,
     };
     let o = bench::run(&spec, &opts, !naive, naive).map_err(|e| {
         Diagnostic::at(

@@ -10,13 +10,71 @@ use crate::hlo::workspace::Target;
 use crate::hlo::{Computation, InstrId};
 use crate::syntax::{suggest, Arg, Diagnostic, HloText, Span};
 
-pub static COMMANDS: [Command; 1] = [Command {
-    name: "indexing",
-    usage: "indexing OP [from K]",
-    summary: "output-to-input maps of every operand of an instruction or fusion; `from K`: input-to-output maps from operand K",
-    example: "p0 = f32[20] parameter(0); bc0 = f32[10, 20, 30] broadcast(p0), dimensions={1}; indexing bc0",
-    run: indexing,
-}];
+pub static COMMANDS: [Command; 3] = [
+    Command {
+        name: "indexing",
+        usage: "indexing OP [from K]",
+        summary: "output-to-input maps of every operand of an instruction or fusion; `from K`: input-to-output maps from operand K (approximate for pad's value, dynamic-update-slice; UNDEFINED from gather and convolution inputs)",
+        example: "p0 = f32[20] parameter(0); bc0 = f32[10, 20, 30] broadcast(p0), dimensions={1}; indexing bc0",
+        run: indexing,
+    },
+    Command {
+        name: "partition",
+        usage: "partition COMPUTATION",
+        summary: "the functions a computation splits into (an instruction joins its users only if they all read it at the same indices), and why each cut was made",
+        example: "f { p = f32[4,4] parameter(0)\n l = f32[4,4] log(p)\n t = f32[4,4] transpose(l), dimensions={1,0}\n ROOT a = f32[4,4] add(l, t) }; partition f",
+        run: partition,
+    },
+    Command {
+        name: "fuse",
+        usage: "fuse PRODUCER_ARG, PRODUCER_RESULT, CONSUMER_ARG",
+        summary: "linalg producer/consumer fusion: PRODUCER_ARG ∘ inverse(PRODUCER_RESULT) ∘ CONSUMER_ARG, also for non-permutation bijections",
+        example: "fuse (d0, d1) -> (d0, d1), (d0, d1) -> (d1, d0), (d0, d1) -> (d0, d1)",
+        run: fuse,
+    },
+];
+
+fn partition(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let (name, span) = target_name(a)?;
+    let comp = match s.hlo.resolve(&name) {
+        Some(Target::Computation(c)) => c,
+        Some(Target::Instr(c, id)) => {
+            let ins = &c.instrs[id];
+            match ins
+                .attrs
+                .calls
+                .as_deref()
+                .and_then(|n| s.hlo.module.computation(n))
+            {
+                Some(f) => f,
+                None => {
+                    return Err(Diagnostic::at(
+                        format!("`{name}` is an instruction, not a computation"),
+                        span,
+                    )
+                    .with_help("partition a computation block or a fusion instruction"))
+                }
+            }
+        }
+        None => return Err(unknown_hlo(s, &name, span)),
+    };
+    let p = crate::hlo::partition::partition(comp);
+    Ok(Value::Text(crate::hlo::partition::describe(comp, &p)))
+}
+
+fn fuse(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    a.expect_groups(3, "fuse PRODUCER_ARG, PRODUCER_RESULT, CONSUMER_ARG")?;
+    let arg = a.map(s, 0)?;
+    let result = a.map(s, 1)?;
+    let consumer = a.map(s, 2)?;
+    let f = crate::hlo::linalg::fuse(&arg, &result, &consumer)
+        .map_err(|e| Diagnostic::at(e, a.span()))?;
+    Ok(Value::Text(format!(
+        "{}
+  {}",
+        f.map, f.how
+    )))
+}
 
 /// Defines HLO text in the session; prints nothing.
 pub fn define(s: &mut Session, h: &HloText) -> Result<Value, Diagnostic> {
@@ -173,6 +231,9 @@ fn instr_indexing(
     from: Option<(usize, Span)>,
 ) -> Result<Value, Diagnostic> {
     let ins = &c.instrs[id];
+    if let (Some((k, kspan)), true) = (from, ins.operands.is_empty()) {
+        return Err(no_such_operand(k, 0, &format!("`{}`", ins.name), kspan));
+    }
     if ins.operands.is_empty() {
         let m = ops::finish(crate::map::IndexingMap::identity(ins.dims()));
         let mut m = m;

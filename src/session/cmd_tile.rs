@@ -7,7 +7,7 @@ use crate::map::{IndexingMap, Limits};
 use crate::syntax::{Arg, Diagnostic};
 use crate::tile::{self, check::Verdict, OperandTile};
 
-pub static COMMANDS: [Command; 2] = [
+pub static COMMANDS: [Command; 3] = [
     Command {
         name: "tile",
         usage: "tile MAP|FUSION sizes=(n, ...) [from K]",
@@ -21,6 +21,13 @@ pub static COMMANDS: [Command; 2] = [
         summary: "per operand: elements read at least once, and reads per element, when the whole output is computed",
         example: "utilization (d0, d1, d2) -> (d1), domain: d0 in [0, 9], d1 in [0, 19], d2 in [0, 29]",
         run: run_utilization,
+    },
+    Command {
+        name: "tune",
+        usage: "tune FUSION [device=auto|cpu|gpu] [over tile=(n, ...) block=(...) vector=(...)] [reps=N] [max=N]",
+        summary: "benchmarks every valid tiling of the output (legal tiles, divisibility, line-sized runs), verified, ranked against the default; binds FUSION_best",
+        example: "p0 = f32[256, 256] parameter(0); t = f32[256, 256] transpose(p0), dimensions={1, 0}; tune t reps=3",
+        run: run_tune,
     },
 ];
 
@@ -491,6 +498,261 @@ fn run_utilization(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             u.max_reads.to_string(),
             u.method.to_string(),
         ]);
+    }
+    Ok(Value::Table(t))
+}
+
+/// The kernel spec of an HLO instruction or fusion named by the first argument.
+fn kernel_spec(
+    s: &Session,
+    a: &Args,
+) -> Result<(String, crate::gpu::spec::KernelSpec), Diagnostic> {
+    use crate::hlo::workspace::Target;
+    let Some(Arg::Word(name, span)) = a.items().next() else {
+        return Err(Diagnostic::at(
+            "`tune` needs the name of a fusion or instruction",
+            a.span(),
+        ));
+    };
+    let module = &s.hlo.module;
+    let r = match s.hlo.resolve(name) {
+        Some(Target::Computation(c)) => crate::gpu::from_hlo::from_computation(module, c),
+        Some(Target::Instr(c, id)) => {
+            let ins = &c.instrs[id];
+            match ins
+                .attrs
+                .calls
+                .as_deref()
+                .filter(|_| ins.opcode == "fusion")
+                .and_then(|n| module.computation(n))
+            {
+                Some(f) => crate::gpu::from_hlo::from_computation(module, f),
+                None => crate::gpu::from_hlo::from_instr(module, c, id),
+            }
+        }
+        None => {
+            let mut d = Diagnostic::at(format!("no fusion or instruction named `{name}`"), *span)
+                .with_label("not defined in this session");
+            if let Some(x) = crate::syntax::suggest(name, s.hlo.names().iter().map(String::as_str))
+            {
+                d = d.with_help(format!("did you mean `{x}`?"));
+            }
+            return Err(d);
+        }
+    };
+    r.map(|spec| (name.clone(), spec))
+        .map_err(|m| Diagnostic::at(m, *span))
+}
+
+fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    use crate::gpu::bench::{Device, Options};
+    use crate::tile::tune;
+    let (name, spec) = kernel_spec(s, a)?;
+    let device = a.kv_word("device")?;
+    let device_span = a.kv("device").map_or(a.span(), |v| v.span());
+    let on_gpu = match device.as_deref() {
+        None | Some("auto") => crate::gpu::bench::cuda::available().is_ok(),
+        Some("cpu") => false,
+        Some("gpu") => {
+            if let Err(why) = crate::gpu::bench::cuda::available() {
+                return Err(
+                    Diagnostic::at(format!("cannot tune on the GPU: {why}"), device_span)
+                        .with_help("device=cpu tunes the tiling of the CPU kernel"),
+                );
+            }
+            true
+        }
+        Some(w) => {
+            return Err(Diagnostic::at(
+                format!("`device=` takes auto, cpu or gpu, not `{w}`"),
+                device_span,
+            ))
+        }
+    };
+    let reps = a.kv_int("reps")?.unwrap_or(5);
+    let max = a.kv_int("max")?.unwrap_or(12);
+    if !(1..=1000).contains(&reps) || !(1..=1000).contains(&max) {
+        return Err(Diagnostic::at(
+            "`reps=` and `max=` take 1 to 1000",
+            a.span(),
+        ));
+    }
+    if on_gpu {
+        return tune_gpu(s, a, &name, &spec, reps as usize);
+    }
+    let user_tiles = a.kv_tuple("tile")?;
+    let mut notes = Vec::new();
+    if a.kv("block").is_some() || a.kv("vector").is_some() {
+        notes.push(
+            "block= and vector= are GPU launch parameters; on the CPU the tiling is tuned"
+                .to_string(),
+        );
+    }
+    let err = |e: crate::MapError| Diagnostic::at(e.to_string(), a.span());
+    let (cands, rejected, valid) =
+        tune::candidates(&spec, user_tiles.as_deref(), max as usize).map_err(err)?;
+    if cands.is_empty() {
+        let why = rejected
+            .first()
+            .map_or("no tiling divides the output".to_string(), |r| {
+                format!("e.g. ({}): {}", join(&r.sizes), r.why)
+            });
+        return Err(Diagnostic::at(
+            format!("no valid tiling of `{name}` to try: {why}"),
+            a.span(),
+        ));
+    }
+    let opts = Options {
+        device: Device::Cpu,
+        reps: reps as usize,
+        warmups: 1,
+        progress: true,
+        ..Options::default()
+    };
+    let bar = {
+        use std::io::IsTerminal;
+        if std::io::stderr().is_terminal() {
+            let b = indicatif::ProgressBar::new(cands.len() as u64 + 1);
+            b.set_style(
+                indicatif::ProgressStyle::with_template("tune {bar:30} {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b
+        } else {
+            indicatif::ProgressBar::hidden()
+        }
+    };
+    let n_rejected = rejected.len();
+    let tuned = tune::tune(&spec, &cands, rejected, &opts, &mut |i, _, label| {
+        bar.set_position(i as u64);
+        bar.set_message(label.to_string());
+    });
+    bar.finish_and_clear();
+    let tuned = tuned.map_err(err)?;
+    let default = tuned.rows[0].timing.median_s;
+    let mut order: Vec<usize> = (0..tuned.rows.len()).collect();
+    order.sort_by(|&x, &y| {
+        tuned.rows[x]
+            .timing
+            .median_s
+            .total_cmp(&tuned.rows[y].timing.median_s)
+    });
+    let mut t = Table {
+        title: Some(format!(
+            "tune {name} on {}: {} of {valid} valid tilings tried ({n_rejected} filtered out), {} bytes moved, every output verified",
+            tuned.device,
+            cands.len(),
+            tuned.bytes
+        )),
+        headers: ["rank", "mapping", "median ms", "GB/s", "% copy", "runs", "vs default"].map(String::from).to_vec(),
+        rows: vec![],
+        notes,
+    };
+    for (rank, &i) in order.iter().enumerate() {
+        let m = &tuned.rows[i];
+        t.rows.push(vec![
+            (rank + 1).to_string(),
+            match &m.sizes {
+                None => "default (untiled loop)".to_string(),
+                Some(z) => format!("tile=({})", join(z)),
+            },
+            format!("{:.3}", m.timing.median_s * 1e3),
+            format!("{:.2}", tuned.gbps(&m.timing)),
+            format!("{:.1}", tuned.copy_pct(&m.timing)),
+            m.min_run.map_or("-".into(), |r| format!("{r} B")),
+            format!("{:.2}x", default / m.timing.median_s),
+        ]);
+    }
+    t.notes
+        .push("runs: the shortest contiguous run any operand's tile reads (a line is 64 B)".into());
+    if let Some(best) = tuned.best() {
+        let sizes = best.sizes.clone().unwrap_or_default();
+        let k = tune::emit_tiled(&spec, &sizes).map_err(err)?;
+        let bound = format!("{}_best", crate::gpu::emit::c_ident(&name));
+        t.notes.push(format!(
+            "best: tile=({}), {:.2}x the default; bound to `{bound}` (its kernel source)",
+            join(&sizes),
+            default / best.timing.median_s
+        ));
+        s.values.insert(
+            bound,
+            Value::Kernel(super::Kernel {
+                name: k.entry.clone(),
+                target: "cpu".into(),
+                source: k.source,
+            }),
+        );
+    }
+    Ok(Value::Table(t))
+}
+
+/// `tune` on the GPU: block and vector sizes, coalescing as a filter, the GPU bench.
+fn tune_gpu(
+    s: &mut Session,
+    a: &Args,
+    name: &str,
+    spec: &crate::gpu::spec::KernelSpec,
+    reps: usize,
+) -> Result<Value, Diagnostic> {
+    use crate::gpu::bench::Options;
+    use crate::tile::tune;
+    let err = |e: crate::MapError| Diagnostic::at(e.to_string(), a.span());
+    let blocks = a
+        .kv_tuple("block")?
+        .unwrap_or_else(|| vec![64, 128, 256, 512, 1024]);
+    let vectors = a.kv_tuple("vector")?.unwrap_or_else(|| vec![1, 2, 4]);
+    let (cands, rejected) = tune::launch_candidates(spec, &blocks, &vectors).map_err(err)?;
+    let opts = Options {
+        reps,
+        warmups: 2,
+        progress: false,
+        ..Options::default()
+    };
+    let (device, bytes, copy, rows) =
+        tune::tune_launches(spec, &cands, &opts, &mut |_, _, _| {}).map_err(err)?;
+    let default = rows[0].timing.median_s;
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&x, &y| rows[x].timing.median_s.total_cmp(&rows[y].timing.median_s));
+    let mut t = Table {
+        title: Some(format!(
+            "tune {name} on {device}: {} launches tried ({} filtered out), {bytes} bytes moved, every output verified",
+            cands.len(),
+            rejected.len()
+        )),
+        headers: ["rank", "mapping", "median ms", "GB/s", "% copy", "coalesced", "vs default"].map(String::from).to_vec(),
+        rows: vec![],
+        notes: vec![],
+    };
+    for (rank, &i) in order.iter().enumerate() {
+        let m = &rows[i];
+        t.rows.push(vec![
+            (rank + 1).to_string(),
+            match m.config {
+                None => "default (block=128 vector=1)".to_string(),
+                Some(c) => format!("block={} vector={}", c.block, c.vector),
+            },
+            format!("{:.4}", m.timing.median_s * 1e3),
+            format!("{:.1}", bytes as f64 / m.timing.median_s / 1e9),
+            format!("{:.1}", 100.0 * copy.median_s / m.timing.median_s),
+            format!("{}/{}", m.coalesced.0, m.coalesced.1),
+            format!("{:.2}x", default / m.timing.median_s),
+        ]);
+    }
+    if let Some(&i) = order.iter().find(|&&i| rows[i].config.is_some()) {
+        let c = rows[i].config.unwrap_or_default();
+        let bound = format!("{}_best", crate::gpu::emit::c_ident(name));
+        t.notes.push(format!(
+            "best: block={} vector={}, {:.2}x the default; bound to `{bound}`: use it as `bench {name} block={} vector={}`",
+            c.block,
+            c.vector,
+            default / rows[i].timing.median_s,
+            c.block,
+            c.vector
+        ));
+        s.values.insert(
+            bound,
+            Value::Text(format!("block={} vector={}", c.block, c.vector)),
+        );
     }
     Ok(Value::Table(t))
 }

@@ -126,27 +126,26 @@ fn help(_: &mut Session, args: &Args) -> Result<Value, Diagnostic> {
             a.span(),
         ));
     }
-    let width = all()
-        .map(|c| c.usage.len())
-        .max()
-        .unwrap_or(0)
-        .max("NAME = MAP | COMMAND ...".len());
+    // One line per entry; a usage longer than the column puts its summary on the next
+    // line, so a long `emit ...` does not push every summary off the screen.
+    const WIDTH: usize = 26;
+    let entry = |usage: &str, summary: &str| {
+        if usage.len() <= WIDTH {
+            format!("  {usage:WIDTH$}  {summary}\n")
+        } else {
+            format!("  {usage}\n  {:WIDTH$}  {summary}\n", "")
+        }
+    };
     let mut s = String::from("commands:\n");
     for c in all() {
-        s += &format!("  {:width$}  {}\n", c.usage, c.summary);
+        s += &entry(c.usage, c.summary);
     }
     s += "statements:\n";
-    s += &format!(
-        "  {:width$}  {}\n",
-        "NAME = MAP | COMMAND ...", "binds a name"
-    );
-    s += &format!(
-        "  {:width$}  {}\n",
-        "MAP", "prints the map in canonical form"
-    );
+    s += &entry("NAME = MAP | COMMAND ...", "binds a name");
+    s += &entry("MAP", "prints the map in canonical form");
     s += "help topics:\n";
     for (t, summary, _) in TOPICS {
-        s += &format!("  {:width$}  {}\n", format!("help {t}"), summary);
+        s += &entry(&format!("help {t}"), summary);
     }
     s += "`help COMMAND` shows an example and what it prints.";
     Ok(Value::Text(s))

@@ -76,11 +76,24 @@ fn expected_from_tokens(tokens: &[String], prev: Option<char>) -> Vec<String> {
         return vec!["a map, a name or a command".into()];
     }
     if literals.iter().any(|t| t == "UNDEFINED") {
-        literals.retain(|t| !matches!(t.as_str(), "KNOWN" | "UNDEFINED" | "affine_map"));
+        // The starts of HLO text (`HloModule`, `ENTRY`, `ROOT`, `%name`, `name.1`) are one
+        // alternative to a reader, not five.
+        let hlo = literals
+            .iter()
+            .any(|t| matches!(t.as_str(), "HloModule" | "ENTRY" | "ROOT"));
+        literals.retain(|t| {
+            !matches!(
+                t.as_str(),
+                "KNOWN" | "UNDEFINED" | "affine_map" | "HloModule" | "ENTRY" | "ROOT" | "%" | "."
+            )
+        });
         let mut out: Vec<String> = literals.iter().map(|t| format!("`{t}`")).collect();
         out.push("an indexing map".into());
         if letters {
             out.push("a command".into());
+        }
+        if hlo {
+            out.push("HLO text".into());
         }
         return out;
     }

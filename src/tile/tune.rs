@@ -94,12 +94,13 @@ fn options(n: i64, user: Option<&[i64]>) -> Vec<i64> {
     v
 }
 
-/// Every valid tiling, best-first order not implied; at most `max` kept (evenly spread).
+/// Every valid tiling, and those left out with the reason; at most `max` kept (evenly
+/// spread over the valid ones, whose number is the third value).
 pub fn candidates(
     spec: &KernelSpec,
     user_tiles: Option<&[i64]>,
     max: usize,
-) -> Result<(Vec<Candidate>, Vec<Rejected>), MapError> {
+) -> Result<(Vec<Candidate>, Vec<Rejected>, usize), MapError> {
     let dims = &spec.output.dims;
     let accesses = spec.input_accesses()?;
     let opts: Vec<Vec<i64>> = dims.iter().map(|&n| options(n, user_tiles)).collect();
@@ -170,13 +171,14 @@ pub fn candidates(
         }
         good.push(Candidate { sizes, min_run });
     }
+    let valid = good.len();
     if good.len() > max && max > 0 {
         let step = good.len() as f64 / max as f64;
         good = (0..max)
             .map(|i| good[(i as f64 * step) as usize].clone())
             .collect();
     }
-    Ok((good, rejected))
+    Ok((good, rejected, valid))
 }
 
 /// C for the host compiler: loops over the tiles (in the output's physical order), then over
@@ -406,4 +408,131 @@ pub fn tune(
         rows,
         rejected,
     })
+}
+
+/// A GPU launch to try: block and vector sizes, with the coalescing verdict of every operand.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchCandidate {
+    pub config: crate::gpu::launch::LaunchConfig,
+    /// Operands (and the output) whose warps' loads are coalesced, of all.
+    pub coalesced: (usize, usize),
+}
+
+/// The launches of `spec` for every block and vector size given that the GPU code accepts,
+/// keeping those whose coalescing is no worse than the default launch's.
+pub fn launch_candidates(
+    spec: &KernelSpec,
+    blocks: &[i64],
+    vectors: &[i64],
+) -> Result<(Vec<LaunchCandidate>, Vec<(String, String)>), MapError> {
+    use crate::gpu::coalescing::analyse;
+    use crate::gpu::launch::{choose, LaunchConfig};
+    let verdict = |cfg: LaunchConfig| -> Result<(usize, usize), MapError> {
+        let l = choose(spec, cfg, None)?;
+        let r = analyse(spec, &l)?;
+        Ok((
+            r.operands.iter().filter(|o| o.coalesced).count(),
+            r.operands.len(),
+        ))
+    };
+    let base = verdict(LaunchConfig::default())?;
+    let mut good = Vec::new();
+    let mut rejected = Vec::new();
+    for &block in blocks {
+        for &vector in vectors {
+            let config = LaunchConfig {
+                block,
+                vector,
+                unroll: 1,
+            };
+            let label = format!("block={block} vector={vector}");
+            if config == LaunchConfig::default() {
+                continue;
+            }
+            match verdict(config) {
+                Err(e) => rejected.push((label, e.to_string())),
+                Ok(c) if c.0 < base.0 => rejected.push((
+                    label,
+                    format!(
+                        "{} of {} operands coalesced, fewer than the default's {}",
+                        c.0, c.1, base.0
+                    ),
+                )),
+                Ok(c) => good.push(LaunchCandidate {
+                    config,
+                    coalesced: c,
+                }),
+            }
+        }
+    }
+    Ok((good, rejected))
+}
+
+/// One measured GPU launch (`None`: the default launch).
+#[derive(Clone, Debug)]
+pub struct MeasuredLaunch {
+    pub config: Option<crate::gpu::launch::LaunchConfig>,
+    pub timing: Timing,
+    pub coalesced: (usize, usize),
+}
+
+/// Benchmarks the default launch and every candidate on the GPU through `gpu::bench` (which
+/// verifies every output element); returns the device name, bytes, copy timing and rows.
+pub fn tune_launches(
+    spec: &KernelSpec,
+    cands: &[LaunchCandidate],
+    opts: &Options,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> Result<(String, u64, Timing, Vec<MeasuredLaunch>), MapError> {
+    use crate::gpu::bench::{run, Device};
+    use crate::gpu::launch::LaunchConfig;
+    let total = cands.len() + 1;
+    let mut rows = Vec::new();
+    let mut last = None;
+    let default = [LaunchCandidate {
+        config: LaunchConfig::default(),
+        coalesced: (0, 0),
+    }];
+    for (i, c) in default.iter().chain(cands).enumerate() {
+        progress(
+            i,
+            total,
+            &format!("block={} vector={}", c.config.block, c.config.vector),
+        );
+        let o = Options {
+            device: Device::Gpu,
+            config: c.config,
+            ..opts.clone()
+        };
+        let out = run(spec, &o, false, false)?;
+        let m = out
+            .variants
+            .first()
+            .ok_or_else(|| MapError::Other("the bench returned no timing".into()))?;
+        if !m.verified {
+            return Err(MapError::Other(
+                "a kernel did not verify, so it has no timing".into(),
+            ));
+        }
+        let coalesced = if i == 0 {
+            let l = crate::gpu::launch::choose(spec, c.config, None)?;
+            let r = crate::gpu::coalescing::analyse(spec, &l)?;
+            (
+                r.operands.iter().filter(|o| o.coalesced).count(),
+                r.operands.len(),
+            )
+        } else {
+            c.coalesced
+        };
+        rows.push(MeasuredLaunch {
+            config: (i > 0).then_some(c.config),
+            timing: m.timing.clone(),
+            coalesced,
+        });
+        last = Some((out.device.clone(), out.bytes, out.copy.clone()));
+    }
+    progress(total, total, "done");
+    let (device, bytes, copy) =
+        last.ok_or_else(|| MapError::Other("nothing was measured".into()))?;
+    Ok((device, bytes, copy, rows))
 }

@@ -28,6 +28,9 @@ pub struct Options {
     pub warmups: usize,
     /// Show a progress bar (only on a terminal).
     pub progress: bool,
+    /// The GPU launch (block, vector, unroll) and whether to tile transposes.
+    pub config: super::launch::LaunchConfig,
+    pub tiled: Option<bool>,
 }
 
 impl Default for Options {
@@ -37,6 +40,8 @@ impl Default for Options {
             reps: 10,
             warmups: 2,
             progress: false,
+            config: Default::default(),
+            tiled: None,
         }
     }
 }

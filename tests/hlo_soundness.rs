@@ -1,0 +1,745 @@
+//! Soundness of HLO indexing against the reference interpreter: for random instances of
+//! every op family (random shapes and attributes) and random fusions, the maps must name
+//! exactly the elements the interpreter reads — output to input and input to output.
+//! Ops whose maps are documented as over-approximations are checked for inclusion.
+
+use ixmap::hlo::interp::{all_indices, run_outputs, Tensor};
+use ixmap::hlo::parse::parse_hlo;
+use ixmap::hlo::{fusion, ops, Computation, Workspace};
+use ixmap::map::IndexingMap;
+use std::collections::BTreeSet;
+
+/// xorshift: deterministic, dependency-free randomness.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform in [lo, hi].
+    fn int(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + (self.next() % ((hi - lo + 1) as u64)) as i64
+    }
+    fn dims(&mut self, rank: usize, max: i64) -> Vec<i64> {
+        (0..rank).map(|_| self.int(1, max)).collect()
+    }
+    fn perm(&mut self, n: usize) -> Vec<usize> {
+        let mut p: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            let j = self.int(0, i as i64) as usize;
+            p.swap(i, j);
+        }
+        p
+    }
+    fn subset(&mut self, n: usize) -> Vec<usize> {
+        (0..n).filter(|_| self.next() % 2 == 0).collect()
+    }
+}
+
+fn shape(d: &[i64]) -> String {
+    format!(
+        "s32[{}]",
+        d.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    )
+}
+fn list(v: &[usize]) -> String {
+    format!(
+        "{{{}}}",
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    )
+}
+
+fn build(src: &str) -> (Workspace, String) {
+    let mut ws = Workspace::new();
+    let item = parse_hlo(src, 0).unwrap_or_else(|e| panic!("{}\n{src}", e.render(src)));
+    let names = ws
+        .define(item)
+        .unwrap_or_else(|e| panic!("{}\n{src}", e.render(src)));
+    (ws, names[0].clone())
+}
+
+/// The points a map sends `dims` to, with range variables over their bounds and runtime
+/// variables fixed to `rt` (or over their bounds when `rt` is None).
+fn image(m: &IndexingMap, dims: &[i64], rt: Option<&[i64]>) -> BTreeSet<Vec<i64>> {
+    assert!(!m.is_undefined());
+    let mut out = BTreeSet::new();
+    if m.is_known_empty() {
+        return out;
+    }
+    let rng_ext: Vec<i64> = m
+        .ranges
+        .iter()
+        .map(|v| v.bounds.hi - v.bounds.lo + 1)
+        .collect();
+    let rt_choices: Vec<Vec<i64>> = match rt {
+        Some(r) => vec![r.to_vec()],
+        None => {
+            let ext: Vec<i64> = m
+                .runtimes
+                .iter()
+                .map(|v| v.bounds.hi - v.bounds.lo + 1)
+                .collect();
+            all_indices(&ext)
+                .into_iter()
+                .map(|p| {
+                    p.iter()
+                        .zip(&m.runtimes)
+                        .map(|(x, v)| x + v.bounds.lo)
+                        .collect()
+                })
+                .collect()
+        }
+    };
+    for s in all_indices(&rng_ext) {
+        let s: Vec<i64> = s
+            .iter()
+            .zip(&m.ranges)
+            .map(|(x, v)| x + v.bounds.lo)
+            .collect();
+        for r in &rt_choices {
+            let point: Vec<i64> = dims.iter().chain(&s).chain(r).copied().collect();
+            if let Some(v) = m.eval_point(&point).expect("evaluates") {
+                out.insert(v);
+            }
+        }
+    }
+    out
+}
+
+fn image_all(ms: &[IndexingMap], dims: &[i64], rt: Option<&[i64]>) -> BTreeSet<Vec<i64>> {
+    ms.iter().flat_map(|m| image(m, dims, rt)).collect()
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Exact,
+    /// The maps may name more than is read (documented over-approximations).
+    Superset,
+}
+
+/// Parameter values: small integers (offsets and indices come from them).
+fn params(comp: &Computation, rng: &mut Rng) -> Vec<Tensor> {
+    let seed = rng.next();
+    comp.parameters()
+        .iter()
+        .enumerate()
+        .map(|(p, &id)| {
+            let s = seed.wrapping_add(p as u64 * 7919);
+            Tensor::parameter(p, comp.instrs[id].dims(), &move |idx: &[i64]| {
+                let h = idx
+                    .iter()
+                    .fold(s, |a, &x| a.wrapping_mul(31).wrapping_add(x as u64));
+                (h % 9) as i64 - 2
+            })
+        })
+        .collect()
+}
+
+/// Checks a single-op computation `t` (operands are parameters, in operand order).
+fn check_op(
+    src: &str,
+    rng: &mut Rng,
+    modes: &dyn Fn(usize) -> Mode,
+    rt: &dyn Fn(&[Tensor]) -> Option<Vec<i64>>,
+) {
+    let (ws, name) = build(src);
+    let comp = ws.module.computation(&name).expect("defined");
+    let ps = params(comp, rng);
+    let out = run_outputs(&ws.module, comp, &ps).expect("interpreter runs")[0].clone();
+    let root = comp.root;
+    let ins = &comp.instrs[root];
+    let per = ops::output_to_input(comp, root);
+    let rtv = rt(&ps);
+    for (k, &opnd) in ins.operands.iter().enumerate() {
+        let p = comp
+            .parameters()
+            .iter()
+            .position(|&x| x == opnd)
+            .expect("operands are parameters");
+        let mode = modes(k);
+        // Output to input.
+        for o in all_indices(&out.dims) {
+            let actual: BTreeSet<Vec<i64>> = out
+                .at(&o)
+                .deps
+                .iter()
+                .filter(|(q, _)| *q == p)
+                .map(|(_, i)| i.clone())
+                .collect();
+            let predicted = image_all(
+                &per[k],
+                &o,
+                if per[k][0].runtimes.is_empty() {
+                    None
+                } else {
+                    rtv.as_deref()
+                },
+            );
+            match mode {
+                Mode::Exact => assert_eq!(
+                    actual, predicted,
+                    "output {o:?} → operand {k}\n{src}\nmap: {}",
+                    per[k][0]
+                ),
+                Mode::Superset => assert!(
+                    actual.is_subset(&predicted),
+                    "output {o:?} → operand {k}\n{src}\nmap: {}",
+                    per[k][0]
+                ),
+            }
+        }
+        // Input to output.
+        let back = ops::input_to_output(comp, root, k);
+        if back[0].is_undefined() {
+            continue;
+        }
+        for x in all_indices(ps[p].dims.as_slice()) {
+            let actual: BTreeSet<Vec<i64>> = all_indices(&out.dims)
+                .into_iter()
+                .filter(|o| out.at(o).deps.contains(&(p, x.clone())))
+                .collect();
+            let predicted = image_all(
+                &back,
+                &x,
+                if back[0].runtimes.is_empty() {
+                    None
+                } else {
+                    rtv.as_deref()
+                },
+            );
+            let predicted: BTreeSet<Vec<i64>> = predicted
+                .into_iter()
+                .filter(|o| o.len() == out.dims.len())
+                .collect();
+            match mode {
+                Mode::Exact => assert_eq!(
+                    actual, predicted,
+                    "operand {k} {x:?} → output\n{src}\nmap: {}",
+                    back[0]
+                ),
+                Mode::Superset => assert!(
+                    actual.is_subset(&predicted),
+                    "operand {k} {x:?} → output\n{src}\nmap: {}",
+                    back[0]
+                ),
+            }
+        }
+    }
+}
+
+fn exact(_: usize) -> Mode {
+    Mode::Exact
+}
+fn no_rt(_: &[Tensor]) -> Option<Vec<i64>> {
+    None
+}
+
+const CASES: usize = 60;
+
+#[test]
+fn elementwise_ops_read_the_same_index() {
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    for _ in 0..CASES {
+        let d = {
+            let r = rng.int(0, 3) as usize;
+            rng.dims(r, 4)
+        };
+        let s = shape(&d);
+        let src = format!("t {{\n a = {s} parameter(0)\n b = {s} parameter(1)\n c = s32[] parameter(2)\n x = {s} parameter(3)\n ROOT r = {s} clamp(c, a, x)\n}}");
+        check_op(&src, &mut rng, &exact, &no_rt);
+        let src = format!(
+            "t {{\n a = {s} parameter(0)\n b = {s} parameter(1)\n ROOT r = {s} add(a, b)\n}}"
+        );
+        check_op(&src, &mut rng, &exact, &no_rt);
+    }
+}
+
+#[test]
+fn broadcast_transpose_reverse() {
+    let mut rng = Rng(42);
+    for _ in 0..CASES {
+        let out = {
+            let r = rng.int(1, 4) as usize;
+            rng.dims(r, 3)
+        };
+        let kept = rng.subset(out.len());
+        let ind: Vec<i64> = kept.iter().map(|&k| out[k]).collect();
+        let src = format!(
+            "t {{\n a = {} parameter(0)\n ROOT r = {} broadcast(a), dimensions={}\n}}",
+            shape(&ind),
+            shape(&out),
+            list(&kept)
+        );
+        check_op(&src, &mut rng, &exact, &no_rt);
+        let p = rng.perm(out.len());
+        let tout: Vec<i64> = p.iter().map(|&k| out[k]).collect();
+        let src = format!(
+            "t {{\n a = {} parameter(0)\n ROOT r = {} transpose(a), dimensions={}\n}}",
+            shape(&out),
+            shape(&tout),
+            list(&p)
+        );
+        check_op(&src, &mut rng, &exact, &no_rt);
+        let rv = rng.subset(out.len());
+        let src = format!(
+            "t {{\n a = {} parameter(0)\n ROOT r = {} reverse(a), dimensions={}\n}}",
+            shape(&out),
+            shape(&out),
+            list(&rv)
+        );
+        check_op(&src, &mut rng, &exact, &no_rt);
+    }
+}
+
+#[test]
+fn variadic_reduce() {
+    let mut rng = Rng(7);
+    for _ in 0..CASES {
+        let ind = {
+            let r = rng.int(1, 3) as usize;
+            rng.dims(r, 4)
+        };
+        let red = rng.subset(ind.len());
+        let out: Vec<i64> = (0..ind.len())
+            .filter(|k| !red.contains(k))
+            .map(|k| ind[k])
+            .collect();
+        let (si, so) = (shape(&ind), shape(&out));
+        let src = format!(
+            "t {{\n a = {si} parameter(0)\n b = {si} parameter(1)\n i = s32[] parameter(2)\n j = s32[] parameter(3)\n ROOT r = ({so}, {so}) reduce(a, b, i, j), dimensions={}, to_apply=max\n}}",
+            list(&red)
+        );
+        check_op(&src, &mut rng, &exact, &no_rt);
+    }
+}
+
+#[test]
+fn strided_slice() {
+    let mut rng = Rng(99);
+    for _ in 0..CASES {
+        let ind = {
+            let r = rng.int(1, 3) as usize;
+            rng.dims(r, 7)
+        };
+        let mut spec = Vec::new();
+        let mut out = Vec::new();
+        for &n in &ind {
+            let start = rng.int(0, n - 1);
+            let limit = rng.int(start + 1, n);
+            let stride = rng.int(1, 3);
+            spec.push(format!("[{start}:{limit}:{stride}]"));
+            out.push((limit - start + stride - 1) / stride);
+        }
+        let src = format!(
+            "t {{\n a = {} parameter(0)\n ROOT r = {} slice(a), slice={{{}}}\n}}",
+            shape(&ind),
+            shape(&out),
+            spec.join(", ")
+        );
+        check_op(&src, &mut rng, &exact, &no_rt);
+    }
+}
+
+/// A random factorization of `n` into at most `rank` factors.
+fn factor(rng: &mut Rng, mut n: i64, rank: usize) -> Vec<i64> {
+    let mut v = Vec::new();
+    for _ in 1..rank {
+        let divs: Vec<i64> = (1..=n).filter(|d| n % d == 0).collect();
+        let d = divs[rng.int(0, divs.len() as i64 - 1) as usize];
+        v.push(d);
+        n /= d;
+    }
+    v.push(n);
+    v
+}
+
+#[test]
+fn reshape_and_bitcast() {
+    let mut rng = Rng(1234);
+    for _ in 0..CASES {
+        let total = [4, 6, 8, 12, 16, 24, 36][rng.int(0, 6) as usize];
+        let a = {
+            let r = rng.int(1, 4) as usize;
+            factor(&mut rng, total, r)
+        };
+        let b = {
+            let r = rng.int(1, 4) as usize;
+            factor(&mut rng, total, r)
+        };
+        let src = format!(
+            "t {{\n a = {} parameter(0)\n ROOT r = {} reshape(a)\n}}",
+            shape(&a),
+            shape(&b)
+        );
+        check_op(&src, &mut rng, &exact, &no_rt);
+        let la = list(&rng.perm(a.len()));
+        let lb = list(&rng.perm(b.len()));
+        let src = format!(
+            "t {{\n a = {}{la} parameter(0)\n ROOT r = {}{lb} bitcast(a)\n}}",
+            shape(&a),
+            shape(&b)
+        );
+        check_op(&src, &mut rng, &exact, &no_rt);
+    }
+}
+
+#[test]
+fn concatenate_and_dot() {
+    let mut rng = Rng(555);
+    for _ in 0..CASES {
+        let base = {
+            let r = rng.int(1, 3) as usize;
+            rng.dims(r, 3)
+        };
+        let ax = rng.int(0, base.len() as i64 - 1) as usize;
+        let n = rng.int(1, 3) as usize;
+        let mut params = String::new();
+        let mut names = Vec::new();
+        let mut total = 0;
+        for k in 0..n {
+            let mut d = base.clone();
+            d[ax] = rng.int(1, 3);
+            total += d[ax];
+            params += &format!(" p{k} = {} parameter({k})\n", shape(&d));
+            names.push(format!("p{k}"));
+        }
+        let mut out = base.clone();
+        out[ax] = total;
+        let src = format!(
+            "t {{\n{params} ROOT r = {} concatenate({}), dimensions={{{ax}}}\n}}",
+            shape(&out),
+            names.join(", ")
+        );
+        check_op(&src, &mut rng, &exact, &no_rt);
+
+        // dot with 0-1 batch, 1-2 contracting and 0-1 free dims per side
+        let nb = rng.int(0, 1) as usize;
+        let nc = rng.int(1, 2) as usize;
+        let (lfree, rfree) = (rng.int(0, 1) as usize, rng.int(0, 1) as usize);
+        let bd = rng.dims(nb, 2);
+        let cd = rng.dims(nc, 3);
+        let lf = rng.dims(lfree, 3);
+        let rf = rng.dims(rfree, 3);
+        let l: Vec<i64> = [bd.clone(), lf.clone(), cd.clone()].concat();
+        let r: Vec<i64> = [bd.clone(), cd.clone(), rf.clone()].concat();
+        let o: Vec<i64> = [bd.clone(), lf.clone(), rf.clone()].concat();
+        let lb: Vec<usize> = (0..nb).collect();
+        let lc: Vec<usize> = (nb + lfree..nb + lfree + nc).collect();
+        let rc: Vec<usize> = (nb..nb + nc).collect();
+        let src = format!(
+            "t {{\n a = {} parameter(0)\n b = {} parameter(1)\n ROOT r = {} dot(a, b), lhs_batch_dims={}, rhs_batch_dims={}, lhs_contracting_dims={}, rhs_contracting_dims={}\n}}",
+            shape(&l), shape(&r), shape(&o), list(&lb), list(&lb), list(&lc), list(&rc)
+        );
+        check_op(&src, &mut rng, &exact, &no_rt);
+    }
+}
+
+#[test]
+fn pad_and_reduce_window() {
+    let mut rng = Rng(31337);
+    for _ in 0..CASES {
+        let ind = {
+            let r = rng.int(1, 2) as usize;
+            rng.dims(r, 4)
+        };
+        let mut spec = Vec::new();
+        let mut out = Vec::new();
+        for &n in &ind {
+            let (lo, hi, it) = (rng.int(-1, 2), rng.int(-1, 2), rng.int(0, 2));
+            let size = lo + hi + n + (n - 1) * it;
+            if size < 1 {
+                spec.push("0_0_0".to_string());
+                out.push(n);
+            } else {
+                spec.push(format!("{lo}_{hi}_{it}"));
+                out.push(size);
+            }
+        }
+        let src = format!(
+            "t {{\n a = {} parameter(0)\n v = s32[] parameter(1)\n ROOT r = {} pad(a, v), padding={}\n}}",
+            shape(&ind),
+            shape(&out),
+            spec.join("x")
+        );
+        check_op(
+            &src,
+            &mut rng,
+            &|k| if k == 1 { Mode::Superset } else { Mode::Exact },
+            &no_rt,
+        );
+
+        let mut w = Vec::new();
+        let mut out = Vec::new();
+        let mut f = |key: &str, v: Vec<String>| format!("{key}={}", v.join("x"));
+        let (mut size, mut stride, mut pad, mut ld, mut rd) =
+            (vec![], vec![], vec![], vec![], vec![]);
+        for &n in &ind {
+            let s = rng.int(1, 3);
+            let st = rng.int(1, 2);
+            let (plo, phi) = (rng.int(0, 2), rng.int(0, 2));
+            let (l, r) = (rng.int(1, 2), rng.int(1, 2));
+            let dil = (n - 1) * l + 1 + plo + phi;
+            let span = (s - 1) * r + 1;
+            let o = if dil < span { 0 } else { (dil - span) / st + 1 };
+            size.push(s.to_string());
+            stride.push(st.to_string());
+            pad.push(format!("{plo}_{phi}"));
+            ld.push(l.to_string());
+            rd.push(r.to_string());
+            out.push(o);
+        }
+        if out.contains(&0) {
+            continue;
+        }
+        w.push(f("size", size));
+        w.push(f("stride", stride));
+        w.push(f("pad", pad));
+        w.push(f("lhs_dilate", ld));
+        w.push(f("rhs_dilate", rd));
+        let src = format!(
+            "t {{\n a = {} parameter(0)\n v = s32[] parameter(1)\n ROOT r = {} reduce-window(a, v), window={{{}}}, to_apply=max\n}}",
+            shape(&ind),
+            shape(&out),
+            w.join(" ")
+        );
+        check_op(&src, &mut rng, &exact, &no_rt);
+    }
+}
+
+#[test]
+fn dynamic_slice_with_runtime_offsets() {
+    let mut rng = Rng(2718);
+    for _ in 0..CASES {
+        let ind = {
+            let r = rng.int(1, 3) as usize;
+            rng.dims(r, 5)
+        };
+        let sizes: Vec<i64> = ind.iter().map(|&n| rng.int(1, n)).collect();
+        let offs: String = (0..ind.len())
+            .map(|k| format!(" o{k} = s32[] parameter({})\n", k + 1))
+            .collect();
+        let names: Vec<String> = (0..ind.len()).map(|k| format!("o{k}")).collect();
+        let src = format!(
+            "t {{\n a = {} parameter(0)\n{offs} ROOT r = {} dynamic-slice(a, {}), dynamic_slice_sizes={{{}}}\n}}",
+            shape(&ind),
+            shape(&sizes),
+            names.join(", "),
+            sizes.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
+        );
+        let (ind2, sizes2) = (ind.clone(), sizes.clone());
+        let rt = move |ps: &[Tensor]| -> Option<Vec<i64>> {
+            Some(
+                (0..ind2.len())
+                    .map(|k| ps[k + 1].at(&[]).val.clamp(0, ind2[k] - sizes2[k]))
+                    .collect(),
+            )
+        };
+        check_op(&src, &mut rng, &exact, &rt);
+
+        let upd: Vec<i64> = sizes.clone();
+        let offs: String = (0..ind.len())
+            .map(|k| format!(" o{k} = s32[] parameter({})\n", k + 2))
+            .collect();
+        let src = format!(
+            "t {{\n a = {} parameter(0)\n u = {} parameter(1)\n{offs} ROOT r = {} dynamic-update-slice(a, u, {})\n}}",
+            shape(&ind),
+            shape(&upd),
+            shape(&ind),
+            names.join(", ")
+        );
+        let (ind3, upd3) = (ind.clone(), upd.clone());
+        let rt = move |ps: &[Tensor]| -> Option<Vec<i64>> {
+            Some(
+                (0..ind3.len())
+                    .map(|k| ps[k + 2].at(&[]).val.clamp(0, ind3[k] - upd3[k]))
+                    .collect(),
+            )
+        };
+        check_op(
+            &src,
+            &mut rng,
+            &|k| if k <= 1 { Mode::Superset } else { Mode::Exact },
+            &rt,
+        );
+    }
+}
+
+#[test]
+fn canonical_gather() {
+    let mut rng = Rng(161803);
+    for _ in 0..CASES {
+        let op = {
+            let r = rng.int(1, 3) as usize;
+            rng.dims(r, 5)
+        };
+        let nb = rng.int(1, 4);
+        let sm: Vec<usize> = rng.subset(op.len());
+        if sm.is_empty() {
+            continue;
+        }
+        let sizes: Vec<i64> = op.iter().map(|&n| rng.int(1, n)).collect();
+        let out: Vec<i64> = [vec![nb], sizes.clone()].concat();
+        let offset_dims: Vec<usize> = (1..=op.len()).collect();
+        let src = format!(
+            "t {{\n a = {} parameter(0)\n i = s32[{nb},{}] parameter(1)\n ROOT r = {} gather(a, i), offset_dims={}, collapsed_slice_dims={{}}, start_index_map={}, index_vector_dim=1, slice_sizes={{{}}}\n}}",
+            shape(&op),
+            sm.len(),
+            shape(&out),
+            list(&offset_dims),
+            list(&sm),
+            sizes.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
+        );
+        // The operand's runtime variables depend on the batch row: check inclusion; the
+        // indices' map is exact.
+        check_op(
+            &src,
+            &mut rng,
+            &|k| if k == 0 { Mode::Superset } else { Mode::Exact },
+            &no_rt,
+        );
+    }
+}
+
+/// Random fusions: chains and diamonds of elementwise, transpose, reshape, broadcast,
+/// slice, reverse and reduce over one or two parameters. The union of each parameter's
+/// maps must equal the elements the interpreter reads, for every output element; and the
+/// input-to-output maps must name exactly the outputs that read each parameter element.
+#[test]
+fn random_fusions_match_the_interpreter() {
+    let mut rng = Rng(0xfeed);
+    for case in 0..120 {
+        let (src, _) = random_fusion(&mut rng, 8);
+        let (ws, name) = build(&src);
+        let comp = ws.module.computation(&name).expect("defined");
+        let ps = params(comp, &mut rng);
+        let out = run_outputs(&ws.module, comp, &ps).expect("runs")[0].clone();
+        let fi = fusion::output_to_input(&ws.module, comp);
+        for (p, maps) in fi.outputs[0].iter().enumerate() {
+            for o in all_indices(&out.dims) {
+                let actual: BTreeSet<Vec<i64>> = out
+                    .at(&o)
+                    .deps
+                    .iter()
+                    .filter(|(q, _)| *q == p)
+                    .map(|(_, i)| i.clone())
+                    .collect();
+                let predicted = image_all(maps, &o, None);
+                assert_eq!(
+                    actual, predicted,
+                    "case {case}, output {o:?} → parameter {p}\n{src}\nmaps: {maps:#?}"
+                );
+            }
+            let back = fusion::input_to_output(comp, p);
+            for x in all_indices(ps[p].dims.as_slice()) {
+                let actual: BTreeSet<Vec<i64>> = all_indices(&out.dims)
+                    .into_iter()
+                    .filter(|o| out.at(o).deps.contains(&(p, x.clone())))
+                    .collect();
+                let predicted = image_all(&back[0], &x, None);
+                assert_eq!(
+                    actual, predicted,
+                    "case {case}, parameter {p} {x:?} → output\n{src}"
+                );
+            }
+        }
+    }
+}
+
+/// A random fusion of `n` ops over two parameters of the same shape.
+fn random_fusion(rng: &mut Rng, n: usize) -> (String, Vec<i64>) {
+    let d0 = {
+        let r = rng.int(1, 3) as usize;
+        rng.dims(r, 3)
+    };
+    let mut lines = vec![
+        format!(" p0 = {} parameter(0)", shape(&d0)),
+        format!(" p1 = {} parameter(1)", shape(&d0)),
+    ];
+    let mut vals: Vec<(String, Vec<i64>)> =
+        vec![("p0".into(), d0.clone()), ("p1".into(), d0.clone())];
+    for i in 0..n {
+        let (a, da) = vals[rng.int(0, vals.len() as i64 - 1) as usize].clone();
+        let name = format!("v{i}");
+        let (line, dims) = match rng.int(0, 6) {
+            0 => {
+                // elementwise with another value of the same shape, if any
+                let same: Vec<&(String, Vec<i64>)> =
+                    vals.iter().filter(|(_, d)| *d == da).collect();
+                let (b, _) = same[rng.int(0, same.len() as i64 - 1) as usize];
+                (format!("{} add({a}, {b})", shape(&da)), da.clone())
+            }
+            1 => {
+                let p = rng.perm(da.len());
+                let t: Vec<i64> = p.iter().map(|&k| da[k]).collect();
+                (
+                    format!("{} transpose({a}), dimensions={}", shape(&t), list(&p)),
+                    t,
+                )
+            }
+            2 => {
+                let total: i64 = da.iter().product();
+                let b = {
+                    let r = rng.int(1, 3) as usize;
+                    factor(rng, total, r)
+                };
+                (format!("{} reshape({a})", shape(&b)), b)
+            }
+            3 if da.len() < 3 => {
+                let pos = rng.int(0, da.len() as i64) as usize;
+                let mut out = da.clone();
+                out.insert(pos, rng.int(1, 3));
+                let kept: Vec<usize> = (0..out.len()).filter(|&k| k != pos).collect();
+                (
+                    format!("{} broadcast({a}), dimensions={}", shape(&out), list(&kept)),
+                    out,
+                )
+            }
+            4 => {
+                let mut spec = Vec::new();
+                let mut out = Vec::new();
+                for &m in &da {
+                    let s = rng.int(0, m - 1);
+                    let st = rng.int(1, 2);
+                    spec.push(format!("[{s}:{m}:{st}]"));
+                    out.push((m - s + st - 1) / st);
+                }
+                (
+                    format!("{} slice({a}), slice={{{}}}", shape(&out), spec.join(", ")),
+                    out,
+                )
+            }
+            5 if da.len() > 1 => {
+                let k = rng.int(0, da.len() as i64 - 1) as usize;
+                let out: Vec<i64> = (0..da.len()).filter(|&j| j != k).map(|j| da[j]).collect();
+                lines.push(format!(" z{i} = s32[] constant(0)"));
+                (
+                    format!(
+                        "{} reduce({a}, z{i}), dimensions={{{k}}}, to_apply=add",
+                        shape(&out)
+                    ),
+                    out,
+                )
+            }
+            _ => {
+                let r = rng.subset(da.len());
+                (
+                    format!("{} reverse({a}), dimensions={}", shape(&da), list(&r)),
+                    da.clone(),
+                )
+            }
+        };
+        lines.push(format!(" {name} = {line}"));
+        vals.push((name, dims));
+    }
+    let last = lines.len() - 1;
+    lines[last] = lines[last].replacen(' ', " ROOT ", 1);
+    (format!("f {{\n{}\n}}", lines.join("\n")), d0)
+}
