@@ -41,6 +41,32 @@ enum Sub {
     },
     /// Help on a command or topic.
     Help { topic: Option<String> },
+    /// The Jupyter kernel: `kernel install` writes the kernelspec; `kernel --connection-file
+    /// FILE` is what Jupyter runs.
+    #[command(args_conflicts_with_subcommands = true)]
+    Kernel {
+        /// The connection file Jupyter wrote.
+        #[arg(long, value_name = "FILE")]
+        connection_file: Option<PathBuf>,
+        #[command(subcommand)]
+        action: Option<KernelAction>,
+    },
+}
+
+#[derive(Subcommand)]
+enum KernelAction {
+    /// Install the kernelspec so that Jupyter lists `ixmap` (default: --user).
+    Install {
+        /// In the user's Jupyter data folder.
+        #[arg(long, conflicts_with_all = ["sys_prefix", "prefix"])]
+        user: bool,
+        /// In the active Python environment (virtualenv or conda).
+        #[arg(long, conflicts_with = "prefix")]
+        sys_prefix: bool,
+        /// Under DIR/share/jupyter.
+        #[arg(long, value_name = "DIR")]
+        prefix: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -99,6 +125,13 @@ fn main() -> ExitCode {
             };
             run_source(&mut Session::new(), &src, None, false, false)
         }
+        (
+            None,
+            Some(Sub::Kernel {
+                connection_file,
+                action,
+            }),
+        ) => kernel(connection_file, action),
         (None, None) => ixmap::repl::run(),
     };
     ExitCode::from(code as u8)
@@ -269,4 +302,53 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
         return 1;
     }
     0
+}
+
+/// `ixmap kernel install ...` and `ixmap kernel --connection-file FILE`.
+fn kernel(connection_file: Option<PathBuf>, action: Option<KernelAction>) -> i32 {
+    use ixmap::jupyter::install::{install, Target};
+    match (connection_file, action) {
+        (Some(file), None) => match ixmap::jupyter::run(&file) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: {e}");
+                1
+            }
+        },
+        (
+            None,
+            Some(KernelAction::Install {
+                user: _,
+                sys_prefix,
+                prefix,
+            }),
+        ) => {
+            let target = match (sys_prefix, prefix) {
+                (_, Some(dir)) => Target::Prefix(dir),
+                (true, None) => Target::SysPrefix,
+                (false, None) => Target::User,
+            };
+            let exe = match std::env::current_exe().and_then(|p| p.canonicalize()) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("error: cannot find the ixmap binary's path: {e}");
+                    return 1;
+                }
+            };
+            match install(&target, &exe) {
+                Ok(dir) => {
+                    println!("installed the ixmap kernelspec in {}", dir.display());
+                    0
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    1
+                }
+            }
+        }
+        _ => {
+            eprintln!("usage: ixmap kernel install [--user | --sys-prefix | --prefix DIR]\n       ixmap kernel --connection-file FILE");
+            2
+        }
+    }
 }

@@ -100,6 +100,10 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
         Value::Points(ps) => {
             obj.insert("points".into(), json!(ps));
         }
+        Value::Plot(p) => {
+            obj.insert("svg".into(), json!(super::svg::plot(p)));
+            obj.insert("groups".into(), json!(p.groups));
+        }
         Value::Map(_) | Value::Text(_) | Value::None => {}
     }
 }

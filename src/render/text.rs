@@ -95,7 +95,39 @@ pub fn text(v: &Value, style: Style) -> String {
             })
             .collect::<Vec<_>>()
             .join("\n"),
+        Value::Plot(p) => plot(p),
     }
+}
+
+/// A plot as characters: one per cell, the colour group's digit or letter, `*` where
+/// several groups meet, `.` where nothing is read.
+pub fn plot(p: &crate::session::Plot) -> String {
+    const SYMBOLS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let grid = |g: &crate::session::Grid| -> Vec<String> {
+        let mut lines = vec![format!(
+            "{} (rows {}, columns {}):",
+            g.title, g.row_axis, g.col_axis
+        )];
+        for r in 0..g.rows {
+            let row: String = (0..g.cols)
+                .map(|c| match g.cells[r * g.cols + c].as_slice() {
+                    [] => '.',
+                    [one] => SYMBOLS[*one as usize % SYMBOLS.len()] as char,
+                    _ => '*',
+                })
+                .collect();
+            lines.push(format!("  {row}"));
+        }
+        lines
+    };
+    let mut out = vec![
+        format!("plot of {}", p.map),
+        format!("colour = {}", p.color_by),
+    ];
+    out.extend(grid(&p.from));
+    out.extend(grid(&p.to));
+    out.extend(p.notes.iter().cloned());
+    out.join("\n")
 }
 
 fn indexing(ix: &Indexing, style: Style) -> String {

@@ -20,6 +20,7 @@ pub fn all() -> impl Iterator<Item = &'static Command> {
     super::cmd_map::COMMANDS
         .iter()
         .chain(super::cmd_hlo::COMMANDS.iter())
+        .chain(super::cmd_plot::COMMANDS.iter())
         .chain(super::cmd_gpu::COMMANDS.iter())
         .chain(super::cmd_tile::COMMANDS.iter())
         .chain(HELP.iter())

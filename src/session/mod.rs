@@ -12,6 +12,7 @@ pub mod build;
 pub mod cmd_gpu;
 pub mod cmd_hlo;
 mod cmd_map;
+mod cmd_plot;
 mod cmd_tile;
 pub mod commands;
 pub mod value;

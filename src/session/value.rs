@@ -23,6 +23,8 @@ pub enum Value {
     },
     /// Result tuples of `eval`.
     Points(Vec<Vec<i64>>),
+    /// An access-pattern picture (`plot`).
+    Plot(Plot),
 }
 
 impl Value {
@@ -41,6 +43,7 @@ impl Value {
             Value::Text(_) => "text",
             Value::Explained { .. } => "map",
             Value::Points(_) => "points",
+            Value::Plot(_) => "plot",
         }
     }
 }
@@ -100,4 +103,41 @@ pub struct Bench {
 pub struct Svg {
     pub title: String,
     pub svg: String,
+}
+
+/// An access-pattern picture (`plot`): which elements of the map's target (the input
+/// tensor) each point of its dimensions (an output element, or a thread) reads. Rendered as
+/// SVG for the notebook and files, as a character grid for the REPL and transcripts.
+#[derive(Clone, Debug)]
+pub struct Plot {
+    /// The map drawn, printed.
+    pub map: String,
+    /// What a colour stands for, e.g. `output element (d0, d1)` or `th_x`.
+    pub color_by: String,
+    /// The dimension points (threads / output elements), coloured by group.
+    pub from: Grid,
+    /// The elements of the target, coloured by the groups that read them.
+    pub to: Grid,
+    /// Number of colour groups.
+    pub groups: usize,
+    /// Lines printed under the picture (counts, what was fixed).
+    pub notes: Vec<String>,
+}
+
+/// A 2-D grid of cells; each cell lists the colour groups that touch it (empty: untouched).
+#[derive(Clone, Debug, Default)]
+pub struct Grid {
+    pub title: String,
+    /// Axis names, e.g. `d0` and `d1`, or `(d0, d1) row-major` for flattened axes.
+    pub row_axis: String,
+    pub col_axis: String,
+    /// Index of the first row and column (the lower bounds of the axes).
+    pub row0: i64,
+    pub col0: i64,
+    pub rows: usize,
+    pub cols: usize,
+    /// `rows * cols` cells, row-major.
+    pub cells: Vec<Vec<u32>>,
+    /// Elements per memory sector, when sectors are drawn (0: not drawn).
+    pub sector: usize,
 }

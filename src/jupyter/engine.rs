@@ -1,0 +1,595 @@
+//! What the kernel does with requests, free of sockets: execute a cell, complete and
+//! inspect at a cursor, say whether input is complete, keep the history. The server
+//! ([`super::server`]) runs one `Engine` on its own thread and turns its answers into
+//! messages, so everything here is testable with plain calls.
+//!
+//! ```text
+//! let mut e = Engine::new();
+//! e.execute("m = (d0) -> (d0 * 2), domain: d0 in [0, 3]\ninverse m", true)
+//!   -> outputs: [Display(m's bundle), Result(error: not a bijection ...)] ...
+//! ```
+
+use crate::render::{self, Style};
+use crate::session::{commands, Session, Value};
+use crate::syntax;
+use serde_json::{json, Map, Value as Json};
+
+/// What a statement sends to the notebook.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    /// `execute_result`: the last value of the cell.
+    Result(Json),
+    /// `display_data`: values before the last, and pictures.
+    Display(Json),
+}
+
+/// An error, as the `error` message carries it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ErrorReport {
+    pub ename: String,
+    pub evalue: String,
+    pub traceback: Vec<String>,
+}
+
+/// The outcome of one cell.
+#[derive(Clone, Debug)]
+pub struct Executed {
+    pub execution_count: u64,
+    pub outputs: Vec<Output>,
+    pub error: Option<ErrorReport>,
+}
+
+/// The interpreter state behind one kernel.
+pub struct Engine {
+    pub session: Session,
+    pub execution_count: u64,
+    /// (execution count, input) of every cell stored in history.
+    pub history: Vec<(u64, String)>,
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Engine::new()
+    }
+}
+
+/// The MIME bundle of a value: text/plain always, text/html, text/latex for maps,
+/// image/svg+xml for pictures.
+pub fn bundle(v: &Value) -> Json {
+    let mut data = Map::new();
+    data.insert("text/plain".into(), json!(render::text(v, Style::Plain)));
+    let html = render::html(v);
+    if !html.is_empty() {
+        data.insert("text/html".into(), json!(html));
+    }
+    if let Some(tex) = render::latex(v) {
+        data.insert("text/latex".into(), json!(tex));
+    }
+    match v {
+        Value::Plot(p) => {
+            data.insert("image/svg+xml".into(), json!(render::svg::plot(p)));
+        }
+        Value::Svg(s) => {
+            data.insert("image/svg+xml".into(), json!(s.svg));
+        }
+        _ => {}
+    }
+    Json::Object(data)
+}
+
+const RED: &str = "\x1b[1;31m";
+const RESET: &str = "\x1b[0m";
+
+/// A diagnostic as traceback lines: the message in red, then where (line:column in the
+/// cell), the line with a caret, and any help.
+fn traceback(d: &syntax::Diagnostic, src: &str) -> Vec<String> {
+    let text = d.render(src);
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    if let Some(first) = lines.first_mut() {
+        if let Some(rest) = first.strip_prefix("error:") {
+            *first = format!("{RED}error{RESET}:{rest}");
+        }
+    }
+    lines
+}
+
+/// The words completion offers besides commands and names.
+pub const KEYWORDS: &[&str] = &[
+    "explain",
+    "raw",
+    "as",
+    "mlir",
+    "xla",
+    "at",
+    "to",
+    "from",
+    "domain",
+    "in",
+    "is_simplified",
+    "naive",
+    "affine_map",
+    "KNOWN",
+    "EMPTY",
+    "UNDEFINED",
+    "block=",
+    "vector=",
+    "unroll=",
+    "target=",
+    "device=",
+    "color=",
+    "cuda",
+    "cpu",
+    "auto",
+    "gpu",
+    "ROOT",
+    "ENTRY",
+    "HloModule",
+    "parameter",
+    "dimensions=",
+];
+
+/// XLA opcodes, for completing pasted or typed HLO.
+pub const HLO_OPCODES: &[&str] = &[
+    "abs",
+    "add",
+    "and",
+    "atan2",
+    "bitcast",
+    "bitcast-convert",
+    "broadcast",
+    "call",
+    "ceil",
+    "clamp",
+    "compare",
+    "concatenate",
+    "constant",
+    "convert",
+    "convolution",
+    "copy",
+    "cosine",
+    "custom-call",
+    "divide",
+    "dot",
+    "dynamic-slice",
+    "dynamic-update-slice",
+    "exponential",
+    "floor",
+    "fusion",
+    "gather",
+    "get-tuple-element",
+    "iota",
+    "log",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negate",
+    "not",
+    "or",
+    "pad",
+    "parameter",
+    "power",
+    "reduce",
+    "reduce-window",
+    "remainder",
+    "reshape",
+    "reverse",
+    "rsqrt",
+    "scatter",
+    "select",
+    "sign",
+    "sine",
+    "slice",
+    "sort",
+    "sqrt",
+    "subtract",
+    "tanh",
+    "transpose",
+    "tuple",
+    "xor",
+];
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '-'
+}
+
+/// Byte offset of code-point position `pos` (Jupyter counts cursors in code points).
+fn byte_at(code: &str, pos: usize) -> usize {
+    code.char_indices().nth(pos).map_or(code.len(), |(b, _)| b)
+}
+
+fn chars_before(code: &str, byte: usize) -> usize {
+    code[..byte].chars().count()
+}
+
+/// The word that ends at `byte` (its start byte).
+fn word_start(code: &str, byte: usize) -> usize {
+    let mut start = byte;
+    for (i, c) in code[..byte].char_indices().rev() {
+        if is_word_char(c) {
+            start = i;
+        } else {
+            break;
+        }
+    }
+    start
+}
+
+impl Engine {
+    pub fn new() -> Engine {
+        Engine {
+            session: Session::new(),
+            execution_count: 0,
+            history: Vec::new(),
+        }
+    }
+
+    /// Runs a cell statement by statement. Each value is displayed; the last one is the
+    /// cell's result. The first error (or an interrupt) stops the cell; the session keeps
+    /// every binding made before it. A panic is caught and reported, never fatal.
+    pub fn execute(&mut self, code: &str, store_history: bool) -> Executed {
+        if store_history {
+            self.execution_count += 1;
+            self.history.push((self.execution_count, code.to_string()));
+        }
+        let mut values: Vec<Value> = Vec::new();
+        let mut error = None;
+        for piece in syntax::split(code) {
+            let session = &mut self.session;
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                session.execute_piece(code, &piece)
+            }));
+            let outcomes = match run {
+                Ok(o) => o,
+                Err(p) => {
+                    let what = p
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    error = Some(ErrorReport {
+                        ename: "InternalError".into(),
+                        evalue: format!("ixmap panicked: {what}"),
+                        traceback: vec![
+                            format!("{RED}internal error{RESET}: ixmap panicked: {what}"),
+                            "this is a bug in ixmap; the session is still usable".into(),
+                        ],
+                    });
+                    break;
+                }
+            };
+            for o in outcomes {
+                match o.result {
+                    Ok(v) => values.push(v),
+                    Err(d) => {
+                        let interrupted = crate::interrupted() || d.message == "interrupted";
+                        error = Some(ErrorReport {
+                            ename: if interrupted {
+                                "Interrupted".into()
+                            } else {
+                                "Error".into()
+                            },
+                            evalue: d.message.clone(),
+                            traceback: traceback(&d, code),
+                        });
+                        break;
+                    }
+                }
+            }
+            if error.is_none() && crate::interrupted() {
+                error = Some(ErrorReport {
+                    ename: "Interrupted".into(),
+                    evalue: "interrupted".into(),
+                    traceback: vec![format!(
+                        "{RED}interrupted{RESET}: the rest of the cell was not run"
+                    )],
+                });
+            }
+            if error.is_some() {
+                break;
+            }
+        }
+        values.retain(|v| !matches!(v, Value::None));
+        let last = if error.is_none() {
+            values.len().checked_sub(1)
+        } else {
+            None
+        };
+        let outputs = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let b = bundle(v);
+                let picture = matches!(v, Value::Plot(_) | Value::Svg(_));
+                if Some(i) == last && !picture {
+                    Output::Result(b)
+                } else {
+                    Output::Display(b)
+                }
+            })
+            .collect();
+        Executed {
+            execution_count: self.execution_count,
+            outputs,
+            error,
+        }
+    }
+
+    /// Evaluates `user_expressions` of an execute request: name → bundle or error.
+    pub fn user_expressions(&mut self, exprs: &Map<String, Json>) -> Json {
+        let mut out = Map::new();
+        for (k, code) in exprs {
+            let code = code.as_str().unwrap_or("");
+            let r = match self.session.execute(code).pop().map(|o| o.result) {
+                Some(Ok(v)) => json!({"status": "ok", "data": bundle(&v), "metadata": {}}),
+                Some(Err(d)) => {
+                    json!({"status": "error", "ename": "Error", "evalue": d.message, "traceback": traceback(&d, code)})
+                }
+                None => json!({"status": "ok", "data": {"text/plain": ""}, "metadata": {}}),
+            };
+            out.insert(k.clone(), r);
+        }
+        Json::Object(out)
+    }
+
+    /// Completions for the word before the cursor: commands, bound names, keywords, HLO
+    /// opcodes, in that order. Returns (matches, cursor_start, cursor_end) in code points,
+    /// and each match's type.
+    pub fn complete(
+        &self,
+        code: &str,
+        cursor_pos: usize,
+    ) -> (Vec<(String, &'static str)>, usize, usize) {
+        let end = byte_at(code, cursor_pos);
+        let start = word_start(code, end);
+        let prefix = &code[start..end];
+        let mut out: Vec<(String, &'static str)> = Vec::new();
+        let mut push = |w: &str, kind: &'static str| {
+            if w.starts_with(prefix) && !out.iter().any(|(x, _)| x == w) {
+                out.push((w.to_string(), kind));
+            }
+        };
+        for c in commands::all() {
+            push(c.name, "command");
+        }
+        for n in self.session.values.keys() {
+            push(n, "name");
+        }
+        for k in KEYWORDS {
+            push(k, "keyword");
+        }
+        for op in HLO_OPCODES {
+            push(op, "opcode");
+        }
+        (out, chars_before(code, start), chars_before(code, end))
+    }
+
+    /// Help for the word at the cursor: a command's usage, summary and example, or the
+    /// value of a bound name. `None` when the word is neither.
+    pub fn inspect(&self, code: &str, cursor_pos: usize) -> Option<Json> {
+        let at = byte_at(code, cursor_pos);
+        let start = word_start(code, at);
+        let end = code[at..]
+            .char_indices()
+            .find(|&(_, c)| !is_word_char(c))
+            .map_or(code.len(), |(i, _)| at + i);
+        // A cursor just after a word inspects that word.
+        let word = &code[start..end];
+        if word.is_empty() {
+            return None;
+        }
+        if let Some(v) = self.session.values.get(word) {
+            let mut b = bundle(v);
+            if let Some(t) = b.get_mut("text/plain") {
+                *t = json!(format!(
+                    "{word}: {}\n{}",
+                    v.kind(),
+                    t.as_str().unwrap_or("")
+                ));
+            }
+            return Some(b);
+        }
+        let c = commands::find(word)?;
+        let text = format!("{}\n  {}\nexample:\n  {}", c.usage, c.summary, c.example);
+        let html = format!(
+            "<div><code><b>{}</b></code><br>{}<br>example: <code>{}</code></div>",
+            render::svg::escape(c.usage),
+            render::svg::escape(c.summary),
+            render::svg::escape(c.example)
+        );
+        Some(json!({"text/plain": text, "text/html": html}))
+    }
+
+    /// `complete`, `incomplete` (an open bracket, or a last line ending in `,`, `->`, `:`)
+    /// or `invalid` (complete but does not parse).
+    pub fn is_complete(&self, code: &str) -> &'static str {
+        if !syntax::is_complete(code) {
+            return "incomplete";
+        }
+        if syntax::parse(code).iter().all(|r| r.is_ok()) {
+            "complete"
+        } else {
+            "invalid"
+        }
+    }
+
+    /// History entries `[session, line, input]` for a history request.
+    pub fn history_reply(&self, content: &Json) -> Vec<Json> {
+        let entries: Vec<&(u64, String)> =
+            match content["hist_access_type"].as_str().unwrap_or("tail") {
+                "range" => {
+                    let start = content["start"].as_i64().unwrap_or(0);
+                    let stop = content["stop"].as_i64().unwrap_or(i64::MAX);
+                    self.history
+                        .iter()
+                        .filter(|(n, _)| (*n as i64) >= start && (*n as i64) < stop)
+                        .collect()
+                }
+                "search" => {
+                    let pattern = content["pattern"].as_str().unwrap_or("*");
+                    let mut found: Vec<&(u64, String)> = self
+                        .history
+                        .iter()
+                        .filter(|(_, s)| glob(pattern, s))
+                        .collect();
+                    if content["unique"].as_bool().unwrap_or(false) {
+                        let mut seen = std::collections::HashSet::new();
+                        found.retain(|(_, s)| seen.insert(s.as_str()));
+                    }
+                    let n = content["n"].as_u64().unwrap_or(found.len() as u64) as usize;
+                    let skip = found.len().saturating_sub(n);
+                    found.into_iter().skip(skip).collect()
+                }
+                _ => {
+                    let n = content["n"].as_u64().unwrap_or(self.history.len() as u64) as usize;
+                    let skip = self.history.len().saturating_sub(n);
+                    self.history.iter().skip(skip).collect()
+                }
+            };
+        entries.into_iter().map(|(n, s)| json!([1, n, s])).collect()
+    }
+}
+
+/// Glob match with `*` and `?` (history search patterns).
+fn glob(pattern: &str, s: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = s.chars().collect();
+    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(sp) = star {
+            pi = sp + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(o: &Output) -> &str {
+        match o {
+            Output::Result(b) | Output::Display(b) => b["text/plain"].as_str().unwrap_or(""),
+        }
+    }
+
+    #[test]
+    fn state_persists_across_cells_and_the_last_value_is_the_result() {
+        let mut e = Engine::new();
+        let r = e.execute(
+            "m = (d0, d1) -> (d1, d0), domain: d0 in [0, 3], d1 in [0, 4]",
+            true,
+        );
+        assert!(r.error.is_none());
+        assert_eq!(r.execution_count, 1);
+        let r = e.execute("m\ninverse m", true);
+        assert_eq!(r.outputs.len(), 2);
+        assert!(matches!(r.outputs[0], Output::Display(_)));
+        assert!(matches!(r.outputs[1], Output::Result(_)));
+        assert_eq!(
+            plain(&r.outputs[1]),
+            "(d0, d1) -> (d1, d0), domain: d0 in [0, 4], d1 in [0, 3], is_simplified: true"
+        );
+        if let Output::Result(b) = &r.outputs[1] {
+            assert!(b["text/html"].as_str().unwrap_or("").contains("<table"));
+            assert!(b["text/latex"].as_str().unwrap_or("").contains("\\mapsto"));
+        }
+        assert_eq!(e.execution_count, 2);
+    }
+
+    #[test]
+    fn an_error_stops_the_cell_points_at_line_and_column_and_keeps_the_session() {
+        let mut e = Engine::new();
+        let r = e.execute(
+            "a = (d0) -> (d0), domain: d0 in [0, 3]\nb = (d0) -> (d7)\nc = a",
+            true,
+        );
+        let err = r.error.expect("d7 is unknown");
+        assert_eq!(err.ename, "Error");
+        assert!(
+            err.traceback.iter().any(|l| l.contains("--> 2:")),
+            "{:?}",
+            err.traceback
+        );
+        assert!(err.traceback.iter().any(|l| l.contains("b = (d0) -> (d7)")));
+        assert_eq!(r.outputs.len(), 1, "a was displayed, c never ran");
+        assert!(e.session.values.contains_key("a"));
+        assert!(!e.session.values.contains_key("c"));
+        assert!(e.execute("a", true).error.is_none());
+    }
+
+    #[test]
+    fn completion_offers_commands_names_keywords_and_opcodes_at_the_cursor() {
+        let mut e = Engine::new();
+        e.execute("simple_map = (d0) -> (d0), domain: d0 in [0, 1]", true);
+        let (m, start, end) = e.complete("x = simp", 8);
+        let words: Vec<&str> = m.iter().map(|(w, _)| w.as_str()).collect();
+        assert_eq!(words, ["simplify", "simple_map"]);
+        assert_eq!((start, end), (4, 8));
+        let (m, ..) = e.complete("p1 = f32[4] dynamic-s", 21);
+        assert_eq!(m[0].0, "dynamic-slice");
+        let (m, ..) = e.complete("simplify m expl", 15);
+        assert_eq!(m[0], ("explain".to_string(), "keyword"));
+        // The cursor counts code points, not bytes.
+        let (m, start, _) = e.complete("# é\ninv", 7);
+        assert_eq!((m[0].0.as_str(), start), ("inverse", 4));
+    }
+
+    #[test]
+    fn inspect_explains_commands_and_shows_bound_values() {
+        let mut e = Engine::new();
+        e.execute("m = (d0) -> (d0 * 2), domain: d0 in [0, 3]", true);
+        let b = e.inspect("compose m, m", 3).expect("compose is a command");
+        assert!(b["text/plain"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("compose A, B"));
+        let b = e.inspect("compose m, m", 9).expect("m is bound");
+        assert!(b["text/plain"]
+            .as_str()
+            .unwrap_or("")
+            .contains("(d0) -> (d0 * 2)"));
+        assert!(e.inspect("compose zz, m", 9).is_none());
+    }
+
+    #[test]
+    fn completeness_follows_brackets_and_parsing() {
+        let e = Engine::new();
+        assert_eq!(e.is_complete("m = (d0) -> (d0"), "incomplete");
+        assert_eq!(e.is_complete("m = (d0) -> (d0),\ndomain:"), "incomplete");
+        assert_eq!(e.is_complete("m = (d0) -> (d0)"), "complete");
+        assert_eq!(e.is_complete("m = (d0) -> (d0))"), "invalid");
+    }
+
+    #[test]
+    fn history_tail_range_and_search() {
+        let mut e = Engine::new();
+        for c in ["help", "m = (d0) -> (d0)", "help simplify", "help"] {
+            e.execute(c, true);
+        }
+        let tail = e.history_reply(&json!({"hist_access_type": "tail", "n": 2}));
+        assert_eq!(
+            tail,
+            vec![json!([1, 3, "help simplify"]), json!([1, 4, "help"])]
+        );
+        let range = e.history_reply(&json!({"hist_access_type": "range", "start": 2, "stop": 3}));
+        assert_eq!(range, vec![json!([1, 2, "m = (d0) -> (d0)"])]);
+        let search = e.history_reply(
+            &json!({"hist_access_type": "search", "pattern": "help*", "unique": true}),
+        );
+        assert_eq!(search.len(), 2);
+    }
+}

@@ -1,0 +1,383 @@
+//! The five sockets and their loops.
+//!
+//! - shell (ROUTER): requests, handled one at a time in arrival order; each is bracketed by
+//!   `status: busy` / `status: idle` on iopub.
+//! - control (ROUTER): `interrupt`, `shutdown`, `kernel_info`, served by its own task, so
+//!   they are answered while a long cell runs on shell.
+//! - iopub (PUB): everything broadcast, sent by one task from a channel so messages from
+//!   both loops and the engine thread keep their order.
+//! - stdin (ROUTER): bound as the protocol requires; ixmap never asks for input.
+//! - heartbeat (REP): echoes.
+//!
+//! The [`Engine`] (the ixmap session) lives on its own OS thread; the loops send it jobs
+//! and await the answers, so a cell that runs for seconds blocks neither control nor the
+//! heartbeat. An interrupt sets the library's flag ([`crate::request_interrupt`]), which
+//! enumeration, simplification and benchmarks poll; the cell ends with an `Interrupted`
+//! error and the session stays as it was before the interrupted statement.
+
+use super::connection::Connection;
+use super::engine::{Engine, Output};
+use super::message::{Message, Signer, PROTOCOL_VERSION};
+use bytes::Bytes;
+use serde_json::{json, Value as Json};
+use std::sync::mpsc as std_mpsc;
+use tokio::sync::{mpsc, oneshot};
+use zeromq::{Socket, SocketRecv, SocketSend, ZmqMessage};
+
+type Job = Box<dyn FnOnce(&mut Engine) + Send>;
+
+/// Sends jobs to the engine thread.
+#[derive(Clone)]
+struct EngineHandle {
+    tx: std_mpsc::Sender<Job>,
+}
+
+impl EngineHandle {
+    fn start() -> EngineHandle {
+        let (tx, rx) = std_mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("ixmap-engine".into())
+            .spawn(move || {
+                let mut engine = Engine::new();
+                while let Ok(job) = rx.recv() {
+                    job(&mut engine);
+                }
+            })
+            .expect("the OS can start the engine thread");
+        EngineHandle { tx }
+    }
+
+    async fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Engine) -> R + Send + 'static,
+    ) -> Option<R> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(Box::new(move |e: &mut Engine| {
+                let _ = tx.send(f(e));
+            }))
+            .ok()?;
+        rx.await.ok()
+    }
+}
+
+/// Broadcasts on iopub (through the iopub task).
+#[derive(Clone)]
+struct Publisher {
+    tx: mpsc::UnboundedSender<Message>,
+}
+
+impl Publisher {
+    fn publish(&self, parent: &Message, msg_type: &str, content: Json) {
+        let mut m = Message::child(parent, msg_type, content);
+        m.identities = vec![format!("kernel.ixmap.{msg_type}").into_bytes()];
+        let _ = self.tx.send(m);
+    }
+    fn status(&self, parent: &Message, state: &str) {
+        self.publish(parent, "status", json!({"execution_state": state}));
+    }
+}
+
+fn to_zmq(frames: Vec<Vec<u8>>) -> Option<ZmqMessage> {
+    ZmqMessage::try_from(frames.into_iter().map(Bytes::from).collect::<Vec<_>>()).ok()
+}
+
+fn log(what: &str) {
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("ixmap kernel: {what}");
+    }
+}
+
+pub fn kernel_info() -> Json {
+    let version = env!("CARGO_PKG_VERSION");
+    json!({
+        "status": "ok",
+        "protocol_version": PROTOCOL_VERSION,
+        "implementation": "ixmap",
+        "implementation_version": version,
+        "language_info": {
+            "name": "ixmap",
+            "version": version,
+            "mimetype": "text/x-ixmap",
+            "file_extension": ".ixm",
+            "pygments_lexer": "text",
+        },
+        "banner": format!("ixmap {version}: a workbench for XLA-style indexing maps. `help` lists the commands."),
+        "help_links": [
+            {"text": "ixmap commands (type `help`)", "url": "https://openxla.org/xla/indexing"},
+            {"text": "XLA indexing analysis", "url": "https://openxla.org/xla/indexing"},
+        ],
+        "debugger": false,
+    })
+}
+
+/// Binds the sockets of `conn` and serves until a shutdown request.
+pub fn run(conn: Connection) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    rt.block_on(serve(conn))
+}
+
+async fn bind<S: Socket>(
+    socket: &mut S,
+    conn: &Connection,
+    port: u16,
+    name: &str,
+) -> Result<(), String> {
+    let ep = conn.endpoint(port);
+    socket
+        .bind(&ep)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("cannot bind the {name} socket to {ep}: {e}"))
+}
+
+async fn serve(conn: Connection) -> Result<(), String> {
+    let signer = Signer::new(&conn.key);
+    let mut shell = zeromq::RouterSocket::new();
+    let mut control = zeromq::RouterSocket::new();
+    let mut stdin = zeromq::RouterSocket::new();
+    let mut iopub = zeromq::PubSocket::new();
+    let mut heartbeat = zeromq::RepSocket::new();
+    bind(&mut shell, &conn, conn.shell_port, "shell").await?;
+    bind(&mut control, &conn, conn.control_port, "control").await?;
+    bind(&mut stdin, &conn, conn.stdin_port, "stdin").await?;
+    bind(&mut iopub, &conn, conn.iopub_port, "iopub").await?;
+    bind(&mut heartbeat, &conn, conn.hb_port, "heartbeat").await?;
+
+    let (tx, mut rx) = mpsc::unbounded_channel::<Message>();
+    let publisher = Publisher { tx };
+    let iopub_signer = signer.clone();
+    tokio::spawn(async move {
+        while let Some(m) = rx.recv().await {
+            if let Some(z) = to_zmq(m.encode(&iopub_signer)) {
+                if let Err(e) = iopub.send(z).await {
+                    log(&format!("iopub send failed: {e}"));
+                }
+            }
+        }
+    });
+    tokio::spawn(async move {
+        while let Ok(m) = heartbeat.recv().await {
+            if heartbeat.send(m).await.is_err() {
+                break;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        // Keep stdin bound; drain anything a client sends.
+        while stdin.recv().await.is_ok() {}
+    });
+    tokio::spawn(async {
+        loop {
+            if tokio::signal::ctrl_c().await.is_err() {
+                break;
+            }
+            crate::request_interrupt();
+        }
+    });
+
+    let engine = EngineHandle::start();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<()>();
+    let control_task = {
+        let (signer, publisher, done) = (signer.clone(), publisher.clone(), done_tx.clone());
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            serve_router(control, "control", signer, publisher, engine, done).await
+        })
+    };
+    let shell_task = tokio::spawn(serve_router(
+        shell, "shell", signer, publisher, engine, done_tx,
+    ));
+    done_rx.recv().await;
+    // Let the reply and the final status leave before the process ends.
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    control_task.abort();
+    shell_task.abort();
+    Ok(())
+}
+
+/// Receives, verifies and answers requests on a ROUTER socket (shell or control).
+async fn serve_router(
+    mut socket: zeromq::RouterSocket,
+    channel: &'static str,
+    signer: Signer,
+    publisher: Publisher,
+    engine: EngineHandle,
+    done: mpsc::UnboundedSender<()>,
+) {
+    loop {
+        let frames: Vec<Vec<u8>> = match socket.recv().await {
+            Ok(z) => z.into_vec().into_iter().map(|b| b.to_vec()).collect(),
+            Err(e) => {
+                log(&format!("{channel} receive failed: {e}"));
+                continue;
+            }
+        };
+        let msg = match Message::decode(frames, &signer) {
+            Ok(m) => m,
+            Err(e) => {
+                log(&format!("dropped a message on {channel}: {e}"));
+                continue;
+            }
+        };
+        publisher.status(&msg, "busy");
+        let (reply, shutdown) = handle(&msg, &publisher, &engine).await;
+        if let Some(content) = reply {
+            if let Some(z) = to_zmq(msg.reply(content).encode(&signer)) {
+                if let Err(e) = socket.send(z).await {
+                    log(&format!("{channel} send failed: {e}"));
+                }
+            }
+        }
+        publisher.status(&msg, "idle");
+        if shutdown {
+            let _ = done.send(());
+            return;
+        }
+    }
+}
+
+/// The reply content for one request (None: no reply), and whether to shut down.
+async fn handle(
+    msg: &Message,
+    publisher: &Publisher,
+    engine: &EngineHandle,
+) -> (Option<Json>, bool) {
+    let c = &msg.content;
+    match msg.msg_type() {
+        "kernel_info_request" => (Some(kernel_info()), false),
+        "execute_request" => (execute(msg, publisher, engine).await, false),
+        "complete_request" => {
+            let code = c["code"].as_str().unwrap_or("").to_string();
+            let pos = c["cursor_pos"]
+                .as_u64()
+                .unwrap_or(code.chars().count() as u64) as usize;
+            let reply = engine
+                .call(move |e| {
+                    let (matches, start, end) = e.complete(&code, pos);
+                    let types: Vec<Json> = matches
+                        .iter()
+                        .map(|(w, t)| json!({"start": start, "end": end, "text": w, "type": t}))
+                        .collect();
+                    json!({
+                        "status": "ok",
+                        "matches": matches.iter().map(|(w, _)| w).collect::<Vec<_>>(),
+                        "cursor_start": start,
+                        "cursor_end": end,
+                        "metadata": {"_jupyter_types_experimental": types},
+                    })
+                })
+                .await;
+            (reply, false)
+        }
+        "inspect_request" => {
+            let code = c["code"].as_str().unwrap_or("").to_string();
+            let pos = c["cursor_pos"].as_u64().unwrap_or(0) as usize;
+            let reply = engine
+                .call(move |e| match e.inspect(&code, pos) {
+                    Some(data) => {
+                        json!({"status": "ok", "found": true, "data": data, "metadata": {}})
+                    }
+                    None => json!({"status": "ok", "found": false, "data": {}, "metadata": {}}),
+                })
+                .await;
+            (reply, false)
+        }
+        "is_complete_request" => {
+            let code = c["code"].as_str().unwrap_or("").to_string();
+            let reply = engine
+                .call(move |e| match e.is_complete(&code) {
+                    "incomplete" => json!({"status": "incomplete", "indent": ""}),
+                    s => json!({"status": s}),
+                })
+                .await;
+            (reply, false)
+        }
+        "history_request" => {
+            let content = c.clone();
+            let reply = engine
+                .call(move |e| json!({"status": "ok", "history": e.history_reply(&content)}))
+                .await;
+            (reply, false)
+        }
+        "comm_info_request" => (Some(json!({"status": "ok", "comms": {}})), false),
+        "interrupt_request" => {
+            crate::request_interrupt();
+            (Some(json!({"status": "ok"})), false)
+        }
+        "shutdown_request" => {
+            let restart = c["restart"].as_bool().unwrap_or(false);
+            (Some(json!({"status": "ok", "restart": restart})), true)
+        }
+        other => {
+            log(&format!("ignored a `{other}` message"));
+            (None, false)
+        }
+    }
+}
+
+async fn execute(msg: &Message, publisher: &Publisher, engine: &EngineHandle) -> Option<Json> {
+    let c = &msg.content;
+    let code = c["code"].as_str().unwrap_or("").to_string();
+    let silent = c["silent"].as_bool().unwrap_or(false);
+    let store_history = c["store_history"].as_bool().unwrap_or(true) && !silent;
+    let user_expressions = c["user_expressions"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let (msg, publisher) = (msg.clone(), publisher.clone());
+    // The engine thread publishes as it goes, so execute_input precedes the outputs.
+    engine
+        .call(move |e| {
+            let count = e.execution_count + u64::from(store_history);
+            if !silent {
+                publisher.publish(&msg, "execute_input", json!({"code": code, "execution_count": count}));
+            }
+            let r = e.execute(&code, store_history);
+            if !silent {
+                for o in &r.outputs {
+                    match o {
+                        Output::Result(data) => publisher.publish(
+                            &msg,
+                            "execute_result",
+                            json!({"execution_count": r.execution_count, "data": data, "metadata": {}}),
+                        ),
+                        Output::Display(data) => publisher.publish(
+                            &msg,
+                            "display_data",
+                            json!({"data": data, "metadata": {}, "transient": {}}),
+                        ),
+                    }
+                }
+            }
+            match r.error {
+                Some(err) => {
+                    if !silent {
+                        publisher.publish(
+                            &msg,
+                            "error",
+                            json!({"ename": err.ename, "evalue": err.evalue, "traceback": err.traceback}),
+                        );
+                    }
+                    json!({
+                        "status": "error",
+                        "execution_count": r.execution_count,
+                        "ename": err.ename,
+                        "evalue": err.evalue,
+                        "traceback": err.traceback,
+                    })
+                }
+                None => json!({
+                    "status": "ok",
+                    "execution_count": r.execution_count,
+                    "user_expressions": e.user_expressions(&user_expressions),
+                    "payload": [],
+                }),
+            }
+        })
+        .await
+}
