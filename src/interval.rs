@@ -28,10 +28,7 @@ impl fmt::Display for Interval {
 
 impl Interval {
     /// Every i64: the interval of an expression nothing is known about.
-    pub const FULL: Interval = Interval {
-        lo: i64::MIN,
-        hi: i64::MAX,
-    };
+    pub const FULL: Interval = Interval { lo: i64::MIN, hi: i64::MAX };
 
     pub fn new(lo: i64, hi: i64) -> Interval {
         Interval { lo, hi }
@@ -56,10 +53,7 @@ impl Interval {
         other.is_empty() || (self.lo <= other.lo && other.hi <= self.hi)
     }
     pub fn intersect(&self, other: &Interval) -> Interval {
-        Interval {
-            lo: self.lo.max(other.lo),
-            hi: self.hi.min(other.hi),
-        }
+        Interval { lo: self.lo.max(other.lo), hi: self.hi.min(other.hi) }
     }
     pub fn union_hull(&self, other: &Interval) -> Interval {
         if self.is_empty() {
@@ -68,10 +62,7 @@ impl Interval {
         if other.is_empty() {
             return *self;
         }
-        Interval {
-            lo: self.lo.min(other.lo),
-            hi: self.hi.max(other.hi),
-        }
+        Interval { lo: self.lo.min(other.lo), hi: self.hi.max(other.hi) }
     }
     /// Number of points, if it fits in u64 (`Some(0)` when empty).
     pub fn size(&self) -> Option<u64> {
@@ -93,10 +84,7 @@ impl Interval {
         if self.is_full() || o.is_full() {
             return Interval::FULL;
         }
-        Interval::from_i128(
-            self.lo as i128 + o.lo as i128,
-            self.hi as i128 + o.hi as i128,
-        )
+        Interval::from_i128(self.lo as i128 + o.lo as i128, self.hi as i128 + o.hi as i128)
     }
     pub fn neg(&self) -> Interval {
         Interval::from_i128(-(self.hi as i128), -(self.lo as i128))
@@ -117,34 +105,17 @@ impl Interval {
         if o.lo <= 0 {
             return Interval::FULL;
         }
-        let lo = [
-            eval::floor_div(self.lo, o.lo),
-            eval::floor_div(self.lo, o.hi),
-        ];
-        let hi = [
-            eval::floor_div(self.hi, o.lo),
-            eval::floor_div(self.hi, o.hi),
-        ];
-        Interval {
-            lo: lo[0].min(lo[1]),
-            hi: hi[0].max(hi[1]),
-        }
+        let lo = [eval::floor_div(self.lo, o.lo), eval::floor_div(self.lo, o.hi)];
+        let hi = [eval::floor_div(self.hi, o.lo), eval::floor_div(self.hi, o.hi)];
+        Interval { lo: lo[0].min(lo[1]), hi: hi[0].max(hi[1]) }
     }
     pub fn ceildiv(&self, o: &Interval) -> Interval {
         if o.lo <= 0 {
             return Interval::FULL;
         }
         let cd = |a, b| eval::ceil_div(a, b);
-        match (
-            cd(self.lo, o.lo),
-            cd(self.lo, o.hi),
-            cd(self.hi, o.lo),
-            cd(self.hi, o.hi),
-        ) {
-            (Some(a), Some(b), Some(c), Some(d)) => Interval {
-                lo: a.min(b),
-                hi: c.max(d),
-            },
+        match (cd(self.lo, o.lo), cd(self.lo, o.hi), cd(self.hi, o.lo), cd(self.hi, o.hi)) {
+            (Some(a), Some(b), Some(c), Some(d)) => Interval { lo: a.min(b), hi: c.max(d) },
             _ => Interval::FULL,
         }
     }
@@ -155,20 +126,14 @@ impl Interval {
         if o.is_point() {
             let c = o.lo;
             if eval::floor_div(self.lo, c) == eval::floor_div(self.hi, c) {
-                return Interval {
-                    lo: eval::modulo(self.lo, c),
-                    hi: eval::modulo(self.hi, c),
-                };
+                return Interval { lo: eval::modulo(self.lo, c), hi: eval::modulo(self.hi, c) };
             }
             return Interval { lo: 0, hi: c - 1 };
         }
         if self.lo >= 0 && self.hi < o.lo {
             return *self;
         }
-        Interval {
-            lo: 0,
-            hi: o.hi - 1,
-        }
+        Interval { lo: 0, hi: o.hi - 1 }
     }
     pub fn apply(op: Op, a: &Interval, b: &Interval) -> Interval {
         if a.is_empty() || b.is_empty() {
@@ -207,14 +172,8 @@ mod tests {
         assert_eq!(a.floordiv(&c), Interval::new(-2, 2));
         assert_eq!(a.ceildiv(&c), Interval::new(-1, 3));
         assert_eq!(a.modulo(&c), Interval::new(0, 3));
-        assert_eq!(
-            Interval::new(53, 71).modulo(&Interval::point(42)),
-            Interval::new(0, 41)
-        );
-        assert_eq!(
-            Interval::new(43, 71).modulo(&Interval::point(42)),
-            Interval::new(1, 29)
-        );
+        assert_eq!(Interval::new(53, 71).modulo(&Interval::point(42)), Interval::new(0, 41));
+        assert_eq!(Interval::new(43, 71).modulo(&Interval::point(42)), Interval::new(1, 29));
         assert_eq!(a.mul(&Interval::point(-2)), Interval::new(-18, 14));
     }
 

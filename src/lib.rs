@@ -58,13 +58,9 @@ pub enum MapError {
     Undefined,
     #[error("variable `{0}` has no bounds, so its values cannot be enumerated")]
     Unbounded(String),
-    #[error(
-        "the domain has {points} points, more than the limit of {limit} for exact enumeration"
-    )]
+    #[error("the domain has {points} points, more than the limit of {limit} for exact enumeration")]
     TooLarge { points: u64, limit: u64 },
-    #[error(
-        "cannot compose: the first map has {results} results but the second has {dims} dimensions"
-    )]
+    #[error("cannot compose: the first map has {results} results but the second has {dims} dimensions")]
     ComposeArity { results: usize, dims: usize },
     #[error("not a bijection: {0}")]
     NotBijective(String),

@@ -9,12 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(
-    name = "ixmap",
-    version,
-    about = "A workbench for XLA-style indexing maps",
-    disable_help_subcommand = true
-)]
+#[command(name = "ixmap", version, about = "A workbench for XLA-style indexing maps", disable_help_subcommand = true)]
 struct Cli {
     /// Run these statements instead of starting the REPL.
     #[arg(short = 'c', value_name = "STATEMENTS")]
@@ -50,11 +45,7 @@ fn main() -> ExitCode {
         (None, Some(Sub::Run { files })) => {
             let mut session = Session::new();
             let mut code = 0;
-            for f in if files.is_empty() {
-                vec![PathBuf::from("-")]
-            } else {
-                files
-            } {
+            for f in if files.is_empty() { vec![PathBuf::from("-")] } else { files } {
                 let src = if f.as_os_str() == "-" {
                     let mut s = String::new();
                     if let Err(e) = std::io::stdin().read_to_string(&mut s) {
@@ -93,11 +84,7 @@ fn main() -> ExitCode {
 
 /// Runs `src` statement by statement; 1 if any statement failed.
 fn run_source(session: &mut Session, src: &str, as_json: bool, keep_going: bool) -> i32 {
-    let style = if ixmap::repl::use_color() && !as_json {
-        Style::Ansi
-    } else {
-        Style::Plain
-    };
+    let style = if ixmap::repl::use_color() && !as_json { Style::Ansi } else { Style::Plain };
     let base = session.executed;
     let mut failed = false;
     for piece in ixmap::syntax::split(src) {
@@ -132,21 +119,10 @@ fn run_source(session: &mut Session, src: &str, as_json: bool, keep_going: bool)
 
 fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
     use colored::Colorize;
-    let paths = if paths.is_empty() {
-        vec![PathBuf::from("sessions")]
-    } else {
-        paths
-    };
+    let paths = if paths.is_empty() { vec![PathBuf::from("sessions")] } else { paths };
     let files = ixmap::transcript::collect_files(&paths);
     if files.is_empty() {
-        eprintln!(
-            "error: no .ixm transcripts under {}",
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        eprintln!("error: no .ixm transcripts under {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
         return 1;
     }
     if !ixmap::repl::use_color() {
@@ -179,10 +155,7 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
         passed += r.cases - r.mismatches.len();
         failed += r.mismatches.len();
         for m in &r.mismatches {
-            println!(
-                "{}",
-                format!("FAIL {}:{}", f.display(), m.line).red().bold()
-            );
+            println!("{}", format!("FAIL {}:{}", f.display(), m.line).red().bold());
             println!("  ixmap> {}", m.input.replace('\n', "\n     ...> "));
             for l in &m.expected {
                 println!("{}", format!("- {l}").red());
@@ -214,22 +187,11 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
     println!("{passed} passed, {failed} failed, {skipped} skipped");
     if failed > 0 {
         if bless {
-            println!(
-                "blessed: {}",
-                bad_files
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            );
+            println!("blessed: {}", bad_files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "));
         } else {
             println!(
                 "If the new output is right: ixmap test --bless {}",
-                bad_files
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                bad_files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ")
             );
         }
         return 1;

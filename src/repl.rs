@@ -28,11 +28,7 @@ pub fn use_color() -> bool {
 }
 
 pub fn run() -> i32 {
-    let style = if use_color() {
-        Style::Ansi
-    } else {
-        Style::Plain
-    };
+    let style = if use_color() { Style::Ansi } else { Style::Plain };
     let mut rl = match rustyline::Editor::<IxHelper, rustyline::history::DefaultHistory>::new() {
         Ok(rl) => rl,
         Err(e) => {
@@ -42,10 +38,7 @@ pub fn run() -> i32 {
     };
     rl.set_helper(Some(IxHelper));
     let mut session = Session::new();
-    println!(
-        "ixmap {} — indexing maps workbench. `help` lists commands, Ctrl-D exits.",
-        env!("CARGO_PKG_VERSION")
-    );
+    println!("ixmap {} — indexing maps workbench. `help` lists commands, Ctrl-D exits.", env!("CARGO_PKG_VERSION"));
     loop {
         match rl.readline("ixmap> ") {
             Ok(line) => {

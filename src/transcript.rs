@@ -40,11 +40,7 @@ pub struct FormatError {
 
 impl Transcript {
     pub fn parse(src: &str) -> Result<Transcript, FormatError> {
-        let lines: Vec<String> = src
-            .replace("\r\n", "\n")
-            .lines()
-            .map(|l| l.trim_end().to_string())
-            .collect();
+        let lines: Vec<String> = src.replace("\r\n", "\n").lines().map(|l| l.trim_end().to_string()).collect();
         let mut cases = Vec::new();
         let mut requires = Vec::new();
         let mut i = 0;
@@ -52,11 +48,7 @@ impl Transcript {
             let l = &lines[i];
             if let Some(rest) = l.strip_prefix("#!") {
                 if let Some(req) = rest.trim().strip_prefix("requires:") {
-                    requires.extend(
-                        req.split(',')
-                            .map(|s| s.trim().to_string())
-                            .filter(|s| !s.is_empty()),
-                    );
+                    requires.extend(req.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()));
                 }
                 i += 1;
                 continue;
@@ -94,11 +86,7 @@ impl Transcript {
             }
             i += 1;
         }
-        Ok(Transcript {
-            lines,
-            cases,
-            requires,
-        })
+        Ok(Transcript { lines, cases, requires })
     }
 }
 
@@ -124,9 +112,7 @@ pub fn line_matches(expected: &str, actual: &str) -> bool {
     let mut rest = actual;
     for (k, p) in parts.iter().enumerate() {
         if k == 0 {
-            let Some(r) = rest.strip_prefix(p) else {
-                return false;
-            };
+            let Some(r) = rest.strip_prefix(p) else { return false };
             rest = r;
         } else if k == parts.len() - 1 {
             return rest.ends_with(p);
@@ -147,11 +133,7 @@ pub fn output_matches(expected: &[String], actual: &[String]) -> bool {
         Some(e) if e == "..." => {
             (0..=actual.len()).any(|k| output_matches(&expected[1..], &actual[k..]))
         }
-        Some(e) => {
-            !actual.is_empty()
-                && line_matches(e, &actual[0])
-                && output_matches(&expected[1..], &actual[1..])
-        }
+        Some(e) => !actual.is_empty() && line_matches(e, &actual[0]) && output_matches(&expected[1..], &actual[1..]),
     }
 }
 
@@ -185,20 +167,14 @@ pub fn requirement_met(req: &str) -> bool {
 }
 
 fn which(prog: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
 }
 
 /// Replays a transcript in a fresh session.
 pub fn replay(src: &str) -> Result<Replay, FormatError> {
     let t = Transcript::parse(src)?;
     if let Some(r) = t.requires.iter().find(|r| !requirement_met(r)) {
-        return Ok(Replay {
-            cases: t.cases.len(),
-            mismatches: vec![],
-            skipped: Some(r.clone()),
-            blessed: src.to_string(),
-        });
+        return Ok(Replay { cases: t.cases.len(), mismatches: vec![], skipped: Some(r.clone()), blessed: src.to_string() });
     }
     let mut session = Session::new();
     let mut mismatches = Vec::new();
@@ -231,12 +207,7 @@ pub fn replay(src: &str) -> Result<Replay, FormatError> {
     new_lines.extend_from_slice(&t.lines[cursor..]);
     let mut blessed = new_lines.join("\n");
     blessed.push('\n');
-    Ok(Replay {
-        cases: t.cases.len(),
-        mismatches,
-        skipped: None,
-        blessed,
-    })
+    Ok(Replay { cases: t.cases.len(), mismatches, skipped: None, blessed })
 }
 
 /// Every `.ixm` file under `paths` (files or folders), sorted.
@@ -264,10 +235,7 @@ pub fn collect_files(paths: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
 /// Writes `contents` to `path` atomically (temp file in the same folder, then rename).
 pub fn write_atomic(path: &std::path::Path, contents: &str) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(std::path::Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
     std::fs::write(&tmp, contents)?;
     std::fs::rename(&tmp, path)

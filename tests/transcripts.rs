@@ -12,18 +12,10 @@ fn main() {
     let trials = files
         .into_iter()
         .map(|path| {
-            let name = path
-                .strip_prefix(&root)
-                .unwrap_or(&path)
-                .display()
-                .to_string();
+            let name = path.strip_prefix(&root).unwrap_or(&path).display().to_string();
             let src = std::fs::read_to_string(&path).unwrap_or_default();
             let ignored = ixmap::transcript::Transcript::parse(&src)
-                .map(|t| {
-                    t.requires
-                        .iter()
-                        .any(|r| !ixmap::transcript::requirement_met(r))
-                })
+                .map(|t| t.requires.iter().any(|r| !ixmap::transcript::requirement_met(r)))
                 .unwrap_or(false);
             Trial::test(name, move || check(&path, &src)).with_ignored_flag(ignored)
         })
@@ -39,12 +31,7 @@ fn check(path: &std::path::Path, src: &str) -> Result<(), Failed> {
     }
     let mut msg = String::new();
     for m in &r.mismatches {
-        msg.push_str(&format!(
-            "{}:{}\n  ixmap> {}\n",
-            path.display(),
-            m.line,
-            m.input
-        ));
+        msg.push_str(&format!("{}:{}\n  ixmap> {}\n", path.display(), m.line, m.input));
         for l in &m.expected {
             msg.push_str(&format!("- {l}\n"));
         }
@@ -52,9 +39,6 @@ fn check(path: &std::path::Path, src: &str) -> Result<(), Failed> {
             msg.push_str(&format!("+ {l}\n"));
         }
     }
-    msg.push_str(&format!(
-        "If the new output is right: ixmap test --bless {}",
-        path.display()
-    ));
+    msg.push_str(&format!("If the new output is right: ixmap test --bless {}", path.display()));
     Err(msg.into())
 }

@@ -71,10 +71,7 @@ pub fn apply(op: Op, a: i64, b: i64) -> Result<i64, EvalError> {
 pub fn eval(e: Expr, point: &[i64]) -> Result<i64, EvalError> {
     match e.kind() {
         ExprKind::Const(c) => Ok(c),
-        ExprKind::Var(v) => point
-            .get(v as usize)
-            .copied()
-            .ok_or(EvalError::MissingVar(v)),
+        ExprKind::Var(v) => point.get(v as usize).copied().ok_or(EvalError::MissingVar(v)),
         ExprKind::Bin(op, a, b) => apply(op, eval(a, point)?, eval(b, point)?),
     }
 }

@@ -23,10 +23,7 @@ pub struct Linear {
 
 impl Linear {
     pub fn constant(c: i64) -> Linear {
-        Linear {
-            terms: Vec::new(),
-            constant: c,
-        }
+        Linear { terms: Vec::new(), constant: c }
     }
     pub fn is_constant(&self) -> bool {
         self.terms.is_empty()
@@ -70,11 +67,7 @@ impl Linear {
         });
         let mut out: Option<Expr> = None;
         for &(atom, k) in &terms {
-            let term = if k == 1 {
-                atom
-            } else {
-                Expr::bin(Op::Mul, atom, Expr::constant(k))
-            };
+            let term = if k == 1 { atom } else { Expr::bin(Op::Mul, atom, Expr::constant(k)) };
             out = Some(match out {
                 None => term,
                 Some(acc) => Expr::bin(Op::Add, acc, term),
@@ -162,10 +155,7 @@ mod tests {
     #[test]
     fn like_terms_are_collected_and_ordered() {
         let e = c(3).add(d(1).mul(c(2))).add(d(0).sub(d(0))).add(d(1));
-        assert_eq!(
-            canonical(e),
-            Expr::bin(Op::Add, Expr::bin(Op::Mul, d(1), c(3)), c(3))
-        );
+        assert_eq!(canonical(e), Expr::bin(Op::Add, Expr::bin(Op::Mul, d(1), c(3)), c(3)));
     }
 
     #[test]

@@ -133,9 +133,7 @@ impl Expr {
     pub fn floordiv(self, other: Expr) -> Expr {
         match (self.kind(), other.kind()) {
             (_, ExprKind::Const(1)) => self,
-            (ExprKind::Const(a), ExprKind::Const(b)) if b > 0 => {
-                Expr::constant(arith::floor_div(a, b))
-            }
+            (ExprKind::Const(a), ExprKind::Const(b)) if b > 0 => Expr::constant(arith::floor_div(a, b)),
             _ => Expr::bin(Op::FloorDiv, self, other),
         }
     }

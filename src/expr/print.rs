@@ -52,10 +52,7 @@ fn split(term: Expr) -> (Option<Expr>, i64) {
 }
 
 fn var_name(names: &[String], v: u32) -> String {
-    names
-        .get(v as usize)
-        .cloned()
-        .unwrap_or_else(|| format!("v{v}"))
+    names.get(v as usize).cloned().unwrap_or_else(|| format!("v{v}"))
 }
 
 fn write_sum(s: &mut String, e: Expr, names: &[String]) {
@@ -88,11 +85,7 @@ fn write_sum(s: &mut String, e: Expr, names: &[String]) {
                         }
                     }
                 } else {
-                    let (sign, mag) = if k < 0 && k != i64::MIN {
-                        ("-", -k)
-                    } else {
-                        ("+", k)
-                    };
+                    let (sign, mag) = if k < 0 && k != i64::MIN { ("-", -k) } else { ("+", k) };
                     s.push_str(&format!(" {sign} "));
                     if mag == 1 {
                         write_product(s, b, names);

@@ -21,21 +21,10 @@ pub fn compose(a: &IndexingMap, b: &IndexingMap) -> Result<IndexingMap, MapError
         return Ok(IndexingMap::undefined());
     }
     if a.results.len() != b.dims.len() {
-        return Err(MapError::ComposeArity {
-            results: a.results.len(),
-            dims: b.dims.len(),
-        });
+        return Err(MapError::ComposeArity { results: a.results.len(), dims: b.dims.len() });
     }
-    let (na, ra, _ta) = (
-        a.dims.len() as u32,
-        a.ranges.len() as u32,
-        a.runtimes.len() as u32,
-    );
-    let (nb, rb, tb) = (
-        b.dims.len() as u32,
-        b.ranges.len() as u32,
-        b.runtimes.len() as u32,
-    );
+    let (na, ra, _ta) = (a.dims.len() as u32, a.ranges.len() as u32, a.runtimes.len() as u32);
+    let (nb, rb, tb) = (b.dims.len() as u32, b.ranges.len() as u32, b.runtimes.len() as u32);
     // Result variable order: a's dims | b's ranges | a's ranges | b's runtimes | a's runtimes.
     let a_var = move |v: u32| -> u32 {
         if v < na {
@@ -57,16 +46,8 @@ pub fn compose(a: &IndexingMap, b: &IndexingMap) -> Result<IndexingMap, MapError
         }
     };
     let results: Vec<Expr> = b.results.iter().map(|r| r.substitute(&mut b_sub)).collect();
-    let mut constraints: Vec<_> = a
-        .constraints
-        .iter()
-        .map(|&(e, iv)| (e.rename(&a_var), iv))
-        .collect();
-    constraints.extend(
-        b.constraints
-            .iter()
-            .map(|&(e, iv)| (e.substitute(&mut b_sub), iv)),
-    );
+    let mut constraints: Vec<_> = a.constraints.iter().map(|&(e, iv)| (e.rename(&a_var), iv)).collect();
+    constraints.extend(b.constraints.iter().map(|&(e, iv)| (e.substitute(&mut b_sub), iv)));
 
     let mut dims = a.dims.clone();
     let mut ranges = b.ranges.clone();
@@ -75,13 +56,7 @@ pub fn compose(a: &IndexingMap, b: &IndexingMap) -> Result<IndexingMap, MapError
     runtimes.extend(a.runtimes.iter().cloned());
 
     // b's dimension bounds constrain a's results.
-    let mut out = IndexingMap::new(
-        dims.clone(),
-        ranges.clone(),
-        runtimes.clone(),
-        results,
-        vec![],
-    );
+    let mut out = IndexingMap::new(dims.clone(), ranges.clone(), runtimes.clone(), results, vec![]);
     let bounds = out.bounds();
     for (i, bv) in b.dims.iter().enumerate() {
         let r = crate::expr::canonical(a_results[i]);

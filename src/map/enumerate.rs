@@ -14,9 +14,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits {
-            max_points: 4_000_000,
-        }
+        Limits { max_points: 4_000_000 }
     }
 }
 
@@ -31,10 +29,7 @@ pub fn box_size(names: &[String], bounds: &[Interval], limits: &Limits) -> Resul
         total = total.saturating_mul(n);
     }
     if total > limits.max_points {
-        return Err(MapError::TooLarge {
-            points: total,
-            limit: limits.max_points,
-        });
+        return Err(MapError::TooLarge { points: total, limit: limits.max_points });
     }
     Ok(total)
 }

@@ -53,22 +53,14 @@ fn not_bijective(why: impl Into<String>) -> MapError {
 }
 
 fn fmt_point(p: &[i64]) -> String {
-    format!(
-        "({})",
-        p.iter()
-            .map(|v| v.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
+    format!("({})", p.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", "))
 }
 
 pub fn inverse(m: &IndexingMap, limits: &Limits) -> Result<IndexingMap, MapError> {
     match m.status {
         super::Status::Undefined => return Err(MapError::Undefined),
         super::Status::KnownEmpty => {
-            return Err(not_bijective(
-                "the map is KNOWN EMPTY: there is nothing to invert",
-            ))
+            return Err(not_bijective("the map is KNOWN EMPTY: there is nothing to invert"))
         }
         super::Status::Defined => {}
     }
@@ -86,21 +78,10 @@ pub fn inverse(m: &IndexingMap, limits: &Limits) -> Result<IndexingMap, MapError
     }
     if m.has_symbols() {
         // Symbols fixed to one value each: substitute and invert the rest.
-        let fixed: Vec<i64> = m
-            .ranges
-            .iter()
-            .chain(&m.runtimes)
-            .map(|v| v.bounds.lo)
-            .collect();
-        let sub = |e: Expr| {
-            e.substitute(&mut |v| {
-                if (v as usize) < nd {
-                    Expr::var(v)
-                } else {
-                    Expr::constant(fixed[v as usize - nd])
-                }
-            })
-        };
+        let fixed: Vec<i64> = m.ranges.iter().chain(&m.runtimes).map(|v| v.bounds.lo).collect();
+        let sub = |e: Expr| e.substitute(&mut |v| {
+            if (v as usize) < nd { Expr::var(v) } else { Expr::constant(fixed[v as usize - nd]) }
+        });
         let plain = IndexingMap::new(
             m.dims.clone(),
             vec![],
@@ -151,9 +132,7 @@ fn affine_inverse(m: &IndexingMap) -> Result<Option<IndexingMap>, MapError> {
     let mut rows: Vec<Vec<i128>> = Vec::new();
     let mut consts: Vec<i128> = Vec::new();
     for &r in &m.results {
-        let Some(lin) = Linear::of(r) else {
-            return Ok(None);
-        };
+        let Some(lin) = Linear::of(r) else { return Ok(None) };
         let mut row = vec![0i128; nd];
         for &(atom, k) in &lin.terms {
             match atom.kind() {
@@ -212,9 +191,7 @@ fn affine_inverse(m: &IndexingMap) -> Result<Option<IndexingMap>, MapError> {
         let mut num = Expr::constant(0);
         for (col, &j) in chosen.iter().enumerate() {
             let coef = to_i64(sign * adj[i][col])?;
-            let term = Expr::var(j as u32)
-                .add(Expr::constant(to_i64(-consts[j])?))
-                .mul(Expr::constant(coef));
+            let term = Expr::var(j as u32).add(Expr::constant(to_i64(-consts[j])?)).mul(Expr::constant(coef));
             num = num.add(term);
         }
         let num = crate::expr::canonical(num);
@@ -249,10 +226,7 @@ fn assemble(
     let dims: Vec<Variable> = bounds
         .iter()
         .enumerate()
-        .map(|(k, b)| Variable {
-            name: format!("d{k}"),
-            bounds: *b,
-        })
+        .map(|(k, b)| Variable { name: format!("d{k}"), bounds: *b })
         .collect();
     let ybounds: Vec<Interval> = bounds.clone();
     for (i, d) in m.dims.iter().enumerate() {
@@ -268,8 +242,7 @@ fn assemble(
     let mut out = IndexingMap::new(dims, vec![], vec![], x_exprs, constraints);
     // Constraints implied by the new bounds add nothing.
     let b = out.bounds();
-    out.constraints
-        .retain(|&(e, iv)| !iv.contains_interval(&crate::interval::range_of(e, &b)));
+    out.constraints.retain(|&(e, iv)| !iv.contains_interval(&crate::interval::range_of(e, &b)));
     out
 }
 
@@ -285,16 +258,10 @@ fn reshape_candidate(m: &IndexingMap, limits: &Limits) -> Result<IndexingMap, Ma
     let mut lin = Expr::constant(0);
     let mut stride: i64 = 1;
     for (j, b) in rb.iter().enumerate().rev() {
-        let term = Expr::var(j as u32)
-            .add(Expr::constant(-b.lo))
-            .mul(Expr::constant(stride));
+        let term = Expr::var(j as u32).add(Expr::constant(-b.lo)).mul(Expr::constant(stride));
         lin = lin.add(term);
         stride = stride
-            .checked_mul(
-                b.size()
-                    .and_then(|s| i64::try_from(s).ok())
-                    .unwrap_or(i64::MAX),
-            )
+            .checked_mul(b.size().and_then(|s| i64::try_from(s).ok()).unwrap_or(i64::MAX))
             .ok_or_else(|| MapError::Overflow("linearized index".into()))?;
     }
     let lin = crate::expr::canonical(lin);
@@ -304,18 +271,13 @@ fn reshape_candidate(m: &IndexingMap, limits: &Limits) -> Result<IndexingMap, Ma
     let mut inner: i64 = 1;
     for i in (0..nd).rev() {
         let b = m.dims[i].bounds;
-        let extent = b
-            .size()
-            .and_then(|s| i64::try_from(s).ok())
-            .unwrap_or(i64::MAX);
+        let extent = b.size().and_then(|s| i64::try_from(s).ok()).unwrap_or(i64::MAX);
         let mut e = lin.floordiv(Expr::constant(inner));
         if i > 0 {
             e = e.modulo(Expr::constant(extent));
         }
         x_exprs[i] = crate::expr::canonical(e.add(Expr::constant(b.lo)));
-        inner = inner
-            .checked_mul(extent)
-            .ok_or_else(|| MapError::Overflow("delinearized index".into()))?;
+        inner = inner.checked_mul(extent).ok_or_else(|| MapError::Overflow("delinearized index".into()))?;
     }
     Ok(assemble(m, x_exprs, vec![], Some(rb)))
 }
@@ -388,9 +350,7 @@ fn rank(rows: &[Vec<i128>]) -> usize {
     let (n, m) = (a.len(), a.first().map_or(0, |r| r.len()));
     let mut r = 0;
     for c in 0..m {
-        let Some(p) = (r..n).find(|&i| a[i][c] != 0) else {
-            continue;
-        };
+        let Some(p) = (r..n).find(|&i| a[i][c] != 0) else { continue };
         a.swap(r, p);
         for i in 0..n {
             if i != r && a[i][c] != 0 {

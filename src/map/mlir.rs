@@ -17,27 +17,15 @@ pub fn to_mlir(m: &IndexingMap) -> String {
     for (i, v) in renamed.dims.iter_mut().enumerate() {
         v.name = format!("d{i}");
     }
-    for (i, v) in renamed
-        .ranges
-        .iter_mut()
-        .chain(renamed.runtimes.iter_mut())
-        .enumerate()
-    {
+    for (i, v) in renamed.ranges.iter_mut().chain(renamed.runtimes.iter_mut()).enumerate() {
         v.name = format!("s{i}");
     }
     let names = renamed.names();
     let dims: Vec<String> = renamed.dims.iter().map(|v| v.name.clone()).collect();
-    let syms: Vec<String> = renamed
-        .ranges
-        .iter()
-        .chain(&renamed.runtimes)
-        .map(|v| v.name.clone())
-        .collect();
-    let results: Vec<String> = renamed
-        .results
-        .iter()
-        .map(|&r| crate::expr::display(r, &names).to_string())
-        .collect();
+    let syms: Vec<String> =
+        renamed.ranges.iter().chain(&renamed.runtimes).map(|v| v.name.clone()).collect();
+    let results: Vec<String> =
+        renamed.results.iter().map(|&r| crate::expr::display(r, &names).to_string()).collect();
     let mut s = format!("affine_map<({})", dims.join(", "));
     if !syms.is_empty() {
         s += &format!("[{}]", syms.join(", "));

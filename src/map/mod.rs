@@ -65,10 +65,7 @@ pub struct Variable {
 
 impl Variable {
     pub fn new(name: impl Into<String>, lo: i64, hi: i64) -> Variable {
-        Variable {
-            name: name.into(),
-            bounds: Interval::new(lo, hi),
-        }
+        Variable { name: name.into(), bounds: Interval::new(lo, hi) }
     }
 }
 
@@ -152,10 +149,7 @@ impl IndexingMap {
         self.dims.iter().chain(&self.ranges).chain(&self.runtimes)
     }
     pub fn vars_mut(&mut self) -> impl Iterator<Item = &mut Variable> {
-        self.dims
-            .iter_mut()
-            .chain(&mut self.ranges)
-            .chain(&mut self.runtimes)
+        self.dims.iter_mut().chain(&mut self.ranges).chain(&mut self.runtimes)
     }
     pub fn var(&self, i: usize) -> &Variable {
         self.vars().nth(i).expect("variable index within the map")
@@ -218,8 +212,7 @@ impl IndexingMap {
         }
         merged.sort_by(|a, b| a.0.cmp(&b.0));
         self.constraints = merged;
-        if self.vars().any(|v| v.bounds.is_empty())
-            || self.constraints.iter().any(|(_, i)| i.is_empty())
+        if self.vars().any(|v| v.bounds.is_empty()) || self.constraints.iter().any(|(_, i)| i.is_empty())
         {
             self.status = Status::KnownEmpty;
         }
@@ -255,11 +248,7 @@ impl IndexingMap {
         if !self.contains_point(point)? {
             return Ok(None);
         }
-        let vals = self
-            .results
-            .iter()
-            .map(|&r| expr::eval(r, point))
-            .collect::<Result<_, _>>()?;
+        let vals = self.results.iter().map(|&r| expr::eval(r, point)).collect::<Result<_, _>>()?;
         Ok(Some(vals))
     }
 
@@ -295,12 +284,7 @@ impl IndexingMap {
             _ => {}
         }
         let names = self.names();
-        let join = |vs: &[Variable]| {
-            vs.iter()
-                .map(|v| v.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let join = |vs: &[Variable]| vs.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ");
         let mut s = format!("({})", join(&self.dims));
         if !self.ranges.is_empty() {
             s += &format!("[{}]", join(&self.ranges));
@@ -308,11 +292,8 @@ impl IndexingMap {
         if !self.runtimes.is_empty() {
             s += &format!("{{{}}}", join(&self.runtimes));
         }
-        let results: Vec<String> = self
-            .results
-            .iter()
-            .map(|&r| expr::display(r, &names).to_string())
-            .collect();
+        let results: Vec<String> =
+            self.results.iter().map(|&r| expr::display(r, &names).to_string()).collect();
         s += &format!(" -> ({})", results.join(", "));
         let mut items: Vec<String> = Vec::new();
         if self.status == Status::KnownEmpty {
@@ -363,10 +344,7 @@ mod tests {
     #[test]
     fn identity_prints_like_xla() {
         let m = IndexingMap::identity(&[10, 20]);
-        assert_eq!(
-            m.to_string(),
-            "(d0, d1) -> (d0, d1), domain: d0 in [0, 9], d1 in [0, 19]"
-        );
+        assert_eq!(m.to_string(), "(d0, d1) -> (d0, d1), domain: d0 in [0, 9], d1 in [0, 19]");
         assert_eq!(
             m.to_multiline(),
             "(d0, d1) -> (d0, d1),\ndomain:\nd0 in [0, 9],\nd1 in [0, 19]"

@@ -59,15 +59,7 @@ pub fn remove_unused_symbols(m: &IndexingMap) -> (IndexingMap, usize) {
         let names = m.names();
         let sub_bounds: Vec<_> = removed.iter().map(|&v| bounds[v]).collect();
         let sub_names: Vec<_> = removed.iter().map(|&v| names[v].clone()).collect();
-        if box_size(
-            &sub_names,
-            &sub_bounds,
-            &Limits {
-                max_points: 1 << 20,
-            },
-        )
-        .is_err()
-        {
+        if box_size(&sub_names, &sub_bounds, &Limits { max_points: 1 << 20 }).is_err() {
             return (m.clone(), 0);
         }
         let mut feasible = false;
@@ -76,11 +68,9 @@ pub fn remove_unused_symbols(m: &IndexingMap) -> (IndexingMap, usize) {
             for (k, &v) in removed.iter().enumerate() {
                 point[v] = p[k];
             }
-            let ok = only_removed.iter().all(|&(e, iv)| {
-                crate::expr::eval(e, &point)
-                    .map(|x| iv.contains(x))
-                    .unwrap_or(false)
-            });
+            let ok = only_removed
+                .iter()
+                .all(|&(e, iv)| crate::expr::eval(e, &point).map(|x| iv.contains(x)).unwrap_or(false));
             feasible |= ok;
             Ok(!ok)
         });
@@ -99,11 +89,7 @@ pub fn remove_unused_symbols(m: &IndexingMap) -> (IndexingMap, usize) {
         }
     }
     let keep = |vs: &Vec<super::Variable>, offset: usize| -> Vec<super::Variable> {
-        vs.iter()
-            .enumerate()
-            .filter(|(i, _)| used[offset + i])
-            .map(|(_, v)| v.clone())
-            .collect()
+        vs.iter().enumerate().filter(|(i, _)| used[offset + i]).map(|(_, v)| v.clone()).collect()
     };
     let ranges = keep(&m.ranges, nd);
     let runtimes = keep(&m.runtimes, nd + m.ranges.len());

@@ -46,10 +46,7 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
             obj.insert("value".into(), json!(b));
         }
         Value::Maps(ms) => {
-            obj.insert(
-                "maps".into(),
-                json!(ms.iter().map(|m| m.to_string()).collect::<Vec<_>>()),
-            );
+            obj.insert("maps".into(), json!(ms.iter().map(|m| m.to_string()).collect::<Vec<_>>()));
         }
         Value::Indexing(ix) => {
             let ops: Vec<Json> = ix
@@ -91,9 +88,7 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
         Value::Explained { steps, .. } => {
             let st: Vec<Json> = steps
                 .iter()
-                .map(
-                    |s| json!({"rule": s.rule, "before": s.before, "after": s.after, "why": s.why}),
-                )
+                .map(|s| json!({"rule": s.rule, "before": s.before, "after": s.after, "why": s.why}))
                 .collect();
             obj.insert("steps".into(), json!(st));
         }

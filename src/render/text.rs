@@ -19,27 +19,14 @@ fn paint(s: &str, style: Style, f: fn(&str) -> colored::ColoredString) -> String
 
 /// Indents every line by two spaces (code in output never starts a line with `#`).
 pub fn indent(s: &str) -> String {
-    s.lines()
-        .map(|l| {
-            if l.is_empty() {
-                String::new()
-            } else {
-                format!("  {l}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    s.lines().map(|l| if l.is_empty() { String::new() } else { format!("  {l}") }).collect::<Vec<_>>().join("\n")
 }
 
 pub fn text(v: &Value, style: Style) -> String {
     match v {
         Value::None => String::new(),
         Value::Map(m) => m.to_string(),
-        Value::Maps(ms) => ms
-            .iter()
-            .map(|m| m.to_string())
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Value::Maps(ms) => ms.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("\n"),
         Value::Indexing(ix) => indexing(ix, style),
         Value::Bool(b) => {
             let s = b.to_string();
@@ -54,11 +41,7 @@ pub fn text(v: &Value, style: Style) -> String {
         Value::Bench(b) => bench(b),
         Value::Svg(s) => format!("svg: {} ({} bytes)", s.title, s.svg.len()),
         Value::Text(t) => t.clone(),
-        Value::Explained {
-            map,
-            steps,
-            limit_hit,
-        } => {
+        Value::Explained { map, steps, limit_hit } => {
             let mut s = map.to_string();
             if steps.is_empty() {
                 s += "\nno rewrite applied";
@@ -84,15 +67,7 @@ pub fn text(v: &Value, style: Style) -> String {
         }
         Value::Points(ps) => ps
             .iter()
-            .map(|p| {
-                format!(
-                    "({})",
-                    p.iter()
-                        .map(|v| v.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            })
+            .map(|p| format!("({})", p.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")))
             .collect::<Vec<_>>()
             .join("\n"),
     }
@@ -118,10 +93,7 @@ fn indexing(ix: &Indexing, style: Style) -> String {
 
 /// Columns padded to their widest cell; numbers right-aligned.
 pub fn table(t: &Table, style: Style) -> String {
-    let ncol = t
-        .headers
-        .len()
-        .max(t.rows.iter().map(|r| r.len()).max().unwrap_or(0));
+    let ncol = t.headers.len().max(t.rows.iter().map(|r| r.len()).max().unwrap_or(0));
     let mut width = vec![0usize; ncol];
     for row in std::iter::once(&t.headers).chain(&t.rows) {
         for (i, c) in row.iter().enumerate() {
@@ -132,9 +104,7 @@ pub fn table(t: &Table, style: Style) -> String {
         let cells: Vec<String> = (0..ncol)
             .map(|i| {
                 let c = row.get(i).map(String::as_str).unwrap_or("");
-                let numeric = !c.is_empty()
-                    && c.chars()
-                        .all(|ch| ch.is_ascii_digit() || ".-%x".contains(ch));
+                let numeric = !c.is_empty() && c.chars().all(|ch| ch.is_ascii_digit() || ".-%x".contains(ch));
                 if numeric {
                     format!("{c:>w$}", w = width[i])
                 } else {

@@ -28,11 +28,7 @@ impl<'a> Args<'a> {
         if self.call.groups.len() != n {
             let span = self.call.groups.get(n).map_or(self.call.span, |g| g.span);
             return Err(Diagnostic::at(
-                format!(
-                    "`{}` takes {n} argument{}",
-                    self.call.name,
-                    if n == 1 { "" } else { "s" }
-                ),
+                format!("`{}` takes {n} argument{}", self.call.name, if n == 1 { "" } else { "s" }),
                 span,
             )
             .with_help(format!("usage: {usage}")));
@@ -41,8 +37,7 @@ impl<'a> Args<'a> {
     }
     /// Whether a bare word such as `explain` or `raw` appears.
     pub fn flag(&self, word: &str) -> bool {
-        self.items()
-            .any(|a| matches!(a, Arg::Word(w, _) if w == word))
+        self.items().any(|a| matches!(a, Arg::Word(w, _) if w == word))
     }
     /// The value of `key=value`, if given.
     pub fn kv(&self, key: &str) -> Option<&'a Arg> {
@@ -55,10 +50,7 @@ impl<'a> Args<'a> {
         match self.kv(key) {
             None => Ok(None),
             Some(Arg::Int(v, _)) => Ok(Some(*v)),
-            Some(a) => Err(Diagnostic::at(
-                format!("`{key}=` takes an integer"),
-                a.span(),
-            )),
+            Some(a) => Err(Diagnostic::at(format!("`{key}=` takes an integer"), a.span())),
         }
     }
     pub fn kv_word(&self, key: &str) -> Result<Option<String>, Diagnostic> {
@@ -81,29 +73,20 @@ impl<'a> Args<'a> {
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map(Some),
-            Some(a) => Err(Diagnostic::at(
-                format!("`{key}=` takes a tuple like (1, 2)"),
-                a.span(),
-            )),
+            Some(a) => Err(Diagnostic::at(format!("`{key}=` takes a tuple like (1, 2)"), a.span())),
         }
     }
     /// The word after `word` (as in `show m as mlir`, `plot m to f.svg`).
     pub fn after(&self, word: &str) -> Option<&'a Arg> {
         let items: Vec<&Arg> = self.items().collect();
-        items
-            .iter()
-            .position(|a| matches!(a, Arg::Word(w, _) if w == word))
-            .and_then(|i| items.get(i + 1).copied())
+        items.iter().position(|a| matches!(a, Arg::Word(w, _) if w == word)).and_then(|i| items.get(i + 1).copied())
     }
 
     /// Evaluates group `i` (its leading items) to a value: a map literal, a bound name, or a
     /// nested command (`simplify m`).
     pub fn value(&self, session: &mut Session, i: usize) -> Result<Value, Diagnostic> {
         let Some(group) = self.call.groups.get(i) else {
-            return Err(Diagnostic::at(
-                format!("`{}` needs an argument here", self.call.name),
-                self.call.span,
-            ));
+            return Err(Diagnostic::at(format!("`{}` needs an argument here", self.call.name), self.call.span));
         };
         group_value(session, group)
     }
@@ -115,10 +98,7 @@ impl<'a> Args<'a> {
             Value::Map(m) => Ok(m),
             Value::Explained { map, .. } => Ok(map),
             Value::Maps(ms) if ms.len() == 1 => Ok(ms.into_iter().next().expect("one map")),
-            v => Err(Diagnostic::at(
-                format!("expected an indexing map, found a {}", v.kind()),
-                span,
-            )),
+            v => Err(Diagnostic::at(format!("expected an indexing map, found a {}", v.kind()), span)),
         }
     }
 }
@@ -137,10 +117,7 @@ pub fn group_value(session: &mut Session, group: &ArgGroup) -> Result<Value, Dia
                     name: w.clone(),
                     name_span: *span,
                     groups: if group.items.len() > 1 {
-                        vec![ArgGroup {
-                            items: group.items[1..].to_vec(),
-                            span: group.span,
-                        }]
+                        vec![ArgGroup { items: group.items[1..].to_vec(), span: group.span }]
                     } else {
                         vec![]
                     },
@@ -150,10 +127,7 @@ pub fn group_value(session: &mut Session, group: &ArgGroup) -> Result<Value, Dia
             }
             Err(session.unknown_name(w, *span))
         }
-        Some(a) => Err(Diagnostic::at(
-            "expected a map, a name or a command",
-            a.span(),
-        )),
+        Some(a) => Err(Diagnostic::at("expected a map, a name or a command", a.span())),
         None => Err(Diagnostic::at("missing argument", group.span)),
     }
 }

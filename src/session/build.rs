@@ -21,11 +21,9 @@ pub fn build_map(lit: &MapLit) -> Result<IndexingMap, Diagnostic> {
     let mut all: Vec<&(String, Span)> = Vec::new();
     for v in lit.dims.iter().chain(&lit.ranges).chain(&lit.runtimes) {
         if index.insert(v.0.as_str(), all.len() as u32).is_some() {
-            return Err(
-                Diagnostic::at(format!("variable `{}` is declared twice", v.0), v.1)
-                    .with_label("second declaration")
-                    .with_help("every dimension, range and runtime variable needs its own name"),
-            );
+            return Err(Diagnostic::at(format!("variable `{}` is declared twice", v.0), v.1)
+                .with_label("second declaration")
+                .with_help("every dimension, range and runtime variable needs its own name"));
         }
         all.push(v);
     }
@@ -46,24 +44,9 @@ pub fn build_map(lit: &MapLit) -> Result<IndexingMap, Diagnostic> {
     };
     let nd = lit.dims.len();
     let nr = lit.ranges.len();
-    let dims = lit
-        .dims
-        .iter()
-        .enumerate()
-        .map(|(i, v)| var(v, i))
-        .collect();
-    let ranges = lit
-        .ranges
-        .iter()
-        .enumerate()
-        .map(|(i, v)| var(v, nd + i))
-        .collect();
-    let runtimes = lit
-        .runtimes
-        .iter()
-        .enumerate()
-        .map(|(i, v)| var(v, nd + nr + i))
-        .collect();
+    let dims = lit.dims.iter().enumerate().map(|(i, v)| var(v, i)).collect();
+    let ranges = lit.ranges.iter().enumerate().map(|(i, v)| var(v, nd + i)).collect();
+    let runtimes = lit.runtimes.iter().enumerate().map(|(i, v)| var(v, nd + nr + i)).collect();
     let mut m = IndexingMap::new(dims, ranges, runtimes, results, constraints);
     if lit.domain_known_empty {
         m.status = Status::KnownEmpty;
@@ -85,10 +68,8 @@ fn domain_item(
             return Err(unknown(name, *span, names));
         };
         if let Some(prev) = bounds[v as usize] {
-            return Err(
-                Diagnostic::at(format!("`{name}` has two bounds"), item.span)
-                    .with_label(format!("already bounded by {prev}")),
-            );
+            return Err(Diagnostic::at(format!("`{name}` has two bounds"), item.span)
+                .with_label(format!("already bounded by {prev}")));
         }
         bounds[v as usize] = Some(iv);
         return Ok(());
@@ -98,11 +79,7 @@ fn domain_item(
 }
 
 fn unknown(name: &str, span: Span, names: &[&str]) -> Diagnostic {
-    let known = if names.is_empty() {
-        "none".to_string()
-    } else {
-        names.join(", ")
-    };
+    let known = if names.is_empty() { "none".to_string() } else { names.join(", ") };
     let mut d = Diagnostic::at(format!("unknown variable `{name}`"), span)
         .with_label(format!("not among the variables ({known})"));
     if let Some(s) = suggest(name, names.iter().copied()) {
@@ -111,11 +88,7 @@ fn unknown(name: &str, span: Span, names: &[&str]) -> Diagnostic {
     d
 }
 
-pub fn lower_expr(
-    e: &ExprLit,
-    index: &HashMap<&str, u32>,
-    names: &[&str],
-) -> Result<Expr, Diagnostic> {
+pub fn lower_expr(e: &ExprLit, index: &HashMap<&str, u32>, names: &[&str]) -> Result<Expr, Diagnostic> {
     Ok(match e {
         ExprLit::Int(v, _) => Expr::constant(*v),
         ExprLit::Var(name, span) => match index.get(name.as_str()) {

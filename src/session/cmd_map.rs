@@ -98,11 +98,7 @@ fn simplify(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let m = a.map(s, 0)?;
     if a.flag("explain") {
         let out = crate::simplify::simplify_explained(&m, &SimplifyLimits::default());
-        return Ok(Value::Explained {
-            map: out.map,
-            steps: out.steps,
-            limit_hit: out.limit_hit,
-        });
+        return Ok(Value::Explained { map: out.map, steps: out.steps, limit_hit: out.limit_hit });
     }
     Ok(Value::Map(run_simplify(&m, &SimplifyLimits::default()).map))
 }
@@ -128,9 +124,7 @@ fn equal(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     a.expect_groups(2, "equal A, B")?;
     let x = a.map(s, 0)?;
     let y = a.map(s, 1)?;
-    map::equal(&x, &y, &Limits::default())
-        .map(Value::Bool)
-        .map_err(|e| map_err(e, a))
+    map::equal(&x, &y, &Limits::default()).map(Value::Bool).map_err(|e| map_err(e, a))
 }
 
 fn inverse(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
@@ -143,21 +137,13 @@ fn inverse(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 fn eval(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let m = a.map(s, 0)?;
     let Some(Arg::Tuple(items, tspan)) = a.after("at") else {
-        return Err(Diagnostic::at(
-            "`eval` needs a point: eval MAP at (i, j, ...)",
-            a.span(),
-        ));
+        return Err(Diagnostic::at("`eval` needs a point: eval MAP at (i, j, ...)", a.span()));
     };
     let mut point = Vec::new();
     for it in items {
         match it {
             Arg::Int(v, _) => point.push(*v),
-            other => {
-                return Err(Diagnostic::at(
-                    "a point is a tuple of integers",
-                    other.span(),
-                ))
-            }
+            other => return Err(Diagnostic::at("a point is a tuple of integers", other.span())),
         }
     }
     if m.is_undefined() {
@@ -165,21 +151,14 @@ fn eval(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     }
     if point.len() != m.dims.len() {
         return Err(Diagnostic::at(
-            format!(
-                "the map has {} dimensions but the point has {} coordinates",
-                m.dims.len(),
-                point.len()
-            ),
+            format!("the map has {} dimensions but the point has {} coordinates", m.dims.len(), point.len()),
             *tspan,
         ));
     }
     for (d, &v) in m.dims.iter().zip(&point) {
         if !d.bounds.contains(v) {
             return Err(Diagnostic::at(
-                format!(
-                    "the point is outside the domain: {} = {v} is not in {}",
-                    d.name, d.bounds
-                ),
+                format!("the point is outside the domain: {} = {v} is not in {}", d.name, d.bounds),
                 *tspan,
             ));
         }
@@ -196,10 +175,7 @@ fn eval(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     })
     .map_err(|e| map_err(e, a))?;
     if tuples.is_empty() {
-        return Err(Diagnostic::at(
-            "the point violates the map's constraints: no result there",
-            *tspan,
-        ));
+        return Err(Diagnostic::at("the point violates the map's constraints: no result there", *tspan));
     }
     Ok(Value::Points(tuples.into_iter().collect()))
 }
@@ -209,10 +185,7 @@ fn show(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     match a.after("as") {
         Some(Arg::Word(w, _)) if w == "mlir" => Ok(Value::Text(map::mlir::to_mlir(&m))),
         Some(Arg::Word(w, _)) if w == "xla" => Ok(Value::Text(m.to_multiline())),
-        Some(other) => Err(Diagnostic::at(
-            "`show` prints `as mlir` or `as xla`",
-            other.span(),
-        )),
+        Some(other) => Err(Diagnostic::at("`show` prints `as mlir` or `as xla`", other.span())),
         None => Ok(Value::Map(m)),
     }
 }
@@ -223,9 +196,7 @@ fn is_permutation(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 
 fn is_bijection(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let m = a.map(s, 0)?;
-    map::is_bijection(&m, &Limits::default())
-        .map(Value::Bool)
-        .map_err(|e| map_err(e, a))
+    map::is_bijection(&m, &Limits::default()).map(Value::Bool).map_err(|e| map_err(e, a))
 }
 
 fn is_empty(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {

@@ -9,8 +9,8 @@
 
 pub mod args;
 pub mod build;
-mod cmd_map;
 pub mod commands;
+mod cmd_map;
 pub mod value;
 
 pub use args::Args;
@@ -66,29 +66,17 @@ impl Session {
             Ok(stmt) => self.run(stmt),
             Err(d) => (None, Err(d)),
         };
-        vec![Outcome {
-            stmt: 1,
-            span,
-            bound,
-            result,
-        }]
+        vec![Outcome { stmt: 1, span, bound, result }]
     }
 
     fn run(&mut self, stmt: syntax::Stmt) -> (Option<String>, Result<Value, Diagnostic>) {
         match stmt.kind {
-            StmtKind::Bind {
-                name,
-                name_span,
-                value,
-            } => {
+            StmtKind::Bind { name, name_span, value } => {
                 if commands::find(&name).is_some() {
                     return (
                         None,
-                        Err(Diagnostic::at(
-                            format!("`{name}` is a command and cannot be rebound"),
-                            name_span,
-                        )
-                        .with_help("choose another name")),
+                        Err(Diagnostic::at(format!("`{name}` is a command and cannot be rebound"), name_span)
+                            .with_help("choose another name")),
                     );
                 }
                 match self.eval_rhs(&value) {
@@ -133,10 +121,8 @@ impl Session {
 
     /// "unknown name" with the closest command or bound name as a suggestion.
     pub fn unknown_name(&self, name: &str, span: Span) -> Diagnostic {
-        let known: Vec<&str> = commands::all()
-            .map(|c| c.name)
-            .chain(self.values.keys().map(|k| k.as_str()))
-            .collect();
+        let known: Vec<&str> =
+            commands::all().map(|c| c.name).chain(self.values.keys().map(|k| k.as_str())).collect();
         let mut d = Diagnostic::at(format!("unknown command or name `{name}`"), span)
             .with_label("not a command and not bound in this session");
         if let Some(s) = syntax::suggest(name, known) {

@@ -16,11 +16,7 @@ pub enum Value {
     Svg(Svg),
     Text(String),
     /// A map followed by the rewrite steps that produced it (`simplify M explain`).
-    Explained {
-        map: IndexingMap,
-        steps: Vec<crate::simplify::Step>,
-        limit_hit: Option<String>,
-    },
+    Explained { map: IndexingMap, steps: Vec<crate::simplify::Step>, limit_hit: Option<String> },
     /// Result tuples of `eval`.
     Points(Vec<Vec<i64>>),
 }

@@ -15,10 +15,7 @@ impl Span {
         Span { start, end }
     }
     pub fn join(self, other: Span) -> Span {
-        Span {
-            start: self.start.min(other.start),
-            end: self.end.max(other.end),
-        }
+        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
     }
 }
 
@@ -31,11 +28,7 @@ pub struct Stmt {
 #[derive(Clone, Debug)]
 pub enum StmtKind {
     /// `NAME = MAP` or `NAME = COMMAND ...`
-    Bind {
-        name: String,
-        name_span: Span,
-        value: Rhs,
-    },
+    Bind { name: String, name_span: Span, value: Rhs },
     /// A map or a command whose result is printed.
     Eval(Rhs),
     /// HLO text: an instruction line, a computation, a module header.
@@ -88,11 +81,7 @@ impl Arg {
         match self {
             Arg::Map(m) => m.span,
             Arg::Command(c) => c.span,
-            Arg::Word(_, s)
-            | Arg::Int(_, s)
-            | Arg::Str(_, s)
-            | Arg::Tuple(_, s)
-            | Arg::Kv(_, _, s) => *s,
+            Arg::Word(_, s) | Arg::Int(_, s) | Arg::Str(_, s) | Arg::Tuple(_, s) | Arg::Kv(_, _, s) => *s,
         }
     }
 }
@@ -137,10 +126,7 @@ pub enum ExprLit {
 impl ExprLit {
     pub fn span(&self) -> Span {
         match self {
-            ExprLit::Int(_, s)
-            | ExprLit::Var(_, s)
-            | ExprLit::Neg(_, s)
-            | ExprLit::Bin(_, _, _, s) => *s,
+            ExprLit::Int(_, s) | ExprLit::Var(_, s) | ExprLit::Neg(_, s) | ExprLit::Bin(_, _, _, s) => *s,
         }
     }
 }

@@ -22,20 +22,10 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn new(message: impl Into<String>) -> Diagnostic {
-        Diagnostic {
-            message: message.into(),
-            span: None,
-            label: None,
-            help: None,
-        }
+        Diagnostic { message: message.into(), span: None, label: None, help: None }
     }
     pub fn at(message: impl Into<String>, span: Span) -> Diagnostic {
-        Diagnostic {
-            message: message.into(),
-            span: Some(span),
-            label: None,
-            help: None,
-        }
+        Diagnostic { message: message.into(), span: Some(span), label: None, help: None }
     }
     pub fn with_label(mut self, label: impl Into<String>) -> Diagnostic {
         self.label = Some(label.into());
@@ -72,10 +62,7 @@ impl Diagnostic {
             let line_start = source[..start].rfind('\n').map_or(0, |i| i + 1);
             let line_end = line_start + line_text.len();
             let end = span.end.clamp(start, line_end.max(start));
-            let n = source
-                .get(start..end)
-                .map_or(1, |s| s.chars().count())
-                .max(1);
+            let n = source.get(start..end).map_or(1, |s| s.chars().count()).max(1);
             out += &format!("\n{pad}--> {line}:{col}\n{pad} |\n{line} | {line_text}\n{pad} | ");
             out += &" ".repeat(col - 1);
             out += &"^".repeat(n);

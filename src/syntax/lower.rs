@@ -127,10 +127,7 @@ pub fn statement(text: &str, offset: usize) -> Result<Stmt, Diagnostic> {
             }
         }
         Rule::map_lit | Rule::command => StmtKind::Eval(lw.rhs(body)?),
-        Rule::hlo_stmt => StmtKind::Hlo(HloText {
-            text: body.as_str().to_string(),
-            span: lw.span(&body),
-        }),
+        Rule::hlo_stmt => StmtKind::Hlo(HloText { text: body.as_str().to_string(), span: lw.span(&body) }),
         r => unreachable!("grammar: stmt_body cannot be {r:?}"),
     };
     Ok(Stmt { kind, span })
@@ -152,10 +149,7 @@ impl Lower {
         let mut groups = Vec::new();
         for g in it {
             let gspan = self.span(&g);
-            let items = g
-                .into_inner()
-                .map(|a| self.arg(a))
-                .collect::<Result<Vec<_>, _>>()?;
+            let items = g.into_inner().map(|a| self.arg(a)).collect::<Result<Vec<_>, _>>()?;
             groups.push(ArgGroup { items, span: gspan });
         }
         Ok(CommandCall {
@@ -171,25 +165,17 @@ impl Lower {
         Ok(match p.as_rule() {
             Rule::map_lit => Arg::Map(self.map_lit(p)?),
             Rule::paren_cmd => {
-                let inner = p
-                    .into_inner()
-                    .next()
-                    .expect("grammar: paren_cmd holds a command");
+                let inner = p.into_inner().next().expect("grammar: paren_cmd holds a command");
                 Arg::Command(Box::new(self.command(inner)?))
             }
-            Rule::word | Rule::path | Rule::bare | Rule::name => {
-                Arg::Word(p.as_str().to_string(), span)
-            }
+            Rule::word | Rule::path | Rule::bare | Rule::name => Arg::Word(p.as_str().to_string(), span),
             Rule::int => Arg::Int(self.int(&p)?, span),
             Rule::string => {
                 let s = p.as_str();
                 Arg::Str(s[1..s.len() - 1].to_string(), span)
             }
             Rule::tuple => {
-                let items = p
-                    .into_inner()
-                    .map(|a| self.arg(a))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let items = p.into_inner().map(|a| self.arg(a)).collect::<Result<Vec<_>, _>>()?;
                 Arg::Tuple(items, span)
             }
             Rule::kv => {
@@ -211,16 +197,9 @@ impl Lower {
 
     fn int(&self, p: &Pair<Rule>) -> Result<i64, Diagnostic> {
         p.as_str().parse::<i64>().map_err(|_| {
-            Diagnostic::at(
-                format!("integer `{}` does not fit in 64 bits", p.as_str()),
-                self.span(p),
-            )
-            .with_label("out of range")
-            .with_help(format!(
-                "integers are between {} and {}",
-                i64::MIN,
-                i64::MAX
-            ))
+            Diagnostic::at(format!("integer `{}` does not fit in 64 bits", p.as_str()), self.span(p))
+                .with_label("out of range")
+                .with_help(format!("integers are between {} and {}", i64::MIN, i64::MAX))
         })
     }
 
@@ -239,18 +218,8 @@ impl Lower {
             span,
         };
         m.form = match inner.as_rule() {
-            Rule::undefined_lit => {
-                return Ok(MapLit {
-                    form: MapForm::Undefined,
-                    ..m
-                })
-            }
-            Rule::known_empty => {
-                return Ok(MapLit {
-                    form: MapForm::KnownEmpty,
-                    ..m
-                })
-            }
+            Rule::undefined_lit => return Ok(MapLit { form: MapForm::Undefined, ..m }),
+            Rule::known_empty => return Ok(MapLit { form: MapForm::KnownEmpty, ..m }),
             Rule::affine_map => MapForm::Affine,
             Rule::xla_map => MapForm::Xla,
             r => unreachable!("grammar: map_lit cannot be {r:?}"),
@@ -261,18 +230,14 @@ impl Lower {
                 Rule::range_list => m.ranges = self.var_list(part),
                 Rule::runtime_list => m.runtimes = self.var_list(part),
                 Rule::result_list => {
-                    m.results = part
-                        .into_inner()
-                        .map(|e| self.expr(e))
-                        .collect::<Result<_, _>>()?
+                    m.results = part.into_inner().map(|e| self.expr(e)).collect::<Result<_, _>>()?
                 }
                 Rule::domain => {
                     for item in part.into_inner() {
                         match item.as_rule() {
                             Rule::known_empty => m.domain_known_empty = true,
                             Rule::simplified => {
-                                let b =
-                                    item.into_inner().next().expect("grammar: flag has a value");
+                                let b = item.into_inner().next().expect("grammar: flag has a value");
                                 m.is_simplified = Some(b.as_str() == "true");
                             }
                             Rule::domain_item => m.domain.push(self.domain_item(item)?),
@@ -287,9 +252,7 @@ impl Lower {
     }
 
     fn var_list(&self, p: Pair<Rule>) -> Vec<(String, Span)> {
-        p.into_inner()
-            .map(|v| (v.as_str().to_string(), self.span(&v)))
-            .collect()
+        p.into_inner().map(|v| (v.as_str().to_string(), self.span(&v))).collect()
     }
 
     fn domain_item(&self, p: Pair<Rule>) -> Result<DomainItem, Diagnostic> {

@@ -143,10 +143,7 @@ pub fn parse(src: &str) -> Vec<Result<Stmt, Diagnostic>> {
 pub fn parse_map_lit(src: &str) -> Result<MapLit, Diagnostic> {
     match lower::statement(src, 0)?.kind {
         StmtKind::Eval(Rhs::Map(m)) => Ok(m),
-        _ => Err(Diagnostic::at(
-            "expected an indexing map",
-            Span::new(0, src.len()),
-        )),
+        _ => Err(Diagnostic::at("expected an indexing map", Span::new(0, src.len()))),
     }
 }
 
