@@ -13,11 +13,13 @@
 //! ```
 
 use super::analysis::EGraph;
+use super::cost::{expr_rank, IxCost};
 use super::language::{to_rec, IxLang};
 use super::Step;
+use crate::expr::{canonical, ExprKind, Op};
 use crate::expr::{display, Expr, Linear};
 use crate::interval::range_of;
-use egg::{FlatTerm, RecExpr, Symbol};
+use egg::{Extractor, FlatTerm, RecExpr, Symbol};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// The steps from `from` to `to`, both in `egraph` and proven equal by its run.
@@ -26,6 +28,19 @@ pub fn explain_steps(
     from: &RecExpr<IxLang>,
     to: &RecExpr<IxLang>,
     names: &[String],
+) -> Vec<Step> {
+    explain_depth(egraph, from, to, names, 0)
+}
+
+/// How deep the explanation of an equality a sum rule used may go.
+const MAX_DEPTH: usize = 3;
+
+fn explain_depth(
+    egraph: &mut EGraph,
+    from: &RecExpr<IxLang>,
+    to: &RecExpr<IxLang>,
+    names: &[String],
+    depth: usize,
 ) -> Vec<Step> {
     let flat = catch_unwind(AssertUnwindSafe(|| {
         let mut ex = egraph.explain_equivalence(from, to);
@@ -56,8 +71,26 @@ pub fn explain_steps(
         } else {
             format!("{rule} (reversed)")
         };
+        // A sum rule reads its operands through their classes: first explain each operand
+        // whose class is known to equal something simpler, and cite that equality.
+        let mut why = facts(egraph, &rule, before, names);
+        for (x, best) in used_equalities(egraph, before) {
+            if depth < MAX_DEPTH {
+                steps.extend(explain_depth(
+                    egraph,
+                    &to_rec(x),
+                    &to_rec(best),
+                    names,
+                    depth + 1,
+                ));
+            }
+            if !why.is_empty() {
+                why.push_str("; ");
+            }
+            why += &format!("{} = {}", show(x, names), show(best, names));
+        }
         steps.push(Step {
-            why: facts(egraph, &rule, before, names),
+            why,
             rule,
             before: show(before, names),
             after: show(after, names),
@@ -157,4 +190,38 @@ fn constant_parts(egraph: &EGraph, e: Expr, names: &[String], parts: &mut Vec<St
             constant_parts(egraph, x, names, parts);
         }
     }
+}
+
+/// The terms of `e` seen through sums and constant factors (what a linear view reads) that
+/// the e-graph knows to equal something ranked lower, with that simpler form.
+fn used_equalities(egraph: &EGraph, e: Expr) -> Vec<(Expr, Expr)> {
+    fn atoms(e: Expr, out: &mut Vec<Expr>, top: bool) {
+        match e.kind() {
+            ExprKind::Bin(Op::Add, a, b) => {
+                atoms(a, out, false);
+                atoms(b, out, false);
+            }
+            ExprKind::Bin(Op::Mul, a, b) if b.as_const().is_some() => atoms(a, out, false),
+            ExprKind::Bin(..) if !top => out.push(e),
+            ExprKind::Bin(_, a, _) => atoms(a, out, false),
+            _ => {}
+        }
+    }
+    let mut xs = Vec::new();
+    atoms(e, &mut xs, true);
+    let extractor = Extractor::new(egraph, IxCost);
+    let mut out = Vec::new();
+    for x in xs {
+        let Some(id) = egraph.lookup_expr(&to_rec(x)) else {
+            continue;
+        };
+        let best = super::language::from_rec(&extractor.find_best(id).1);
+        if expr_rank(best) < expr_rank(x)
+            && canonical(best) != canonical(x)
+            && !out.iter().any(|(y, _)| *y == x)
+        {
+            out.push((x, best));
+        }
+    }
+    out
 }
