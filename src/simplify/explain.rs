@@ -84,6 +84,9 @@ fn explain_depth(
                     depth + 1,
                 ));
             }
+            if why.contains(&format!("{} in [", show(x, names))) {
+                continue; // already cited as a constant interval
+            }
             if !why.is_empty() {
                 why.push_str("; ");
             }
