@@ -99,13 +99,19 @@ fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified 
         out.map = m;
         return out;
     }
+    let mut last_egraph_domain = None;
     for _ in 0..MAX_ROUNDS {
         let before = m.clone();
         constraints::simplify_constraints(&mut m, &mut steps);
         if m.status == Status::Defined {
             rescale::rescale_symbols(&mut m, &mut steps);
-            rewrite_map(&mut m, limits, explain, &mut steps, &mut out);
-            m.canonicalize();
+            // The e-graph saturated on these bounds already: rerun only if the domain moved.
+            let domain = (m.bounds(), m.constraints.clone());
+            if last_egraph_domain.as_ref() != Some(&domain) || out.limit_hit.is_some() {
+                rewrite_map(&mut m, limits, explain, &mut steps, &mut out);
+                m.canonicalize();
+                last_egraph_domain = Some((m.bounds(), m.constraints.clone()));
+            }
         }
         if m.status == Status::Defined {
             let (m2, removed) = remove_unused_symbols(&m);

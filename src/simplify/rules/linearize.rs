@@ -16,6 +16,7 @@ use egg::{rewrite as rw, Id};
 #[rustfmt::skip]
 pub fn rules() -> Vec<Rule> { vec![
     // k·c·(x floordiv c) + k·(x mod c) + rest = k·x + rest     when c > 0
+    //   (x floordiv c may also appear as y floordiv (a·c) where x = y floordiv a)
     rw!("linearize-cancel"; "(+ ?a ?b)" => { Compute::new(&["?a", "?b"], cancel) }),
 ]}
 
@@ -34,26 +35,47 @@ fn cancel(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
             let Some(c) = positive(egraph, cid) else {
                 continue;
             };
-            let Some(p) = egraph.lookup(IxLang::FloorDiv([x, cid])) else {
-                continue;
-            };
-            let p = egraph.find(p);
-            let Some(&(_, kp)) = v.terms.iter().find(|(id, _)| *id == p) else {
-                continue;
-            };
-            if Some(kp) != kq.checked_mul(c) {
-                continue;
+            for p in quotients(egraph, x, cid, c) {
+                let Some(&(_, kp)) = v.terms.iter().find(|(id, _)| *id == p) else {
+                    continue;
+                };
+                if Some(kp) != kq.checked_mul(c) {
+                    continue;
+                }
+                let x_view = Fact::view_of(egraph, x).canonical(egraph)?;
+                let mut removed = View {
+                    terms: vec![(q, -kq), (p, -kp)],
+                    constant: 0,
+                };
+                removed.terms.sort();
+                let out = v.add(&removed)?.add(&x_view.scale(kq)?)?;
+                return Some(build_view(egraph, &out));
             }
-            let x_view = Fact::view_of(egraph, x).canonical(egraph)?;
-            let removed = View {
-                terms: vec![(q, -kq), (p, -kp)],
-                constant: 0,
-            };
-            let mut removed = removed;
-            removed.terms.sort();
-            let out = v.add(&removed)?.add(&x_view.scale(kq)?)?;
-            return Some(build_view(egraph, &out));
         }
     }
     None
+}
+
+/// The classes equal to `x floordiv c` that exist in the graph: the node itself, and
+/// `y floordiv (a·c)` for each `x = y floordiv a` (nested division).
+fn quotients(egraph: &EGraph, x: Id, cid: Id, c: i64) -> Vec<Id> {
+    let mut out = Vec::new();
+    if let Some(p) = egraph.lookup(IxLang::FloorDiv([x, cid])) {
+        out.push(egraph.find(p));
+    }
+    for n in &egraph[x].nodes {
+        let IxLang::FloorDiv([y, aid]) = *n else {
+            continue;
+        };
+        let Some(ac) = positive(egraph, aid).and_then(|a| a.checked_mul(c)) else {
+            continue;
+        };
+        let Some(acid) = egraph.lookup(IxLang::Num(ac)) else {
+            continue;
+        };
+        if let Some(p) = egraph.lookup(IxLang::FloorDiv([y, acid])) {
+            out.push(egraph.find(p));
+        }
+    }
+    out
 }
