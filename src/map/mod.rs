@@ -22,7 +22,7 @@ pub use compose::compose;
 pub use enumerate::{DomainPoints, Limits};
 pub use equal::equal;
 pub use inverse::{inverse, is_bijection, is_permutation};
-pub use unused::remove_unused_symbols;
+pub use unused::{remove_unused_range_symbols, remove_unused_symbols};
 
 use crate::expr::{self, Expr, ExprKind};
 use crate::interval::{range_of, Interval};

@@ -10,6 +10,18 @@ use crate::map::enumerate::{box_size, for_each_in_box};
 
 /// The map without unused symbols, and how many were removed.
 pub fn remove_unused_symbols(m: &IndexingMap) -> (IndexingMap, usize) {
+    remove_unused(m, false)
+}
+
+/// The map without unused *range* variables; runtime variables all stay. A runtime
+/// variable stands for an operand of an HLO instruction (a dynamic-slice offset) by its
+/// position, so dropping one would shift the others onto the wrong operands. This is what
+/// `simplify` uses; the `unused` command drops both kinds.
+pub fn remove_unused_range_symbols(m: &IndexingMap) -> (IndexingMap, usize) {
+    remove_unused(m, true)
+}
+
+fn remove_unused(m: &IndexingMap, keep_runtimes: bool) -> (IndexingMap, usize) {
     if m.status != Status::Defined {
         return (m.clone(), 0);
     }
@@ -18,6 +30,11 @@ pub fn remove_unused_symbols(m: &IndexingMap) -> (IndexingMap, usize) {
     let mut used = vec![false; n];
     for d in used.iter_mut().take(nd) {
         *d = true;
+    }
+    if keep_runtimes {
+        for r in used.iter_mut().skip(nd + m.ranges.len()) {
+            *r = true;
+        }
     }
     for r in &m.results {
         r.visit_vars(&mut |v| used[v as usize] = true);

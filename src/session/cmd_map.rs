@@ -96,15 +96,15 @@ pub fn map_err(e: MapError, args: &Args) -> Diagnostic {
 
 fn simplify(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let m = a.map(s, 0)?;
-    let out = run_simplify(&m, &SimplifyLimits::default());
     if a.flag("explain") {
+        let out = crate::simplify::simplify_explained(&m, &SimplifyLimits::default());
         return Ok(Value::Explained {
             map: out.map,
             steps: out.steps,
             limit_hit: out.limit_hit,
         });
     }
-    Ok(Value::Map(out.map))
+    Ok(Value::Map(run_simplify(&m, &SimplifyLimits::default()).map))
 }
 
 /// Simplifies a computed map unless the user asked for `raw`.

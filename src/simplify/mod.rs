@@ -1,17 +1,41 @@
 //! Simplification of indexing maps under their domains.
 //!
-//! This is the baseline pipeline: canonical linear form, constraints that always hold
-//! dropped, constraints that never hold making the map KNOWN EMPTY, unused symbols removed.
-//! The e-graph rewriter (issue: simplifier) extends it.
+//! ```text
+//! (d0, d1) -> (d0 + d1 floordiv 16, d1 mod 16), domain: d0 in [0, 6], d1 in [0, 14]
+//!   =>  (d0, d1) -> (d0, d1), domain: d0 in [0, 6], d1 in [0, 14], is_simplified: true
+//! ```
+//!
+//! The stages, in the order [`simplify`] runs them (see each module for its worked example):
+//! - `constraints.rs`: constraints rewritten, tightened, dropped when always true; a
+//!   constraint that never holds makes the map KNOWN EMPTY; bounds implied by constraints;
+//! - `rescale.rs`: range variables with `s mod c in [r, r]` rescaled;
+//! - `rewrite.rs`: the e-graph (`language.rs`, `analysis.rs`, `rules/*.rs`, `cost.rs`) on
+//!   every result and constraint expression;
+//! - unused range and runtime variables removed;
+//!
+//! repeated until nothing changes (a few rounds at most). `explain.rs` turns the e-graph's
+//! proofs into [`Step`]s for `simplify M explain`.
 
-use crate::interval::Interval;
-use crate::map::{remove_unused_symbols, IndexingMap, Status};
+pub mod analysis;
+pub mod constraints;
+pub mod cost;
+pub mod explain;
+pub mod language;
+pub mod rescale;
+pub mod rewrite;
+pub mod rules;
+
+use crate::expr::{Expr, ExprKind};
+use crate::map::{remove_unused_range_symbols, IndexingMap, Status};
 
 /// Bounds on the work one simplification may do.
 #[derive(Copy, Clone, Debug)]
 pub struct SimplifyLimits {
+    /// Most e-nodes in one e-graph.
     pub max_nodes: usize,
+    /// Most rule-application rounds of one e-graph run.
     pub max_iterations: usize,
+    /// Most milliseconds of one e-graph run.
     pub max_millis: u64,
 }
 
@@ -31,6 +55,7 @@ pub struct Step {
     pub rule: String,
     pub before: String,
     pub after: String,
+    /// The domain fact that allowed the rewrite (empty when it holds everywhere).
     pub why: String,
 }
 
@@ -38,63 +63,133 @@ pub struct Step {
 #[derive(Clone, Debug)]
 pub struct Simplified {
     pub map: IndexingMap,
+    /// The rewrites, in order (filled only by [`simplify_explained`]).
     pub steps: Vec<Step>,
     /// A bound of [`SimplifyLimits`] that stopped the rewriter, if any.
     pub limit_hit: Option<String>,
+    /// E-nodes in the largest e-graph built (0 when none was needed).
+    pub nodes: usize,
 }
 
-/// Simplifies `map`; never returns a map that differs from `map` at any point of its domain.
-pub fn simplify(map: &IndexingMap, _limits: &SimplifyLimits) -> Simplified {
+/// Most rounds of the whole pipeline (each round runs only when the last changed something).
+const MAX_ROUNDS: usize = 4;
+
+/// Simplifies `map` to a fixpoint within `limits`. Never returns a map that differs from
+/// `map` at any point of its domain.
+pub fn simplify(map: &IndexingMap, limits: &SimplifyLimits) -> Simplified {
+    run(map, limits, false)
+}
+
+/// [`simplify`], also recording every rewrite and the fact that allowed it.
+pub fn simplify_explained(map: &IndexingMap, limits: &SimplifyLimits) -> Simplified {
+    run(map, limits, true)
+}
+
+fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified {
     let mut steps = Vec::new();
     let mut m = map.clone();
     m.canonicalize();
+    let mut out = Simplified {
+        map: m.clone(),
+        steps: Vec::new(),
+        limit_hit: None,
+        nodes: 0,
+    };
     if m.status != Status::Defined {
-        return Simplified {
-            map: m,
-            steps,
-            limit_hit: None,
-        };
+        out.map = m;
+        return out;
     }
-    let names = m.names();
-    let bounds = m.bounds();
-    let mut kept = Vec::new();
-    for &(e, iv) in &m.constraints {
-        let r = crate::interval::range_of(e, &bounds);
-        let text = crate::expr::display(e, &names).to_string();
-        if iv.contains_interval(&r) {
-            steps.push(Step {
-                rule: "constraint-always-holds".into(),
-                before: format!("{text} in {iv}"),
-                after: "(dropped)".into(),
-                why: format!("{text} is always in {r}"),
-            });
-        } else if r.intersect(&iv).is_empty() {
-            steps.push(Step {
-                rule: "constraint-never-holds".into(),
-                before: format!("{text} in {iv}"),
-                after: "KNOWN EMPTY".into(),
-                why: format!("{text} is always in {r}, which misses {iv}"),
-            });
-            m.status = Status::KnownEmpty;
-        } else {
-            kept.push((e, iv));
+    let mut last_egraph_domain = None;
+    for _ in 0..MAX_ROUNDS {
+        let before = m.clone();
+        constraints::simplify_constraints(&mut m, &mut steps);
+        if m.status == Status::Defined {
+            rescale::rescale_symbols(&mut m, &mut steps);
+            // The e-graph saturated on these bounds already: rerun only if the domain moved.
+            let domain = (m.bounds(), m.constraints.clone());
+            if last_egraph_domain.as_ref() != Some(&domain) || out.limit_hit.is_some() {
+                rewrite_map(&mut m, limits, explain, &mut steps, &mut out);
+                m.canonicalize();
+                last_egraph_domain = Some((m.bounds(), m.constraints.clone()));
+            }
+        }
+        if m.status == Status::Defined {
+            let (m2, removed) = remove_unused_range_symbols(&m);
+            if removed > 0 {
+                steps.push(Step {
+                    rule: "remove-unused-symbols".into(),
+                    before: format!("{removed} unused"),
+                    after: "(removed)".into(),
+                    why: "no result uses them and no constraint ties them to the rest".into(),
+                });
+            }
+            m = m2;
+        }
+        if m.status != Status::Defined || same(&m, &before) {
+            break;
         }
     }
-    m.constraints = kept;
-    let (mut m, removed) = remove_unused_symbols(&m);
-    if removed > 0 {
-        steps.push(Step {
-            rule: "remove-unused-symbols".into(),
-            before: format!("{removed} unused"),
-            after: "(removed)".into(),
-            why: "no result uses them and no constraint ties them to the rest".into(),
-        });
-    }
-    let _ = Interval::FULL;
     m.is_simplified = m.status == Status::Defined;
-    Simplified {
-        map: m,
-        steps,
-        limit_hit: None,
+    out.map = m;
+    if explain {
+        out.steps = steps;
+    }
+    out
+}
+
+fn same(a: &IndexingMap, b: &IndexingMap) -> bool {
+    a.results == b.results
+        && a.constraints == b.constraints
+        && a.bounds() == b.bounds()
+        && a.status == b.status
+}
+
+/// Whether the e-graph could improve `e`: it has a division or mentions a variable whose
+/// bounds are a single point (the linear form is otherwise already the simplest).
+fn worth_rewriting(e: Expr, point_vars: &[bool]) -> bool {
+    match e.kind() {
+        ExprKind::Const(_) => false,
+        ExprKind::Var(v) => point_vars.get(v as usize).copied().unwrap_or(false),
+        ExprKind::Bin(op, a, b) => {
+            op.is_div_like() || worth_rewriting(a, point_vars) || worth_rewriting(b, point_vars)
+        }
+    }
+}
+
+/// Runs the e-graph on the results and constraint expressions that could improve.
+fn rewrite_map(
+    m: &mut IndexingMap,
+    limits: &SimplifyLimits,
+    explain: bool,
+    steps: &mut Vec<Step>,
+    out: &mut Simplified,
+) {
+    let bounds = m.bounds();
+    let point_vars: Vec<bool> = bounds.iter().map(|b| b.is_point()).collect();
+    let nr = m.results.len();
+    let all: Vec<Expr> = m
+        .results
+        .iter()
+        .copied()
+        .chain(m.constraints.iter().map(|c| c.0))
+        .collect();
+    let picked: Vec<usize> = (0..all.len())
+        .filter(|&i| worth_rewriting(all[i], &point_vars))
+        .collect();
+    if picked.is_empty() {
+        return;
+    }
+    let exprs: Vec<Expr> = picked.iter().map(|&i| all[i]).collect();
+    let (new, report) = rewrite::rewrite_exprs(&exprs, &bounds, &m.names(), limits, explain, steps);
+    out.nodes = out.nodes.max(report.nodes);
+    if report.limit_hit.is_some() {
+        out.limit_hit = report.limit_hit;
+    }
+    for (&i, e) in picked.iter().zip(new) {
+        if i < nr {
+            m.results[i] = e;
+        } else {
+            m.constraints[i - nr].0 = e;
+        }
     }
 }

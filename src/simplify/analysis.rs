@@ -1,0 +1,213 @@
+//! Facts about e-classes: the interval every member lies in (over the variable bounds),
+//! the constant it equals if known, the weight of its cheapest member, and a *linear view*
+//! (`Σ kᵢ·classᵢ + k`) the sum rules read instead of walking the graph.
+//!
+//! Facts only narrow: two classes that merge are equal on the domain, so the merged
+//! interval is the intersection of both (egg #297: conditions read facts, never the absence
+//! of a node). A class whose interval is one point gets that constant as a member
+//! (`interval-constant`), which is how `d1 floordiv 16` becomes `0` for `d1 in [0, 14]`.
+//!
+//! ```text
+//! d0 in [0, 6], d1 in [0, 14]
+//!   class of d1 floordiv 16:  range [0, 0]  → unioned with 0
+//!   class of d0 * 16 + d1:    range [0, 110], view 16·[d0] + 1·[d1] + 0
+//! ```
+
+use super::cost::node_weight;
+use super::language::IxLang;
+use crate::expr::arith;
+use crate::interval::Interval;
+use egg::{Analysis, DidMerge, Id, Language};
+
+pub type EGraph = egg::EGraph<IxLang, Facts>;
+
+/// The analysis: variable bounds are its only input.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    pub bounds: Vec<Interval>,
+}
+
+/// `Σ terms[i].1 · class terms[i].0 + constant`; atoms sorted by id, no zero coefficients.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct View {
+    pub terms: Vec<(Id, i64)>,
+    pub constant: i64,
+}
+
+impl View {
+    pub fn constant(c: i64) -> View {
+        View {
+            terms: Vec::new(),
+            constant: c,
+        }
+    }
+    pub fn atom(id: Id) -> View {
+        View {
+            terms: vec![(id, 1)],
+            constant: 0,
+        }
+    }
+    /// `self + other`, collecting like atoms; `None` on overflow.
+    pub fn add(&self, other: &View) -> Option<View> {
+        let mut terms = self.terms.clone();
+        for &(id, k) in &other.terms {
+            match terms.iter_mut().find(|(a, _)| *a == id) {
+                Some(slot) => slot.1 = slot.1.checked_add(k)?,
+                None => terms.push((id, k)),
+            }
+        }
+        terms.retain(|&(_, k)| k != 0);
+        terms.sort();
+        Some(View {
+            terms,
+            constant: self.constant.checked_add(other.constant)?,
+        })
+    }
+    /// `k · self`; `None` on overflow.
+    pub fn scale(&self, k: i64) -> Option<View> {
+        if k == 0 {
+            return Some(View::constant(0));
+        }
+        let terms = self
+            .terms
+            .iter()
+            .map(|&(id, j)| Some((id, j.checked_mul(k)?)))
+            .collect::<Option<_>>()?;
+        Some(View {
+            terms,
+            constant: self.constant.checked_mul(k)?,
+        })
+    }
+    /// The same view with every atom id canonical (atoms that merged are collected).
+    pub fn canonical(&self, egraph: &EGraph) -> Option<View> {
+        let mut out = View::constant(self.constant);
+        for &(id, k) in &self.terms {
+            out = out.add(&View {
+                terms: vec![(egraph.find(id), k)],
+                constant: 0,
+            })?;
+        }
+        Some(out)
+    }
+}
+
+/// What is known about one e-class.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fact {
+    /// Every member's value lies here, at every point of the variable box.
+    pub range: Interval,
+    /// The value, when known to be one.
+    pub constant: Option<i64>,
+    /// The weight of the cheapest member found so far.
+    pub weight: u64,
+    /// The class as a linear combination of other classes, when it is a sum or a scaled term.
+    pub view: Option<View>,
+    /// How good the view is (sum of its atoms' weights and their number); lower is better.
+    pub view_cost: u64,
+}
+
+impl Fact {
+    /// The view of a class, itself as an atom when it has none.
+    pub fn view_of(egraph: &EGraph, id: Id) -> View {
+        let f = &egraph[id].data;
+        match (&f.constant, &f.view) {
+            (Some(c), _) => View::constant(*c),
+            (None, Some(v)) => v.clone(),
+            (None, None) => View::atom(egraph.find(id)),
+        }
+    }
+}
+
+fn view_cost(egraph: &EGraph, v: &View) -> u64 {
+    v.terms.iter().fold(1u64, |acc, &(id, _)| {
+        acc.saturating_add(egraph[id].data.weight).saturating_add(1)
+    })
+}
+
+impl Analysis<IxLang> for Facts {
+    type Data = Fact;
+
+    fn make(egraph: &EGraph, enode: &IxLang) -> Fact {
+        let data = |id: Id| &egraph[id].data;
+        let (range, constant) = match enode {
+            IxLang::Num(c) => (Interval::point(*c), Some(*c)),
+            IxLang::Var(v) => {
+                let r = egraph
+                    .analysis
+                    .bounds
+                    .get(v.0 as usize)
+                    .copied()
+                    .unwrap_or(Interval::FULL);
+                (r, None)
+            }
+            n => {
+                let (op, a, b) = n.op().expect("every other node is binary");
+                let r = Interval::apply(op, &data(a).range, &data(b).range);
+                let c = match (data(a).constant, data(b).constant) {
+                    (Some(x), Some(y)) => arith::apply(op, x, y).ok(),
+                    _ => None,
+                };
+                (r, c)
+            }
+        };
+        let constant = constant.or((range.is_point()).then_some(range.lo));
+        let range = match constant {
+            Some(c) => Interval::point(c),
+            None => range,
+        };
+        let weight = enode.fold(node_weight(enode), |w, id| {
+            w.saturating_add(data(id).weight)
+        });
+        let view = match *enode {
+            IxLang::Add([a, b]) => Fact::view_of(egraph, a).add(&Fact::view_of(egraph, b)),
+            IxLang::Mul([a, b]) => match (data(a).constant, data(b).constant) {
+                (_, Some(k)) => Fact::view_of(egraph, a).scale(k),
+                (Some(k), _) => Fact::view_of(egraph, b).scale(k),
+                _ => None,
+            },
+            _ => None,
+        };
+        let view_cost = view.as_ref().map_or(u64::MAX, |v| view_cost(egraph, v));
+        Fact {
+            range,
+            constant,
+            weight,
+            view,
+            view_cost,
+        }
+    }
+
+    fn merge(&mut self, to: &mut Fact, from: Fact) -> DidMerge {
+        let old = to.clone();
+        to.range = to.range.intersect(&from.range);
+        to.constant = to.constant.or(from.constant);
+        if let Some(c) = to.constant {
+            if to.range.contains(c) {
+                to.range = Interval::point(c);
+            }
+        }
+        to.weight = to.weight.min(from.weight);
+        if from.view.is_some() && from.view_cost < to.view_cost {
+            to.view = from.view.clone();
+            to.view_cost = from.view_cost;
+        }
+        DidMerge(*to != old, *to != from)
+    }
+
+    fn modify(egraph: &mut EGraph, id: Id) {
+        let f = &egraph[id].data;
+        if f.range.is_empty() {
+            return;
+        }
+        let c = match f.constant {
+            Some(c) => c,
+            None if f.range.is_point() => f.range.lo,
+            None => return,
+        };
+        if egraph[id].nodes.iter().any(|n| matches!(n, IxLang::Num(_))) {
+            return;
+        }
+        let cid = egraph.add(IxLang::Num(c));
+        egraph.union_trusted(id, cid, "interval-constant");
+    }
+}

@@ -1,0 +1,94 @@
+//! The cost of an expression: the sum of its operators' weights, where `floordiv`,
+//! `ceildiv` and `mod` weigh far more than `+` and `*`. Extraction minimises
+//! `(weight, size)`, so among forms of equal weight the smaller tree wins, and among
+//! trees of equal size egg's node order (deterministic for a given input) decides.
+//!
+//! ```text
+//! (d0 * 16 + d1) floordiv 8    weight 1 + 2 + 32 = 35
+//! d0 * 2 + d1 floordiv 8       weight 2 + 1 + 32 = 35 (the same; split rules enable more)
+//! d0                           weight 0
+//! ```
+
+use super::language::IxLang;
+use crate::expr::{Expr, ExprKind, Op};
+use egg::{CostFunction, Id};
+
+/// The weight of `+`.
+pub const ADD: u64 = 1;
+/// The weight of `*`.
+pub const MUL: u64 = 2;
+/// The weight of `floordiv`, `ceildiv` and `mod`.
+pub const DIV: u64 = 32;
+
+/// The weight of one operator.
+pub fn op_weight(op: Op) -> u64 {
+    match op {
+        Op::Add => ADD,
+        Op::Mul => MUL,
+        Op::FloorDiv | Op::CeilDiv | Op::Mod => DIV,
+    }
+}
+
+/// The weight of a node alone (leaves weigh nothing).
+pub fn node_weight(node: &IxLang) -> u64 {
+    node.op().map(|(op, _, _)| op_weight(op)).unwrap_or(0)
+}
+
+/// Sum of the operator weights of `e` (shared subtrees counted each time, as printed).
+pub fn expr_cost(e: Expr) -> u64 {
+    match e.kind() {
+        ExprKind::Bin(op, a, b) => op_weight(op)
+            .saturating_add(expr_cost(a))
+            .saturating_add(expr_cost(b)),
+        _ => 0,
+    }
+}
+
+/// Number of div-like operators in `e`.
+pub fn div_count(e: Expr) -> usize {
+    match e.kind() {
+        ExprKind::Bin(op, a, b) => usize::from(op.is_div_like()) + div_count(a) + div_count(b),
+        _ => 0,
+    }
+}
+
+/// The rank extraction minimises: `(weight, weight inside dividends, size)`, compared
+/// lexicographically. The middle term prefers `d0 * 2 + (d1 * 4 + d2) floordiv 8` to the
+/// equally heavy `(d0 * 16 + d1 * 4 + d2) floordiv 8`: less work under the division.
+pub type Rank = (u64, u64, u64);
+
+/// The [`Rank`] of an expression.
+pub fn expr_rank(e: Expr) -> Rank {
+    match e.kind() {
+        ExprKind::Bin(op, a, b) => {
+            let (ra, rb) = (expr_rank(a), expr_rank(b));
+            combine(op_weight(op), op.is_div_like(), ra, rb)
+        }
+        _ => (0, 0, 1),
+    }
+}
+
+fn combine(w: u64, div: bool, a: Rank, b: Rank) -> Rank {
+    let inner = if div { a.0 } else { 0 };
+    (
+        w.saturating_add(a.0).saturating_add(b.0),
+        inner.saturating_add(a.1).saturating_add(b.1),
+        1u64.saturating_add(a.2).saturating_add(b.2),
+    )
+}
+
+/// Extraction cost: the [`Rank`] of the extracted term.
+pub struct IxCost;
+
+impl CostFunction<IxLang> for IxCost {
+    type Cost = Rank;
+    fn cost<C>(&mut self, enode: &IxLang, mut costs: C) -> Rank
+    where
+        C: FnMut(Id) -> Rank,
+    {
+        match enode.op() {
+            Some((op, a, b)) => combine(op_weight(op), op.is_div_like(), costs(a), costs(b)),
+            None => (0, 0, 1),
+        }
+    }
+}

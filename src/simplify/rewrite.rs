@@ -1,0 +1,91 @@
+//! The e-graph stage: every result and constraint expression of a map goes into one
+//! e-graph over the map's variable bounds, the rule tables run (bounded by
+//! [`SimplifyLimits`]), and each expression is replaced by its cheapest equal form
+//! (`cost.rs`), printed canonically. An expression is only replaced when the new form is
+//! ranked lower (`cost.rs`).
+//!
+//! ```text
+//! (d0, d1) -> (d0 + d1 floordiv 16, d1 mod 16), domain: d0 in [0, 6], d1 in [0, 14]
+//!   d1 floordiv 16  ~  0           (interval-constant: d1 floordiv 16 in [0, 0])
+//!   d1 mod 16       ~  d1          (mod-in-range: d1 in [0, 14])
+//!   =>  (d0, d1) -> (d0, d1)
+//! ```
+
+use super::analysis::{EGraph, Facts};
+use super::cost::{expr_rank, IxCost};
+use super::explain::explain_steps;
+use super::language::{from_rec, to_rec};
+use super::rules::{all_rules, Rule};
+use super::{SimplifyLimits, Step};
+use crate::expr::{canonical, Expr};
+use crate::interval::Interval;
+use egg::{Extractor, Runner, SimpleScheduler, StopReason};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+static RULES: LazyLock<Vec<Rule>> = LazyLock::new(all_rules);
+
+/// What one e-graph run did, for explain and for the benchmark.
+#[derive(Clone, Debug, Default)]
+pub struct RunReport {
+    /// E-nodes in the graph when the run stopped.
+    pub nodes: usize,
+    /// The bound that stopped the run, if it did not saturate.
+    pub limit_hit: Option<String>,
+}
+
+/// The cheapest form of each expression under `bounds`, in order; steps are collected only
+/// when `explain` is set.
+pub fn rewrite_exprs(
+    exprs: &[Expr],
+    bounds: &[Interval],
+    names: &[String],
+    limits: &SimplifyLimits,
+    explain: bool,
+    steps: &mut Vec<Step>,
+) -> (Vec<Expr>, RunReport) {
+    let mut egraph = EGraph::new(Facts {
+        bounds: bounds.to_vec(),
+    });
+    if explain {
+        egraph = egraph.with_explanations_enabled();
+    }
+    let recs: Vec<_> = exprs.iter().map(|&e| to_rec(e)).collect();
+    let roots: Vec<_> = recs.iter().map(|r| egraph.add_expr(r)).collect();
+    let mut runner = Runner::default()
+        .with_egraph(egraph)
+        .with_scheduler(SimpleScheduler)
+        .with_node_limit(limits.max_nodes)
+        .with_iter_limit(limits.max_iterations)
+        .with_time_limit(Duration::from_millis(limits.max_millis))
+        .run(RULES.iter());
+    let limit_hit = match runner.stop_reason {
+        Some(StopReason::Saturated) | None => None,
+        Some(StopReason::IterationLimit(n)) => Some(format!("iteration limit ({n})")),
+        Some(StopReason::NodeLimit(n)) => Some(format!("e-node limit ({n})")),
+        Some(StopReason::TimeLimit(s)) => Some(format!("time limit ({} ms)", (s * 1000.0).round())),
+        Some(StopReason::Other(s)) => Some(s),
+    };
+    let report = RunReport {
+        nodes: runner.egraph.total_number_of_nodes(),
+        limit_hit,
+    };
+    let mut out = Vec::with_capacity(exprs.len());
+    let best: Vec<_> = {
+        let extractor = Extractor::new(&runner.egraph, IxCost);
+        roots.iter().map(|&r| extractor.find_best(r).1).collect()
+    };
+    for ((&e, rec), best_rec) in exprs.iter().zip(&recs).zip(best) {
+        let new = canonical(from_rec(&best_rec));
+        let better = expr_rank(new) < expr_rank(e);
+        if !better {
+            out.push(e);
+            continue;
+        }
+        if explain {
+            steps.extend(explain_steps(&mut runner.egraph, rec, &best_rec, names));
+        }
+        out.push(new);
+    }
+    (out, report)
+}

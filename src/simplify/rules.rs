@@ -1,0 +1,178 @@
+//! All rewrite rules, one table per operator family (`rules/*.rs`), and the helpers the
+//! tables share.
+//!
+//! Policy for writing a rule:
+//! - the comment above it is the identity, in ordinary notation, with its precondition;
+//! - the precondition reads only facts that narrow (intervals, constants) and never the
+//!   absence of a node;
+//! - a rule that computes (a new constant, a rearranged sum) is a [`Compute`] applier whose
+//!   function returns `None` when its precondition fails or any arithmetic would overflow;
+//! - no commutativity or associativity rules: sums are read through the linear view of
+//!   the analysis (`Σ kᵢ·classᵢ + k`) instead, and rebuilt by [`build_view`];
+//! - every rule has a case in `sessions/simplify/` and is checked by brute force in
+//!   `tests/soundness.rs`.
+
+use super::analysis::{EGraph, Fact, Facts, View};
+use super::language::IxLang;
+use crate::interval::Interval;
+use egg::{Applier, Id, PatternAst, Rewrite, Subst, Symbol, Var};
+
+pub mod add;
+pub mod ceildiv;
+pub mod floordiv;
+pub mod linearize;
+pub mod modulo;
+pub mod mul;
+
+pub type Rule = Rewrite<IxLang, Facts>;
+
+/// Every rule, family by family.
+pub fn all_rules() -> Vec<Rule> {
+    let mut rules = Vec::new();
+    rules.extend(add::rules());
+    rules.extend(mul::rules());
+    rules.extend(floordiv::rules());
+    rules.extend(ceildiv::rules());
+    rules.extend(modulo::rules());
+    rules.extend(linearize::rules());
+    rules
+}
+
+/// A pattern variable of a rule table (the tables are written in this crate, so a bad
+/// name is a bug caught by the first test, never user input).
+pub fn var(name: &str) -> Var {
+    name.parse()
+        .expect("a pattern variable written in a rule table")
+}
+
+/// An applier that computes its right-hand side: `f` receives the classes bound to the
+/// named pattern variables, in order, and returns the class of the new form, or `None`
+/// when the rule does not apply.
+pub struct Compute {
+    vars: Vec<Var>,
+    f: fn(&mut EGraph, &[Id]) -> Option<Id>,
+}
+
+impl Compute {
+    pub fn new(vars: &[&str], f: fn(&mut EGraph, &[Id]) -> Option<Id>) -> Compute {
+        Compute {
+            vars: vars.iter().map(|v| var(v)).collect(),
+            f,
+        }
+    }
+}
+
+impl Applier<IxLang, Facts> for Compute {
+    fn apply_one(
+        &self,
+        egraph: &mut EGraph,
+        eclass: Id,
+        subst: &Subst,
+        _ast: Option<&PatternAst<IxLang>>,
+        rule_name: Symbol,
+    ) -> Vec<Id> {
+        let args: Vec<Id> = self.vars.iter().map(|v| subst[*v]).collect();
+        match (self.f)(egraph, &args) {
+            Some(new) if egraph.union_trusted(eclass, new, rule_name) => vec![new],
+            _ => vec![],
+        }
+    }
+}
+
+/// The constant a class equals, if known.
+pub fn constant(egraph: &EGraph, id: Id) -> Option<i64> {
+    egraph[id].data.constant
+}
+
+/// The constant a class equals, if it is known and positive (a divisor we may reason with).
+pub fn positive(egraph: &EGraph, id: Id) -> Option<i64> {
+    constant(egraph, id).filter(|&c| c > 0)
+}
+
+/// The interval of a class.
+pub fn range(egraph: &EGraph, id: Id) -> Interval {
+    egraph[id].data.range
+}
+
+/// The linear view of a class (itself as an atom when it has none).
+pub fn view(egraph: &EGraph, id: Id) -> Option<View> {
+    Fact::view_of(egraph, id).canonical(egraph)
+}
+
+/// The interval of a linear view, from its atoms' intervals.
+pub fn view_range(egraph: &EGraph, v: &View) -> Interval {
+    v.terms
+        .iter()
+        .fold(Interval::point(v.constant), |acc, &(id, k)| {
+            acc.add(&range(egraph, id).mul(&Interval::point(k)))
+        })
+}
+
+/// Adds a node for `n`.
+pub fn num(egraph: &mut EGraph, n: i64) -> Id {
+    egraph.add(IxLang::Num(n))
+}
+
+/// Adds the sum `Σ kᵢ·atomᵢ + constant` (atoms in id order, constant last).
+pub fn build_view(egraph: &mut EGraph, v: &View) -> Id {
+    let mut acc: Option<Id> = None;
+    for &(atom, k) in &v.terms {
+        let term = if k == 1 {
+            atom
+        } else {
+            let kid = num(egraph, k);
+            egraph.add(IxLang::Mul([atom, kid]))
+        };
+        acc = Some(match acc {
+            None => term,
+            Some(a) => egraph.add(IxLang::Add([a, term])),
+        });
+    }
+    match acc {
+        None => num(egraph, v.constant),
+        Some(a) if v.constant == 0 => a,
+        Some(a) => {
+            let c = num(egraph, v.constant);
+            egraph.add(IxLang::Add([a, c]))
+        }
+    }
+}
+
+/// Greatest common divisor of two non-negative numbers.
+pub fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    i64::try_from(a).unwrap_or(1)
+}
+
+/// Splits `v` by a divisor `g` of `c`: `v = g·A' + B` with every coefficient of `A'`
+/// whole and `B` (the terms not divisible by `g`, plus `constant mod g`) in `[0, g - 1]`.
+/// Tries the candidate `g = gcd(kᵢ, c)` from largest to smallest; `None` if none works.
+pub fn split_small_remainder(egraph: &EGraph, v: &View, c: i64) -> Option<(i64, View, View)> {
+    let mut gs: Vec<i64> = v
+        .terms
+        .iter()
+        .map(|&(_, k)| gcd(k, c))
+        .filter(|&g| g > 1)
+        .collect();
+    gs.sort_unstable_by(|a, b| b.cmp(a));
+    gs.dedup();
+    for g in gs {
+        let r0 = crate::expr::arith::modulo(v.constant, g);
+        let mut a = View::constant(v.constant.checked_sub(r0)? / g);
+        let mut b = View::constant(r0);
+        for &(id, k) in &v.terms {
+            if k % g == 0 {
+                a.terms.push((id, k / g));
+            } else {
+                b.terms.push((id, k));
+            }
+        }
+        if Interval::new(0, g - 1).contains_interval(&view_range(egraph, &b)) {
+            return Some((g, a, b));
+        }
+    }
+    None
+}

@@ -1,0 +1,81 @@
+//! Linearize/delinearize cancellation: an index split into a quotient and a remainder and
+//! put back together is the index itself (seed 002; reshape round trips).
+//!
+//! ```text
+//! (x floordiv c) * c + x mod c  =  x
+//! f32[10,10,10] -> f32[50,20] -> f32[10,10,10]:  (d0, d1, d2) -> (d0, d1, d2)
+//! ```
+//! Wildcards: ?a ?b any expression. The rule reads the sum's linear view, so the two
+//! halves may sit anywhere in a longer sum and carry a common factor.
+
+use super::{build_view, positive, view, Compute, Rule};
+use crate::simplify::analysis::{EGraph, Fact, View};
+use crate::simplify::language::IxLang;
+use egg::{rewrite as rw, Id};
+
+#[rustfmt::skip]
+pub fn rules() -> Vec<Rule> { vec![
+    // k·c·(x floordiv c) + k·(x mod c) + rest = k·x + rest     when c > 0
+    //   (x floordiv c may also appear as y floordiv (a·c) where x = y floordiv a)
+    rw!("linearize-cancel"; "(+ ?a ?b)" => { Compute::new(&["?a", "?b"], cancel) }),
+]}
+
+fn cancel(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
+    let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
+    for &(q, kq) in &v.terms {
+        let mods: Vec<(Id, Id)> = egraph[q]
+            .nodes
+            .iter()
+            .filter_map(|n| match *n {
+                IxLang::Mod([x, c]) => Some((x, c)),
+                _ => None,
+            })
+            .collect();
+        for (x, cid) in mods {
+            let Some(c) = positive(egraph, cid) else {
+                continue;
+            };
+            for p in quotients(egraph, x, cid, c) {
+                let Some(&(_, kp)) = v.terms.iter().find(|(id, _)| *id == p) else {
+                    continue;
+                };
+                if Some(kp) != kq.checked_mul(c) {
+                    continue;
+                }
+                let x_view = Fact::view_of(egraph, x).canonical(egraph)?;
+                let mut removed = View {
+                    terms: vec![(q, -kq), (p, -kp)],
+                    constant: 0,
+                };
+                removed.terms.sort();
+                let out = v.add(&removed)?.add(&x_view.scale(kq)?)?;
+                return Some(build_view(egraph, &out));
+            }
+        }
+    }
+    None
+}
+
+/// The classes equal to `x floordiv c` that exist in the graph: the node itself, and
+/// `y floordiv (a·c)` for each `x = y floordiv a` (nested division).
+fn quotients(egraph: &EGraph, x: Id, cid: Id, c: i64) -> Vec<Id> {
+    let mut out = Vec::new();
+    if let Some(p) = egraph.lookup(IxLang::FloorDiv([x, cid])) {
+        out.push(egraph.find(p));
+    }
+    for n in &egraph[x].nodes {
+        let IxLang::FloorDiv([y, aid]) = *n else {
+            continue;
+        };
+        let Some(ac) = positive(egraph, aid).and_then(|a| a.checked_mul(c)) else {
+            continue;
+        };
+        let Some(acid) = egraph.lookup(IxLang::Num(ac)) else {
+            continue;
+        };
+        if let Some(p) = egraph.lookup(IxLang::FloorDiv([y, acid])) {
+            out.push(egraph.find(p));
+        }
+    }
+    out
+}

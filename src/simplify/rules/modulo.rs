@@ -1,0 +1,94 @@
+//! `mod` by a positive constant (MLIR semantics: the result is in `[0, c - 1]`).
+//! Wildcards: ?a ?x any expression; ?c ?m constants (the conditions check that they are
+//! constants and positive). A `mod` by anything else is never rewritten.
+
+use super::{build_view, num, positive, range, split_small_remainder, view, Compute, Rule};
+use crate::expr::arith::{floor_div, modulo};
+use crate::simplify::analysis::{EGraph, View};
+use crate::simplify::language::IxLang;
+use egg::{rewrite as rw, Id};
+
+#[rustfmt::skip]
+pub fn rules() -> Vec<Rule> { vec![
+    // a mod 1 = 0
+    rw!("mod-one";              "(mod ?a 1)"             => "0"),
+    // a mod c = a - q·c     when c > 0 and every value of a lies in [q·c, q·c + c - 1]
+    rw!("mod-in-range";         "(mod ?a ?c)"            => { Compute::new(&["?a", "?c"], in_range) }),
+    // (Σ kᵢ·tᵢ + k) mod c = (Σ (kᵢ rem c)·tᵢ + k mod c) mod c     when c > 0
+    //   (coefficients with |kᵢ| >= c reduced to the residue of least magnitude; multiples vanish)
+    rw!("mod-drop-multiples";   "(mod ?a ?c)"            => { Compute::new(&["?a", "?c"], drop_multiples) }),
+    // (g·A + B) mod c = (A mod (c / g))·g + B     when g divides c and 0 <= B <= g - 1
+    rw!("mod-small-remainder";  "(mod ?a ?c)"            => { Compute::new(&["?a", "?c"], small_remainder) }),
+    // (x mod m) mod c = x mod c     when c > 0 divides m
+    rw!("mod-nested";           "(mod (mod ?x ?m) ?c)"   => { Compute::new(&["?x", "?m", "?c"], nested) }),
+]}
+
+fn in_range(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
+    let c = positive(egraph, ac[1])?;
+    let r = range(egraph, ac[0]);
+    if r.is_empty() || r.is_full() {
+        return None;
+    }
+    let q = floor_div(r.lo, c);
+    if floor_div(r.hi, c) != q {
+        return None;
+    }
+    if q == 0 {
+        return Some(ac[0]);
+    }
+    let shift = num(egraph, q.checked_mul(c)?.checked_neg()?);
+    Some(egraph.add(IxLang::Add([ac[0], shift])))
+}
+
+/// `k` itself when `|k| < c`, else the residue of `k` modulo `c` of least magnitude.
+fn least_residue(k: i64, c: i64) -> i64 {
+    if k > -c && k < c {
+        return k; // already small: keep the coefficient as written
+    }
+    let r = modulo(k, c);
+    if r > c / 2 {
+        r - c
+    } else {
+        r
+    }
+}
+
+fn drop_multiples(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
+    let c = positive(egraph, ac[1])?;
+    let v = view(egraph, ac[0])?;
+    let mut out = View::constant(modulo(v.constant, c));
+    for &(id, k) in &v.terms {
+        let r = least_residue(k, c);
+        if r != 0 {
+            out.terms.push((id, r));
+        }
+    }
+    if out == v {
+        return None;
+    }
+    let a = build_view(egraph, &out);
+    Some(egraph.add(IxLang::Mod([a, ac[1]])))
+}
+
+fn small_remainder(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
+    let c = positive(egraph, ac[1])?;
+    let v = view(egraph, ac[0])?;
+    let (g, a, b) = split_small_remainder(egraph, &v, c)?;
+    if b.terms.is_empty() && b.constant == 0 && g == 1 {
+        return None;
+    }
+    let a_id = build_view(egraph, &a);
+    let cg = num(egraph, c / g);
+    let m = egraph.add(IxLang::Mod([a_id, cg]));
+    let out = View::atom(m).scale(g)?.add(&b)?;
+    Some(build_view(egraph, &out))
+}
+
+fn nested(egraph: &mut EGraph, xmc: &[Id]) -> Option<Id> {
+    let m = positive(egraph, xmc[1])?;
+    let c = positive(egraph, xmc[2])?;
+    if m % c != 0 {
+        return None;
+    }
+    Some(egraph.add(IxLang::Mod([xmc[0], xmc[2]])))
+}

@@ -1,0 +1,330 @@
+//! Soundness of the simplifier, by brute force: every point of a small domain evaluates
+//! the same before and after (as a relation: at each dimension point, the same set of
+//! result tuples over all symbol values, and the same membership in the domain).
+//!
+//! - `seed_*`: the examples of seeds 000 and 001, string in, string out, then checked;
+//! - `random_maps_agree_pointwise`: proptest maps with nested floordiv/mod/ceildiv by small
+//!   constants, negative bounds and constants, constraints; `IXMAP_SOUNDNESS_CASES` cases
+//!   (default 3000) for each of `simplify` and `simplify ... explain`.
+
+use ixmap::expr::{Expr, Op};
+use ixmap::interval::Interval;
+use ixmap::map::{DomainPoints, IndexingMap, Limits, Status, Variable};
+use ixmap::simplify::cost::expr_cost;
+use ixmap::simplify::{simplify, simplify_explained, SimplifyLimits};
+use proptest::prelude::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+fn parse(src: &str) -> IndexingMap {
+    let lit = ixmap::syntax::parse_map_lit(src).expect("test input parses");
+    ixmap::session::build::build_map(&lit).expect("test input is a valid map")
+}
+
+type Relation = BTreeMap<Vec<i64>, BTreeSet<Vec<i64>>>;
+
+/// The map as a relation from dimension points to result tuples, by enumeration.
+fn relation(m: &IndexingMap) -> Result<Relation, String> {
+    let nd = m.dims.len();
+    let mut rel = Relation::new();
+    if m.status == Status::KnownEmpty {
+        return Ok(rel);
+    }
+    DomainPoints::for_each(
+        m,
+        &Limits {
+            max_points: 1 << 20,
+        },
+        &mut |p, r| {
+            rel.entry(p[..nd].to_vec()).or_default().insert(r.to_vec());
+            Ok(true)
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(rel)
+}
+
+/// Total operator weight of the results and constraints.
+fn cost(m: &IndexingMap) -> u64 {
+    m.results
+        .iter()
+        .chain(m.constraints.iter().map(|(e, _)| e))
+        .map(|&e| expr_cost(e))
+        .sum()
+}
+
+#[track_caller]
+fn assert_same(before: &IndexingMap, after: &IndexingMap) {
+    assert_eq!(
+        before.dims.len(),
+        after.dims.len(),
+        "dimension count changed"
+    );
+    match (relation(before), relation(after)) {
+        (Ok(a), Ok(b)) => {
+            if a != b {
+                let bad = a
+                    .iter()
+                    .find(|(k, v)| b.get(*k) != Some(v))
+                    .map(|(k, v)| format!("at {k:?}: before {v:?}, after {:?}", b.get(k)))
+                    .or_else(|| b.iter().find(|(k, _)| !a.contains_key(*k)).map(|(k, v)| format!("at {k:?}: before nothing, after {v:?}")));
+                panic!("simplification changed the map\n before: {before}\n after:  {after}\n {}", bad.unwrap_or_default());
+            }
+        }
+        // The original cannot be evaluated everywhere (overflow): nothing to compare.
+        (Err(_), _) => {}
+        (Ok(_), Err(e)) => panic!("the simplified map fails where the original did not: {e}\n before: {before}\n after:  {after}"),
+    }
+}
+
+#[track_caller]
+fn check(input: &str, expected: &str) {
+    let m = parse(input);
+    let s = simplify(&m, &SimplifyLimits::default()).map;
+    assert_eq!(s.to_string(), expected, "\n input: {input}");
+    assert_same(&m, &s);
+    let again = simplify(&s, &SimplifyLimits::default()).map;
+    assert_eq!(again.to_string(), s.to_string(), "not idempotent");
+}
+
+#[test]
+fn seed_000_example_1_div_and_mod_vanish() {
+    check(
+        "(d0, d1) -> (d0 + d1 floordiv 16, d1 mod 16), domain: d0 in [0, 6], d1 in [0, 14]",
+        "(d0, d1) -> (d0, d1), domain: d0 in [0, 6], d1 in [0, 14], is_simplified: true",
+    );
+}
+
+#[test]
+fn seed_000_example_2_delinearize_decimal() {
+    check(
+        "(d0, d1, d2) -> ((100 * d0 + 10 * d1 + d2) floordiv 100, ((100 * d0 + 10 * d1 + d2) mod 100) floordiv 10, d2 mod 10), domain: d0 in [0, 9], d1 in [0, 9], d2 in [0, 9]",
+        "(d0, d1, d2) -> (d0, d1, d2), domain: d0 in [0, 9], d1 in [0, 9], d2 in [0, 9], is_simplified: true",
+    );
+}
+
+#[test]
+fn seed_000_example_3_split_the_sum() {
+    check(
+        "(d0, d1, d2) -> ((16 * d0 + 4 * d1 + d2) floordiv 8, (16 * d0 + 4 * d1 + d2) mod 8), domain: d0 in [0, 9], d1 in [0, 9], d2 in [0, 9]",
+        "(d0, d1, d2) -> (d0 * 2 + (d1 * 4 + d2) floordiv 8, (d1 * 4 + d2) mod 8), domain: d0 in [0, 9], d1 in [0, 9], d2 in [0, 9], is_simplified: true",
+    );
+}
+
+#[test]
+fn seed_000_example_4_negated_division() {
+    check(
+        "(d0, d1) -> (-((-11 * d0 - d1 + 109) floordiv 11) + 9), domain: d0 in [0, 9], d1 in [0, 10]",
+        "(d0, d1) -> (d0), domain: d0 in [0, 9], d1 in [0, 10], is_simplified: true",
+    );
+}
+
+#[test]
+fn seed_001_simplification_example() {
+    check(
+        "(d0, d1) -> (-((d0 * -11 - d1 + 109) floordiv 11) + 9, d0 * 11 + d1 + ((d0 * -11 - d1 + 109) floordiv 11) * 11 - 99), domain: d0 in [0, 7], d1 in [0, 8]",
+        "(d0, d1) -> (d0, d1), domain: d0 in [0, 7], d1 in [0, 8], is_simplified: true",
+    );
+}
+
+#[test]
+fn mod_of_a_small_range_is_the_value() {
+    check(
+        "(d0) -> (d0 mod 16), domain: d0 in [0, 7]",
+        "(d0) -> (d0), domain: d0 in [0, 7], is_simplified: true",
+    );
+    check(
+        "(d0) -> (d0 mod 42), domain: d0 in [53, 71]",
+        "(d0) -> (d0 - 42), domain: d0 in [53, 71], is_simplified: true",
+    );
+}
+
+#[test]
+fn linearize_delinearize_cancels() {
+    check(
+        "(d0) -> ((d0 floordiv 8) * 8 + d0 mod 8), domain: d0 in [0, 100]",
+        "(d0) -> (d0), domain: d0 in [0, 100], is_simplified: true",
+    );
+}
+
+#[test]
+fn reshape_round_trip_is_the_identity() {
+    // f32[10,10,10] -> f32[50,20] -> f32[10,10,10], composed output to input.
+    let a = parse("(d0, d1, d2) -> ((d0 * 100 + d1 * 10 + d2) floordiv 20, (d0 * 100 + d1 * 10 + d2) mod 20), domain: d0 in [0, 9], d1 in [0, 9], d2 in [0, 9]");
+    let b = parse("(d0, d1) -> ((d0 * 20 + d1) floordiv 100, ((d0 * 20 + d1) mod 100) floordiv 10, (d0 * 20 + d1) mod 10), domain: d0 in [0, 49], d1 in [0, 19]");
+    let raw = ixmap::map::compose(&a, &b).expect("arity matches");
+    let s = simplify(&raw, &SimplifyLimits::default()).map;
+    assert_eq!(
+        s.to_string(),
+        "(d0, d1, d2) -> (d0, d1, d2), domain: d0 in [0, 9], d1 in [0, 9], d2 in [0, 9], is_simplified: true"
+    );
+    assert_same(&raw, &s);
+}
+
+#[test]
+fn constraints_always_true_go_never_true_empty() {
+    check(
+        "(d0)[s0] -> (d0 + s0), domain: d0 in [0, 5], s0 in [1, 3], d0 + s0 in [0, 20]",
+        "(d0)[s0] -> (d0 + s0), domain: d0 in [0, 5], s0 in [1, 3], is_simplified: true",
+    );
+    let m = parse("(d0)[s0] -> (d0 + s0), domain: d0 in [0, 5], s0 in [1, 3], d0 - s0 in [10, 20]");
+    assert!(simplify(&m, &SimplifyLimits::default())
+        .map
+        .is_known_empty());
+}
+
+#[test]
+fn constraint_floordiv_becomes_a_bound() {
+    check(
+        "(d0)[s0] -> (d0 + s0), domain: d0 in [0, 15], s0 in [0, 3], (d0 + s0 * 4) floordiv 4 in [1, 2]",
+        "(d0)[s0] -> (d0 + s0), domain: d0 in [0, 11], s0 in [0, 2], s0 * 4 + d0 in [4, 11], is_simplified: true",
+    );
+}
+
+#[test]
+fn symbol_rescaled_by_mod_constraint() {
+    check(
+        "(d0)[s0] -> (d0 + s0), domain: d0 in [0, 9], s0 in [0, 69], s0 mod 3 in [1, 1]",
+        "(d0)[s0] -> (s0 * 3 + d0 + 1), domain: d0 in [0, 9], s0 in [0, 22], is_simplified: true",
+    );
+}
+
+#[test]
+fn two_inner_divisions_are_not_merged() {
+    // s0 = 16, s1 = 2: (5 + 0) floordiv 6 = 0, but (16 + 2) floordiv 18 = 1.
+    let m = parse("()[s0, s1] -> ((s0 floordiv 3 + s1 floordiv 3) floordiv 6), domain: s0 in [0, 1233], s1 in [0, 127]");
+    let s = simplify(&m, &SimplifyLimits::default()).map;
+    assert_eq!(s.results, m.results);
+    assert_same(&m, &s);
+}
+
+// ---- random maps ----------------------------------------------------------------------
+
+#[derive(Clone, Debug)]
+struct Spec {
+    bounds: Vec<(i64, i64)>,
+    n_dims: usize,
+    results: Vec<Expr>,
+    constraints: Vec<(Expr, Interval)>,
+}
+
+fn leaf(nv: usize) -> impl Strategy<Value = Expr> {
+    // A linear combination of up to three variables, as index arithmetic produces.
+    (
+        prop::collection::vec((0..nv as u32, -17i64..=17), 1..=3),
+        -30i64..=30,
+    )
+        .prop_map(|(terms, c)| {
+            terms.into_iter().fold(Expr::constant(c), |acc, (v, k)| {
+                acc.add(Expr::var(v).mul(Expr::constant(k)))
+            })
+        })
+}
+
+fn expr(nv: usize) -> impl Strategy<Value = Expr> {
+    let leaf = prop_oneof![3 => leaf(nv), 1 => (0..nv as u32).prop_map(Expr::var)];
+    leaf.prop_recursive(4, 24, 2, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::bin(Op::Add, a, b)),
+            (inner.clone(), -9i64..=9).prop_map(|(a, k)| Expr::bin(Op::Mul, a, Expr::constant(k))),
+            (inner.clone(), 1i64..=12).prop_map(|(a, c)| Expr::bin(
+                Op::FloorDiv,
+                a,
+                Expr::constant(c)
+            )),
+            (inner.clone(), 1i64..=12).prop_map(|(a, c)| Expr::bin(Op::Mod, a, Expr::constant(c))),
+            (inner.clone(), 1i64..=12).prop_map(|(a, c)| Expr::bin(
+                Op::CeilDiv,
+                a,
+                Expr::constant(c)
+            )),
+            // quotient and remainder put back together (linearize/delinearize)
+            (inner.clone(), 1i64..=12, -3i64..=3).prop_map(|(a, c, k)| {
+                let q = Expr::bin(Op::FloorDiv, a, Expr::constant(c));
+                let r = Expr::bin(Op::Mod, a, Expr::constant(c));
+                Expr::bin(
+                    Op::Add,
+                    Expr::bin(Op::Mul, q, Expr::constant(c * k)),
+                    Expr::bin(Op::Mul, r, Expr::constant(k)),
+                )
+            }),
+            // (x mod (c·k)) floordiv c and friends
+            (inner, 1i64..=6, 1i64..=6).prop_map(|(a, c, k)| {
+                Expr::bin(
+                    Op::FloorDiv,
+                    Expr::bin(Op::Mod, a, Expr::constant(c * k)),
+                    Expr::constant(c),
+                )
+            }),
+        ]
+    })
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (1usize..=3, 0usize..=2)
+        .prop_flat_map(|(nd, ns)| {
+            let nv = nd + ns;
+            (
+                prop::collection::vec((-8i64..=6, 1i64..=12), nv),
+                Just(nd),
+                prop::collection::vec(expr(nv), 1..=3),
+                prop::collection::vec((expr(nv), -20i64..=20, 0i64..=30), 0..=2),
+                prop::collection::vec((0..nv as u32, 2i64..=5, 0i64..=4), 0..=1),
+            )
+        })
+        .prop_map(|(b, nd, results, cons, mods)| {
+            let mut constraints: Vec<(Expr, Interval)> = cons
+                .into_iter()
+                .map(|(e, lo, w)| (e, Interval::new(lo, lo + w)))
+                .collect();
+            for (v, c, r) in mods {
+                constraints.push((
+                    Expr::bin(Op::Mod, Expr::var(v), Expr::constant(c)),
+                    Interval::point(r.min(c - 1)),
+                ));
+            }
+            Spec {
+                bounds: b.into_iter().map(|(lo, n)| (lo, lo + n - 1)).collect(),
+                n_dims: nd,
+                results,
+                constraints,
+            }
+        })
+}
+
+fn build(s: &Spec) -> IndexingMap {
+    let var = |prefix: &str, i: usize, (lo, hi): (i64, i64)| {
+        Variable::new(format!("{prefix}{i}"), lo, hi)
+    };
+    let dims = (0..s.n_dims).map(|i| var("d", i, s.bounds[i])).collect();
+    let ranges = (s.n_dims..s.bounds.len())
+        .map(|i| var("s", i - s.n_dims, s.bounds[i]))
+        .collect();
+    IndexingMap::new(
+        dims,
+        ranges,
+        vec![],
+        s.results.clone(),
+        s.constraints.clone(),
+    )
+}
+
+fn cases() -> u32 {
+    std::env::var("IXMAP_SOUNDNESS_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_maps_agree_pointwise(s in spec()) {
+        let m = build(&s);
+        let out = simplify(&m, &SimplifyLimits::default()).map;
+        assert_same(&m, &out);
+        prop_assert!(out.is_known_empty() || cost(&out) <= cost(&m), "cost grew:\n {m}\n {out}");
+        let explained = simplify_explained(&m, &SimplifyLimits::default()).map;
+        assert_same(&m, &explained);
+    }
+}
