@@ -6,6 +6,7 @@
 //! which for `+ - * /` gives exactly the IEEE single-precision result C computes.
 
 use super::spec::{BinOp, Body, ElemType, KernelSpec, Tensor, UnOp};
+use crate::map::enumerate::for_each_in_box;
 use crate::map::IndexingMap;
 use crate::MapError;
 
@@ -178,34 +179,6 @@ impl<'a> Reference<'a> {
             }
         }
         Ok(res)
-    }
-}
-
-/// Calls `f` on every point of a box, last variable fastest, until it returns false.
-pub fn for_each_in_box(
-    bounds: &[crate::interval::Interval],
-    f: &mut dyn FnMut(&[i64]) -> Result<bool, MapError>,
-) -> Result<(), MapError> {
-    if bounds.iter().any(|b| b.is_empty() || b.is_full()) {
-        return Ok(());
-    }
-    let mut p: Vec<i64> = bounds.iter().map(|b| b.lo).collect();
-    loop {
-        if !f(&p)? {
-            return Ok(());
-        }
-        let mut i = p.len();
-        loop {
-            if i == 0 {
-                return Ok(());
-            }
-            i -= 1;
-            if p[i] < bounds[i].hi {
-                p[i] += 1;
-                break;
-            }
-            p[i] = bounds[i].lo;
-        }
     }
 }
 

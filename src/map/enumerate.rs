@@ -40,13 +40,17 @@ pub fn box_size(names: &[String], bounds: &[Interval], limits: &Limits) -> Resul
 }
 
 /// Calls `f` on every point of the box `bounds` (odometer order, last variable fastest)
-/// until `f` returns false. Checks the interrupt flag as it goes.
+/// until `f` returns false. Checks the interrupt flag as it goes. An unbounded variable is
+/// an error, never an endless loop.
 pub fn for_each_in_box(
     bounds: &[Interval],
     f: &mut dyn FnMut(&[i64]) -> Result<bool, MapError>,
 ) -> Result<(), MapError> {
     if bounds.iter().any(|b| b.is_empty()) {
         return Ok(());
+    }
+    if bounds.iter().any(|b| b.is_full()) {
+        return Err(MapError::Unbounded("a variable of the box".into()));
     }
     let mut p: Vec<i64> = bounds.iter().map(|b| b.lo).collect();
     let mut count: u64 = 0;

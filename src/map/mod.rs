@@ -12,7 +12,7 @@
 //! merged and sorted, single-variable constraints folded into the bounds.
 
 mod compose;
-mod enumerate;
+pub mod enumerate;
 mod equal;
 mod inverse;
 pub mod mlir;

@@ -3,42 +3,10 @@
 
 use super::OperandTile;
 use crate::interval::Interval;
+pub use crate::map::enumerate::for_each_in_box;
 use crate::map::{DomainPoints, IndexingMap, Limits};
 use crate::MapError;
 use std::collections::BTreeSet;
-
-/// Calls `f` on every point of the box `bounds` (last coordinate fastest) until it returns
-/// false.
-pub fn for_each_in_box(
-    bounds: &[Interval],
-    f: &mut dyn FnMut(&[i64]) -> Result<bool, MapError>,
-) -> Result<(), MapError> {
-    if bounds.iter().any(|b| b.is_empty()) {
-        return Ok(());
-    }
-    if let Some(b) = bounds.iter().find(|b| b.is_full()) {
-        let _ = b;
-        return Err(MapError::Unbounded("a tile variable".into()));
-    }
-    let mut p: Vec<i64> = bounds.iter().map(|b| b.lo).collect();
-    loop {
-        if !f(&p)? {
-            return Ok(());
-        }
-        let mut i = p.len();
-        loop {
-            if i == 0 {
-                return Ok(());
-            }
-            i -= 1;
-            if p[i] < bounds[i].hi {
-                p[i] += 1;
-                break;
-            }
-            p[i] = bounds[i].lo;
-        }
-    }
-}
 
 /// The number of points of a box (saturating; `u64::MAX` when unbounded).
 pub fn box_points(bounds: &[Interval]) -> u64 {

@@ -21,7 +21,6 @@ use crate::gpu::emit::{
 };
 use crate::gpu::reference::make_inputs;
 use crate::gpu::spec::{KernelSpec, Tensor};
-use crate::interval::Interval;
 use crate::map::{IndexingMap, Variable};
 use crate::MapError;
 use std::time::Instant;
@@ -273,21 +272,7 @@ pub fn emit_tiled(spec: &KernelSpec, sizes: &[i64]) -> Result<Emitted, MapError>
         src += &format!("{}}}\n", "  ".repeat(l));
     }
     src += "}\n\n";
-    let casts: Vec<String> = spec
-        .inputs
-        .iter()
-        .enumerate()
-        .map(|(k, t)| format!("(const {} *)args[{k}]", t.elem.c_name()))
-        .chain(std::iter::once(format!(
-            "({ty} *)args[{}]",
-            spec.inputs.len()
-        )))
-        .collect();
-    src += &format!(
-        "// entry: args = inputs in order, then the output\nvoid {name}(void **args) {{\n  {name}_body({});\n}}\n",
-        casts.join(", ")
-    );
-    let _ = Interval::FULL;
+    src += &crate::gpu::emit::cpu::entry_point(spec, &name, &ty);
     Ok(Emitted {
         name: spec.name.clone(),
         target: Target::Cpu,

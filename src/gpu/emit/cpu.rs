@@ -163,6 +163,18 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
         src += &format!("{}}}\n", "  ".repeat(k + 1));
     }
     src += "}\n\n";
+    src += &entry_point(spec, &name, &ty);
+    Ok(Emitted {
+        name: spec.name.clone(),
+        target: Target::Cpu,
+        source: src,
+        entry: name,
+    })
+}
+
+/// The exported entry of a CPU kernel: `void NAME(void **args)` casting the inputs, in
+/// order, then the output, and calling `NAME_body`.
+pub fn entry_point(spec: &KernelSpec, name: &str, ty: &str) -> String {
     let casts: Vec<String> = spec
         .inputs
         .iter()
@@ -173,11 +185,8 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
             spec.inputs.len()
         )))
         .collect();
-    src += &format!("// entry: args = inputs in order, then the output\nvoid {name}(void **args) {{\n  {name}_body({});\n}}\n", casts.join(", "));
-    Ok(Emitted {
-        name: spec.name.clone(),
-        target: Target::Cpu,
-        source: src,
-        entry: name,
-    })
+    format!(
+        "// entry: args = inputs in order, then the output\nvoid {name}(void **args) {{\n  {name}_body({});\n}}\n",
+        casts.join(", ")
+    )
 }

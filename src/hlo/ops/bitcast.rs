@@ -8,7 +8,7 @@
 //! ```
 
 use super::reshape::{delinearize, linearize};
-use super::{build, c, d, want_operands, Cx, Family};
+use super::{build, c, d, Cx, Family};
 use crate::expr::Expr;
 use crate::hlo::Shape;
 use crate::map::IndexingMap;
@@ -22,18 +22,7 @@ pub static FAMILY: Family = Family {
 };
 
 fn check(cx: &Cx) -> Result<(), String> {
-    want_operands(cx, 1)?;
-    let a = cx.operand(0).shape.num_elements();
-    let b = cx.instr.shape.num_elements();
-    if a != b || a.is_none() {
-        return Err(format!(
-            "a bitcast keeps the number of elements, but operand 0 (`{}`) has shape {} and the output {}",
-            cx.operand(0).name,
-            cx.operand(0).shape,
-            cx.instr.shape
-        ));
-    }
-    Ok(())
+    super::reshape::same_element_count(cx, "bitcast")
 }
 
 /// The map from a logical index of `from` to the logical index of `to` at the same

@@ -23,12 +23,18 @@ pub static FAMILY: Family = Family {
 };
 
 fn check(cx: &Cx) -> Result<(), String> {
+    same_element_count(cx, "reshape")
+}
+
+/// The check of ops that only reinterpret the elements (reshape, bitcast): one operand with
+/// as many elements as the output.
+pub(super) fn same_element_count(cx: &Cx, op: &str) -> Result<(), String> {
     want_operands(cx, 1)?;
     let a = cx.operand(0).shape.num_elements();
     let b = cx.instr.shape.num_elements();
     if a != b || a.is_none() {
         return Err(format!(
-            "a reshape keeps the number of elements, but operand 0 (`{}`) has shape {} and the output {}",
+            "a {op} keeps the number of elements, but operand 0 (`{}`) has shape {} and the output {}",
             cx.operand(0).name,
             cx.operand(0).shape,
             cx.instr.shape
