@@ -55,6 +55,15 @@ code("plot th operand=0 bl_x=0 color=th_x/32 sector=8")
 md("""`emit` writes the kernel for a mapping (CUDA C, or C for the CPU), and `bench` runs it, checks every
 element against a reference and compares it with a plain copy.""")
 code("a0 = f32[64, 64] parameter(0)\na1 = f32[64, 64] parameter(1)\nadd0 = f32[64, 64] add(a0, a1)\ncoalescing add0 vector=4")
+md("""`emit` prints the kernel with each load's map in a comment above it. The index arithmetic comes from the
+*simplified* maps: in seed 002's pattern (exp, reshape, add) the loop index `i` is the output's linear offset,
+and the load through the reshape simplifies back to `i` itself, so no delinearize-then-linearize is left.
+`naive` emits what a straightforward lowering does: delinearize `i` into `(o0, o1)`, apply each map, and
+linearize again (`(o0 / 2) * 16 + (o0 % 2) * 8 + o1` for the same load).""")
+code("fused_reshape {\n  p0 = f32[8,16] parameter(0)\n  p1 = f32[16,8] parameter(1)\n  e = f32[8,16] exponential(p0)\n  r = f32[16,8] reshape(e)\n  ROOT a = f32[16,8] add(r, p1)\n}\nemit fused_reshape target=cpu")
+code("emit fused_reshape target=cpu naive")
+md("For CUDA, `target=cuda` (the default) emits a `__global__` kernel for the launch mapping; `vector=4` gives each thread 4 consecutive elements.")
+code("emit add0 target=cuda vector=4")
 code("bench add0 device=cpu reps=3")
 nb = new_notebook(cells=cells, metadata={
     "kernelspec": {"name": "ixmap", "display_name": "ixmap", "language": "ixmap"},

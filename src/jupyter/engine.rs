@@ -128,66 +128,6 @@ pub const KEYWORDS: &[&str] = &[
     "dimensions=",
 ];
 
-/// XLA opcodes, for completing pasted or typed HLO.
-pub const HLO_OPCODES: &[&str] = &[
-    "abs",
-    "add",
-    "and",
-    "atan2",
-    "bitcast",
-    "bitcast-convert",
-    "broadcast",
-    "call",
-    "ceil",
-    "clamp",
-    "compare",
-    "concatenate",
-    "constant",
-    "convert",
-    "convolution",
-    "copy",
-    "cosine",
-    "custom-call",
-    "divide",
-    "dot",
-    "dynamic-slice",
-    "dynamic-update-slice",
-    "exponential",
-    "floor",
-    "fusion",
-    "gather",
-    "get-tuple-element",
-    "iota",
-    "log",
-    "maximum",
-    "minimum",
-    "multiply",
-    "negate",
-    "not",
-    "or",
-    "pad",
-    "parameter",
-    "power",
-    "reduce",
-    "reduce-window",
-    "remainder",
-    "reshape",
-    "reverse",
-    "rsqrt",
-    "scatter",
-    "select",
-    "sign",
-    "sine",
-    "slice",
-    "sort",
-    "sqrt",
-    "subtract",
-    "tanh",
-    "transpose",
-    "tuple",
-    "xor",
-];
-
 fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '-'
 }
@@ -357,7 +297,7 @@ impl Engine {
         for k in KEYWORDS {
             push(k, "keyword");
         }
-        for op in HLO_OPCODES {
+        for op in crate::hlo::ops::known_opcodes() {
             push(op, "opcode");
         }
         (out, chars_before(code, start), chars_before(code, end))
@@ -541,6 +481,19 @@ mod tests {
         assert_eq!((start, end), (4, 8));
         let (m, ..) = e.complete("p1 = f32[4] dynamic-s", 21);
         assert_eq!(m[0].0, "dynamic-slice");
+        // Opcodes come from the HLO op table: every known opcode completes from its first
+        // letters, and an opcode outside the table is not offered.
+        for op in crate::hlo::ops::known_opcodes() {
+            let code = format!("x = f32[4] {}", &op[..op.len().min(4)]);
+            let (m, ..) = e.complete(&code, code.chars().count());
+            // (`parameter` is also a keyword, and is offered once, as the keyword.)
+            assert!(m.iter().any(|(w, _)| w == op), "{op} not offered: {m:?}");
+        }
+        assert!(crate::hlo::ops::family("log-plus-one").is_some());
+        let (m, ..) = e.complete("x = f32[4] log-p", 16);
+        assert_eq!(m, [("log-plus-one".to_string(), "opcode")]);
+        let (m, ..) = e.complete("x = f32[4] custom-c", 19);
+        assert!(m.is_empty(), "{m:?}");
         let (m, ..) = e.complete("simplify m expl", 15);
         assert_eq!(m[0], ("explain".to_string(), "keyword"));
         // The cursor counts code points, not bytes.

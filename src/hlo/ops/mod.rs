@@ -115,6 +115,23 @@ pub static FAMILIES: &[(&[&str], &Family)] = &[
     (&["get-tuple-element"], &tuple::GET_TUPLE_ELEMENT),
 ];
 
+/// Opcodes handled outside the op table: `fusion` and `call` are indexed through their
+/// called computation (see `fusion.rs`).
+pub static CALL_OPCODES: &[&str] = &["fusion", "call"];
+
+/// Every opcode ixmap knows, sorted and without duplicates: the op table's plus
+/// [`CALL_OPCODES`]. Used for completion in the notebook kernel.
+pub fn known_opcodes() -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = FAMILIES
+        .iter()
+        .flat_map(|(names, _)| names.iter().copied())
+        .chain(CALL_OPCODES.iter().copied())
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
 pub fn family(opcode: &str) -> Option<&'static Family> {
     FAMILIES
         .iter()
