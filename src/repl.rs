@@ -86,7 +86,11 @@ pub fn complete_word(prefix: &str, names: &[String]) -> Vec<String> {
     for group in [
         commands.collect::<Vec<_>>(),
         names.to_vec(),
-        KEYWORDS.iter().map(|k| k.to_string()).collect(),
+        KEYWORDS
+            .iter()
+            .map(|k| k.to_string())
+            .chain(crate::session::commands::argument_keys())
+            .collect(),
     ] {
         let mut g: Vec<String> = group
             .into_iter()

@@ -105,3 +105,35 @@ fn gpu_launch_candidates_keep_coalescing_no_worse_than_the_default() {
     );
     assert_eq!(good.len() + rejected.len(), 8, "{good:?} {rejected:?}");
 }
+
+/// A mapping's tile runs through `bench`'s CPU path: the tiled loop nest, simplified and
+/// naive, and the untiled loop, each verified against the reference on every element.
+#[test]
+fn tiled_kernels_verify_with_naive_and_simplified_indexing() {
+    use ixmap::gpu::bench::cpu::run_kernels;
+    use ixmap::gpu::emit::cpu::emit;
+    use ixmap::tile::tune::emit_tiled_with;
+    for (spec, tile) in [
+        (gpu_specs::transpose(32, 64), vec![8, 16]),
+        (gpu_specs::reshape_add(4, 8, 16), vec![8, 16]),
+        (gpu_specs::broadcast_mul(16, 32), vec![4, 32]),
+    ] {
+        let naive = emit_tiled_with(&spec, &tile, true).expect("divides");
+        assert!(
+            naive.source.contains("(naive indexing)"),
+            "{}",
+            naive.source
+        );
+        let kernels = vec![
+            (
+                "tiled".to_string(),
+                emit_tiled_with(&spec, &tile, false).expect("divides"),
+            ),
+            ("tiled naive".to_string(), naive),
+            ("untiled".to_string(), emit(&spec, false).expect("emits")),
+        ];
+        let o = run_kernels(&spec, &quick(), kernels).expect("every variant verifies");
+        assert_eq!(o.variants.len(), 3, "{}", spec.name);
+        assert!(o.variants.iter().all(|v| v.verified));
+    }
+}

@@ -12,6 +12,7 @@ pub mod coalescing;
 pub mod emit;
 pub mod from_hlo;
 pub mod launch;
+pub mod mapping;
 pub mod reference;
 pub mod spec;
 

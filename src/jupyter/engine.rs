@@ -111,12 +111,6 @@ pub const KEYWORDS: &[&str] = &[
     "KNOWN",
     "EMPTY",
     "UNDEFINED",
-    "block=",
-    "vector=",
-    "unroll=",
-    "target=",
-    "device=",
-    "color=",
     "cuda",
     "cpu",
     "auto",
@@ -296,6 +290,9 @@ impl Engine {
         }
         for k in KEYWORDS {
             push(k, "keyword");
+        }
+        for k in commands::argument_keys() {
+            push(&k, "keyword");
         }
         for op in crate::hlo::ops::known_opcodes() {
             push(op, "opcode");

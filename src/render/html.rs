@@ -190,6 +190,15 @@ pub fn html(v: &Value) -> String {
             escape(&k.source)
         ),
         Value::Bench(b) => bench(b),
+        Value::Mapping(m) => {
+            let (head, rows) = super::text::mapping_lines(m);
+            table(&Table {
+                title: Some(head),
+                headers: vec![],
+                rows: rows.into_iter().map(|(k, v)| vec![k.into(), v]).collect(),
+                ..Table::default()
+            })
+        }
         Value::Svg(s) => s.svg.clone(),
         Value::Text(t) => format!("<pre>{}</pre>", escape(t)),
         Value::Explained {

@@ -85,6 +85,15 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
             obj.insert("gbps".into(), json!(b.gbps));
             obj.insert("roofline_pct".into(), json!(b.roofline_pct));
         }
+        Value::Mapping(m) => {
+            obj.insert("fusion".into(), json!(m.fusion));
+            obj.insert("block".into(), json!(m.config.block));
+            obj.insert("vector".into(), json!(m.config.vector));
+            obj.insert("unroll".into(), json!(m.config.unroll));
+            obj.insert("tiled".into(), json!(m.tiled));
+            obj.insert("tile".into(), json!(m.tile));
+            obj.insert("origin".into(), json!(m.origin));
+        }
         Value::Svg(s) => {
             obj.insert("svg".into(), json!(s.svg));
         }

@@ -52,6 +52,7 @@ pub fn text(v: &Value, style: Style) -> String {
         Value::Table(t) => table(t, style),
         Value::Kernel(k) => format!("kernel {} ({}):\n{}", k.name, k.target, indent(&k.source)),
         Value::Bench(b) => bench(b),
+        Value::Mapping(m) => mapping(m),
         Value::Svg(s) => format!("svg: {} ({} bytes)", s.title, s.svg.len()),
         Value::Text(t) => t.clone(),
         Value::Explained {
@@ -188,6 +189,33 @@ pub fn table(t: &Table, style: Style) -> String {
     }
     out.extend(t.notes.iter().cloned());
     out.join("\n")
+}
+
+/// A mapping: what it is for, each half in words, and the arguments that give it.
+pub fn mapping_lines(m: &crate::gpu::mapping::Mapping) -> (String, Vec<(&'static str, String)>) {
+    let head = match (&m.fusion, &m.origin) {
+        (Some(f), Some(o)) => format!("mapping for {f} ({o})"),
+        (Some(f), None) => format!("mapping for {f}"),
+        (None, Some(o)) => format!("mapping ({o})"),
+        (None, None) => "mapping".to_string(),
+    };
+    (
+        head,
+        vec![
+            ("cpu", m.cpu_text()),
+            ("gpu", m.gpu_text()),
+            ("as arguments", m.args()),
+        ],
+    )
+}
+
+fn mapping(m: &crate::gpu::mapping::Mapping) -> String {
+    let (head, rows) = mapping_lines(m);
+    let mut s = format!("{head}:");
+    for (k, v) in rows {
+        s += &format!("\n  {k}: {v}");
+    }
+    s
 }
 
 fn bench(b: &Bench) -> String {

@@ -8,39 +8,47 @@ use crate::gpu::bench::{self, Device, Options};
 use crate::gpu::coalescing;
 use crate::gpu::emit::{self, Target};
 use crate::gpu::from_hlo;
-use crate::gpu::launch::{self, thread_to_input, Launch, LaunchConfig, Strategy};
+use crate::gpu::launch::{self, thread_to_input, Launch, Strategy};
+use crate::gpu::mapping::Mapping;
 use crate::gpu::spec::KernelSpec;
 use crate::hlo::workspace::Target as HloTarget;
 use crate::syntax::{suggest, Arg, Diagnostic, Span};
 
-pub static COMMANDS: [Command; 4] = [
+pub static COMMANDS: [Command; 5] = [
     Command {
         name: "threads",
-        usage: "threads FUSION [block=N] [vector=N] [unroll=N] [tiled=true|false]",
+        usage: "threads FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false]",
         summary: "the thread/block-id → output map of a launch, and thread-id → every input",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); threads add0 block=128 vector=4",
         run: threads,
     },
     Command {
         name: "coalescing",
-        usage: "coalescing FUSION [block=N] [vector=N] [unroll=N] [tiled=true|false]",
+        usage: "coalescing FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false]",
         summary: "per operand: sectors and lines per warp load against the ideal, the worst warp, and a verdict",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); coalescing add0 vector=4",
         run: coalescing_cmd,
     },
     Command {
         name: "emit",
-        usage: "emit FUSION [block=N] [vector=N] [unroll=N] [tiled=true|false] [target=cuda|cpu] [naive]",
+        usage: "emit FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false] [tile=(n, ...)] [target=cuda|cpu] [naive]",
         summary: "the kernel source for that mapping: CUDA C, or C for the host compiler",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); emit add0 target=cpu",
         run: emit_cmd,
     },
     Command {
         name: "bench",
-        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [reps=N] [block=N] [vector=N] [tiled=true|false]",
+        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [reps=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false] [tile=(n, ...)]",
         summary: "runs the kernel, checks every element against the reference, times it against a copy",
         example: "p0 = f32[64, 64] parameter(0); p1 = f32[64, 64] parameter(1); add0 = f32[64, 64] add(p0, p1); bench add0 device=cpu reps=3",
         run: bench_cmd,
+    },
+    Command {
+        name: "mapping",
+        usage: "mapping [FUSION] [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false] [tile=(n, ...)]",
+        summary: "a mapping to reuse: the GPU launch and the CPU tiling that threads, coalescing, emit and bench take as mapping=NAME",
+        example: "p0 = f32[64, 64] parameter(0); t = f32[64, 64] transpose(p0), dimensions={1, 0}; mapping t tile=(32, 16) block=256",
+        run: mapping_cmd,
     },
 ];
 
@@ -95,40 +103,154 @@ fn span_of(a: &Args, key: &str) -> Span {
     a.kv(key).map_or(a.span(), |v| v.span())
 }
 
-fn config(a: &Args) -> Result<(LaunchConfig, Option<bool>), Diagnostic> {
-    let d = LaunchConfig::default();
-    let cfg = LaunchConfig {
-        block: a.kv_int("block")?.unwrap_or(d.block),
-        vector: a.kv_int("vector")?.unwrap_or(d.vector),
-        unroll: a.kv_int("unroll")?.unwrap_or(d.unroll),
+/// The mapping the arguments give: the one named by `mapping=NAME` (or the default), with
+/// `block=`, `vector=`, `unroll=`, `tiled=` and `tile=` given alongside taking precedence.
+fn mapping_of(s: &Session, a: &Args) -> Result<Mapping, Diagnostic> {
+    let mut m = match (a.kv("mapping"), a.kv_word("mapping")?) {
+        (Some(arg), Some(name)) => {
+            match s.values.get(&name) {
+                Some(Value::Mapping(m)) => m.clone(),
+                Some(other) => return Err(Diagnostic::at(
+                    format!("`{name}` is a {}, not a mapping", other.kind()),
+                    arg.span(),
+                )
+                .with_help(
+                    "write one with `NAME = mapping block=N tile=(...)`, or let `tune` find one",
+                )),
+                None => {
+                    let mut d = Diagnostic::at(format!("no mapping named `{name}`"), arg.span())
+                        .with_label("not defined in this session");
+                    let mappings = s
+                        .values
+                        .iter()
+                        .filter(|(_, v)| matches!(v, Value::Mapping(_)))
+                        .map(|(k, _)| k.as_str());
+                    d = match suggest(&name, mappings) {
+                    Some(x) => d.with_help(format!("did you mean `{x}`?")),
+                    None => d.with_help(
+                        "`tune FUSION` binds its best mapping to FUSION_best; `NAME = mapping ...` writes one",
+                    ),
+                };
+                    return Err(d);
+                }
+            }
+        }
+        _ => Mapping::default(),
     };
-    let tiled = match a.kv_word("tiled")?.as_deref() {
-        None => None,
-        Some("true") => Some(true),
-        Some("false") => Some(false),
+    for (key, field) in [
+        ("block", &mut m.config.block),
+        ("vector", &mut m.config.vector),
+        ("unroll", &mut m.config.unroll),
+    ] {
+        if let Some(v) = a.kv_int(key)? {
+            if v < 1 {
+                return Err(Diagnostic::at(
+                    format!("`{key}=` must be at least 1, not {v}"),
+                    span_of(a, key),
+                ));
+            }
+            *field = v;
+        }
+    }
+    match a.kv_word("tiled")?.as_deref() {
+        None => {}
+        Some("true") => m.tiled = Some(true),
+        Some("false") => m.tiled = Some(false),
         Some(w) => {
             return Err(Diagnostic::at(
                 format!("`tiled=` takes true or false, not `{w}`"),
                 span_of(a, "tiled"),
             ))
         }
+    }
+    if let Some(t) = a.kv_tuple("tile")? {
+        m.tile = Some(t);
+    }
+    Ok(m)
+}
+
+/// Checks the mapping's CPU tile against the fusion's output: one size per dimension, each
+/// dividing its extent.
+fn check_tile(spec: &KernelSpec, m: &Mapping, a: &Args) -> Result<(), Diagnostic> {
+    let Some(tile) = &m.tile else { return Ok(()) };
+    let out = &spec.output;
+    let span = a
+        .kv("tile")
+        .or_else(|| a.kv("mapping"))
+        .map_or(a.span(), |v| v.span());
+    let whose = match (a.kv("tile"), a.kv_word("mapping").ok().flatten(), &m.fusion) {
+        (None, Some(n), Some(f)) => format!(" of mapping `{n}` (chosen for {f})"),
+        (None, Some(n), None) => format!(" of mapping `{n}`"),
+        _ => String::new(),
     };
-    Ok((cfg, tiled))
+    if tile.len() != out.rank() {
+        return Err(Diagnostic::at(
+            format!(
+                "the tile ({}){whose} has {} size{} but {}'s output {} has {} dimension{}",
+                join(tile),
+                tile.len(),
+                if tile.len() == 1 { "" } else { "s" },
+                spec.name,
+                out.shape_text(),
+                out.rank(),
+                if out.rank() == 1 { "" } else { "s" }
+            ),
+            span,
+        ));
+    }
+    if let Some(i) = (0..tile.len()).find(|&i| tile[i] < 1 || out.dims[i] % tile[i] != 0) {
+        return Err(Diagnostic::at(
+            format!(
+                "the tile ({}){whose} does not divide {}'s output {}: {} along dimension {i} of {}",
+                join(tile),
+                spec.name,
+                out.shape_text(),
+                tile[i],
+                out.dims[i]
+            ),
+            span,
+        )
+        .with_help("each tile size must divide its extent (tiles are whole)"));
+    }
+    Ok(())
+}
+
+/// An explicit `tile=` where only the GPU launch applies is a mistake worth naming.
+fn no_tile_here(a: &Args, what: &str) -> Result<(), Diagnostic> {
+    match a.kv("tile") {
+        Some(v) => Err(Diagnostic::at(
+            format!("`tile=` tiles the CPU loop nest; {what}"),
+            v.span(),
+        )
+        .with_help("the GPU mapping is block=, vector=, unroll= and tiled=")),
+        None => Ok(()),
+    }
+}
+
+fn join(xs: &[i64]) -> String {
+    crate::gpu::mapping::join(xs)
 }
 
 fn launch_for(s: &Session, a: &Args) -> Result<(KernelSpec, Launch), Diagnostic> {
     let spec = spec(s, a)?;
-    let (cfg, tiled) = config(a)?;
-    let l = launch::choose(&spec, cfg, tiled).map_err(|e| {
+    let m = mapping_of(s, a)?;
+    launch_with(&spec, &m, a).map(|l| (spec, l))
+}
+
+fn launch_with(spec: &KernelSpec, m: &Mapping, a: &Args) -> Result<Launch, Diagnostic> {
+    launch::choose(spec, m.config, m.tiled).map_err(|e| {
         let key = ["vector", "block", "unroll", "tiled"]
             .into_iter()
             .find(|k| {
                 e.to_string().contains(&format!("{k}="))
                     || (*k == "tiled" && e.to_string().contains("tile"))
             });
-        Diagnostic::at(e.to_string(), key.map_or(a.span(), |k| span_of(a, k)))
-    })?;
-    Ok((spec, l))
+        let span = key
+            .and_then(|k| a.kv(k))
+            .or_else(|| a.kv("mapping"))
+            .map_or(a.span(), |v| v.span());
+        Diagnostic::at(e.to_string(), span)
+    })
 }
 
 fn describe(l: &Launch) -> String {
@@ -148,6 +270,7 @@ fn describe(l: &Launch) -> String {
 }
 
 fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    no_tile_here(a, "`threads` shows the GPU launch")?;
     let (spec, l) = launch_for(s, a)?;
     let err = |e: crate::MapError| Diagnostic::at(e.to_string(), a.span());
     let mut sections = vec![OperandMaps {
@@ -196,6 +319,7 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 }
 
 fn coalescing_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    no_tile_here(a, "`coalescing` counts the GPU launch's warps")?;
     let (spec, l) = launch_for(s, a)?;
     let r = coalescing::analyse(&spec, &l).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
     let mut t = Table {
@@ -276,8 +400,11 @@ fn coalescing_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     Ok(Value::Table(t))
 }
 
-fn target(a: &Args) -> Result<Target, Diagnostic> {
+/// The target `emit` writes for: `target=` if given, else the CPU for a mapping with a CPU
+/// tile, else CUDA.
+fn target(a: &Args, m: &Mapping) -> Result<Target, Diagnostic> {
     match a.kv_word("target")?.as_deref() {
+        None if m.tile.is_some() => Ok(Target::Cpu),
         None | Some("cuda") | Some("gpu") => Ok(Target::Cuda),
         Some("cpu") => Ok(Target::Cpu),
         Some(w) => Err(Diagnostic::at(
@@ -289,17 +416,23 @@ fn target(a: &Args) -> Result<Target, Diagnostic> {
 
 fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let naive = a.flag("naive");
-    let tgt = target(a)?;
+    let spec = spec(s, a)?;
+    let m = mapping_of(s, a)?;
+    let tgt = target(a, &m)?;
     let err = |e: crate::MapError| Diagnostic::at(e.to_string(), a.span());
     let e = match tgt {
         Target::Cuda => {
-            let (spec, l) = launch_for(s, a)?;
+            no_tile_here(a, "CUDA kernels take the GPU launch")?;
+            let l = launch_with(&spec, &m, a)?;
             emit::cuda::emit(&spec, &l, naive).map_err(err)?
         }
-        Target::Cpu => {
-            let spec = spec(s, a)?;
-            emit::cpu::emit(&spec, naive).map_err(err)?
-        }
+        Target::Cpu => match &m.tile {
+            Some(tile) => {
+                check_tile(&spec, &m, a)?;
+                crate::tile::tune::emit_tiled_with(&spec, tile, naive).map_err(err)?
+            }
+            None => emit::cpu::emit(&spec, naive).map_err(err)?,
+        },
     };
     Ok(Value::Kernel(super::Kernel {
         name: e.name,
@@ -332,16 +465,39 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     };
     let naive = a.flag("naive");
-    let (config, tiled) = config(a)?;
+    let m = mapping_of(s, a)?;
+    let on_gpu = match device {
+        Device::Gpu => true,
+        Device::Cpu => false,
+        Device::Auto => bench::cuda::available().is_ok(),
+    };
+    let mut notes = Vec::new();
+    if on_gpu {
+        no_tile_here(a, "on the GPU the kernel runs the launch")?;
+        if let Some(t) = &m.tile {
+            notes.push((
+                "mapping".to_string(),
+                format!(
+                    "its CPU tile ({}) does not apply on the GPU; the launch is block={} vector={} unroll={}",
+                    join(t),
+                    m.config.block,
+                    m.config.vector,
+                    m.config.unroll
+                ),
+            ));
+        }
+    } else {
+        check_tile(&spec, &m, a)?;
+    }
     let opts = Options {
-        device,
+        device: if on_gpu { Device::Gpu } else { Device::Cpu },
         reps,
         warmups: 2,
         progress: true,
-        config,
-        tiled,
+        config: m.config,
+        tiled: m.tiled,
     };
-    let o = bench::run(&spec, &opts, !naive, naive).map_err(|e| {
+    let err = |e: crate::MapError| {
         Diagnostic::at(
             e.to_string(),
             if device == Device::Gpu {
@@ -350,7 +506,44 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 a.span()
             },
         )
-    })?;
+    };
+    let o = match (&m.tile, on_gpu) {
+        (Some(tile), false) => {
+            // The tiled loop nest against the untiled loop, measured in the same run.
+            use crate::tile::tune::emit_tiled_with;
+            let label = format!(
+                "tiled {}",
+                tile.iter()
+                    .map(|z| z.to_string())
+                    .collect::<Vec<_>>()
+                    .join("x")
+            );
+            let mut kernels = vec![(
+                if naive {
+                    format!("{label}, naive")
+                } else {
+                    label.clone()
+                },
+                emit_tiled_with(&spec, tile, naive).map_err(err)?,
+            )];
+            if !naive {
+                kernels.push((
+                    format!("{label}, naive"),
+                    emit_tiled_with(&spec, tile, true).map_err(err)?,
+                ));
+            }
+            kernels.push((
+                if naive {
+                    "untiled, naive".to_string()
+                } else {
+                    "untiled".to_string()
+                },
+                emit::cpu::emit(&spec, naive).map_err(err)?,
+            ));
+            bench::cpu::run_kernels(&spec, &opts, kernels).map_err(err)?
+        }
+        _ => bench::run(&spec, &opts, !naive, naive).map_err(err)?,
+    };
     let main = &o.variants[0];
     let mut b = super::Bench {
         name: format!("{} ({})", spec.name, main.label),
@@ -362,8 +555,20 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         bytes: o.bytes,
         gbps: o.gbps(&main.timing),
         roofline_pct: o.copy_pct(&main.timing),
-        extra: vec![],
+        extra: notes,
     };
+    let launch_given = m.config != Mapping::default().config || m.tiled.is_some();
+    if on_gpu && launch_given {
+        b.extra.push(("launch".into(), m.args()));
+    } else if !on_gpu && m.tile.is_none() && launch_given {
+        b.extra.push((
+            "mapping".into(),
+            format!(
+                "{} is a GPU launch; on the CPU the kernel is the untiled loop (a CPU mapping is tile=(...))",
+                m.args()
+            ),
+        ));
+    }
     for v in &o.variants[1..] {
         b.extra.push((
             v.label.clone(),
@@ -398,4 +603,27 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         format!("{reps} after 2 warm-ups; every output element checked against the reference"),
     ));
     Ok(Value::Bench(b))
+}
+
+/// `mapping [FUSION] ...`: a mapping value. With a fusion, it is checked against it (the
+/// launch must be one the GPU code accepts, the tile must divide the output) and remembers
+/// the fusion it was written for.
+fn mapping_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let mut m = mapping_of(s, a)?;
+    if let Some(Arg::Word(..)) = a.items().next() {
+        let spec = spec(s, a)?;
+        launch_with(&spec, &m, a)?;
+        check_tile(&spec, &m, a)?;
+        m.fusion = Some(spec.name.clone());
+        m.origin = None;
+    }
+    if let Some(t) = &m.tile {
+        if let Some(z) = t.iter().find(|&&z| z < 1) {
+            return Err(Diagnostic::at(
+                format!("tile sizes are at least 1, not {z}"),
+                span_of(a, "tile"),
+            ));
+        }
+    }
+    Ok(Value::Mapping(m))
 }

@@ -25,7 +25,7 @@ pub static COMMANDS: [Command; 3] = [
     Command {
         name: "tune",
         usage: "tune FUSION [device=auto|cpu|gpu] [over tile=(n, ...) block=(...) vector=(...)] [reps=N] [max=N]",
-        summary: "benchmarks every valid tiling of the output (legal tiles, divisibility, line-sized runs), verified, ranked against the default; binds FUSION_best",
+        summary: "benchmarks every valid tiling of the output (legal tiles, divisibility, line-sized runs), verified, ranked against the default; binds the best mapping to FUSION_best",
         example: "p0 = f32[256, 256] parameter(0); t = f32[256, 256] transpose(p0), dimensions={1, 0}; tune t reps=3",
         run: run_tune,
     },
@@ -667,19 +667,22 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         .push("runs: the shortest contiguous run any operand's tile reads (a line is 64 B)".into());
     if let Some(best) = tuned.best() {
         let sizes = best.sizes.clone().unwrap_or_default();
-        let k = tune::emit_tiled(&spec, &sizes).map_err(err)?;
         let bound = format!("{}_best", crate::gpu::emit::c_ident(&name));
+        let speedup = default / best.timing.median_s;
         t.notes.push(format!(
-            "best: tile=({}), {:.2}x the default; bound to `{bound}` (its kernel source)",
+            "best: tile=({}), {speedup:.2}x the default; bound to `{bound}`: `emit {name} mapping={bound}`, `bench {name} mapping={bound}`",
             join(&sizes),
-            default / best.timing.median_s
         ));
         s.values.insert(
             bound,
-            Value::Kernel(super::Kernel {
-                name: k.entry.clone(),
-                target: "cpu".into(),
-                source: k.source,
+            Value::Mapping(crate::gpu::mapping::Mapping {
+                fusion: Some(name.clone()),
+                tile: Some(sizes),
+                origin: Some(format!(
+                    "tune {name} on {}: {speedup:.2}x the default",
+                    tuned.device
+                )),
+                ..Default::default()
             }),
         );
     }
@@ -741,17 +744,22 @@ fn tune_gpu(
     if let Some(&i) = order.iter().find(|&&i| rows[i].config.is_some()) {
         let c = rows[i].config.unwrap_or_default();
         let bound = format!("{}_best", crate::gpu::emit::c_ident(name));
+        let speedup = default / rows[i].timing.median_s;
         t.notes.push(format!(
-            "best: block={} vector={}, {:.2}x the default; bound to `{bound}`: use it as `bench {name} block={} vector={}`",
+            "best: block={} vector={}, {speedup:.2}x the default; bound to `{bound}`: `emit {name} mapping={bound}`, `bench {name} mapping={bound}`",
             c.block,
             c.vector,
-            default / rows[i].timing.median_s,
-            c.block,
-            c.vector
         ));
         s.values.insert(
             bound,
-            Value::Text(format!("block={} vector={}", c.block, c.vector)),
+            Value::Mapping(crate::gpu::mapping::Mapping {
+                fusion: Some(name.to_string()),
+                config: c,
+                origin: Some(format!(
+                    "tune {name} on {device}: {speedup:.2}x the default"
+                )),
+                ..Default::default()
+            }),
         );
     }
     Ok(Value::Table(t))

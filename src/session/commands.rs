@@ -26,6 +26,24 @@ pub fn all() -> impl Iterator<Item = &'static Command> {
         .chain(HELP.iter())
 }
 
+/// Every `key=` some command's usage names (`block=`, `mapping=`, `tile=`...), sorted: the
+/// completers offer them, so a new argument is completed as soon as its usage says so.
+pub fn argument_keys() -> Vec<String> {
+    let mut keys: Vec<String> = all()
+        .flat_map(|c| {
+            c.usage
+                .split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_' || ch == '='))
+                .filter_map(|w| w.split_once('=').map(|(k, _)| k))
+                .filter(|k| !k.is_empty())
+                .map(|k| format!("{k}="))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
 pub fn find(name: &str) -> Option<&'static Command> {
     all().find(|c| c.name == name)
 }
@@ -149,4 +167,16 @@ fn help(_: &mut Session, args: &Args) -> Result<Value, Diagnostic> {
     }
     s += "`help COMMAND` shows an example and what it prints.";
     Ok(Value::Text(s))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn argument_keys_come_from_the_usages() {
+        let keys = super::argument_keys();
+        for k in ["block=", "mapping=", "tile=", "device=", "sizes=", "reps="] {
+            assert!(keys.contains(&k.to_string()), "{k} in {keys:?}");
+        }
+        assert!(keys.iter().all(|k| k.ends_with('=') && k.len() > 1));
+    }
 }

@@ -13,6 +13,8 @@ pub enum Value {
     Table(Table),
     Kernel(Kernel),
     Bench(Bench),
+    /// A chosen mapping of a fusion onto hardware (`mapping`, or `tune`'s best).
+    Mapping(crate::gpu::mapping::Mapping),
     Svg(Svg),
     Text(String),
     /// A map followed by the rewrite steps that produced it (`simplify M explain`).
@@ -39,6 +41,7 @@ impl Value {
             Value::Table(_) => "table",
             Value::Kernel(_) => "kernel",
             Value::Bench(_) => "bench",
+            Value::Mapping(_) => "mapping",
             Value::Svg(_) => "svg",
             Value::Text(_) => "text",
             Value::Explained { .. } => "map",

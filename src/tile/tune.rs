@@ -183,6 +183,11 @@ pub fn candidates(
 /// C for the host compiler: loops over the tiles (in the output's physical order), then over
 /// the elements of a tile, computing each output element through the fusion's maps.
 pub fn emit_tiled(spec: &KernelSpec, sizes: &[i64]) -> Result<Emitted, MapError> {
+    emit_tiled_with(spec, sizes, false)
+}
+
+/// [`emit_tiled`], with the maps as written (`naive`) or simplified.
+pub fn emit_tiled_with(spec: &KernelSpec, sizes: &[i64], naive: bool) -> Result<Emitted, MapError> {
     let out = &spec.output;
     if sizes.len() != out.rank()
         || sizes
@@ -194,7 +199,11 @@ pub fn emit_tiled(spec: &KernelSpec, sizes: &[i64]) -> Result<Emitted, MapError>
             "tile sizes must divide the output's extents".into(),
         ));
     }
-    let name = format!("{}_tiled", c_ident(&spec.name));
+    let name = format!(
+        "{}_tiled{}",
+        c_ident(&spec.name),
+        if naive { "_naive" } else { "" }
+    );
     let ty = out.elem.c_name();
     let rank = out.rank();
     // ctx: (tile0.., el0..) -> (tile_i * size_i + el_i)
@@ -219,7 +228,7 @@ pub fn emit_tiled(spec: &KernelSpec, sizes: &[i64]) -> Result<Emitted, MapError>
         .join(", ");
     let phys = out.physical_dims();
     let depth = 2 * rank;
-    let mut w = BodyWriter::new(spec, false, depth + 1);
+    let mut w = BodyWriter::new(spec, naive, depth + 1);
     let v = w.body(&spec.functions[0].body, &ctx, &params)?;
     let k = w.offset(
         &ctx,
@@ -230,8 +239,9 @@ pub fn emit_tiled(spec: &KernelSpec, sizes: &[i64]) -> Result<Emitted, MapError>
     w.line(format!("out[{k}] = {v};"));
 
     let mut src = format!(
-        "// {} for the CPU, tiled {}: {} = {}.\n#include <stdint.h>\n#include <math.h>\n\n",
+        "// {} for the CPU{}, tiled {}: {} = {}.\n#include <stdint.h>\n#include <math.h>\n\n",
         spec.name,
+        if naive { " (naive indexing)" } else { "" },
         sizes
             .iter()
             .map(|z| z.to_string())
@@ -242,7 +252,7 @@ pub fn emit_tiled(spec: &KernelSpec, sizes: &[i64]) -> Result<Emitted, MapError>
     );
     src += C_HELPERS;
     src += "\n";
-    for f in helper_functions(spec, false, "static ", "restrict")? {
+    for f in helper_functions(spec, naive, "static ", "restrict")? {
         src += &f;
         src += "\n";
     }

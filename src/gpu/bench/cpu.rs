@@ -8,6 +8,7 @@
 
 use super::{reference_output, verify, Measured, Options, Outcome, Timing};
 use crate::gpu::emit::cpu::emit;
+use crate::gpu::emit::Emitted;
 use crate::gpu::reference::make_inputs;
 use crate::gpu::spec::KernelSpec;
 use crate::MapError;
@@ -137,30 +138,38 @@ pub fn run(
     with_naive: bool,
     naive_only: bool,
 ) -> Result<Outcome, MapError> {
+    let mut kernels = Vec::new();
+    if !naive_only {
+        kernels.push(("simplified".to_string(), emit(spec, false)?));
+    }
+    if with_naive || naive_only {
+        kernels.push(("naive".to_string(), emit(spec, true)?));
+    }
+    run_kernels(spec, opts, kernels)
+}
+
+/// Compiles, verifies (before and after timing) and times each labelled kernel of `spec`,
+/// then a copy of the same bytes; the first kernel is the main figure.
+pub fn run_kernels(
+    spec: &KernelSpec,
+    opts: &Options,
+    kernels: Vec<(String, Emitted)>,
+) -> Result<Outcome, MapError> {
     let inputs = make_inputs(spec)?;
     let want = reference_output(spec, &inputs)?;
     let out_bytes = spec.output.num_bytes()? as usize;
     let bytes = spec.bytes_moved()? as u64;
     let mut variants = Vec::new();
-    let mut modes = Vec::new();
-    if !naive_only {
-        modes.push(false);
-    }
-    if with_naive || naive_only {
-        modes.push(true);
-    }
-    for naive in modes {
-        let e = emit(spec, naive)?;
+    for (label, e) in kernels {
         let k = compile(&e.source, &e.entry)?;
         let mut out = vec![0u8; out_bytes];
         k.call(&inputs, &mut out);
         verify(spec, &out, &want)?;
-        let label = if naive { "naive" } else { "simplified" };
-        let timing = time(opts, label, || k.call(&inputs, &mut out))?;
+        let timing = time(opts, &label, || k.call(&inputs, &mut out))?;
         // Verified again after the timed runs: the figures belong to a correct output.
         verify(spec, &out, &want)?;
         variants.push(Measured {
-            label: label.into(),
+            label,
             timing,
             verified: true,
             compile_s: k.compile_s,
