@@ -5,13 +5,14 @@ use super::commands::Command;
 use super::{Args, Session, Table, Value};
 use crate::map::{IndexingMap, Limits};
 use crate::syntax::{Arg, Diagnostic};
+use crate::tile::symbolic::{self, Size};
 use crate::tile::{self, check::Verdict, OperandTile};
 
 pub static COMMANDS: [Command; 3] = [
     Command {
         name: "tile",
-        usage: "tile MAP|FUSION sizes=(n, ...) [from K]",
-        summary: "cuts the output into tiles of the sizes: each operand's tile (offsets, sizes, strides) as a table and a map, checked exact",
+        usage: "tile MAP|FUSION sizes=(n|NAME, ...) [from K]",
+        summary: "cuts the output into tiles of the sizes (numbers, or names for symbolic sizes): each operand's tile (offsets, sizes, strides), checked exact by enumeration",
         example: "tile (d0) -> (d0 floordiv 8, d0 mod 8), domain: d0 in [0, 31] sizes=(16)",
         run: run_tile,
     },
@@ -184,29 +185,29 @@ fn hlo_operands(
     Ok((ops, Some(out_shape)))
 }
 
-fn sizes(a: &Args) -> Result<Vec<i64>, Diagnostic> {
+/// The tile sizes: integers, or names for symbolic sizes (`sizes=(ts0, 8)`).
+fn sizes(a: &Args) -> Result<Vec<Size>, Diagnostic> {
+    let one = |it: &Arg| match it {
+        Arg::Int(v, _) if *v >= 1 => Ok(Size::Fixed(*v)),
+        Arg::Int(v, sp) => Err(Diagnostic::at(
+            format!("tile size {v} is not positive"),
+            *sp,
+        )),
+        Arg::Word(w, _) => Ok(Size::Symbol(w.clone())),
+        other => Err(Diagnostic::at(
+            "tile sizes are positive integers or names (symbolic sizes)",
+            other.span(),
+        )),
+    };
     match a.kv("sizes") {
         None => Err(
             Diagnostic::at("`tile` needs the tile sizes: sizes=(n, ...)", a.span())
-                .with_help("one size per output dimension, e.g. sizes=(16, 8)"),
+                .with_help("one size per output dimension, e.g. sizes=(16, 8), or names for symbolic sizes: sizes=(ts0, ts1)"),
         ),
-        Some(Arg::Tuple(items, _)) => items
-            .iter()
-            .map(|it| match it {
-                Arg::Int(v, sp) if *v >= 1 => Ok((*v, *sp)).map(|x| x.0),
-                Arg::Int(v, sp) => Err(Diagnostic::at(
-                    format!("tile size {v} is not positive"),
-                    *sp,
-                )),
-                other => Err(Diagnostic::at(
-                    "tile sizes are positive integers",
-                    other.span(),
-                )),
-            })
-            .collect(),
-        Some(Arg::Int(v, _)) if *v >= 1 => Ok(vec![*v]),
+        Some(Arg::Tuple(items, _)) => items.iter().map(one).collect(),
+        Some(it @ (Arg::Int(..) | Arg::Word(..))) => Ok(vec![one(it)?]),
         Some(other) => Err(Diagnostic::at(
-            "`sizes=` takes a tuple of positive integers, like (16, 8)",
+            "`sizes=` takes a tuple of positive integers or names, like (16, 8) or (ts0, 8)",
             other.span(),
         )),
     }
@@ -220,8 +221,18 @@ fn join(xs: &[i64]) -> String {
 }
 
 fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    let sizes = sizes(a)?;
+    let given = sizes(a)?;
     let (ops, out_shape) = operands(s, a)?;
+    if given.iter().any(|z| matches!(z, Size::Symbol(_))) {
+        return run_tile_symbolic(a, &given, &ops, out_shape);
+    }
+    let sizes: Vec<i64> = given
+        .iter()
+        .map(|z| match z {
+            Size::Fixed(v) => *v,
+            Size::Symbol(_) => 0,
+        })
+        .collect();
     let Some(first) = ops.iter().flat_map(|o| o.maps.first()).next() else {
         return Err(Diagnostic::at(
             "nothing to tile: no operand has a map",
@@ -402,6 +413,249 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             r.truncate(5);
         }
     }
+    Ok(Value::Table(t))
+}
+
+/// `tile ... sizes=(ts0, 8)`: per operand, every case of its symbolic tile with the
+/// conditions on the sizes, each case checked by enumeration at concrete sizes.
+fn run_tile_symbolic(
+    a: &Args,
+    given: &[Size],
+    ops: &[Operand],
+    out_shape: Option<Vec<i64>>,
+) -> Result<Value, Diagnostic> {
+    let span = a.kv("sizes").map_or(a.span(), |x| x.span());
+    let Some(first) = ops.iter().flat_map(|o| o.maps.first()).next() else {
+        return Err(Diagnostic::at(
+            "nothing to tile: no operand has a map",
+            a.span(),
+        ));
+    };
+    let n = first.dims.len();
+    if n != given.len() {
+        return Err(Diagnostic::at(
+            format!(
+                "the output has {n} dimension{} but sizes has {}",
+                if n == 1 { "" } else { "s" },
+                given.len()
+            ),
+            span,
+        ));
+    }
+    // The output's extents: from the HLO, else the largest the maps' dimensions reach.
+    let extents: Vec<i64> = match out_shape {
+        Some(sh) if sh.len() == n => sh,
+        _ => (0..n)
+            .map(|i| {
+                ops.iter()
+                    .flat_map(|o| &o.maps)
+                    .filter_map(|m| m.dims.get(i))
+                    .map(|d| d.bounds.hi.saturating_add(1))
+                    .max()
+                    .unwrap_or(1)
+            })
+            .collect(),
+    };
+    // The size symbols' names, by output dimension; a repeated name is one size.
+    let mut names: Vec<String> = Vec::new();
+    for (i, z) in given.iter().enumerate() {
+        match z {
+            Size::Symbol(w) => {
+                if names.contains(w) {
+                    return Err(Diagnostic::at(
+                        format!("`{w}` names the size of two dimensions; give each its own symbol"),
+                        span,
+                    ));
+                }
+                names.push(w.clone())
+            }
+            Size::Fixed(v) => names.push(format!("{v}#{i}")),
+        }
+    }
+    let ranges: Vec<String> = extents
+        .iter()
+        .zip(given)
+        .filter_map(|(e, z)| match z {
+            Size::Symbol(w) => Some(format!("{w} in [1, {e}]")),
+            Size::Fixed(_) => None,
+        })
+        .collect();
+    let shown: Vec<String> = given
+        .iter()
+        .map(|z| match z {
+            Size::Fixed(v) => v.to_string(),
+            Size::Symbol(w) => w.clone(),
+        })
+        .collect();
+    let origins: Vec<String> = (0..n).map(|i| format!("o{i}")).collect();
+    let mut t = Table {
+        title: Some(format!(
+            "symbolic tiles: the output tile starts at ({}), each o_i a multiple of its size, sizes ({}); {}",
+            origins.join(", "),
+            shown.join(", "),
+            ranges.join(", ")
+        )),
+        headers: ["operand", "case", "when", "offsets", "sizes", "strides", "clips"]
+            .map(String::from)
+            .to_vec(),
+        rows: vec![],
+        notes: vec![],
+    };
+    let limits = Limits {
+        max_points: CHECK_LIMIT,
+    };
+    let single_map = ops.len() == 1 && ops[0].maps.len() == 1;
+    let mut checked: Vec<String> = Vec::new();
+    for op in ops {
+        for (mi, m) in op.maps.iter().enumerate() {
+            let label = if op.maps.len() > 1 {
+                format!("{} (map {mi})", op.label)
+            } else {
+                op.label.clone()
+            };
+            let st = match symbolic::derive_symbolic(m, &extents, given) {
+                Ok(x) => x,
+                Err(e) if single_map => {
+                    return Err(Diagnostic::at(
+                        format!("not representable as a tile with these symbolic sizes: {e}"),
+                        span,
+                    ))
+                }
+                Err(e) => {
+                    t.rows
+                        .push(vec![label.clone(), "-".into(), "not a tile".into()]);
+                    t.notes.push(format!("{}: {e}", section_name(&label)));
+                    continue;
+                }
+            };
+            let show = |es: &[crate::expr::Expr], nm: &[String]| {
+                es.iter()
+                    .map(|&e| crate::expr::display(e, nm).to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let verdict = symbolic::verify(m, &extents, given, &st, &limits);
+            let redundant = verdict
+                .as_ref()
+                .map(|k| k.redundant.clone())
+                .unwrap_or_default();
+            let cases: Vec<&symbolic::Case> = st
+                .cases
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !redundant.contains(i))
+                .map(|(_, c)| c)
+                .collect();
+            for (ci, c) in cases.iter().enumerate() {
+                let when = if c.conds.is_empty() {
+                    "always".to_string()
+                } else {
+                    c.conds
+                        .iter()
+                        .map(|k| k.show(&names))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                };
+                let clips = c
+                    .clips
+                    .iter()
+                    .map(|iv| {
+                        if iv.is_full() {
+                            "-".to_string()
+                        } else {
+                            iv.to_string()
+                        }
+                    })
+                    .collect::<Vec<_>>();
+                t.rows.push(vec![
+                    if ci == 0 {
+                        label.clone()
+                    } else {
+                        String::new()
+                    },
+                    (ci + 1).to_string(),
+                    when,
+                    if c.offsets.is_empty() {
+                        "scalar".to_string()
+                    } else {
+                        format!("({})", show(&c.offsets, &st.offset_names))
+                    },
+                    format!("({})", show(&c.sizes, &names)),
+                    format!("({})", join(&c.strides)),
+                    if clips.iter().all(|x| x == "-") {
+                        String::new()
+                    } else {
+                        format!("({})", clips.join(", "))
+                    },
+                ]);
+            }
+            match verdict {
+                Ok(k) => {
+                    checked.push(format!(
+                        "{}: {} size choice{} enumerated{}; a case applies at {}, exact at each",
+                        section_name(&label),
+                        k.tried,
+                        if k.tried == 1 { "" } else { "s" },
+                        if k.all {
+                            " (every one)"
+                        } else {
+                            " (a spread: divisors, powers of two, others)"
+                        },
+                        k.covered,
+                    ));
+                    if !k.redundant.is_empty() {
+                        checked.push(format!(
+                            "  {} case{} left out: {} only where another case does",
+                            k.redundant.len(),
+                            if k.redundant.len() == 1 { "" } else { "s" },
+                            if k.redundant.len() == 1 {
+                                "it applies"
+                            } else {
+                                "they apply"
+                            }
+                        ));
+                    }
+                    if let Some((z, count)) = k.uncovered {
+                        checked.push(format!(
+                            "  {count} other choice{} also tile{} this operand concretely, e.g. ({}): `tile` with those numbers shows how",
+                            if count == 1 { "" } else { "s" },
+                            if count == 1 { "s" } else { "" },
+                            join(&z)
+                        ));
+                    }
+                }
+                Err(e) if e.starts_with("the map's domain") => {
+                    checked.push(format!("{}: not enumerated: {e}", section_name(&label)))
+                }
+                Err(e) => {
+                    return Err(Diagnostic::at(
+                        format!(
+                            "internal error: the symbolic tile of {} is wrong: {e}",
+                            section_name(&label)
+                        ),
+                        a.span(),
+                    ))
+                }
+            }
+        }
+    }
+    if t.rows.iter().all(|r| r.get(6).is_none_or(|c| c.is_empty())) {
+        for r in &mut t.rows {
+            r.truncate(6);
+        }
+        t.headers.truncate(6);
+    }
+    if t.headers.len() == 7 {
+        t.notes.push(
+            "clips: each operand tile is cut to these intervals (the part of the output an operand covers; the last, partial tile where a size does not divide its extent)"
+                .into(),
+        );
+    }
+    t.notes.push(
+        "checked by enumeration: at each choice of sizes, every case that applies names exactly the elements the map reads, tile by tile"
+            .into(),
+    );
+    t.notes.extend(checked);
     Ok(Value::Table(t))
 }
 

@@ -27,6 +27,7 @@
 pub mod check;
 mod derive;
 pub mod normalize;
+pub mod symbolic;
 pub mod tune;
 pub mod utilization;
 
