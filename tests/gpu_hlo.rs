@@ -67,3 +67,63 @@ fn every_transcript_fusion_is_verified_on_the_cpu() {
         }
     }
 }
+
+/// The host kernel remembers a reduction's last value by the row it reduces (so softmax's
+/// max and sum run once per row, not once per element). The memory must not outlive a call:
+/// a one-row softmax keys every element to the same row, so a second call on other inputs
+/// would reuse the first call's max and sum if it did.
+#[test]
+fn memoized_reductions_do_not_outlive_a_call() {
+    use ixmap::gpu::bench::cpu::compile;
+    use ixmap::gpu::bench::{reference_output, verify};
+    use ixmap::gpu::emit::cpu::emit;
+    use ixmap::hlo::workspace::Target;
+    if !ixmap::transcript::requirement_met("cc") {
+        return;
+    }
+    let mut s = Session::new();
+    let src = "
+maxf {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+addf {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+sm {
+  p0 = f32[1,1,8] parameter(0)
+  c = f32[] constant(-inf)
+  mx = f32[1,1] reduce(p0, c), dimensions={2}, to_apply=maxf
+  b = f32[1,1,8] broadcast(mx), dimensions={0,1}
+  sub = f32[1,1,8] subtract(p0, b)
+  e = f32[1,1,8] exponential(sub)
+  z = f32[] constant(0)
+  sum = f32[1,1] reduce(e, z), dimensions={2}, to_apply=addf
+  bs = f32[1,1,8] broadcast(sum), dimensions={0,1}
+  ROOT d = f32[1,1,8] divide(e, bs)
+}";
+    for o in s.execute(src) {
+        assert!(o.result.is_ok(), "{:?}", o.result);
+    }
+    let Some(Target::Computation(c)) = s.hlo.resolve("sm") else {
+        panic!("sm is defined")
+    };
+    let spec = ixmap::gpu::from_hlo::from_computation(&s.hlo.module, c).expect("adapts");
+    for naive in [false, true] {
+        let e = emit(&spec, naive).expect("emits");
+        assert!(e.source.contains("ix_epoch"), "{}", e.source);
+        let k = compile(&e.source, &e.entry).expect("compiles");
+        let mut out = vec![0u8; 32];
+        for scale in [1.0f32, -3.0, 0.25] {
+            let inputs: Vec<Vec<u8>> = vec![(0..8)
+                .flat_map(|i| (scale * i as f32).to_le_bytes())
+                .collect()];
+            k.call(&inputs, &mut out);
+            let want = reference_output(&spec, &inputs).expect("reference");
+            verify(&spec, &out, &want).expect("each call sees its own inputs");
+        }
+    }
+}

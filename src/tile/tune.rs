@@ -229,6 +229,7 @@ pub fn emit_tiled_with(spec: &KernelSpec, sizes: &[i64], naive: bool) -> Result<
     let phys = out.physical_dims();
     let depth = 2 * rank;
     let mut w = BodyWriter::new(spec, naive, depth + 1);
+    w.memo = true;
     let v = w.body(&spec.functions[0].body, &ctx, &params)?;
     let k = w.offset(
         &ctx,
@@ -251,8 +252,9 @@ pub fn emit_tiled_with(spec: &KernelSpec, sizes: &[i64], naive: bool) -> Result<
         out.shape_text()
     );
     src += C_HELPERS;
+    src += crate::gpu::emit::EPOCH_DECL;
     src += "\n";
-    for f in helper_functions(spec, naive, "static ", "restrict")? {
+    for f in helper_functions(spec, naive, "static ", "restrict", true)? {
         src += &f;
         src += "\n";
     }
@@ -286,7 +288,7 @@ pub fn emit_tiled_with(spec: &KernelSpec, sizes: &[i64], naive: bool) -> Result<
     Ok(Emitted {
         name: spec.name.clone(),
         target: Target::Cpu,
-        source: src,
+        source: crate::gpu::emit::finish_epoch(src),
         entry: name,
     })
 }

@@ -90,8 +90,9 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
     );
     src += "#include <stdint.h>\n#include <math.h>\n\n";
     src += C_HELPERS;
+    src += crate::gpu::emit::EPOCH_DECL;
     src += "\n";
-    for f in helper_functions(spec, naive, "static ", "restrict")? {
+    for f in helper_functions(spec, naive, "static ", "restrict", true)? {
         src += &f;
         src += "\n";
     }
@@ -107,6 +108,7 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
         .join(", ");
     let depth = lm.dims.len();
     let mut w = BodyWriter::new(spec, naive, 1 + depth);
+    w.memo = true;
     w.line(format!("// output index: {lm}"));
     for &(e, iv) in &lm.constraints {
         if let Some(cond) = super::outside(e, iv, &lm.names(), &lm.bounds()) {
@@ -167,7 +169,7 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
     Ok(Emitted {
         name: spec.name.clone(),
         target: Target::Cpu,
-        source: src,
+        source: crate::gpu::emit::finish_epoch(src),
         entry: name,
     })
 }
@@ -186,7 +188,8 @@ pub fn entry_point(spec: &KernelSpec, name: &str, ty: &str) -> String {
         )))
         .collect();
     format!(
-        "// entry: args = inputs in order, then the output\nvoid {name}(void **args) {{\n  {name}_body({});\n}}\n",
+        "// entry: args = inputs in order, then the output\nvoid {name}(void **args) {{\n{}  {name}_body({});\n}}\n",
+        crate::gpu::emit::EPOCH_STEP,
         casts.join(", ")
     )
 }

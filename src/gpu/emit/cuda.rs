@@ -125,7 +125,7 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
     src += "typedef long long int64_t;\ntypedef int int32_t;\n\n";
     src += &C_HELPERS.replace("static inline", "__device__ static inline");
     src += "\n";
-    for f in helper_functions(spec, naive, "__device__ static ", "__restrict__")? {
+    for f in helper_functions(spec, naive, "__device__ static ", "__restrict__", false)? {
         src += &f;
         src += "\n";
     }

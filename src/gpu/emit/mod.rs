@@ -232,6 +232,28 @@ pub struct BodyWriter<'a> {
     tmp: usize,
     /// Loads replaced by another expression (a shared-memory tile), by (input, map).
     pub replaced: Vec<(usize, IndexingMap, String)>,
+    /// Host code: remember each reduction's last value by the index it reduces to, so a row
+    /// reduction read by every element of the row (softmax) runs once per row. Needs
+    /// [`C_EPOCH`] in the source and an entry point that advances it.
+    pub memo: bool,
+}
+
+/// File-scope state of host kernels with memoized reductions: a call counter, so a value
+/// remembered in one call of the kernel is never used in the next (the inputs may differ).
+pub const C_EPOCH: &str = "static uint64_t ix_epoch;\n";
+
+/// Where [`C_EPOCH`] and its step go in host source; [`finish_epoch`] keeps them only when
+/// some reduction is memoized, so kernels without one read as before.
+pub const EPOCH_DECL: &str = "/*ix_epoch decl*/\n";
+pub const EPOCH_STEP: &str = "  /*ix_epoch step*/\n";
+
+pub fn finish_epoch(src: String) -> String {
+    if src.contains("== ix_epoch") {
+        src.replace(EPOCH_DECL, C_EPOCH)
+            .replace(EPOCH_STEP, "  ++ix_epoch;\n")
+    } else {
+        src.replace(EPOCH_DECL, "").replace(EPOCH_STEP, "")
+    }
 }
 
 impl<'a> BodyWriter<'a> {
@@ -243,12 +265,55 @@ impl<'a> BodyWriter<'a> {
             indent,
             tmp: 0,
             replaced: vec![],
+            memo: false,
         }
     }
     pub fn line(&mut self, s: impl AsRef<str>) {
         self.lines
             .push(format!("{}{}", "  ".repeat(self.indent), s.as_ref()));
     }
+    /// The index a reduction reduces to, as C expressions in scope: the callee's index
+    /// coordinates that do not move with the reduction's own variables. `None` (no memo)
+    /// when a coordinate mixes both, or the reduction has conditions of its own on the scope.
+    fn memo_key(
+        &mut self,
+        ctx: &IndexingMap,
+        map: &IndexingMap,
+        m: &IndexingMap,
+    ) -> Result<Option<Vec<String>>, MapError> {
+        let first_new = (m.dims.len() + ctx.ranges.len()) as u32;
+        let last_new = (m.dims.len() + m.ranges.len()) as u32;
+        let is_new = |v: u32| v >= first_new && v < last_new;
+        let mut key_results = Vec::new();
+        for (j, &r) in m.results.iter().enumerate() {
+            let (mut new, mut old) = (false, false);
+            r.visit_vars(&mut |v| {
+                if is_new(v) {
+                    new = true
+                } else {
+                    old = true
+                }
+            });
+            if new && old {
+                return Ok(None);
+            }
+            if !new {
+                key_results.push(j);
+            }
+        }
+        for &(e, _) in &m.constraints[ctx.constraints.len()..] {
+            let mut old = false;
+            e.visit_vars(&mut |v| old |= !is_new(v));
+            if old {
+                return Ok(None);
+            }
+        }
+        let codes = self.args(ctx, map)?;
+        Ok(Some(
+            key_results.into_iter().map(|j| codes[j].clone()).collect(),
+        ))
+    }
+
     fn fresh(&mut self, prefix: &str) -> String {
         self.tmp += 1;
         format!("{prefix}{}", self.tmp)
@@ -358,10 +423,40 @@ impl<'a> BodyWriter<'a> {
                 let shown = simplified(&m);
                 let acc = self.fresh("acc");
                 let ty = self.ty();
-                self.line(format!(
-                    "{ty} {acc} = {};",
-                    c_float(*init, self.spec.output.elem)
-                ));
+                let memo = if self.memo {
+                    self.memo_key(ctx, map, &m)?
+                } else {
+                    None
+                };
+                let memo_name = memo.as_ref().map(|_| self.fresh("memo"));
+                if let (Some(keys), Some(mn)) = (&memo, &memo_name) {
+                    let mut decl = format!("static uint64_t {mn}_epoch; static {ty} {mn}_value;");
+                    for k in 0..keys.len() {
+                        decl += &format!(" static int64_t {mn}_k{k};");
+                    }
+                    self.line(decl);
+                    for (k, code) in keys.iter().enumerate() {
+                        self.line(format!("const int64_t {mn}_i{k} = {code};"));
+                    }
+                    let hit: Vec<String> = std::iter::once(format!("{mn}_epoch == ix_epoch"))
+                        .chain((0..keys.len()).map(|k| format!("{mn}_k{k} == {mn}_i{k}")))
+                        .collect();
+                    self.line(format!("{ty} {acc};"));
+                    self.line(format!(
+                        "if ({}) {{ {acc} = {mn}_value; }} else {{",
+                        hit.join(" && ")
+                    ));
+                    self.indent += 1;
+                    self.line(format!(
+                        "{acc} = {};",
+                        c_float(*init, self.spec.output.elem)
+                    ));
+                } else {
+                    self.line(format!(
+                        "{ty} {acc} = {};",
+                        c_float(*init, self.spec.output.elem)
+                    ));
+                }
                 self.line(format!("// reduce f{func} over {shown}"));
                 let n_ctx = ctx.num_vars();
                 let names = m.names();
@@ -401,6 +496,15 @@ impl<'a> BodyWriter<'a> {
                     c_binary(*op, &acc, &call, self.spec.output.elem)
                 ));
                 for _ in &m.ranges[ctx.ranges.len()..] {
+                    self.indent -= 1;
+                    self.line("}");
+                }
+                if let (Some(keys), Some(mn)) = (&memo, &memo_name) {
+                    let mut store = format!("{mn}_epoch = ix_epoch; {mn}_value = {acc};");
+                    for k in 0..keys.len() {
+                        store += &format!(" {mn}_k{k} = {mn}_i{k};");
+                    }
+                    self.line(store);
                     self.indent -= 1;
                     self.line("}");
                 }
@@ -491,6 +595,7 @@ pub fn helper_functions(
     naive: bool,
     qualifier: &str,
     restrict: &str,
+    memo: bool,
 ) -> Result<Vec<String>, MapError> {
     let mut out = Vec::new();
     let ty = spec.output.elem.c_name();
@@ -502,6 +607,7 @@ pub fn helper_functions(
     for (i, f) in spec.functions.iter().enumerate().skip(1).rev() {
         let ctx = IndexingMap::identity(&f.dims);
         let mut w = BodyWriter::new(spec, naive, 1);
+        w.memo = memo;
         let e = w.body(&f.body, &ctx, &params)?;
         let mut decl = input_params(spec, restrict);
         decl.extend((0..f.dims.len()).map(|d| format!("int64_t d{d}")));
