@@ -52,7 +52,7 @@ pub static COMMANDS: [Command; 5] = [
     },
 ];
 
-fn fusion_name(a: &Args) -> Result<(String, Span), Diagnostic> {
+pub(super) fn fusion_name(a: &Args) -> Result<(String, Span), Diagnostic> {
     match a.items().next() {
         Some(Arg::Word(w, span)) => Ok((w.clone(), *span)),
         Some(other) => Err(Diagnostic::at(
@@ -68,7 +68,7 @@ fn fusion_name(a: &Args) -> Result<(String, Span), Diagnostic> {
 }
 
 /// The kernel spec of the fusion named by the first argument.
-fn spec(s: &Session, a: &Args) -> Result<KernelSpec, Diagnostic> {
+pub(super) fn spec(s: &Session, a: &Args) -> Result<KernelSpec, Diagnostic> {
     let (name, span) = fusion_name(a)?;
     let module = &s.hlo.module;
     let r = match s.hlo.resolve(&name) {

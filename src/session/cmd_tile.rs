@@ -756,46 +756,14 @@ fn run_utilization(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     Ok(Value::Table(t))
 }
 
-/// The kernel spec of an HLO instruction or fusion named by the first argument.
+/// The kernel spec of an HLO instruction or fusion named by the first argument, with that
+/// name (the same lookup as the GPU commands').
 fn kernel_spec(
     s: &Session,
     a: &Args,
 ) -> Result<(String, crate::gpu::spec::KernelSpec), Diagnostic> {
-    use crate::hlo::workspace::Target;
-    let Some(Arg::Word(name, span)) = a.items().next() else {
-        return Err(Diagnostic::at(
-            "`tune` needs the name of a fusion or instruction",
-            a.span(),
-        ));
-    };
-    let module = &s.hlo.module;
-    let r = match s.hlo.resolve(name) {
-        Some(Target::Computation(c)) => crate::gpu::from_hlo::from_computation(module, c),
-        Some(Target::Instr(c, id)) => {
-            let ins = &c.instrs[id];
-            match ins
-                .attrs
-                .calls
-                .as_deref()
-                .filter(|_| ins.opcode == "fusion")
-                .and_then(|n| module.computation(n))
-            {
-                Some(f) => crate::gpu::from_hlo::from_computation(module, f),
-                None => crate::gpu::from_hlo::from_instr(module, c, id),
-            }
-        }
-        None => {
-            let mut d = Diagnostic::at(format!("no fusion or instruction named `{name}`"), *span)
-                .with_label("not defined in this session");
-            if let Some(x) = crate::syntax::suggest(name, s.hlo.names().iter().map(String::as_str))
-            {
-                d = d.with_help(format!("did you mean `{x}`?"));
-            }
-            return Err(d);
-        }
-    };
-    r.map(|spec| (name.clone(), spec))
-        .map_err(|m| Diagnostic::at(m, *span))
+    let (name, _) = super::cmd_gpu::fusion_name(a)?;
+    Ok((name, super::cmd_gpu::spec(s, a)?))
 }
 
 fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {

@@ -16,9 +16,7 @@ use super::derive;
 use crate::expr::Expr;
 use crate::gpu::bench::cpu::{compile, cpu_name};
 use crate::gpu::bench::{reference_output, verify, Options, Timing};
-use crate::gpu::emit::{
-    c_ident, helper_functions, input_params, BodyWriter, Emitted, Target, C_HELPERS,
-};
+use crate::gpu::emit::{c_ident, input_params, BodyWriter, Emitted, Target};
 use crate::gpu::reference::make_inputs;
 use crate::gpu::spec::{KernelSpec, Tensor};
 use crate::map::{IndexingMap, Variable};
@@ -251,13 +249,7 @@ pub fn emit_tiled_with(spec: &KernelSpec, sizes: &[i64], naive: bool) -> Result<
         out.name,
         out.shape_text()
     );
-    src += C_HELPERS;
-    src += crate::gpu::emit::EPOCH_DECL;
-    src += "\n";
-    for f in helper_functions(spec, naive, "static ", "restrict", true)? {
-        src += &f;
-        src += "\n";
-    }
+    src += &crate::gpu::emit::cpu::prelude(spec, naive)?;
     let mut decl = input_params(spec, "restrict");
     decl.push(format!("{ty} *restrict out"));
     src += &format!("static void {name}_body({}) {{\n", decl.join(", "));

@@ -72,6 +72,19 @@ pub fn tiled_map(out: &Tensor, a: usize, b: usize) -> Result<IndexingMap, MapErr
     Ok(crate::simplify::simplify(&m, &Default::default()).map)
 }
 
+/// What every host kernel starts with after its includes: the index helpers, the epoch of
+/// memoized reductions, and one function per partition but the root.
+pub fn prelude(spec: &KernelSpec, naive: bool) -> Result<String, MapError> {
+    let mut src = String::from(C_HELPERS);
+    src += super::EPOCH_DECL;
+    src += "\n";
+    for f in helper_functions(spec, naive, "static ", "restrict", true)? {
+        src += &f;
+        src += "\n";
+    }
+    Ok(src)
+}
+
 pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
     let name = c_ident(&spec.name);
     let ty = spec.output.elem.c_name();
@@ -89,13 +102,7 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
         }
     );
     src += "#include <stdint.h>\n#include <math.h>\n\n";
-    src += C_HELPERS;
-    src += crate::gpu::emit::EPOCH_DECL;
-    src += "\n";
-    for f in helper_functions(spec, naive, "static ", "restrict", true)? {
-        src += &f;
-        src += "\n";
-    }
+    src += &prelude(spec, naive)?;
     // A transpose of the minor dimension is walked in 32x32 tiles, so the strided side of
     // each tile stays in cache; everything else is one loop in the output's physical order.
     let lm = match crate::gpu::launch::transpose_dims(spec)? {
