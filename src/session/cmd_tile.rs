@@ -624,9 +624,10 @@ fn run_tile_symbolic(
                         ));
                     }
                 }
-                Err(e) if e.starts_with("the map's domain") => {
-                    checked.push(format!("{}: not enumerated: {e}", section_name(&label)))
-                }
+                Err(e) if e.starts_with(symbolic::CANNOT) => checked.push(format!(
+                    "{}: not checked: {e}; the cases are derived, not enumerated",
+                    section_name(&label)
+                )),
                 Err(e) => {
                     return Err(Diagnostic::at(
                         format!(
@@ -651,10 +652,12 @@ fn run_tile_symbolic(
                 .into(),
         );
     }
-    t.notes.push(
-        "checked by enumeration: at each choice of sizes, every case that applies names exactly the elements the map reads, tile by tile"
-            .into(),
-    );
+    if checked.iter().any(|c| !c.contains(": not checked: ")) {
+        t.notes.push(
+            "checked by enumeration: at each choice of sizes, every case that applies names exactly the elements the map reads, tile by tile"
+                .into(),
+        );
+    }
     t.notes.extend(checked);
     Ok(Value::Table(t))
 }

@@ -186,6 +186,10 @@ impl State {
                     self.conds.remove(i);
                     return self.require(Cond::Equals(e, k));
                 }
+                // `e divides 1`: `e = 1`.
+                if let Cond::Divides(1, e) = &c {
+                    return self.require(Cond::Equals(*e, 1));
+                }
                 // `e divides a` and `e divides b`: `e divides gcd(a, b)`.
                 if let Cond::Divides(k, e) = &c {
                     if let Some(i) = self
@@ -999,6 +1003,10 @@ impl Case {
     }
 }
 
+/// How [`verify`]'s error starts when the enumeration itself could not run (a domain too
+/// large, a map that overflows), as opposed to a case found wrong.
+pub const CANNOT: &str = "cannot enumerate";
+
 /// What checking a symbolic tile against enumeration found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Checked {
@@ -1053,7 +1061,7 @@ pub fn verify(
     let points = super::check::box_points(&map.bounds());
     if points > limits.max_points {
         return Err(format!(
-            "the map's domain has more than {} points",
+            "{CANNOT}: the map's domain has more than {} points",
             limits.max_points
         ));
     }
@@ -1145,7 +1153,7 @@ pub fn verify(
                     return Ok(false);
                 }
                 Err(e) => {
-                    failure = Some(e.to_string());
+                    failure = Some(format!("{CANNOT}: {e}"));
                     return Ok(false);
                 }
             }
