@@ -168,6 +168,19 @@ impl State {
                         return true;
                     }
                 }
+                // `e mod c = 0` is implied by `e mod c' = 0` when c divides c', and
+                // replaces it when c' divides c.
+                if let Cond::MultipleOf(e, k) = &c {
+                    if self
+                        .conds
+                        .iter()
+                        .any(|x| matches!(x, Cond::MultipleOf(f, k2) if f == e && k2 % k == 0))
+                    {
+                        return true;
+                    }
+                    self.conds
+                        .retain(|x| !matches!(x, Cond::MultipleOf(f, k2) if f == e && k % k2 == 0));
+                }
                 // `e mod c = 0` and `e divides c`: `e = c`.
                 let both = match &c {
                     Cond::MultipleOf(e, k) => self
@@ -317,9 +330,22 @@ impl Ctx<'_> {
                         // A case that cannot go on is dropped; an error only when none can.
                         let mut why = None;
                         for (f, s) in self.eval(a, st)? {
+                            // Steps that are multiples of c leave the division whole:
+                            // (x + c*q*k) floordiv c = x floordiv c + q*k, and mod drops them.
+                            let (whole, rest): (Vec<_>, Vec<_>) =
+                                f.terms.iter().partition(|t| t.0 % c == 0);
+                            let f = Form {
+                                off: f.off,
+                                terms: rest,
+                            };
                             for (g, s2) in self.merge(f, s)? {
                                 match self.divmod(g, s2, c, op == Op::Mod) {
-                                    Ok(v) => out.extend(v),
+                                    Ok(v) => out.extend(v.into_iter().map(|(mut h, s3)| {
+                                        if op == Op::FloorDiv {
+                                            h.terms.extend(whole.iter().map(|t| (t.0 / c, t.1)));
+                                        }
+                                        (h, s3)
+                                    })),
                                     Err(e) => why = Some(e),
                                 }
                             }
@@ -435,6 +461,25 @@ impl Ctx<'_> {
         let m = st.pin(m);
         let mut conds = Vec::new();
         for &(atom, k) in &lin.terms {
+            // `o floordiv d` of an origin that is a multiple of d is o / d exactly.
+            if let crate::expr::ExprKind::Bin(crate::expr::Op::FloorDiv, x, dd) = atom.kind() {
+                let (v, d) = (x.as_var()? as usize, dd.as_const()?);
+                if v >= n || d <= 0 {
+                    return None;
+                }
+                let ts = st.pin(self.dim_size[v]);
+                conds.push(Cond::MultipleOf(ts, d));
+                let exact = canonical(ts.floordiv(dd));
+                if exact == m || canonical(Expr::constant(k).mul(exact)) == m {
+                    continue;
+                }
+                let mc = m.as_const()?;
+                conds.push(Cond::MultipleOf(
+                    canonical(Expr::constant(k).mul(ts)),
+                    mc.checked_mul(d)?,
+                ));
+                continue;
+            }
             let v = atom.as_var()? as usize;
             if v >= n {
                 return None; // a runtime variable: any value
@@ -504,42 +549,51 @@ impl Ctx<'_> {
                 ok = ok && a.require(k);
             }
             if ok {
-                let (hi, lo) = match a.splits.iter().find(|sp| sp.0 == x) {
-                    Some(&(_, d, hi, lo)) if d == c => (hi, lo),
-                    Some(_) => return Err(unsupported("an element run split by two divisors")),
-                    None => {
-                        let origin = a.elems[x].origin.clone();
-                        a.elems.push(Elem {
-                            size: canonical(z.floordiv(Expr::constant(c))),
-                            origin: origin.clone(),
-                            parts: vec![],
-                            parent: Some(x),
-                        });
-                        a.elems.push(Elem {
-                            size: Expr::constant(c),
-                            origin,
-                            parts: vec![],
-                            parent: Some(x),
-                        });
-                        let (hi, lo) = (a.elems.len() - 2, a.elems.len() - 1);
-                        a.splits.push((x, c, hi, lo));
-                        (hi, lo)
+                match a
+                    .splits
+                    .iter()
+                    .find(|sp| sp.0 == x)
+                    .map(|sp| (sp.1, sp.2, sp.3))
+                {
+                    Some((c1, hi1, lo1)) if c1 != c && c1 % c == 0 => {
+                        // Split before by a multiple of c (a reshape of three dimensions):
+                        // e = c1 * hi1 + lo1, and lo1 splits by c into whole rows.
+                        let (lh, ll) = split(&mut a, lo1, c)
+                            .ok_or_else(|| unsupported("an element run split by two divisors"))?;
+                        out.push((
+                            if is_mod {
+                                Form {
+                                    off: Expr::constant(0),
+                                    terms: vec![(1, ll)],
+                                }
+                            } else {
+                                Form {
+                                    off: apply(f.off),
+                                    terms: vec![(c1 / c, hi1), (1, lh)],
+                                }
+                            },
+                            a,
+                        ));
                     }
-                };
-                out.push((
-                    if is_mod {
-                        Form {
-                            off: Expr::constant(0),
-                            terms: vec![(1, lo)],
-                        }
-                    } else {
-                        Form {
-                            off: apply(f.off),
-                            terms: vec![(1, hi)],
-                        }
-                    },
-                    a,
-                ));
+                    _ => {
+                        let (hi, lo) = split(&mut a, x, c)
+                            .ok_or_else(|| unsupported("an element run split by two divisors"))?;
+                        out.push((
+                            if is_mod {
+                                Form {
+                                    off: Expr::constant(0),
+                                    terms: vec![(1, lo)],
+                                }
+                            } else {
+                                Form {
+                                    off: apply(f.off),
+                                    terms: vec![(1, hi)],
+                                }
+                            },
+                            a,
+                        ));
+                    }
+                }
             }
         }
         // Inside a row.
@@ -560,6 +614,33 @@ impl Ctx<'_> {
             }
         }
         Ok(out)
+    }
+}
+
+/// The pieces of `x` split into rows of `c`: `x = c * hi + lo` (made once, then reused);
+/// `None` when `x` was split by another divisor.
+fn split(st: &mut State, x: usize, c: i64) -> Option<(usize, usize)> {
+    match st.splits.iter().find(|sp| sp.0 == x) {
+        Some(&(_, d, hi, lo)) => (d == c).then_some((hi, lo)),
+        None => {
+            let z = st.elems[x].size;
+            let origin = st.elems[x].origin.clone();
+            st.elems.push(Elem {
+                size: canonical(z.floordiv(Expr::constant(c))),
+                origin: origin.clone(),
+                parts: vec![],
+                parent: Some(x),
+            });
+            st.elems.push(Elem {
+                size: Expr::constant(c),
+                origin,
+                parts: vec![],
+                parent: Some(x),
+            });
+            let (hi, lo) = (st.elems.len() - 2, st.elems.len() - 1);
+            st.splits.push((x, c, hi, lo));
+            Some((hi, lo))
+        }
     }
 }
 
