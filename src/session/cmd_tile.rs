@@ -242,7 +242,8 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     if first.dims.len() != sizes.len() {
         return Err(Diagnostic::at(
             format!(
-                "the output has {} dimension{} but sizes has {}",
+                "{} has {} dimension{} but sizes has {}",
+                tiled_what(a),
                 first.dims.len(),
                 if first.dims.len() == 1 { "" } else { "s" },
                 sizes.len()
@@ -435,7 +436,8 @@ fn run_tile_symbolic(
     if n != given.len() {
         return Err(Diagnostic::at(
             format!(
-                "the output has {n} dimension{} but sizes has {}",
+                "{} has {n} dimension{} but sizes has {}",
+                tiled_what(a),
                 if n == 1 { "" } else { "s" },
                 given.len()
             ),
@@ -490,7 +492,8 @@ fn run_tile_symbolic(
     let origins: Vec<String> = (0..n).map(|i| format!("o{i}")).collect();
     let mut t = Table {
         title: Some(format!(
-            "symbolic tiles: the output tile starts at ({}), each o_i a multiple of its size, sizes ({}); {}",
+            "symbolic tiles: the tile of {} starts at ({}), each o_i a multiple of its size, sizes ({}); {}",
+            tiled_what(a),
             origins.join(", "),
             shown.join(", "),
             ranges.join(", ")
@@ -660,6 +663,14 @@ fn run_tile_symbolic(
     }
     t.notes.extend(checked);
     Ok(Value::Table(t))
+}
+
+/// What `tile` cuts: the output, or with `from K` operand K.
+fn tiled_what(a: &Args) -> String {
+    match a.after("from") {
+        Some(Arg::Int(k, _)) => format!("operand {k}"),
+        _ => "the output".to_string(),
+    }
 }
 
 /// `operand 0` for an operand number, the label itself otherwise (`output`).
