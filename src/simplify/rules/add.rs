@@ -4,8 +4,9 @@
 //! linear view (`Σ kᵢ·classᵢ + k`, like terms collected across the whole sum), and
 //! `add-collect` adds that view back as a sum, so `d0 + d1 - d0` meets `d1`.
 
-use super::{build_view, view, Compute, Rule};
-use crate::simplify::analysis::EGraph;
+use super::{build_view, positive, view, Compute, Rule};
+use crate::simplify::analysis::{EGraph, View};
+use crate::simplify::language::IxLang;
 use egg::{rewrite as rw, Id};
 
 #[rustfmt::skip]
@@ -14,9 +15,63 @@ pub fn rules() -> Vec<Rule> { vec![
     rw!("add-zero";    "(+ ?a 0)" => "?a"),
     // a + b = Σ kᵢ·tᵢ + k        (the sum's linear view, like terms collected)
     rw!("add-collect"; "(+ ?a ?b)" => { Compute::new(&["?a", "?b"], collect) }),
+    // k·x - k·c·(x floordiv c) + R = k·(x mod c) + R     when c > 0 (x's atoms all in the sum)
+    rw!("add-floordiv-to-mod"; "(+ ?a ?b)" => { Compute::new(&["?a", "?b"], floordiv_to_mod) }),
 ]}
 
 fn collect(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
     let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
     Some(build_view(egraph, &v))
+}
+
+/// Finds a term `q·(x floordiv c)` with `q = -k·c` in a sum that holds every atom of x, and
+/// writes the sum with `k·(x mod c)` instead (`x - c·(x floordiv c) = x mod c` for every
+/// integer x).
+fn floordiv_to_mod(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
+    let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
+    for &(atom, q) in &v.terms {
+        let divs: Vec<(Id, Id)> = egraph[atom]
+            .nodes
+            .iter()
+            .filter_map(|n| match n {
+                IxLang::FloorDiv([x, c]) => Some((*x, *c)),
+                _ => None,
+            })
+            .collect();
+        for (x, cid) in divs {
+            let Some(c) = positive(egraph, cid) else {
+                continue;
+            };
+            if q % c != 0 {
+                continue;
+            }
+            let k = -(q / c);
+            let Some(lx) = view(egraph, x) else { continue };
+            // R = v - q·atom - k·x; it may not bring in atoms the sum did not have (the
+            // e-graph keeps both forms, extraction picks the cheaper).
+            let Some(rest) = v
+                .add(&View {
+                    terms: vec![(atom, q.checked_neg()?)],
+                    constant: 0,
+                })
+                .and_then(|r| r.add(&lx.scale(k.checked_neg()?)?))
+            else {
+                continue;
+            };
+            if rest
+                .terms
+                .iter()
+                .any(|t| !v.terms.iter().any(|u| u.0 == t.0))
+            {
+                continue;
+            }
+            let m = egraph.add(IxLang::Mod([x, cid]));
+            let out = rest.add(&View {
+                terms: vec![(m, k)],
+                constant: 0,
+            })?;
+            return Some(build_view(egraph, &out));
+        }
+    }
+    None
 }
