@@ -21,19 +21,23 @@ pub mod simplify;
 pub mod gpu;
 pub mod tile;
 
-// 5. the interpreter
+// 5. values (what statements return; below both the interpreter and the renderers)
+pub mod value;
+
+// 6. the interpreter
 pub mod session;
 
-// 6. rendering
+// 7. rendering
 pub mod render;
 
-// 7. front ends (the only code that prints)
+// 8. front ends (the only code that prints)
 pub mod jupyter;
 pub mod repl;
 pub mod transcript;
 
 pub use map::{IndexingMap, Limits, Variable};
-pub use session::{Outcome, Session, Value};
+pub use session::Session;
+pub use value::{Outcome, Value};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

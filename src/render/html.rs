@@ -12,7 +12,7 @@
 
 use super::svg::escape;
 use crate::map::{IndexingMap, Status, VarKind};
-use crate::session::{Bench, Indexing, Table, Value};
+use crate::value::{Bench, Indexing, Table, Value};
 use crate::syntax::Diagnostic;
 use std::fmt::Write;
 
@@ -266,56 +266,6 @@ pub fn diagnostic(d: &Diagnostic, source: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::Session;
-
-    fn value(src: &str) -> Value {
-        let mut s = Session::new();
-        let o = s.execute(src).pop().expect("one statement");
-        o.result.expect("statement succeeds")
-    }
-
-    #[test]
-    fn map_domain_is_a_table_with_one_row_per_variable_and_constraint() {
-        let h = html(&value("(d0, d1)[s0] -> (d0 * 8 + s0, d1), domain: d0 in [0, 9], d1 in [0, 15], s0 in [0, 7], d0 + s0 in [0, 12]"));
-        assert!(
-            h.contains("<code>(d0, d1)[s0] -&gt; (d0 * 8 + s0, d1)</code>"),
-            "{h}"
-        );
-        assert_eq!(
-            h.matches("<tr>").count(),
-            1 + 4,
-            "header + 3 variables + 1 constraint: {h}"
-        );
-        assert!(
-            h.contains(">s0</td>")
-                && h.contains(">range variable</td>")
-                && h.contains(">[0, 7]</td>")
-        );
-        assert!(
-            h.contains(">d0 + s0</td>")
-                && h.contains(">constraint</td>")
-                && h.contains(">[0, 12]</td>")
-        );
-    }
-
-    #[test]
-    fn booleans_text_and_errors_are_escaped() {
-        assert!(html(&Value::Bool(true)).contains(">true</code>"));
-        assert_eq!(html(&Value::Text("a < b".into())), "<pre>a &lt; b</pre>");
-        let src = "inverse (d0) -> (d7)";
-        let mut s = Session::new();
-        let d = s
-            .execute(src)
-            .pop()
-            .expect("one")
-            .result
-            .expect_err("d7 is unknown");
-        let h = diagnostic(&d, src);
-        assert!(
-            h.contains("error:") && h.contains("1:") && h.contains("-&gt; (d7)"),
-            "{h}"
-        );
-    }
 
     #[test]
     fn tables_have_headers_and_rows() {

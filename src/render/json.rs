@@ -2,7 +2,7 @@
 //! the statement prints, by construction.
 
 use super::text::{text, Style};
-use crate::session::{Outcome, Value};
+use crate::value::{Outcome, Value};
 use serde_json::{json, Map, Value as Json};
 
 pub fn outcome(o: &Outcome, source: &str, stmt: usize) -> Json {

@@ -10,7 +10,7 @@
 
 use crate::expr::{Expr, ExprKind, Op};
 use crate::map::{IndexingMap, Status};
-use crate::session::Value;
+use crate::value::Value;
 
 /// A variable name: `d0` → `d_{0}`, `th_x` → `\mathrm{th\_x}`.
 pub fn name(n: &str) -> String {
@@ -164,42 +164,5 @@ pub fn latex(v: &Value) -> Option<String> {
         Value::Map(m) => Some(map(m)),
         Value::Explained { map: m, .. } => Some(map(m)),
         _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::session::Session;
-
-    fn check(src: &str, expected: &str) {
-        let mut s = Session::new();
-        let v = s
-            .execute(src)
-            .pop()
-            .expect("one statement")
-            .result
-            .expect("a map");
-        assert_eq!(
-            latex(&v).expect("maps have LaTeX"),
-            expected,
-            "\n input: {src}"
-        );
-    }
-
-    #[test]
-    fn divisions_become_brackets_and_names_get_subscripts() {
-        check(
-            "(d0, d1) -> (d0 floordiv 4, d1 mod 8), domain: d0 in [0, 15], d1 in [0, 7]",
-            "$$\\begin{aligned}(d_{0}, d_{1}) &\\mapsto \\left(\\left\\lfloor \\frac{d_{0}}{4} \\right\\rfloor,\\; d_{1} \\bmod 8\\right)\\\\\n&d_{0} \\in [0, 15],\\; d_{1} \\in [0, 7]\\end{aligned}$$",
-        );
-    }
-
-    #[test]
-    fn coefficients_lead_and_symbols_are_bracketed() {
-        check(
-            "(th_x)[s0] -> (th_x * 4 + s0 - 1), domain: th_x in [0, 3], s0 in [0, 3]",
-            "$$\\begin{aligned}(\\mathrm{th\\_x})[s_{0}] &\\mapsto \\left(4 \\mathrm{th\\_x} + s_{0} - 1\\right)\\\\\n&\\mathrm{th\\_x} \\in [0, 3],\\; s_{0} \\in [0, 3]\\end{aligned}$$",
-        );
     }
 }

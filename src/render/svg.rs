@@ -11,7 +11,7 @@
 //! The output is self-contained (no scripts, no external fonts), so it displays inline in
 //! Jupyter (image/svg+xml), in nbconvert's HTML, and as a file.
 
-use crate::session::{Grid, Plot};
+use crate::value::{Grid, Plot};
 use std::fmt::Write;
 
 /// A qualitative palette (Tableau 20 order): neighbouring groups get distinct hues.

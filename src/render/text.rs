@@ -1,7 +1,7 @@
 //! Plain and ANSI text. Transcripts and `--json` use [`Style::Plain`]; the REPL uses
 //! [`Style::Ansi`] on a terminal when `NO_COLOR` is unset.
 
-use crate::session::{Bench, Indexing, Table, Value};
+use crate::value::{Bench, Indexing, Table, Value};
 use colored::Colorize;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -102,9 +102,9 @@ pub fn text(v: &Value, style: Style) -> String {
 
 /// A plot as characters: one per cell, the colour group's digit or letter, `*` where
 /// several groups meet, `.` where nothing is read.
-pub fn plot(p: &crate::session::Plot) -> String {
+pub fn plot(p: &crate::value::Plot) -> String {
     const SYMBOLS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-    let grid = |g: &crate::session::Grid| -> Vec<String> {
+    let grid = |g: &crate::value::Grid| -> Vec<String> {
         let mut lines = vec![format!(
             "{} (rows {}, columns {}):",
             g.title, g.row_axis, g.col_axis

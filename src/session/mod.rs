@@ -23,17 +23,6 @@ pub use value::*;
 use crate::syntax::{self, Diagnostic, Rhs, Span, StmtKind};
 use std::collections::BTreeMap;
 
-/// The result of one statement.
-#[derive(Clone, Debug)]
-pub struct Outcome {
-    /// 1-based statement number within the executed source.
-    pub stmt: usize,
-    pub span: Span,
-    /// The name bound by `NAME = ...`, if any.
-    pub bound: Option<String>,
-    pub result: Result<Value, Diagnostic>,
-}
-
 /// A live session: the names bound so far and the HLO defined so far.
 #[derive(Default)]
 pub struct Session {

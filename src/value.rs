@@ -1,0 +1,161 @@
+//! The typed results of statements. Every front end renders the same `Value`.
+//!
+//! This module sits below both the interpreter (`session/`, which produces values) and the
+//! renderers (`render/`, which read them), so neither imports the other.
+
+use crate::map::IndexingMap;
+use crate::syntax::{Diagnostic, Span};
+
+/// The result of one statement.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// 1-based statement number within the executed source.
+    pub stmt: usize,
+    pub span: Span,
+    /// The name bound by `NAME = ...`, if any.
+    pub bound: Option<String>,
+    pub result: Result<Value, Diagnostic>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Value {
+    /// Nothing to print (a definition such as an HLO instruction).
+    None,
+    Map(IndexingMap),
+    Maps(Vec<IndexingMap>),
+    Indexing(Indexing),
+    Bool(bool),
+    Table(Table),
+    Kernel(Kernel),
+    Bench(Bench),
+    /// A chosen mapping of a fusion onto hardware (`mapping`, or `tune`'s best).
+    Mapping(crate::gpu::mapping::Mapping),
+    Svg(Svg),
+    Text(String),
+    /// A map followed by the rewrite steps that produced it (`simplify M explain`).
+    Explained {
+        map: IndexingMap,
+        steps: Vec<crate::simplify::Step>,
+        limit_hit: Option<String>,
+    },
+    /// Result tuples of `eval`.
+    Points(Vec<Vec<i64>>),
+    /// An access-pattern picture (`plot`).
+    Plot(Plot),
+}
+
+impl Value {
+    /// The `kind` field of `--json` output.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::None => "none",
+            Value::Map(_) => "map",
+            Value::Maps(_) => "maps",
+            Value::Indexing(_) => "indexing",
+            Value::Bool(_) => "bool",
+            Value::Table(_) => "table",
+            Value::Kernel(_) => "kernel",
+            Value::Bench(_) => "bench",
+            Value::Mapping(_) => "mapping",
+            Value::Svg(_) => "svg",
+            Value::Text(_) => "text",
+            Value::Explained { .. } => "map",
+            Value::Points(_) => "points",
+            Value::Plot(_) => "plot",
+        }
+    }
+}
+
+/// Output-to-input (or input-to-output) maps, one section per operand.
+#[derive(Clone, Debug)]
+pub struct Indexing {
+    /// What the maps start from, e.g. `output` or `operand 0`.
+    pub title: String,
+    pub operands: Vec<OperandMaps>,
+}
+
+#[derive(Clone, Debug)]
+pub struct OperandMaps {
+    /// Section heading, e.g. `operand 0` or `output 1`.
+    pub label: String,
+    pub index: usize,
+    /// Name of the instruction that is the operand, if known (`p0`).
+    pub name: Option<String>,
+    /// Distinct maps; empty with `undefined` means UNDEFINED.
+    pub maps: Vec<IndexingMap>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    pub title: Option<String>,
+    pub headers: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// Lines printed after the table (notes, verdicts).
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub name: String,
+    /// `cuda` or `cpu`.
+    pub target: String,
+    pub source: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Bench {
+    pub name: String,
+    pub device: String,
+    pub verified: bool,
+    pub median_s: f64,
+    pub min_s: f64,
+    pub max_s: f64,
+    pub bytes: u64,
+    pub gbps: f64,
+    pub roofline_pct: f64,
+    /// More rows to show (naive vs simplified, copy baseline...): label and figures.
+    pub extra: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Svg {
+    pub title: String,
+    pub svg: String,
+}
+
+/// An access-pattern picture (`plot`): which elements of the map's target (the input
+/// tensor) each point of its dimensions (an output element, or a thread) reads. Rendered as
+/// SVG for the notebook and files, as a character grid for the REPL and transcripts.
+#[derive(Clone, Debug)]
+pub struct Plot {
+    /// The map drawn, printed.
+    pub map: String,
+    /// What a colour stands for, e.g. `output element (d0, d1)` or `th_x`.
+    pub color_by: String,
+    /// The dimension points (threads / output elements), coloured by group.
+    pub from: Grid,
+    /// The elements of the target, coloured by the groups that read them.
+    pub to: Grid,
+    /// Number of colour groups.
+    pub groups: usize,
+    /// Lines printed under the picture (counts, what was fixed).
+    pub notes: Vec<String>,
+}
+
+/// A 2-D grid of cells; each cell lists the colour groups that touch it (empty: untouched).
+#[derive(Clone, Debug, Default)]
+pub struct Grid {
+    pub title: String,
+    /// Axis names, e.g. `d0` and `d1`, or `(d0, d1) row-major` for flattened axes.
+    pub row_axis: String,
+    pub col_axis: String,
+    /// Index of the first row and column (the lower bounds of the axes).
+    pub row0: i64,
+    pub col0: i64,
+    pub rows: usize,
+    pub cols: usize,
+    /// `rows * cols` cells, row-major.
+    pub cells: Vec<Vec<u32>>,
+    /// Elements per memory sector, when sectors are drawn (0: not drawn).
+    pub sector: usize,
+}
