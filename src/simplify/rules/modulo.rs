@@ -2,6 +2,7 @@
 //! Wildcards: ?a ?x any expression; ?c ?m constants (the conditions check that they are
 //! constants and positive). A `mod` by anything else is never rewritten.
 
+use super::floordiv::fold_inner_division;
 use super::{build_view, num, positive, range, split_small_remainder, view, Compute, Rule};
 use crate::expr::arith::{floor_div, modulo};
 use crate::simplify::analysis::{EGraph, View};
@@ -21,6 +22,9 @@ pub fn rules() -> Vec<Rule> { vec![
     rw!("mod-small-remainder";  "(mod ?a ?c)"            => { Compute::new(&["?a", "?c"], small_remainder) }),
     // (x mod m) mod c = x mod c     when c > 0 divides m
     rw!("mod-nested";           "(mod (mod ?x ?m) ?c)"   => { Compute::new(&["?x", "?m", "?c"], nested) }),
+    // (A + B floordiv c) mod d = ((c·A + B) mod (c·d)) floordiv c     when c, d > 0
+    //   (B floordiv c any summand with coefficient 1, alone or in a sum)
+    rw!("mod-nested-sum";       "(mod ?a ?d)"            => { Compute::new(&["?a", "?d"], nested_sum) }),
 ]}
 
 fn in_range(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
@@ -91,4 +95,14 @@ fn nested(egraph: &mut EGraph, xmc: &[Id]) -> Option<Id> {
         return None;
     }
     Some(egraph.add(IxLang::Mod([xmc[0], xmc[2]])))
+}
+
+fn nested_sum(egraph: &mut EGraph, ad: &[Id]) -> Option<Id> {
+    let d = positive(egraph, ad[1])?;
+    let v = view(egraph, ad[0])?;
+    let (sum, c) = fold_inner_division(egraph, &v)?;
+    let cd = num(egraph, c.checked_mul(d)?);
+    let m = egraph.add(IxLang::Mod([sum, cd]));
+    let cid = num(egraph, c);
+    Some(egraph.add(IxLang::FloorDiv([m, cid])))
 }
