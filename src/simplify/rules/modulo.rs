@@ -44,9 +44,12 @@ fn in_range(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
     Some(egraph.add(IxLang::Add([ac[0], shift])))
 }
 
-/// `k` itself when `|k| < c`, else the residue of `k` modulo `c` of least magnitude.
+/// `k` itself when `|k| < c`, else the residue of `k` modulo `c` of least magnitude; on a
+/// tie the positive one (`-1` modulo 2 is `1`: one operator fewer, and `-x mod 2` and
+/// `x mod 2` no longer tie in cost with the floordiv form they came from).
 fn least_residue(k: i64, c: i64) -> i64 {
-    if k > -c && k < c {
+    let tie = c % 2 == 0 && k == -(c / 2);
+    if k > -c && k < c && !tie {
         return k; // already small: keep the coefficient as written
     }
     let r = modulo(k, c);
