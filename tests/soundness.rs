@@ -193,7 +193,9 @@ fn two_inner_divisions_are_not_merged() {
     // s0 = 16, s1 = 2: (5 + 0) floordiv 6 = 0, but (16 + 2) floordiv 18 = 1.
     let m = parse("()[s0, s1] -> ((s0 floordiv 3 + s1 floordiv 3) floordiv 6), domain: s0 in [0, 1233], s1 in [0, 127]");
     let s = simplify(&m, &SimplifyLimits::default()).map;
-    assert_eq!(s.results, m.results);
+    // One inner division may fold (floordiv-nested-sum: (A + B floordiv 3) floordiv 6 =
+    // (3·A + B) floordiv 18 for every integer A); both never.
+    assert!(!s.to_string().contains("(s0 + s1) floordiv 18"), "{s}");
     assert_same(&m, &s);
 }
 

@@ -24,6 +24,9 @@ pub fn rules() -> Vec<Rule> { vec![
     rw!("floordiv-nested";          "(floordiv (floordiv ?x ?c) ?k)"  => { Compute::new(&["?x", "?c", "?k"], nested) }),
     // (x mod m) floordiv c = (x floordiv c) mod (m / c)     when c > 0 divides m
     rw!("floordiv-of-mod";          "(floordiv (mod ?x ?m) ?c)"       => { Compute::new(&["?x", "?m", "?c"], of_mod) }),
+    // (A + B floordiv c) floordiv d = (c·A + B) floordiv (c·d)     when c, d > 0
+    //   (B floordiv c any summand with coefficient 1; A the rest of the sum, constant included)
+    rw!("floordiv-nested-sum";      "(floordiv ?a ?d)"                => { Compute::new(&["?a", "?d"], nested_sum) }),
 ]}
 
 fn split_multiples(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
@@ -76,4 +79,38 @@ fn of_mod(egraph: &mut EGraph, xmc: &[Id]) -> Option<Id> {
     let div = egraph.add(IxLang::FloorDiv([xmc[0], xmc[2]]));
     let mc = num(egraph, m / c);
     Some(egraph.add(IxLang::Mod([div, mc])))
+}
+
+/// A summand `B floordiv c` (coefficient 1, `c > 0`) of the view `v`: the sum is
+/// `A + B floordiv c`; returns `(c·A + B, c)`, the dividend with the inner division folded
+/// in (`A + B floordiv c = (c·A + B) floordiv c` for every integer A and B).
+pub fn fold_inner_division(egraph: &mut EGraph, v: &View) -> Option<(Id, i64)> {
+    for &(atom, k) in &v.terms {
+        if k != 1 {
+            continue;
+        }
+        let inner = egraph[atom].nodes.iter().find_map(|n| match *n {
+            IxLang::FloorDiv([b, cid]) => positive(egraph, cid).map(|c| (b, c)),
+            _ => None,
+        });
+        let Some((b, c)) = inner else { continue };
+        let a = v.add(&View {
+            terms: vec![(atom, -1)],
+            constant: 0,
+        })?;
+        let sum = a.scale(c)?.add(&view(egraph, b)?)?;
+        return Some((build_view(egraph, &sum), c));
+    }
+    None
+}
+
+fn nested_sum(egraph: &mut EGraph, ad: &[Id]) -> Option<Id> {
+    let d = positive(egraph, ad[1])?;
+    let v = view(egraph, ad[0])?;
+    if v.terms.len() < 2 && v.constant == 0 {
+        return None; // (B floordiv c) floordiv d alone is floordiv-nested
+    }
+    let (sum, c) = fold_inner_division(egraph, &v)?;
+    let cd = num(egraph, c.checked_mul(d)?);
+    Some(egraph.add(IxLang::FloorDiv([sum, cd])))
 }

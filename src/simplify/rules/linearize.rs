@@ -22,6 +22,7 @@ pub fn rules() -> Vec<Rule> { vec![
 
 fn cancel(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
     let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
+    add_companions(egraph, &v);
     for &(q, kq) in &v.terms {
         let mods: Vec<(Id, Id)> = egraph[q]
             .nodes
@@ -54,6 +55,26 @@ fn cancel(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
         }
     }
     None
+}
+
+/// For each summand `k·c·(x floordiv c)`, adds the node `x mod c` (no union): once the
+/// other rules prove it equal to a summand written differently (`d1 mod 32` for
+/// `((96·d0 + d1) mod 160) mod 32`), `cancel` finds the pair. Only the node is added, so
+/// this proves nothing by itself.
+fn add_companions(egraph: &mut EGraph, v: &View) {
+    let mut todo = Vec::new();
+    for &(q, k) in &v.terms {
+        for n in &egraph[q].nodes {
+            if let IxLang::FloorDiv([x, cid]) = *n {
+                if positive(egraph, cid).is_some_and(|c| k % c == 0) {
+                    todo.push((x, cid));
+                }
+            }
+        }
+    }
+    for (x, cid) in todo {
+        egraph.add(IxLang::Mod([x, cid]));
+    }
 }
 
 /// The classes equal to `x floordiv c` that exist in the graph: the node itself, and

@@ -2,6 +2,7 @@
 //! Wildcards: ?a ?x any expression; ?c ?m constants (the conditions check that they are
 //! constants and positive). A `mod` by anything else is never rewritten.
 
+use super::floordiv::fold_inner_division;
 use super::{build_view, num, positive, range, split_small_remainder, view, Compute, Rule};
 use crate::expr::arith::{floor_div, modulo};
 use crate::simplify::analysis::{EGraph, View};
@@ -21,6 +22,9 @@ pub fn rules() -> Vec<Rule> { vec![
     rw!("mod-small-remainder";  "(mod ?a ?c)"            => { Compute::new(&["?a", "?c"], small_remainder) }),
     // (x mod m) mod c = x mod c     when c > 0 divides m
     rw!("mod-nested";           "(mod (mod ?x ?m) ?c)"   => { Compute::new(&["?x", "?m", "?c"], nested) }),
+    // (A + B floordiv c) mod d = ((c·A + B) mod (c·d)) floordiv c     when c, d > 0
+    //   (B floordiv c any summand with coefficient 1, alone or in a sum)
+    rw!("mod-nested-sum";       "(mod ?a ?d)"            => { Compute::new(&["?a", "?d"], nested_sum) }),
 ]}
 
 fn in_range(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
@@ -40,9 +44,12 @@ fn in_range(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
     Some(egraph.add(IxLang::Add([ac[0], shift])))
 }
 
-/// `k` itself when `|k| < c`, else the residue of `k` modulo `c` of least magnitude.
+/// `k` itself when `|k| < c`, else the residue of `k` modulo `c` of least magnitude; on a
+/// tie the positive one (`-1` modulo 2 is `1`: one operator fewer, and `-x mod 2` and
+/// `x mod 2` no longer tie in cost with the floordiv form they came from).
 fn least_residue(k: i64, c: i64) -> i64 {
-    if k > -c && k < c {
+    let tie = c % 2 == 0 && k == -(c / 2);
+    if k > -c && k < c && !tie {
         return k; // already small: keep the coefficient as written
     }
     let r = modulo(k, c);
@@ -91,4 +98,14 @@ fn nested(egraph: &mut EGraph, xmc: &[Id]) -> Option<Id> {
         return None;
     }
     Some(egraph.add(IxLang::Mod([xmc[0], xmc[2]])))
+}
+
+fn nested_sum(egraph: &mut EGraph, ad: &[Id]) -> Option<Id> {
+    let d = positive(egraph, ad[1])?;
+    let v = view(egraph, ad[0])?;
+    let (sum, c) = fold_inner_division(egraph, &v)?;
+    let cd = num(egraph, c.checked_mul(d)?);
+    let m = egraph.add(IxLang::Mod([sum, cd]));
+    let cid = num(egraph, c);
+    Some(egraph.add(IxLang::FloorDiv([m, cid])))
 }

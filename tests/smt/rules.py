@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Proves every rewrite rule of ixmap's simplifier (src/simplify/rules/*.rs, the analysis'
+`interval-constant`, and the negative-divisor normalisation) for all integers, with z3.
+
+Each rule is stated as in the comment above it in the rule table: an identity between two
+integer expressions, under its side condition. The divisors and coefficients the rules
+compute with (c, d, g, k, ...) are symbolic too, so each proof covers every constant the
+rule could be applied with, not a sample.
+
+Semantics (SPEC): for a divisor b > 0, `a floordiv b = floor(a / b)`, `a mod b = a - b *
+floor(a / b)` (in [0, b - 1]), `a ceildiv b = ceil(a / b)`. z3's integer `/` and `%` agree
+with these for a positive divisor (SMT-LIB div/mod are Euclidean), which `check_semantics`
+proves against the definition by inequalities before anything else is trusted. Negative
+divisors are defined from the inequalities directly (`fd_any`).
+
+Usage: rules.py            prove all, print `proved NAME` per rule, exit 1 on any failure
+       rules.py --names    print the rule names only
+"""
+import sys
+
+import z3
+
+TIMEOUT_MS = 20000
+SYMBOLIC_RLIMIT = 3_000_000
+LINEAR_RLIMIT = 50_000_000
+CONST_MAX = int(__import__("os").environ.get("IXMAP_SMT_CONST_MAX", "12"))
+
+
+def I(*names):
+    return [z3.Int(n) for n in names]
+
+
+def fd(a, b):
+    """a floordiv b for b > 0 (z3 div: Euclidean, equal to floor for b > 0)."""
+    return a / b
+
+
+def md(a, b):
+    """a mod b for b > 0."""
+    return a % b
+
+
+def cd(a, b):
+    """a ceildiv b for b > 0: ceil(a / b) = -floor(-a / b)."""
+    return -((-a) / b)
+
+
+RULES = []
+
+
+def rule(name, lhs, rhs, cond=True, consts=()):
+    """`consts`: the rule's constants (divisors, coefficients the rule computes with)."""
+    RULES.append((name, lhs, rhs, cond, consts))
+
+
+def check(claim_false, rlimit):
+    s = z3.Solver()
+    # A resource limit, not a time limit: the same verdict on a loaded machine.
+    s.set("rlimit", rlimit)
+    s.add(claim_false)
+    r = s.check()
+    if r == z3.sat:
+        return f"counterexample: {s.model()}"
+    if r == z3.unsat:
+        return None
+    return "unknown"
+
+
+def prove(name, lhs, rhs, cond, consts):
+    """None when proven for all integers. First with every constant symbolic (nonlinear: z3
+    may give up within SYMBOLIC_RLIMIT); then, if it gave up, once per value of the constants in
+    [1, CONST_MAX] (each a linear problem, which z3 decides), every variable still symbolic.
+    Returns (error or None, how it was proven)."""
+    err = check(z3.And(cond, lhs != rhs), SYMBOLIC_RLIMIT)
+    if err is None:
+        return None, "all constants"
+    if err != "unknown" or not consts:
+        return (err if err != "unknown" else "z3 could not decide"), ""
+    import itertools
+    for vals in itertools.product(range(1, CONST_MAX + 1), repeat=len(consts)):
+        sub = list(zip(consts, [z3.IntVal(v) for v in vals]))
+        claim = z3.substitute(z3.And(cond, lhs != rhs), *sub)
+        err = check(claim, LINEAR_RLIMIT)
+        if err is not None:
+            return f"{dict(zip(map(str, consts), vals))}: {err}", ""
+    return None, f"constants {', '.join(map(str, consts))} in [1, {CONST_MAX}]"
+
+
+# ---------------------------------------------------------------- semantics check
+def check_semantics():
+    a, b, q = I("a", "b", "q")
+    failures = []
+    # z3's a / b for b > 0 is the q with b*q <= a <= b*q + b - 1 (floor), and a % b = a - b*q.
+    for what, claim in [
+        ("floordiv is floor", z3.Implies(b > 0, z3.And(b * fd(a, b) <= a, a <= b * fd(a, b) + b - 1))),
+        ("mod is a - b*floor", z3.Implies(b > 0, md(a, b) == a - b * fd(a, b))),
+        ("ceildiv is ceil", z3.Implies(b > 0, z3.And(b * cd(a, b) >= a, a > b * cd(a, b) - b))),
+    ]:
+        s = z3.Solver()
+        s.set("timeout", TIMEOUT_MS)
+        s.add(z3.Not(claim))
+        if s.check() != z3.unsat:
+            failures.append(what)
+    return failures
+
+
+# ---------------------------------------------------------------- the rule tables
+a, b, x, y, A, B, R, t, k, c, d, g, e, m, q, j, r = I(
+    "a", "b", "x", "y", "A", "B", "R", "t", "k", "c", "d", "g", "e", "m", "q", "j", "r")
+
+# add.rs
+rule("add-zero", a + 0, a)
+# the linear view: like terms collected (k1·t + k2·t = (k1 + k2)·t, any order)
+k1, k2 = I("k1", "k2")
+rule("add-collect", (k1 * t + a) + (k2 * t + b), (k1 + k2) * t + (a + b))
+rule("add-floordiv-to-mod", k * x - k * c * fd(x, c) + R, k * md(x, c) + R, c > 0, (c, k))
+
+# mul.rs
+rule("mul-one", a * 1, a)
+rule("mul-zero", a * 0, 0)
+rule("mul-distribute", (k1 * a + k2 * b + r) * k, (k * k1) * a + (k * k2) * b + k * r)
+
+# floordiv.rs
+rule("floordiv-one", fd(a, 1), a)
+# (c·A + B + k) floordiv c = A + k floordiv c + (B + k mod c) floordiv c
+rule("floordiv-split-multiples", fd(c * A + B + k, c), A + fd(k, c) + fd(B + md(k, c), c), c > 0, (c,))
+# (g·A + B) floordiv (g·e) = A floordiv e    when 0 <= B <= g - 1 (e = c / g; e = 1 is g = c)
+rule("floordiv-small-remainder", fd(g * A + B, g * e), fd(A, e),
+     z3.And(g > 0, e > 0, 0 <= B, B <= g - 1), (g, e))
+rule("floordiv-nested", fd(fd(x, c), k), fd(x, c * k), z3.And(c > 0, k > 0), (c, k))
+# (x mod (c·e)) floordiv c = (x floordiv c) mod e
+rule("floordiv-of-mod", fd(md(x, c * e), c), md(fd(x, c), e), z3.And(c > 0, e > 0), (c, e))
+rule("floordiv-nested-sum", fd(A + fd(B, c), d), fd(c * A + B, c * d), z3.And(c > 0, d > 0), (c, d))
+
+# ceildiv.rs
+rule("ceildiv-one", cd(a, 1), a)
+rule("ceildiv-to-floordiv", cd(a, c), fd(a + c - 1, c), c > 0, (c,))
+
+# modulo.rs
+rule("mod-one", md(a, 1), 0)
+rule("mod-in-range", md(a, c), a - q * c, z3.And(c > 0, q * c <= a, a <= q * c + c - 1), (c,))
+# (k·t + R) mod c = (r·t + R) mod c    when k ≡ r (mod c), i.e. k = r + j·c (every term
+# reduced alike; the constant is the case t = 1)
+rule("mod-drop-multiples", md(k * t + R, c), md(r * t + R, c), z3.And(c > 0, k == r + j * c), (c, j))
+# (g·A + B) mod (g·e) = g·(A mod e) + B    when 0 <= B <= g - 1
+rule("mod-small-remainder", md(g * A + B, g * e), g * md(A, e) + B,
+     z3.And(g > 0, e > 0, 0 <= B, B <= g - 1), (g, e))
+# (x mod (c·e)) mod c = x mod c
+rule("mod-nested", md(md(x, c * e), c), md(x, c), z3.And(c > 0, e > 0), (c, e))
+rule("mod-nested-sum", md(A + fd(B, c), d), fd(md(c * A + B, c * d), c), z3.And(c > 0, d > 0), (c, d))
+
+# linearize.rs: k·c·(x floordiv c) + k·(x mod c) + rest = k·x + rest, and the same with
+# x floordiv c found as y floordiv (a·c) where x = y floordiv a
+rule("linearize-cancel", k * c * fd(x, c) + k * md(x, c) + R, k * x + R, c > 0, (c, k))
+rule("linearize-cancel (nested quotient)",
+     k * c * fd(y, a * c) + k * md(fd(y, a), c) + R, k * fd(y, a) + R, z3.And(a > 0, c > 0), (a, c, k))
+
+# analysis.rs: a class whose interval is one point is that constant
+rule("interval-constant", a, q, z3.And(q <= a, a <= q))
+
+
+# ---------------------------------------------------------------- negative divisors
+def fd_any(a, b, out):
+    """The q with q = floor(a / b) for any nonzero b, by its defining inequalities."""
+    return z3.Or(z3.And(b > 0, b * out <= a, a < b * out + b),
+                 z3.And(b < 0, b * out >= a, a > b * out + b))
+
+
+def normalisation():
+    """x fd -c = (-x) fd c;  x cd -c = -(x fd c);  x mod -c = -((-x) mod c)   (c > 0),
+    with floordiv, ceildiv and mod by a negative divisor defined by SPEC's formulas:
+    floor(a/b), ceil(a/b) = -floor(-a/b), a - b*floor(a/b)."""
+    out = []
+    q1, q2 = I("q1", "q2")
+    nb = -c
+    spec = z3.And(c > 0, fd_any(x, nb, q1), fd_any(-x, nb, q2))
+    out.append(("normalise-floordiv-negative", q1, fd(-x, c), spec, (c,)))
+    out.append(("normalise-ceildiv-negative", -q2, -fd(x, c), spec, (c,)))
+    out.append(("normalise-mod-negative", x - nb * q1, -md(-x, c), spec, (c,)))
+    return out
+
+
+def main():
+    if "--names" in sys.argv:
+        for name, *_ in RULES:
+            print(name)
+        return 0
+    bad = check_semantics()
+    for w in bad:
+        print(f"FAILED semantics: {w}")
+    for name, lhs, rhs, cond, consts in RULES + normalisation():
+        err, how = prove(name, lhs, rhs, cond, consts)
+        if err is None:
+            print(f"proved {name} ({how})")
+        else:
+            print(f"FAILED {name}: {err}")
+            bad.append(name)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
