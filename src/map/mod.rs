@@ -12,6 +12,7 @@
 //! merged and sorted, single-variable constraints folded into the bounds.
 
 mod compose;
+pub mod compiled;
 pub mod enumerate;
 mod equal;
 mod inverse;
