@@ -63,8 +63,11 @@ pub enum MapError {
     Undefined,
     #[error("variable `{0}` has no bounds, so its values cannot be enumerated")]
     Unbounded(String),
+    /// `points` counts the box of the variables' bounds (after narrowing by the
+    /// constraints), not the domain; `u64::MAX` stands for "at least that many".
     #[error(
-        "the domain has {points} points, more than the limit of {limit} for exact enumeration"
+        "the domain lies in a box of {}{points} points, more than the limit of {limit} for exact enumeration",
+        if *.points == u64::MAX { "at least " } else { "" }
     )]
     TooLarge { points: u64, limit: u64 },
     #[error(

@@ -1,6 +1,7 @@
 //! Points of a domain: the brute-force oracle behind `equal`, `eval`, `inverse` checks and
 //! the soundness tests. Enumeration is bounded by [`Limits`] and stops when interrupted.
 
+use super::compiled::Compiled;
 use super::{IndexingMap, Status};
 use crate::interval::Interval;
 use crate::MapError;
@@ -20,16 +21,22 @@ impl Default for Limits {
     }
 }
 
-/// The number of points in the box of `bounds`, or the reason it cannot be enumerated.
+/// The number of points in the box of `bounds`, or the reason it cannot be enumerated. A
+/// count that does not fit in 64 bits is reported as `u64::MAX`, which
+/// [`MapError::TooLarge`] prints as "at least" that many: never a wrapped or silently
+/// saturated figure.
 pub fn box_size(names: &[String], bounds: &[Interval], limits: &Limits) -> Result<u64, MapError> {
-    let mut total: u64 = 1;
+    if bounds.iter().any(|b| b.is_empty()) {
+        return Ok(0);
+    }
+    let mut total: Option<u64> = Some(1);
     for (name, b) in names.iter().zip(bounds) {
         if b.is_full() {
             return Err(MapError::Unbounded(name.clone()));
         }
-        let n = b.size().unwrap_or(u64::MAX);
-        total = total.saturating_mul(n);
+        total = total.and_then(|t| b.size().and_then(|n| t.checked_mul(n)));
     }
+    let total = total.unwrap_or(u64::MAX);
     if total > limits.max_points {
         return Err(MapError::TooLarge {
             points: total,
@@ -37,6 +44,96 @@ pub fn box_size(names: &[String], bounds: &[Interval], limits: &Limits) -> Resul
         });
     }
     Ok(total)
+}
+
+/// The variables' bounds narrowed by the map's linear constraints (each variable bounded
+/// by what the other terms leave, a few rounds), so that enumeration visits the box the
+/// constraints leave rather than the box of the declared bounds:
+///
+/// ```text
+/// d0 in [0, 3], d1 in [0, 19327352832], d0 + d1 in [0, 3]   =>   d1 in [0, 3]
+/// ```
+///
+/// Every point of the domain lies in the narrowed box (the constraints are still checked
+/// point by point). An empty bound means the domain is empty.
+pub fn narrowed_bounds(map: &IndexingMap) -> Vec<Interval> {
+    let mut bounds = map.bounds();
+    let linear: Vec<(Vec<(usize, i64)>, i64, Interval)> = map
+        .constraints
+        .iter()
+        .filter_map(|&(e, iv)| {
+            let l = crate::expr::Linear::of(e)?;
+            let terms = l
+                .terms
+                .iter()
+                .map(|&(a, k)| a.as_var().map(|v| (v as usize, k)))
+                .collect::<Option<Vec<_>>>()?;
+            Some((terms, l.constant, iv))
+        })
+        .collect();
+    for _round in 0..8 {
+        let mut changed = false;
+        for (terms, c, iv) in &linear {
+            for (i, &(v, k)) in terms.iter().enumerate() {
+                // k·v in [iv.lo - rest.hi, iv.hi - rest.lo], computed in i128.
+                let (mut lo, mut hi) = (*c as i128, *c as i128);
+                for (j, &(w, kw)) in terms.iter().enumerate() {
+                    if j == i {
+                        continue;
+                    }
+                    let b = bounds[w];
+                    if b.is_empty() {
+                        return bounds;
+                    }
+                    let (x, y) = (kw as i128 * b.lo as i128, kw as i128 * b.hi as i128);
+                    lo = lo.saturating_add(x.min(y));
+                    hi = hi.saturating_add(x.max(y));
+                }
+                let (klo, khi) = (
+                    (iv.lo as i128).saturating_sub(hi),
+                    (iv.hi as i128).saturating_sub(lo),
+                );
+                let k = k as i128;
+                let (vlo, vhi) = if k > 0 {
+                    (div_ceil(klo, k), div_floor(khi, k))
+                } else {
+                    (div_ceil(khi, k), div_floor(klo, k))
+                };
+                let old = bounds[v];
+                let new = Interval::new(
+                    vlo.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+                    vhi.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+                );
+                let narrowed = old.intersect(&new);
+                if narrowed != old {
+                    bounds[v] = narrowed;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    bounds
+}
+
+fn div_floor(a: i128, b: i128) -> i128 {
+    let q = a / b;
+    if a % b != 0 && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+fn div_ceil(a: i128, b: i128) -> i128 {
+    let q = a / b;
+    if a % b != 0 && ((a < 0) == (b < 0)) {
+        q + 1
+    } else {
+        q
+    }
 }
 
 /// Calls `f` on every point of the box `bounds` (odometer order, last variable fastest)
@@ -93,16 +190,18 @@ impl DomainPoints {
         if map.status == Status::KnownEmpty {
             return Ok(());
         }
-        let bounds = map.bounds();
+        let bounds = narrowed_bounds(map);
         box_size(&map.names(), &bounds, limits)?;
+        let program = Compiled::new(map);
+        let mut regs = program.registers();
         let mut results = vec![0i64; map.results.len()];
         for_each_in_box(&bounds, &mut |p| {
-            if !map.contains_point(p).map_err(MapError::Eval)? {
+            if !program.in_domain(p, &mut regs).map_err(MapError::Eval)? {
                 return Ok(true);
             }
-            for (slot, &r) in results.iter_mut().zip(&map.results) {
-                *slot = crate::expr::eval(r, p).map_err(MapError::Eval)?;
-            }
+            program
+                .results(&mut regs, &mut results)
+                .map_err(MapError::Eval)?;
             f(p, &results)
         })
     }

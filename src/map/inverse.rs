@@ -18,11 +18,11 @@
 //!   = (d0, d1) -> (d1, d0 - d1), domain: d0 in [0, 7], d1 in [0, 3], d0 - d1 in [0, 4]
 //! ```
 
+use super::compiled::Compiled;
 use super::{DomainPoints, IndexingMap, Limits, Variable};
 use crate::expr::{Expr, ExprKind, Linear};
 use crate::interval::Interval;
 use crate::MapError;
-use std::collections::HashMap;
 
 /// Whether the results are the dimensions in some order, each once, with no symbols.
 pub fn is_permutation(m: &IndexingMap) -> bool {
@@ -39,12 +39,126 @@ pub fn is_permutation(m: &IndexingMap) -> bool {
     true
 }
 
-/// Whether `m` is a bijection from its domain onto its image, with an inverse we can write.
+/// Whether `m` maps its domain one-to-one onto its image: every dimension point has one
+/// result, and no two have the same. Decided exactly: by the closed-form inverse when one
+/// is found, by a dimension that no result uses on a box domain, else by enumeration (one
+/// sortable key per point: memory grows by 16 bytes a point, not by a hash entry).
 pub fn is_bijection(m: &IndexingMap, limits: &Limits) -> Result<bool, MapError> {
-    match inverse(m, limits) {
-        Ok(_) => Ok(true),
-        Err(MapError::NotBijective(_)) => Ok(false),
-        Err(e) => Err(e),
+    match m.status {
+        super::Status::Undefined => return Err(MapError::Undefined),
+        super::Status::KnownEmpty => return Ok(false),
+        super::Status::Defined => {}
+    }
+    let (m, _) = super::remove_unused_symbols(m);
+    if m.status == super::Status::KnownEmpty {
+        return Ok(false);
+    }
+    if m.constraints.is_empty() && dropped_dim(&m).is_some() {
+        return Ok(false);
+    }
+    match inverse(&m, limits) {
+        Ok(_) => return Ok(true),
+        Err(MapError::NotBijective(_)) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(find_collision(&m, limits)?.is_none())
+}
+
+/// A dimension that takes more than one value and that no result uses.
+fn dropped_dim(m: &IndexingMap) -> Option<usize> {
+    (0..m.dims.len()).find(|&i| {
+        !m.results.iter().any(|r| r.uses_var(i as u32)) && !m.dims[i].bounds.is_point()
+    })
+}
+
+/// Why `m` is not a one-to-one function, found by enumeration: two dimension points with
+/// one image, or one dimension point with two. `None` when it is one-to-one.
+fn find_collision(m: &IndexingMap, limits: &Limits) -> Result<Option<String>, MapError> {
+    let nd = m.dims.len();
+    let bounds = super::enumerate::narrowed_bounds(m);
+    let ybox: Vec<Interval> = m
+        .results
+        .iter()
+        .map(|&r| crate::interval::range_of(r, &bounds))
+        .collect();
+    let (Some(xkey), Some(ykey)) = (BoxKey::new(&bounds[..nd]), BoxKey::new(&ybox)) else {
+        return Err(MapError::Other(
+            "the results' range is too wide to check one-to-one by enumeration".into(),
+        ));
+    };
+    let mut pairs: Vec<(u64, u64)> = Vec::new();
+    let mut prev: Option<(Vec<i64>, Vec<i64>)> = None;
+    let mut two_images: Option<String> = None;
+    DomainPoints::for_each(m, limits, &mut |p, y| {
+        let x = &p[..nd];
+        if let Some((px, py)) = &prev {
+            if px.as_slice() == x {
+                if py.as_slice() != y {
+                    two_images = Some(format!(
+                        "{} maps to both {} and {}",
+                        fmt_point(x),
+                        fmt_point(py),
+                        fmt_point(y)
+                    ));
+                    return Ok(false);
+                }
+                return Ok(true);
+            }
+        }
+        prev = Some((x.to_vec(), y.to_vec()));
+        pairs.push((ykey.key(y), xkey.key(x)));
+        Ok(true)
+    })?;
+    if two_images.is_some() {
+        return Ok(two_images);
+    }
+    pairs.sort_unstable();
+    Ok(pairs.windows(2).find(|w| w[0].0 == w[1].0).map(|w| {
+        format!(
+            "not injective: {} and {} both map to {}",
+            fmt_point(&xkey.point(w[0].1)),
+            fmt_point(&xkey.point(w[1].1)),
+            fmt_point(&ykey.point(w[0].0))
+        )
+    }))
+}
+
+/// Points of a box as numbers `0..size` (row-major), when the size fits in 64 bits.
+struct BoxKey {
+    bounds: Vec<Interval>,
+    strides: Vec<u64>,
+}
+
+impl BoxKey {
+    fn new(bounds: &[Interval]) -> Option<BoxKey> {
+        let mut strides = vec![0u64; bounds.len()];
+        let mut size: u64 = 1;
+        for (i, b) in bounds.iter().enumerate().rev() {
+            strides[i] = size;
+            size = size.checked_mul(b.size()?)?;
+        }
+        Some(BoxKey {
+            bounds: bounds.to_vec(),
+            strides,
+        })
+    }
+    fn key(&self, p: &[i64]) -> u64 {
+        p.iter()
+            .zip(&self.bounds)
+            .zip(&self.strides)
+            .map(|((&v, b), &s)| (v as i128 - b.lo as i128) as u64 * s)
+            .sum()
+    }
+    fn point(&self, mut key: u64) -> Vec<i64> {
+        self.bounds
+            .iter()
+            .zip(&self.strides)
+            .map(|(b, &s)| {
+                let q = key / s;
+                key %= s;
+                (b.lo as i128 + q as i128) as i64
+            })
+            .collect()
     }
 }
 
@@ -71,6 +185,14 @@ pub fn inverse(m: &IndexingMap, limits: &Limits) -> Result<IndexingMap, MapError
             ))
         }
         super::Status::Defined => {}
+    }
+    // A symbol no result uses changes nothing: (d0)[s0] -> (d0) is (d0) -> (d0).
+    let (m, _) = super::remove_unused_symbols(m);
+    let m = &m;
+    if m.is_known_empty() {
+        return Err(not_bijective(
+            "the domain is empty: there is nothing to invert",
+        ));
     }
     let nd = m.dims.len();
     for (i, v) in m.ranges.iter().chain(&m.runtimes).enumerate() {
@@ -111,8 +233,9 @@ pub fn inverse(m: &IndexingMap, limits: &Limits) -> Result<IndexingMap, MapError
         return inverse(&plain, limits);
     }
     // A dimension no result uses (and that takes more than one value) is dropped.
-    for (i, d) in m.dims.iter().enumerate() {
-        if !m.results.iter().any(|r| r.uses_var(i as u32)) && !d.bounds.is_point() {
+    if let Some(i) = dropped_dim(m) {
+        let d = &m.dims[i];
+        if m.constraints.is_empty() {
             return Err(not_bijective(format!(
                 "dimension `{}` is dropped: no result uses it, so points that differ only in `{}` \
                  have the same image",
@@ -120,24 +243,181 @@ pub fn inverse(m: &IndexingMap, limits: &Limits) -> Result<IndexingMap, MapError
             )));
         }
     }
-    // A result repeated, e.g. (d0) -> (d0, d0) is fine (injective) but (d0, d1) -> (d0, d0)
-    // drops d1 and was caught above.
     if let Some(inv) = affine_inverse(m)? {
         return Ok(inv);
     }
     if let Some(candidate) = mixed_radix_inverse(m)? {
-        // The construction is exact; checking it costs nothing on small domains.
-        match verify(m, &candidate, limits) {
-            Ok(()) => return Ok(candidate),
-            Err(MapError::NotBijective(why)) if why.starts_with("no affine inverse") => {
-                return Ok(candidate)
-            }
-            Err(e) => return Err(e),
+        // Exact by construction; the check below only completes the domain.
+        return complete(m, candidate, limits, true);
+    }
+    if let Some(candidate) = relation_candidate(m, limits)? {
+        if let Ok(inv) = complete(m, candidate, limits, false) {
+            return Ok(inv);
         }
     }
     let candidate = reshape_candidate(m, limits)?;
-    verify(m, &candidate, limits)?;
-    Ok(candidate)
+    complete(m, candidate, limits, false)
+}
+
+/// Case 3: linear relations between results and dimensions. Every domain point gives a row
+/// `(y, x, 1)`; the integer vectors orthogonal to all rows are the relations
+/// `w·y + a·x + c = 0` that hold on the whole domain. When the `a·x` of the relations can
+/// be inverted (an affine or mixed-radix map of `x`), `x` is that inverse applied to
+/// `-(w·y + c)`:
+///
+/// ```text
+/// (d0) -> (d0 mod 2, d0 floordiv 2)       relation  y0 + 2·y1 - x0 = 0
+///   = (d0, d1) -> (d0 + d1 * 2)
+/// ```
+fn relation_candidate(m: &IndexingMap, limits: &Limits) -> Result<Option<IndexingMap>, MapError> {
+    let (nd, ny) = (m.dims.len(), m.results.len());
+    // Columns: x first (so the echelon form below solves for x), then y, then 1.
+    let k = nd + ny + 1;
+    let mut basis: Vec<Vec<i128>> = (0..k)
+        .map(|i| (0..k).map(|j| i128::from(i == j)).collect())
+        .collect();
+    let mut row = vec![0i128; k];
+    let mut overflow = false;
+    let walk = DomainPoints::for_each(m, limits, &mut |p, y| {
+        for (r, &v) in row.iter_mut().zip(p[..nd].iter().chain(y)) {
+            *r = v as i128;
+        }
+        row[k - 1] = 1;
+        let dots: Option<Vec<i128>> = basis
+            .iter()
+            .map(|v| {
+                v.iter()
+                    .zip(&row)
+                    .try_fold(0i128, |acc, (&a, &b)| acc.checked_add(a.checked_mul(b)?))
+            })
+            .collect();
+        let Some(dots) = dots else {
+            overflow = true;
+            return Ok(false);
+        };
+        let Some(pivot) = dots.iter().position(|&d| d != 0) else {
+            return Ok(true);
+        };
+        let pv = basis.remove(pivot);
+        let dp = dots[pivot];
+        let mut next = Vec::with_capacity(basis.len());
+        for (i, v) in basis.drain(..).enumerate() {
+            let dv = dots[if i < pivot { i } else { i + 1 }];
+            if dv == 0 {
+                next.push(v);
+                continue;
+            }
+            match combine(&v, dp, &pv, dv) {
+                Some(w) => next.push(w),
+                None => overflow = true,
+            }
+        }
+        basis = next;
+        Ok(!basis.is_empty() && !overflow)
+    });
+    match walk {
+        Ok(()) => {}
+        Err(MapError::TooLarge { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    if overflow || basis.is_empty() {
+        return Ok(None);
+    }
+    let rows = echelon(basis);
+    // Keep the relations that involve x: a·x = -(w·y + c).
+    let rels: Vec<&Vec<i128>> = rows.iter().filter(|r| r[..nd].iter().any(|&a| a != 0)).collect();
+    if rels.is_empty() {
+        return Ok(None);
+    }
+    let to_i64 = |x: i128| i64::try_from(x).map_err(|_| MapError::Overflow("inverse".into()));
+    let mut g_results = Vec::new();
+    let mut z_of_y = Vec::new();
+    for r in &rels {
+        let mut ax = Expr::constant(0);
+        for (i, &a) in r[..nd].iter().enumerate() {
+            ax = ax.add(Expr::var(i as u32).mul(Expr::constant(to_i64(a)?)));
+        }
+        let mut z = Expr::constant(to_i64(-r[k - 1])?);
+        for (j, &w) in r[nd..nd + ny].iter().enumerate() {
+            z = z.add(Expr::var(j as u32).mul(Expr::constant(to_i64(-w)?)));
+        }
+        g_results.push(crate::expr::canonical(ax));
+        z_of_y.push(crate::expr::canonical(z));
+    }
+    let g = IndexingMap::new(m.dims.clone(), vec![], vec![], g_results, m.constraints.clone());
+    let ginv = match affine_inverse(&g) {
+        Ok(Some(inv)) => inv,
+        Ok(None) => match mixed_radix_inverse(&g)? {
+            Some(inv) => inv,
+            None => return Ok(None),
+        },
+        Err(MapError::NotBijective(_)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let x_exprs: Vec<Expr> = ginv
+        .results
+        .iter()
+        .map(|&e| crate::expr::canonical(e.substitute(&mut |v| z_of_y[v as usize])))
+        .collect();
+    // The conditions under which g's inverse is exact (divisibility), on z(y).
+    let constraints = ginv
+        .constraints
+        .iter()
+        .map(|&(e, iv)| (e.substitute(&mut |v| z_of_y[v as usize]), iv))
+        .collect();
+    Ok(Some(assemble(m, x_exprs, constraints, None)))
+}
+
+/// `dp·v - dv·p`, divided by the gcd of its entries (`None` on overflow).
+fn combine(v: &[i128], dp: i128, p: &[i128], dv: i128) -> Option<Vec<i128>> {
+    let mut w = Vec::with_capacity(v.len());
+    for (&a, &b) in v.iter().zip(p) {
+        w.push(a.checked_mul(dp)?.checked_sub(b.checked_mul(dv)?)?);
+    }
+    let g = w.iter().fold(0i128, |g, &x| gcd(g, x.abs()));
+    if g > 1 {
+        for x in &mut w {
+            *x /= g;
+        }
+    }
+    Some(w)
+}
+
+/// Integer row echelon form (fraction-free, rows divided by their gcd, the leading entry
+/// positive), so that each relation solves for a different leading variable.
+fn echelon(mut rows: Vec<Vec<i128>>) -> Vec<Vec<i128>> {
+    let k = rows.first().map_or(0, |r| r.len());
+    let mut out: Vec<Vec<i128>> = Vec::new();
+    for c in 0..k {
+        let Some(p) = rows.iter().position(|r| r[c] != 0) else {
+            continue;
+        };
+        let mut pv = rows.remove(p);
+        if pv[c] < 0 {
+            for x in &mut pv {
+                *x = -*x;
+            }
+        }
+        let mut rest = Vec::new();
+        for r in rows.drain(..) {
+            if r[c] == 0 {
+                rest.push(r);
+            } else if let Some(w) = combine(&r, pv[c], &pv, r[c]) {
+                rest.push(w);
+            }
+        }
+        // Clear column c in the rows above, too (reduced form).
+        for o in &mut out {
+            if o[c] != 0 {
+                if let Some(w) = combine(o, pv[c], &pv, o[c]) {
+                    *o = w;
+                }
+            }
+        }
+        rows = rest;
+        out.push(pv);
+    }
+    out
 }
 
 /// Case 1b: each result is a mixed-radix linearization of its own dimensions, with any
@@ -434,67 +714,96 @@ fn reshape_candidate(m: &IndexingMap, limits: &Limits) -> Result<IndexingMap, Ma
     Ok(assemble(m, x_exprs, vec![], Some(rb)))
 }
 
-/// Checks `inv` against `m` point by point, and explains a failure.
-fn verify(m: &IndexingMap, inv: &IndexingMap, limits: &Limits) -> Result<(), MapError> {
-    let mut seen: HashMap<Vec<i64>, Vec<i64>> = HashMap::new();
-    let mut bad: Option<String> = None;
-    DomainPoints::for_each(m, limits, &mut |x, y| {
-        if let Some(prev) = seen.insert(y.to_vec(), x.to_vec()) {
-            bad = Some(format!(
-                "not injective: {} and {} both map to {}",
-                fmt_point(&prev),
-                fmt_point(x),
-                fmt_point(y)
-            ));
+/// Checks a candidate inverse `inv` against `m` and completes its domain to exactly the
+/// image of `m`, without storing the points:
+///
+/// 1. at every point `x` of `m`'s domain, `y = m(x)` lies in `inv`'s domain and
+///    `inv(y) = x` (so `inv` is a left inverse and `m` is one-to-one);
+/// 2. at every point `y` of `inv`'s domain, `m(inv(y)) = y`: each result `k` where that
+///    fails somewhere becomes a constraint `m_k(inv(y)) - y_k in [0, 0]` (all of them, when
+///    `inv`'s box is too large to walk). Then `inv`'s domain is exactly the image.
+///
+/// `exact`: the candidate is a left inverse by construction, so step 1 may be skipped when
+/// the domain is too large to walk.
+fn complete(
+    m: &IndexingMap,
+    inv: IndexingMap,
+    limits: &Limits,
+    exact: bool,
+) -> Result<IndexingMap, MapError> {
+    let cm = Compiled::new(m);
+    let ci = Compiled::new(&inv);
+    let (mut rm, mut ri) = (cm.registers(), ci.registers());
+    let mut xo = vec![0i64; inv.results.len()];
+    let mut bad: Option<(Vec<i64>, Vec<i64>)> = None;
+    let walk = DomainPoints::for_each(m, limits, &mut |x, y| {
+        let ok = ci.eval(&inv, y, &mut ri, &mut xo).map_err(MapError::Eval)?;
+        if !ok || xo.as_slice() != x {
+            bad = Some((x.to_vec(), y.to_vec()));
             return Ok(false);
         }
         Ok(true)
-    })
-    .map_err(|e| match e {
-        MapError::TooLarge { .. } => MapError::NotBijective(format!(
-            "no affine inverse, and the domain is too large to check a reshape-style inverse \
-             point by point ({e})"
-        )),
-        e => e,
-    })?;
-    if let Some(why) = bad {
-        return Err(not_bijective(why));
-    }
-    let mut unreached: Option<Vec<i64>> = None;
-    let mut wrong: Option<(Vec<i64>, Vec<i64>)> = None;
-    DomainPoints::for_each(inv, limits, &mut |y, x| {
-        match seen.get(y) {
-            None => {
-                unreached = Some(y.to_vec());
-                return Ok(false);
-            }
-            Some(orig) if orig.as_slice() != x => {
-                wrong = Some((y.to_vec(), orig.clone()));
-                return Ok(false);
-            }
-            _ => {}
+    });
+    match walk {
+        Ok(()) => {}
+        Err(MapError::TooLarge { .. }) if exact => {}
+        Err(e @ MapError::TooLarge { .. }) => {
+            return Err(not_bijective(format!(
+                "no affine inverse, and the domain is too large to check another inverse point \
+                 by point ({e})"
+            )))
         }
-        Ok(true)
-    })?;
-    if let Some(y) = unreached {
-        return Err(not_bijective(format!(
-            "not onto a box: {} lies between the results' bounds but no point maps to it",
-            fmt_point(&y)
-        )));
+        Err(e) => return Err(e),
     }
-    if let Some((y, x)) = wrong {
+    if let Some((x, y)) = bad {
+        // Explain: two points with one image, or a candidate that is simply wrong.
+        if let Ok(Some(why)) = find_collision(m, limits) {
+            return Err(not_bijective(why));
+        }
         return Err(not_bijective(format!(
-            "no closed-form inverse found: {} comes from {}, which linearize/delinearize does \
+            "no closed-form inverse found: {} comes from {}, which the candidate inverse does \
              not recover",
             fmt_point(&y),
             fmt_point(&x)
         )));
     }
-    let n_inv = DomainPoints::count(inv, limits)?;
-    if n_inv as usize != seen.len() {
-        return Err(not_bijective("not onto a box of results"));
+    // Step 2: which results must be pinned for inv's domain to be exactly the image.
+    let ny = m.results.len();
+    let mut pin = vec![false; ny];
+    let mut mo = vec![0i64; ny];
+    let mut full_x = vec![0i64; m.num_vars()];
+    let walk = DomainPoints::for_each(&inv, limits, &mut |y, x| {
+        full_x[..x.len()].copy_from_slice(x);
+        if !cm.eval(m, &full_x, &mut rm, &mut mo).map_err(MapError::Eval)? {
+            pin.iter_mut().for_each(|p| *p = true);
+            return Ok(false);
+        }
+        for k in 0..ny {
+            pin[k] |= mo[k] != y[k];
+        }
+        Ok(!pin.iter().all(|&p| p))
+    });
+    match walk {
+        Ok(()) => {}
+        Err(MapError::TooLarge { .. }) => pin.iter_mut().for_each(|p| *p = true),
+        Err(e) => return Err(e),
     }
-    Ok(())
+    if !pin.iter().any(|&p| p) {
+        return Ok(inv);
+    }
+    let mut constraints = inv.constraints.clone();
+    for (k, _) in pin.iter().enumerate().filter(|(_, &p)| p) {
+        let at = m.results[k].substitute(&mut |v| inv.results[v as usize]);
+        constraints.push((at.sub(Expr::var(k as u32)), Interval::point(0)));
+    }
+    let out = IndexingMap::new(
+        inv.dims.clone(),
+        vec![],
+        vec![],
+        inv.results.clone(),
+        constraints,
+    );
+    Ok(out)
 }
 
 fn rank(rows: &[Vec<i128>]) -> usize {

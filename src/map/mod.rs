@@ -12,6 +12,9 @@
 //! merged and sorted, single-variable constraints folded into the bounds.
 
 mod compose;
+pub mod compiled;
+mod convert;
+pub mod ranges;
 pub mod enumerate;
 mod equal;
 mod inverse;
@@ -22,7 +25,9 @@ pub use compose::compose;
 pub use enumerate::{DomainPoints, Limits};
 pub use equal::equal;
 pub use inverse::{inverse, is_bijection, is_permutation};
-pub use unused::{remove_unused_range_symbols, remove_unused_symbols};
+pub use convert::convert_symbols;
+pub use ranges::{ranges, ExprRange};
+pub use unused::{remove_unused_range_symbols, remove_unused_symbols, remove_unused_vars};
 
 use crate::expr::{self, Expr, ExprKind};
 use crate::interval::{range_of, Interval};

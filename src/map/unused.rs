@@ -10,7 +10,16 @@ use crate::map::enumerate::{box_size, for_each_in_box};
 
 /// The map without unused symbols, and how many were removed.
 pub fn remove_unused_symbols(m: &IndexingMap) -> (IndexingMap, usize) {
-    remove_unused(m, false)
+    let (out, removed) = remove_unused(m, false, false);
+    (out, removed.len())
+}
+
+/// The map without unused variables of every kind, dimensions included when `dims`, and
+/// the indices (in `m`) of the variables that went: XLA's `RemoveUnusedVars`, whose bit
+/// vector these indices are. A dimension goes on the same terms as a symbol: no result
+/// uses it, and the constraints that do mention only variables that go and can be met.
+pub fn remove_unused_vars(m: &IndexingMap, dims: bool) -> (IndexingMap, Vec<usize>) {
+    remove_unused(m, false, dims)
 }
 
 /// The map without unused *range* variables; runtime variables all stay. A runtime
@@ -18,18 +27,21 @@ pub fn remove_unused_symbols(m: &IndexingMap) -> (IndexingMap, usize) {
 /// position, so dropping one would shift the others onto the wrong operands. This is what
 /// `simplify` uses; the `unused` command drops both kinds.
 pub fn remove_unused_range_symbols(m: &IndexingMap) -> (IndexingMap, usize) {
-    remove_unused(m, true)
+    let (out, removed) = remove_unused(m, true, false);
+    (out, removed.len())
 }
 
-fn remove_unused(m: &IndexingMap, keep_runtimes: bool) -> (IndexingMap, usize) {
+fn remove_unused(m: &IndexingMap, keep_runtimes: bool, dims: bool) -> (IndexingMap, Vec<usize>) {
     if m.status != Status::Defined {
-        return (m.clone(), 0);
+        return (m.clone(), vec![]);
     }
     let nd = m.dims.len();
     let n = m.num_vars();
     let mut used = vec![false; n];
-    for d in used.iter_mut().take(nd) {
-        *d = true;
+    if !dims {
+        for d in used.iter_mut().take(nd) {
+            *d = true;
+        }
     }
     if keep_runtimes {
         for r in used.iter_mut().skip(nd + m.ranges.len()) {
@@ -58,7 +70,7 @@ fn remove_unused(m: &IndexingMap, keep_runtimes: bool) -> (IndexingMap, usize) {
     }
     let removed: Vec<usize> = (0..n).filter(|&v| !used[v]).collect();
     if removed.is_empty() {
-        return (m.clone(), 0);
+        return (m.clone(), removed);
     }
     // The constraints among removed symbols must be satisfiable, or the map is empty.
     let only_removed: Vec<_> = m
@@ -85,7 +97,7 @@ fn remove_unused(m: &IndexingMap, keep_runtimes: bool) -> (IndexingMap, usize) {
         )
         .is_err()
         {
-            return (m.clone(), 0);
+            return (m.clone(), vec![]);
         }
         let mut feasible = false;
         let mut point = vec![0i64; n];
@@ -104,7 +116,7 @@ fn remove_unused(m: &IndexingMap, keep_runtimes: bool) -> (IndexingMap, usize) {
         if !feasible {
             let mut empty = m.clone();
             empty.status = Status::KnownEmpty;
-            return (empty, 0);
+            return (empty, vec![]);
         }
     }
     let mut new_index = vec![u32::MAX; n];
@@ -122,6 +134,7 @@ fn remove_unused(m: &IndexingMap, keep_runtimes: bool) -> (IndexingMap, usize) {
             .map(|(_, v)| v.clone())
             .collect()
     };
+    let new_dims = keep(&m.dims, 0);
     let ranges = keep(&m.ranges, nd);
     let runtimes = keep(&m.runtimes, nd + m.ranges.len());
     let rename = |v: u32| new_index[v as usize];
@@ -136,7 +149,7 @@ fn remove_unused(m: &IndexingMap, keep_runtimes: bool) -> (IndexingMap, usize) {
         })
         .map(|&(e, iv)| (e.rename(&rename), iv))
         .collect();
-    let mut out = IndexingMap::new(m.dims.clone(), ranges, runtimes, results, constraints);
+    let mut out = IndexingMap::new(new_dims, ranges, runtimes, results, constraints);
     out.is_simplified = m.is_simplified;
-    (out, removed.len())
+    (out, removed)
 }

@@ -7,7 +7,7 @@ use crate::simplify::{simplify as run_simplify, SimplifyLimits};
 use crate::syntax::{Arg, Diagnostic};
 use crate::MapError;
 
-pub static COMMANDS: [Command; 10] = [
+pub static COMMANDS: [Command; 13] = [
     Command {
         name: "simplify",
         usage: "simplify MAP [explain]",
@@ -73,10 +73,31 @@ pub static COMMANDS: [Command; 10] = [
     },
     Command {
         name: "unused",
-        usage: "unused MAP",
-        summary: "the map without the range and runtime variables that no result uses",
+        usage: "unused MAP [dims]",
+        summary: "the map without the range and runtime variables (and with `dims`, the dimensions) that no result uses, and which went",
         example: "unused (d0)[s0, s1] -> (d0 + s0), domain: d0 in [0, 3], s0 in [0, 1], s1 in [0, 7]",
         run: unused,
+    },
+    Command {
+        name: "ranges",
+        usage: "ranges MAP",
+        summary: "the interval of every result and constraint: from the bounds, using the constraints, and exactly",
+        example: "ranges (d0, d1) -> (d0 + d1, d0 * 4), domain: d0 in [0, 9], d1 in [0, 9], d0 + d1 in [0, 5]",
+        run: ranges,
+    },
+    Command {
+        name: "convert_symbols",
+        usage: "convert_symbols MAP [s0, ...]",
+        summary: "range and runtime variables (all, or the named ones) turned into trailing dimensions",
+        example: "convert_symbols (d0)[s0]{r0} -> (d0 * 4 + s0 + r0), domain: d0 in [0, 3], s0 in [0, 3], r0 in [0, 1]",
+        run: convert_symbols,
+    },
+    Command {
+        name: "fold",
+        usage: "fold MAP r0=INSTR, ...",
+        summary: "a runtime variable replaced by what an HLO instruction of the session computes there, as the HLO analysis folds it",
+        example: "fold (d0){r0} -> (d0 + r0), domain: d0 in [0, 3], r0 in [0, 9] r0=c",
+        run: fold,
     },
 ];
 
@@ -133,9 +154,18 @@ fn equal(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         .map_err(|e| map_err(e, a))
 }
 
+/// The map simplified first (the same relation, with what the simplifier can remove
+/// gone: `s0 floordiv 2` for `s0 in [0, 1]` is 0), for the exact commands.
+fn simplified_input(m: IndexingMap) -> IndexingMap {
+    if m.status != crate::map::Status::Defined {
+        return m;
+    }
+    run_simplify(&m, &SimplifyLimits::default()).map
+}
+
 fn inverse(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     a.expect_groups(1, "inverse MAP")?;
-    let m = a.map(s, 0)?;
+    let m = simplified_input(a.map(s, 0)?);
     let inv = map::inverse(&m, &Limits::default()).map_err(|e| map_err(e, a))?;
     Ok(Value::Map(finish(inv, a)))
 }
@@ -224,7 +254,7 @@ fn is_permutation(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 }
 
 fn is_bijection(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    let m = a.map(s, 0)?;
+    let m = simplified_input(a.map(s, 0)?);
     map::is_bijection(&m, &Limits::default())
         .map(Value::Bool)
         .map_err(|e| map_err(e, a))
@@ -238,9 +268,16 @@ fn is_empty(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     if m.is_undefined() {
         return Err(Diagnostic::at("the map is UNDEFINED", a.span()));
     }
+    // A box is empty exactly when one of its bounds is: no enumeration.
+    if m.constraints.is_empty() {
+        return Ok(Value::Bool(m.vars().any(|v| v.bounds.is_empty())));
+    }
     let simplified = run_simplify(&m, &SimplifyLimits::default()).map;
     if simplified.is_known_empty() {
         return Ok(Value::Bool(true));
+    }
+    if simplified.constraints.is_empty() {
+        return Ok(Value::Bool(simplified.vars().any(|v| v.bounds.is_empty())));
     }
     let mut any = false;
     map::DomainPoints::for_each(&simplified, &Limits::default(), &mut |_, _| {
@@ -251,7 +288,270 @@ fn is_empty(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     Ok(Value::Bool(!any))
 }
 
+/// `unused M [dims]`: the map, then one step per variable that went.
 fn unused(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let m = a.map(s, 0)?;
-    Ok(Value::Map(map::remove_unused_symbols(&m).0))
+    let (out, removed) = map::remove_unused_vars(&m, a.flag("dims"));
+    let steps = removed
+        .iter()
+        .map(|&v| {
+            let var = m.var(v);
+            let kind = m.var_kind(v);
+            let mut constrained = false;
+            for &(e, _) in &m.constraints {
+                constrained |= e.uses_var(v as u32);
+            }
+            crate::simplify::Step {
+                rule: format!("unused-{}", kind.describe().replace(' ', "-")),
+                before: format!("{} in {}", var.name, var.bounds),
+                after: "(removed)".into(),
+                why: if constrained {
+                    "no result uses it, and its constraints involve only removed variables and can be met".into()
+                } else {
+                    "no result or constraint uses it".into()
+                },
+            }
+        })
+        .collect();
+    Ok(Value::Explained {
+        map: out,
+        steps,
+        limit_hit: None,
+    })
+}
+
+fn ranges(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let m = a.map(s, 0)?;
+    let rs = map::ranges(&m, &Limits::default()).map_err(|e| map_err(e, a))?;
+    let show = |iv: crate::interval::Interval| {
+        if iv.is_empty() {
+            "empty".to_string()
+        } else if iv.is_full() {
+            "unknown".to_string()
+        } else {
+            iv.to_string()
+        }
+    };
+    let mut notes = Vec::new();
+    let rows = rs
+        .iter()
+        .map(|r| {
+            let label = match r.required {
+                Some(iv) => format!("{} (in {iv})", r.label),
+                None => r.label.clone(),
+            };
+            let exact = match &r.exact {
+                Ok(iv) => show(*iv),
+                Err(e) => {
+                    if notes.is_empty() {
+                        notes.push(format!("exact: not enumerated, {e}"));
+                    }
+                    "-".to_string()
+                }
+            };
+            vec![
+                label,
+                m.show_expr(r.expr),
+                show(r.from_bounds),
+                show(r.with_constraints),
+                exact,
+            ]
+        })
+        .collect();
+    Ok(Value::Table(super::Table {
+        title: None,
+        headers: ["", "expression", "from bounds", "with constraints", "exact"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        notes,
+    }))
+}
+
+/// The words after the map (in any group): variable names.
+fn names_after_map(a: &Args) -> Vec<(String, crate::syntax::Span)> {
+    a.groups()
+        .iter()
+        .enumerate()
+        .flat_map(|(i, g)| g.items.iter().skip(usize::from(i == 0)))
+        .filter_map(|it| match it {
+            Arg::Word(w, sp) => Some((w.clone(), *sp)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn convert_symbols(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let m = a.map(s, 0)?;
+    let names = names_after_map(a);
+    let nd = m.dims.len();
+    let mut which = Vec::new();
+    for (name, span) in &names {
+        match m.vars().position(|v| &v.name == name) {
+            Some(v) if v >= nd => which.push(v),
+            Some(_) => {
+                return Err(Diagnostic::at(
+                    format!("`{name}` is already a dimension"),
+                    *span,
+                ))
+            }
+            None => {
+                let symbols: Vec<&str> = m.vars().skip(nd).map(|v| v.name.as_str()).collect();
+                return Err(Diagnostic::at(
+                    format!("the map has no range or runtime variable `{name}`"),
+                    *span,
+                )
+                .with_help(if symbols.is_empty() {
+                    "the map has no symbols".to_string()
+                } else {
+                    format!("its symbols are {}", symbols.join(", "))
+                }));
+            }
+        }
+    }
+    let which = (!names.is_empty()).then_some(which.as_slice());
+    map::convert_symbols(&m, which)
+        .map(Value::Map)
+        .map_err(|e| map_err(e, a))
+}
+
+/// `fold M r0=INSTR, r1="INSTR[d0, 7]"`: each named runtime variable replaced by the value
+/// of the instruction at the index it reads (the map's dimensions when the ranks agree, a
+/// scalar's only element, or the index written in brackets), when the HLO analysis's
+/// runtime-variable folding finds it to be an expression of the map's variables.
+fn fold(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let mut m = a.map(s, 0)?;
+    if m.is_undefined() {
+        return Err(Diagnostic::at("the map is UNDEFINED", a.span()));
+    }
+    let kvs: Vec<(&String, &Arg, crate::syntax::Span)> = a
+        .items()
+        .filter_map(|it| match it {
+            Arg::Kv(k, v, sp) => Some((k, v.as_ref(), *sp)),
+            _ => None,
+        })
+        .collect();
+    if kvs.is_empty() {
+        return Err(Diagnostic::at("`fold` needs at least one `r0=INSTR`", a.span())
+            .with_help("usage: fold MAP r0=INSTR, ..."));
+    }
+    for (key, value, span) in kvs {
+        let first_rt = m.dims.len() + m.ranges.len();
+        let Some(j) = m.runtimes.iter().position(|v| &v.name == key) else {
+            let rts: Vec<&str> = m.runtimes.iter().map(|v| v.name.as_str()).collect();
+            return Err(Diagnostic::at(
+                format!("the map has no runtime variable `{key}`"),
+                span,
+            )
+            .with_help(if rts.is_empty() {
+                "the map has no runtime variables (`{r0, ...}` after the range variables)".to_string()
+            } else {
+                format!("its runtime variables are {}", rts.join(", "))
+            }));
+        };
+        let (text, vspan) = match value {
+            Arg::Word(w, sp) | Arg::Str(w, sp) => (w.clone(), *sp),
+            other => {
+                return Err(Diagnostic::at(
+                    "the value of a runtime variable is an HLO instruction: r0=NAME or r0=\"NAME[i, j]\"",
+                    other.span(),
+                ))
+            }
+        };
+        let (name, index_text) = match text.split_once('[') {
+            Some((n, rest)) => match rest.trim_end().strip_suffix(']') {
+                Some(ix) => (n.trim().to_string(), Some(ix.to_string())),
+                None => {
+                    return Err(Diagnostic::at("an index is written NAME[i, j, ...]", vspan))
+                }
+            },
+            None => (text.trim().to_string(), None),
+        };
+        let Some(crate::hlo::workspace::Target::Instr(comp, id)) = s.hlo.resolve(&name) else {
+            return Err(Diagnostic::at(
+                format!("no HLO instruction `{name}` in this session"),
+                vspan,
+            )
+            .with_help("define it first, e.g. `c = s32[] constant(2)`"));
+        };
+        let rank = comp.instrs[id].dims().len();
+        let index: Vec<crate::expr::Expr> = match index_text {
+            Some(ix) => index_exprs(&m, &ix, vspan)?,
+            None if rank == 0 => vec![],
+            None if rank == m.dims.len() => (0..rank as u32).map(crate::expr::Expr::var).collect(),
+            None => {
+                return Err(Diagnostic::at(
+                    format!(
+                        "`{name}` has rank {rank} but the map has {} dimensions: say which element `{key}` reads",
+                        m.dims.len()
+                    ),
+                    vspan,
+                )
+                .with_help(format!("e.g. {key}=\"{name}[{}]\"", vec!["0"; rank].join(", "))))
+            }
+        };
+        if index.len() != rank {
+            return Err(Diagnostic::at(
+                format!("`{name}` has rank {rank}, but the index has {} coordinates", index.len()),
+                vspan,
+            ));
+        }
+        let v = (first_rt + j) as u32;
+        let bounds = m.runtimes[j].bounds;
+        let folded = crate::hlo::rtvar::fold(comp, id, &index, &m.bounds(), bounds)
+            .filter(|e| !e.uses_var(v));
+        let Some(e) = folded else {
+            return Err(Diagnostic::at(
+                format!(
+                    "`{name}` at that index is not an expression of the map's variables within {key}'s bounds {bounds}, so `{key}` stays a runtime variable"
+                ),
+                vspan,
+            )
+            .with_help("folding follows constants, iota, broadcast, reshape, transpose, slice, reverse, convert, add, subtract, multiply and negate"));
+        };
+        // Substitute, then drop the variable and renumber those after it.
+        let sub = |x: crate::expr::Expr| {
+            x.substitute(&mut |w| if w == v { e } else { crate::expr::Expr::var(w) })
+                .rename(&|w| if w > v { w - 1 } else { w })
+        };
+        let mut runtimes = m.runtimes.clone();
+        runtimes.remove(j);
+        let mut out = IndexingMap::new(
+            m.dims.clone(),
+            m.ranges.clone(),
+            runtimes,
+            m.results.iter().map(|&r| sub(r)).collect(),
+            m.constraints.iter().map(|&(c, iv)| (sub(c), iv)).collect(),
+        );
+        if m.is_known_empty() {
+            out.status = crate::map::Status::KnownEmpty;
+        }
+        m = out;
+    }
+    Ok(Value::Map(finish(m, a)))
+}
+
+/// Index expressions written in the map's variable names, parsed as the results of a map
+/// with the same variables.
+fn index_exprs(
+    m: &IndexingMap,
+    text: &str,
+    span: crate::syntax::Span,
+) -> Result<Vec<crate::expr::Expr>, Diagnostic> {
+    let join = |vs: &[crate::map::Variable]| {
+        vs.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ")
+    };
+    let mut src = format!("({})", join(&m.dims));
+    if !m.ranges.is_empty() {
+        src += &format!("[{}]", join(&m.ranges));
+    }
+    if !m.runtimes.is_empty() {
+        src += &format!("{{{}}}", join(&m.runtimes));
+    }
+    src += &format!(" -> ({text})");
+    let lit = crate::syntax::parse_map_lit(&src)
+        .map_err(|d| Diagnostic::at(format!("cannot read the index `{text}`: {}", d.message), span))?;
+    let built = super::build::build_map(&lit)
+        .map_err(|d| Diagnostic::at(format!("cannot read the index `{text}`: {}", d.message), span))?;
+    Ok(built.results)
 }
