@@ -26,7 +26,10 @@
 
 pub mod check;
 mod derive;
+pub mod fusion;
 pub mod normalize;
+pub mod schedule;
+pub mod space;
 pub mod symbolic;
 pub mod tune;
 pub mod utilization;
