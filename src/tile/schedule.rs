@@ -136,7 +136,15 @@ pub fn schedule(
 
 /// `(pid)[kstep..] -> offsets`: where a program's tile of an operand starts at each K step.
 pub fn operand_offsets(s: &Schedule, tile: &OperandTile) -> IndexingMap {
-    crate::hlo::fusion::compose_simplified(&s.tile_index, &tile.offsets)
+    let mut m = crate::hlo::fusion::compose_simplified(&s.tile_index, &tile.offsets);
+    // Composition names variables by position; the schedule's names read better.
+    if m.dims.len() == 1 && m.ranges.len() == s.tile_index.ranges.len() {
+        m.dims[0].name = "pid".into();
+        for (r, q) in m.ranges.iter_mut().zip(&s.tile_index.ranges) {
+            r.name = q.name.clone();
+        }
+    }
+    m
 }
 
 /// Enumerates every pid: the schedule must give each tile of the grid exactly once.

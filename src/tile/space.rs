@@ -195,6 +195,7 @@ pub fn conditions(
         ));
     }
     let given: Vec<Size> = names.iter().map(|w| Size::Symbol(w.clone())).collect();
+    let before = out.len();
     for (label, maps) in targets {
         let mut alts: Vec<String> = Vec::new();
         for m in maps {
@@ -233,6 +234,12 @@ pub fn conditions(
         if !alts.is_empty() {
             out.push((label.clone(), alts.join("; and ")));
         }
+    }
+    if out.len() == before {
+        out.push((
+            "every tensor".to_string(),
+            "a tile at any sizes (no divisibility needed; a partial last tile is clipped)".to_string(),
+        ));
     }
     out
 }
