@@ -354,7 +354,15 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     for op in &ops {
         let mut derived: Vec<(IndexingMap, OperandTile)> = Vec::new();
         for m in &op.maps {
-            match tile::derive(m, &sizes) {
+            match tile::derive(m, &sizes).map_err(|mut e| {
+                let lim = Limits {
+                    max_points: CHECK_LIMIT,
+                };
+                if let Some(which) = tile::check::first_non_box(m, &sizes, &lim) {
+                    e.reason.push_str(&format!("; e.g. {which}"));
+                }
+                e
+            }) {
                 Ok(x) => derived.push((m.clone(), x)),
                 Err(e) if single_map => return Err(Diagnostic::at(e.to_string(), a.span())),
                 Err(e) => {

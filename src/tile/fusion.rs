@@ -216,7 +216,12 @@ pub fn tile_set(maps: &[IndexingMap], sizes: &[i64], limits: &Limits) -> Result<
     for (i, m) in maps.iter().enumerate() {
         match derive(m, sizes) {
             Ok(x) => derived.push(x),
-            Err(error) => return Err(SetError { map: i, error }),
+            Err(mut error) => {
+                if let Some(which) = super::check::first_non_box(m, sizes, limits) {
+                    error.reason.push_str(&format!("; e.g. {which}"));
+                }
+                return Err(SetError { map: i, error });
+            }
         }
     }
     let mut checked = Some(0u64);
