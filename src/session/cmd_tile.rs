@@ -8,11 +8,11 @@ use crate::syntax::{Arg, Diagnostic};
 use crate::tile::symbolic::{self, Size};
 use crate::tile::{self, check::Verdict, OperandTile};
 
-pub static COMMANDS: [Command; 3] = [
+pub static COMMANDS: [Command; 5] = [
     Command {
         name: "tile",
-        usage: "tile MAP|FUSION sizes=(n|NAME, ...) [from K]",
-        summary: "cuts the output into tiles of the sizes (numbers, or names for symbolic sizes): each operand's tile (offsets, sizes, strides), checked exact by enumeration",
+        usage: "tile MAP|FUSION sizes=(n|NAME, ...) [k=(n, ...)] [from K | at INSTR | every]",
+        summary: "cuts the output into tiles of the sizes (numbers, or names for symbolic sizes), a dot's contraction into K steps of k: each operand's (or instruction's) tile (offsets, sizes, strides, clip or mask), checked exact by enumeration",
         example: "tile (d0) -> (d0 floordiv 8, d0 mod 8), domain: d0 in [0, 31] sizes=(16)",
         run: run_tile,
     },
@@ -29,6 +29,20 @@ pub static COMMANDS: [Command; 3] = [
         summary: "benchmarks every valid tiling of the output (legal tiles, divisibility, line-sized runs), verified, ranked against the default; binds the best mapping to FUSION_best",
         example: "p0 = f32[256, 256] parameter(0); t = f32[256, 256] transpose(p0), dimensions={1, 0}; tune t reps=3",
         run: run_tune,
+    },
+    Command {
+        name: "schedule",
+        usage: "schedule MAP|FUSION sizes=(n, ...) [k=(n, ...)] [order=major-to-minor|transposed]",
+        summary: "which tile each program computes: the maps pid -> tile offsets of the output and every parameter (K steps as a range variable), for the major-to-minor and transposed orders, checked by enumeration",
+        example: "schedule (d0, d1) -> (d1, d0), domain: d0 in [0, 63], d1 in [0, 31] sizes=(16, 16)",
+        run: run_schedule,
+    },
+    Command {
+        name: "tilings",
+        usage: "tilings MAP|FUSION [k] [volume=N] [divide] [try=(n, ...)] [max=N]",
+        summary: "the space of valid tile sizes (over the output and a dot's contraction): its conditions, and the power-of-two (and full-extent) tilings every instruction tiles for",
+        example: "tilings (d0) -> (d0 floordiv 8, d0 mod 8), domain: d0 in [0, 63]",
+        run: run_tilings,
     },
 ];
 
@@ -222,7 +236,38 @@ fn join(xs: &[i64]) -> String {
 
 fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let given = sizes(a)?;
-    let (ops, out_shape) = operands(s, a)?;
+    let whole = a.kv("k").is_some() || a.after("at").is_some() || a.flag("every");
+    if whole && a.after("from").is_some() {
+        return Err(Diagnostic::at(
+            "`from` tiles an operand and walks to the outputs; `k=`, `at` and `every` walk from the output",
+            a.span(),
+        ));
+    }
+    if whole {
+        if let Some((name, _)) = hlo_name(s, a) {
+            return run_tile_fusion(s, a, &name);
+        }
+        if a.after("at").is_some() || a.flag("every") {
+            return Err(Diagnostic::at(
+                "`at` and `every` name instructions of a fusion; this is a map",
+                a.span(),
+            ));
+        }
+    }
+    let (mut ops, mut out_shape) = operands(s, a)?;
+    let mut given = given;
+    // A map with k=: its first range variables (a contraction) become tiled dimensions.
+    if let Some(k) = k_sizes(a)? {
+        for op in &mut ops {
+            for m in &mut op.maps {
+                *m = tile::fusion::promote(m, k.len()).map_err(|e| {
+                    Diagnostic::at(e, a.kv("k").map_or(a.span(), |x| x.span()))
+                })?;
+            }
+        }
+        out_shape = None;
+        given.extend(k.into_iter().map(Size::Fixed));
+    }
     if given.iter().any(|z| matches!(z, Size::Symbol(_))) {
         return run_tile_symbolic(a, &given, &ops, out_shape);
     }
@@ -309,7 +354,15 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     for op in &ops {
         let mut derived: Vec<(IndexingMap, OperandTile)> = Vec::new();
         for m in &op.maps {
-            match tile::derive(m, &sizes) {
+            match tile::derive(m, &sizes).map_err(|mut e| {
+                let lim = Limits {
+                    max_points: CHECK_LIMIT,
+                };
+                if let Some(which) = tile::check::first_non_box(m, &sizes, &lim) {
+                    e.reason.push_str(&format!("; e.g. {which}"));
+                }
+                e
+            }) {
                 Ok(x) => derived.push((m.clone(), x)),
                 Err(e) if single_map => return Err(Diagnostic::at(e.to_string(), a.span())),
                 Err(e) => {
@@ -999,4 +1052,294 @@ fn tune_gpu(
         );
     }
     Ok(Value::Table(t))
+}
+
+// ---- whole fusions: every instruction, the K loop, schedules, the space of tilings ----
+
+/// The HLO computation a name stands for, and the instruction to start from: a fusion's
+/// callee and its root, a computation and its root, or a loose instruction itself.
+fn hlo_root<'s>(
+    s: &'s Session,
+    name: &str,
+) -> Option<(&'s crate::hlo::Computation, crate::hlo::InstrId)> {
+    use crate::hlo::workspace::Target;
+    let module = &s.hlo.module;
+    match s.hlo.resolve(name)? {
+        Target::Computation(c) => Some((c, c.root)),
+        Target::Instr(c, id) => {
+            let ins = &c.instrs[id];
+            match ins
+                .attrs
+                .calls
+                .as_deref()
+                .filter(|_| ins.opcode == "fusion")
+                .and_then(|n| module.computation(n))
+            {
+                Some(f) => Some((f, f.root)),
+                None => Some((c, id)),
+            }
+        }
+    }
+}
+
+/// The HLO name the first argument gives, if it names HLO rather than a bound value.
+fn hlo_name(s: &Session, a: &Args) -> Option<(String, crate::syntax::Span)> {
+    match a.items().next() {
+        Some(Arg::Word(w, sp)) if !s.values.contains_key(w) && s.hlo.resolve(w).is_some() => {
+            Some((w.clone(), *sp))
+        }
+        _ => None,
+    }
+}
+
+/// `k=64` or `k=(64, 32)`: the contraction's step sizes.
+fn k_sizes(a: &Args) -> Result<Option<Vec<i64>>, Diagnostic> {
+    let k = a.kv_tuple("k")?;
+    if let Some(k) = &k {
+        if let Some(z) = k.iter().find(|&&z| z < 1) {
+            return Err(Diagnostic::at(
+                format!("K step {z} is not positive"),
+                a.kv("k").map_or(a.span(), |x| x.span()),
+            ));
+        }
+    }
+    Ok(k)
+}
+
+/// Concrete sizes only (for the commands that enumerate).
+fn fixed_sizes(a: &Args) -> Result<Vec<i64>, Diagnostic> {
+    sizes(a)?
+        .into_iter()
+        .map(|z| match z {
+            Size::Fixed(v) => Ok(v),
+            Size::Symbol(w) => Err(Diagnostic::at(
+                format!("`{w}`: this command takes numbers as sizes; `tile` takes names"),
+                a.kv("sizes").map_or(a.span(), |x| x.span()),
+            )),
+        })
+        .collect()
+}
+
+/// The tiles of every instruction an HLO target reaches, over its iteration space.
+fn fusion_tiles(
+    s: &Session,
+    a: &Args,
+    name: &str,
+    sizes: &[i64],
+    k: Option<&[i64]>,
+) -> Result<(tile::fusion::IterSpace, Vec<tile::fusion::InstrTile>), Diagnostic> {
+    let (comp, root) = hlo_root(s, name).ok_or_else(|| {
+        Diagnostic::at(format!("no instruction or computation named `{name}`"), a.span())
+    })?;
+    let mut all = sizes.to_vec();
+    all.extend(k.unwrap_or(&[]));
+    tile::fusion::tile_instructions(
+        &s.hlo.module,
+        comp,
+        root,
+        &all,
+        k.is_some(),
+        &Limits {
+            max_points: CHECK_LIMIT,
+        },
+    )
+    .map_err(|e| Diagnostic::at(e, a.kv("k").or(a.kv("sizes")).map_or(a.span(), |x| x.span())))
+}
+
+/// `tile FUSION sizes=(...) [k=...] [at INSTR | every]`: tiles of instructions.
+fn run_tile_fusion(s: &mut Session, a: &Args, name: &str) -> Result<Value, Diagnostic> {
+    let sizes = fixed_sizes(a)?;
+    let k = k_sizes(a)?;
+    let (space, mut tiles) = fusion_tiles(s, a, name, &sizes, k.as_deref())?;
+    let what = match a.after("at") {
+        Some(Arg::Word(w, sp)) => {
+            let w = w.strip_prefix('%').unwrap_or(w);
+            tiles.retain(|t| t.name == w);
+            if tiles.is_empty() {
+                return Err(Diagnostic::at(
+                    format!("`{w}` is not an instruction `{name}` reaches"),
+                    *sp,
+                ));
+            }
+            format!("`{w}` in {name}")
+        }
+        Some(other) => {
+            return Err(Diagnostic::at(
+                "`at` takes an instruction name, e.g. `at dot`",
+                other.span(),
+            ))
+        }
+        None if a.flag("every") => format!("every instruction of {name}"),
+        None => {
+            let root = tiles_root(&tiles);
+            tiles.retain(|t| t.opcode == "parameter" || t.id == root);
+            format!("{name} (its output and parameters)")
+        }
+    };
+    let mut all = sizes.clone();
+    all.extend(k.unwrap_or_default());
+    for t in &tiles {
+        if let Err(e) = &t.tile {
+            if e.error.reason.starts_with("internal error") {
+                return Err(Diagnostic::at(format!("{}: {}", t.name, e.error), a.span()));
+            }
+        }
+    }
+    Ok(Value::Table(crate::render::tile::instructions(
+        &what, &space, &all, &tiles,
+    )))
+}
+
+/// The root of a walk: the first instruction reached.
+fn tiles_root(tiles: &[tile::fusion::InstrTile]) -> crate::hlo::InstrId {
+    tiles.first().map_or(usize::MAX, |t| t.id)
+}
+
+/// `schedule FUSION|MAP sizes=(...) [k=...] [order=major-to-minor|transposed]`.
+fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    use tile::schedule::{self as sch, Order};
+    let sizes = fixed_sizes(a)?;
+    let k = k_sizes(a)?;
+    let orders = match a.kv_word("order")?.as_deref() {
+        None => vec![Order::MajorToMinor, Order::Transposed],
+        Some("major-to-minor" | "major") => vec![Order::MajorToMinor],
+        Some("transposed") => vec![Order::Transposed],
+        Some(w) => {
+            return Err(Diagnostic::at(
+                format!("`order=` takes major-to-minor or transposed, not `{w}`"),
+                a.kv("order").map_or(a.span(), |x| x.span()),
+            ))
+        }
+    };
+    // The tensors whose offsets each program needs, and the iteration space.
+    let (what, space, tensors): (String, tile::fusion::IterSpace, Vec<(String, OperandTile)>) =
+        match hlo_name(s, a) {
+            Some((name, _)) => {
+                let (space, tiles) = fusion_tiles(s, a, &name, &sizes, k.as_deref())?;
+                let mut out = Vec::new();
+                for t in tiles.iter().filter(|t| t.opcode == "parameter") {
+                    match &t.tile {
+                        Ok(st) => {
+                            for (i, x) in st.tiles.iter().enumerate() {
+                                let label = if st.tiles.len() > 1 {
+                                    format!("{} (map {i})", t.name)
+                                } else {
+                                    t.name.clone()
+                                };
+                                out.push((label, x.clone()));
+                            }
+                        }
+                        Err(e) => {
+                            return Err(Diagnostic::at(
+                                format!("{}: {}", t.name, e.error),
+                                a.span(),
+                            ))
+                        }
+                    }
+                }
+                (name, space, out)
+            }
+            None => {
+                let m = a.map(s, 0)?;
+                let c = k.as_ref().map_or(0, |k| k.len());
+                let pm = tile::fusion::promote(&m, c)
+                    .map_err(|e| Diagnostic::at(e, a.span()))?;
+                let ext: Vec<i64> = pm.dims.iter().map(|d| d.bounds.hi.saturating_add(1)).collect();
+                let n = m.dims.len();
+                let space = tile::fusion::IterSpace {
+                    out: ext[..n].to_vec(),
+                    k: ext[n..].to_vec(),
+                    dot: None,
+                };
+                let mut all = sizes.clone();
+                all.extend(k.clone().unwrap_or_default());
+                let x = tile::derive(&pm, &all).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
+                ("the map".to_string(), space, vec![("operand 0".to_string(), x)])
+            }
+        };
+    if sizes.len() != space.out.len() {
+        return Err(Diagnostic::at(
+            format!(
+                "the output has {} dimension{} but sizes has {}",
+                space.out.len(),
+                if space.out.len() == 1 { "" } else { "s" },
+                sizes.len()
+            ),
+            a.kv("sizes").map_or(a.span(), |x| x.span()),
+        ));
+    }
+    let k = k.unwrap_or_default();
+    let mut scheds = Vec::new();
+    for o in orders {
+        let sc = sch::schedule(&space.out, &sizes, &space.k, &k, o)
+            .map_err(|e| Diagnostic::at(e, a.span()))?;
+        let verdict = sch::check(&sc, CHECK_LIMIT);
+        let maps = tensors
+            .iter()
+            .map(|(l, x)| (l.clone(), sch::operand_offsets(&sc, x)))
+            .collect();
+        scheds.push((sc, verdict, maps));
+    }
+    Ok(Value::Table(crate::render::tile::schedules(&what, &scheds)))
+}
+
+/// `tilings FUSION|MAP [k] [volume=N] [divide] [try=(...)] [max=N]`.
+fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let mut rules = tile::space::Rules::default();
+    if let Some(v) = a.kv_int("volume")? {
+        if v < 1 {
+            return Err(Diagnostic::at("`volume=` takes a positive number", a.span()));
+        }
+        rules.max_volume = Some(v);
+    }
+    rules.divide = a.flag("divide");
+    rules.only = a.kv_tuple("try")?;
+    if rules.only.is_some() {
+        rules.power_of_two = false;
+    }
+    let shown = a.kv_int("max")?.unwrap_or(20).clamp(1, 100_000) as usize;
+    let (what, extents, n_out, targets): (String, Vec<i64>, usize, Vec<(String, Vec<IndexingMap>)>) =
+        match hlo_name(s, a) {
+            Some((name, sp)) => {
+                let (comp, root) = hlo_root(s, &name)
+                    .ok_or_else(|| Diagnostic::at(format!("no computation `{name}`"), sp))?;
+                let reaches_dot = crate::hlo::fusion::reverse_topological(comp, &[root])
+                    .iter()
+                    .filter(|&&i| comp.instrs[i].opcode == "dot")
+                    .count()
+                    == 1;
+                let (space, reached) =
+                    tile::fusion::instruction_maps(&s.hlo.module, comp, root, reaches_dot)
+                        .map_err(|e| Diagnostic::at(e, sp))?;
+                let targets = reached
+                    .into_iter()
+                    .map(|r| (comp.instrs[r.id].name.clone(), r.maps))
+                    .collect();
+                (name, space.extents(), space.out.len(), targets)
+            }
+            None => {
+                let m = a.map(s, 0)?;
+                let c = if a.flag("k") { m.ranges.len() } else { 0 };
+                let pm = tile::fusion::promote(&m, c).map_err(|e| Diagnostic::at(e, a.span()))?;
+                let ext = pm.dims.iter().map(|d| d.bounds.hi.saturating_add(1)).collect();
+                ("the map".to_string(), ext, m.dims.len(), vec![("operand 0".to_string(), vec![pm])])
+            }
+        };
+    let names: Vec<String> = (0..extents.len())
+        .map(|i| {
+            if i < n_out {
+                format!("ts{i}")
+            } else if extents.len() - n_out == 1 {
+                "tk".to_string()
+            } else {
+                format!("tk{}", i - n_out)
+            }
+        })
+        .collect();
+    let e = tile::space::enumerate(&targets, &extents, &rules, 20_000)
+        .map_err(|e| Diagnostic::at(e, a.span()))?;
+    let conds = tile::space::conditions(&targets, &extents, &names, &rules);
+    Ok(Value::Table(crate::render::tile::tilings(
+        &what, &names, &extents, &conds, &e, shown,
+    )))
 }

@@ -113,3 +113,86 @@ pub fn check_exact(
     let _ = (domain, nr);
     Ok(verdict.unwrap_or(Verdict::Exact { tiles }))
 }
+
+/// The first tile of `sizes` whose elements (read through `map`) are not a strided box, with
+/// what it reads; `None` when every tile is a box (or the domain is too large to look).
+/// Used to say *which* tile makes a map not tileable.
+pub fn first_non_box(map: &IndexingMap, sizes: &[i64], limits: &Limits) -> Option<String> {
+    let n = map.dims.len();
+    if sizes.len() != n || sizes.iter().any(|&z| z < 1) {
+        return None;
+    }
+    if box_points(&map.bounds()) > limits.max_points {
+        return None;
+    }
+    let mut outer: Vec<Interval> = map
+        .dims
+        .iter()
+        .zip(sizes)
+        .map(|(d, &z)| {
+            Interval::new(
+                crate::expr::arith::floor_div(d.bounds.lo, z),
+                crate::expr::arith::floor_div(d.bounds.hi, z),
+            )
+        })
+        .collect();
+    outer.extend(map.runtimes.iter().map(|r| r.bounds));
+    let mut found = None;
+    let _ = for_each_in_box(&outer, &mut |tr| {
+        let (t, r) = tr.split_at(n);
+        let mut m = map.clone();
+        for (i, d) in m.dims.iter_mut().enumerate() {
+            let lo = t[i].saturating_mul(sizes[i]);
+            d.bounds = d
+                .bounds
+                .intersect(&Interval::new(lo, lo.saturating_add(sizes[i] - 1)));
+        }
+        for (j, v) in m.runtimes.iter_mut().enumerate() {
+            v.bounds = v.bounds.intersect(&Interval::point(r[j]));
+        }
+        if m.dims.iter().any(|d| d.bounds.is_empty()) {
+            return Ok(true);
+        }
+        let mut got = BTreeSet::new();
+        DomainPoints::for_each(&m, limits, &mut |_, res| {
+            got.insert(res.to_vec());
+            Ok(true)
+        })?;
+        if let Some(why) = not_a_box(&got) {
+            let idx: Vec<String> = tr.iter().map(|x| x.to_string()).collect();
+            found = Some(format!("tile ({}) {why}", idx.join(", ")));
+            return Ok(false);
+        }
+        Ok(true)
+    });
+    found
+}
+
+/// Why a set of points is not `{offset + stride * k}` over a box of `k`, if it is not.
+fn not_a_box(points: &BTreeSet<Vec<i64>>) -> Option<String> {
+    let first = points.iter().next()?;
+    let m = first.len();
+    let mut count: u64 = 1;
+    let mut hull = Vec::new();
+    for j in 0..m {
+        let vals: BTreeSet<i64> = points.iter().map(|p| p[j]).collect();
+        let v: Vec<i64> = vals.into_iter().collect();
+        let step = if v.len() > 1 { v[1] - v[0] } else { 1 };
+        if v.windows(2).any(|w| w[1] - w[0] != step) {
+            return Some(format!(
+                "reads coordinate {j} at {:?}, not evenly spaced",
+                v.iter().take(8).collect::<Vec<_>>()
+            ));
+        }
+        count = count.saturating_mul(v.len() as u64);
+        hull.push(format!("[{}, {}]", v[0], v[v.len() - 1]));
+    }
+    if count != points.len() as u64 {
+        return Some(format!(
+            "reads {} elements within {}, whose box holds {count}: not a box",
+            points.len(),
+            hull.join(" x ")
+        ));
+    }
+    None
+}

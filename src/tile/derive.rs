@@ -526,6 +526,7 @@ fn finish(mut w: Work, map: &IndexingMap, result_text: &[String]) -> Result<Oper
     // Constraints left: clips of one coordinate, or conditions on the tile index alone.
     let mut clips: Vec<Interval> = vec![Interval::FULL; m];
     let mut exists: Vec<(Expr, Interval)> = Vec::new();
+    let mut masks: Vec<(Expr, Interval)> = Vec::new();
     for (c, iv, text) in std::mem::take(&mut w.constraints) {
         let Some((off, k, el)) = split_linear(&w, c) else {
             return Err(NotATile::new(format!(
@@ -589,14 +590,24 @@ fn finish(mut w: Work, map: &IndexingMap, result_text: &[String]) -> Result<Oper
             .flatten();
         match clip {
             Some((j, b)) => clips[j] = clips[j].intersect(&b),
+            // A cut over several coordinates: the tile stays the box, and the cut becomes
+            // its mask (which elements of the box a partial tile reads), as a masked load
+            // of an emitter does. Only possible when every element variable of the cut is
+            // the element variable of a coordinate.
             None => {
-                return Err(NotATile::new(format!(
-                    "`{text}` cuts the tile in a way that depends on where the tile is (a partial tile that is not a tile); choose sizes that divide the extents"
-                )))
+                let in_coords = el.iter().all(|&(v, _)| {
+                    coord.iter().any(|x| x.1.is_some_and(|(u, _)| u == v))
+                });
+                if !in_coords {
+                    return Err(NotATile::new(format!(
+                        "`{text}` cuts the tile along elements that no coordinate of the tile moves with (a partial tile that is not a masked box)"
+                    )));
+                }
+                masks.push((c, iv));
             }
         }
     }
-    build(&w, map, coord, clips, exists)
+    build(&w, map, coord, clips, exists, masks)
 }
 
 fn build(
@@ -605,6 +616,7 @@ fn build(
     coord: Vec<(Expr, Option<(u32, i64)>)>,
     clips: Vec<Interval>,
     exists: Vec<(Expr, Interval)>,
+    masks: Vec<(Expr, Interval)>,
 ) -> Result<OperandTile, NotATile> {
     let n = map.dims.len();
     let nr = map.runtimes.len();
@@ -659,6 +671,31 @@ fn build(
     for (e, iv) in exists {
         constraints.push((canonical(e.rename(&rename)), iv));
     }
+    // Masks: over the tile's variables, each element variable of a coordinate becoming
+    // that coordinate's k (shifted by its lower bound, which the offset absorbed).
+    let mut mask_exprs = Vec::new();
+    for (e, iv) in masks {
+        let mut kpos = 0u32;
+        let mut by: Vec<(u32, Expr)> = Vec::new();
+        for (off, var) in coord.iter() {
+            let _ = off;
+            if let Some((v, _)) = var {
+                let lo = w.bounds[*v as usize].lo;
+                by.push((
+                    *v,
+                    Expr::var(n as u32 + kpos).add(Expr::constant(lo)),
+                ));
+                kpos += 1;
+            }
+        }
+        let mut f = |v: u32| match by.iter().find(|b| b.0 == v) {
+            Some(&(_, x)) => x,
+            None => Expr::var(rename(v)),
+        };
+        let m = canonical(e.substitute(&mut f));
+        constraints.push((m, iv));
+        mask_exprs.push((m, iv));
+    }
     let tile_map = IndexingMap::new(dims.clone(), ranges, runtimes.clone(), results, constraints);
     let offset_map = IndexingMap::new(dims, vec![], runtimes, offsets.clone(), vec![]);
     Ok(OperandTile {
@@ -666,6 +703,7 @@ fn build(
         sizes,
         strides,
         clips,
+        masks: mask_exprs,
         map: tile_map,
     })
 }

@@ -26,7 +26,10 @@
 
 pub mod check;
 mod derive;
+pub mod fusion;
 pub mod normalize;
+pub mod schedule;
+pub mod space;
 pub mod symbolic;
 pub mod tune;
 pub mod utilization;
@@ -48,6 +51,10 @@ pub struct OperandTile {
     /// Where a coordinate is cut by the map's domain (a partial tile): the tile is
     /// intersected with this interval. `Interval::FULL` where nothing cuts.
     pub clips: Vec<Interval>,
+    /// Where the cut of a partial tile is not one interval per coordinate: conditions over
+    /// the tile map's variables `(t, k, runtime)` that an element of the box must meet to
+    /// be read (an emitter's mask). Empty for tiles that are whole or clipped.
+    pub masks: Vec<(crate::expr::Expr, Interval)>,
     /// `(t0, ..)[k0, ..]{runtime} -> (offset + stride * k, ..)`: every element of the tile.
     pub map: IndexingMap,
 }
@@ -81,6 +88,13 @@ pub fn output_tile(extents: &[i64], sizes: &[i64]) -> Result<OperandTile, NotATi
 /// operand read through both reads exactly `a`. Decided per coordinate from the offsets.
 pub fn contains(a: &OperandTile, b: &OperandTile) -> bool {
     if a.sizes.len() != b.sizes.len() || a.offsets.dims.len() != b.offsets.dims.len() {
+        return false;
+    }
+    if a == b {
+        return true;
+    }
+    // A masked tile reads part of its box: only an unmasked `a` is known to contain it.
+    if !a.masks.is_empty() {
         return false;
     }
     let bounds = a.offsets.bounds();

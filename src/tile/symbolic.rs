@@ -1079,6 +1079,7 @@ impl Case {
             sizes: z,
             strides: self.strides.clone(),
             clips: self.clips.clone(),
+            masks: vec![],
             map: tile_map,
         })
     }

@@ -64,33 +64,6 @@ fn run_bytes(t: &Tensor, sizes: &[i64], strides: &[i64]) -> i64 {
     run.saturating_mul(t.elem.bytes())
 }
 
-/// Tile-size options for one dimension of extent `n`: the powers of two from `lo` that
-/// divide `n`, and `n` itself; or the user's values that divide `n`.
-fn options(n: i64, user: Option<&[i64]>) -> Vec<i64> {
-    let mut v: Vec<i64> = match user {
-        Some(u) => u
-            .iter()
-            .copied()
-            .filter(|&z| z >= 1 && z <= n && n % z == 0)
-            .collect(),
-        None => {
-            let mut v = vec![];
-            let mut z = 1i64;
-            while z <= n.min(512) {
-                if n % z == 0 {
-                    v.push(z);
-                }
-                z *= 2;
-            }
-            v
-        }
-    };
-    v.push(n);
-    v.sort();
-    v.dedup();
-    v
-}
-
 /// Every valid tiling, and those left out with the reason; at most `max` kept (evenly
 /// spread over the valid ones, whose number is the third value).
 pub fn candidates(
@@ -100,27 +73,28 @@ pub fn candidates(
 ) -> Result<(Vec<Candidate>, Vec<Rejected>, usize), MapError> {
     let dims = &spec.output.dims;
     let accesses = spec.input_accesses()?;
-    let opts: Vec<Vec<i64>> = dims.iter().map(|&n| options(n, user_tiles)).collect();
-    let mut all = vec![vec![]];
-    for o in &opts {
-        let mut next = Vec::new();
-        for prefix in &all {
-            for &z in o {
-                let mut p: Vec<i64> = prefix.clone();
-                p.push(z);
-                next.push(p);
-            }
-        }
-        all = next;
-        if all.len() > 100_000 {
-            return Err(MapError::Other(
-                "too many tilings to enumerate; give tile=(...)".into(),
-            ));
-        }
-    }
+    // The candidates: the valid tilings of `tile::space` under the CPU emitter's rules
+    // (sizes dividing the extents, powers of two up to 512 or the whole extent).
+    let targets: Vec<(String, Vec<crate::map::IndexingMap>)> = accesses
+        .iter()
+        .map(|a| (format!("input {}", a.input), vec![a.map.clone()]))
+        .collect();
+    let rules = super::space::Rules {
+        power_of_two: user_tiles.is_none(),
+        divide: true,
+        max_volume: None,
+        max_size: Some(512),
+        only: user_tiles.map(|u| u.to_vec()),
+    };
+    let space = super::space::enumerate(&targets, dims, &rules, 100_000)
+        .map_err(|e| MapError::Other(format!("{e} with tile=(...)")))?;
     let mut good = Vec::new();
-    let mut rejected = Vec::new();
-    'cand: for sizes in all {
+    let mut rejected: Vec<Rejected> = space
+        .rejected
+        .into_iter()
+        .map(|(sizes, why)| Rejected { sizes, why })
+        .collect();
+    'cand: for sizes in space.valid {
         // The untiled loop is the default mapping, measured separately.
         if sizes.iter().zip(dims).all(|(z, n)| z == n) || sizes.iter().all(|&z| z == 1) {
             continue;

@@ -1,0 +1,303 @@
+//! Tables for the tiling commands (`tile ... at`/`every`/`k=`, `schedule`, `tilings`): the
+//! library (`crate::tile`) computes the tiles, schedules and spaces; this file only lays
+//! them out.
+
+use crate::session::Table;
+use crate::tile::fusion::{InstrTile, IterSpace, SetTile};
+use crate::tile::schedule::Schedule;
+use crate::tile::space::Enumerated;
+use crate::tile::OperandTile;
+
+pub fn join(xs: &[i64]) -> String {
+    xs.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `t0 in [0, 3], t1 in [0, 2], t2 in [0, 1] (t2 steps along K)`.
+pub fn grid_text(space: &IterSpace, sizes: &[i64]) -> String {
+    let n = space.out.len();
+    let parts: Vec<String> = space
+        .extents()
+        .iter()
+        .zip(sizes)
+        .enumerate()
+        .map(|(i, (&e, &z))| {
+            let t = crate::expr::arith::ceil_div(e, z).unwrap_or(1);
+            format!("t{i} in [0, {}]", t - 1)
+        })
+        .collect();
+    let mut s = parts.join(", ");
+    if !space.k.is_empty() {
+        let ks: Vec<String> = (n..n + space.k.len()).map(|i| format!("t{i}")).collect();
+        s.push_str(&format!(
+            " ({} step{} along the contraction, K = {})",
+            ks.join(", "),
+            if ks.len() == 1 { "s" } else { "" },
+            join(&space.k)
+        ));
+    }
+    s
+}
+
+/// Rows `dim, offset, size, stride, clip` of one tile, the first labelled.
+pub fn tile_rows(label: &str, extra: &[String], x: &OperandTile) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for j in 0..x.sizes.len() {
+        let mut r: Vec<String> = if j == 0 {
+            std::iter::once(label.to_string())
+                .chain(extra.iter().cloned())
+                .collect()
+        } else {
+            vec![String::new(); 1 + extra.len()]
+        };
+        r.extend([
+            j.to_string(),
+            x.offsets.show_expr(x.offsets.results[j]),
+            x.sizes[j].to_string(),
+            x.strides[j].to_string(),
+            if x.clips[j].is_full() {
+                String::new()
+            } else {
+                x.clips[j].to_string()
+            },
+        ]);
+        rows.push(r);
+    }
+    if x.sizes.is_empty() {
+        let mut r: Vec<String> = std::iter::once(label.to_string())
+            .chain(extra.iter().cloned())
+            .collect();
+        r.extend(["-".to_string(), "scalar".to_string()]);
+        rows.push(r);
+    }
+    rows
+}
+
+/// The mask of a partial tile, as a note, if it has one.
+pub fn mask_note(label: &str, x: &OperandTile) -> Option<String> {
+    if x.masks.is_empty() {
+        return None;
+    }
+    let conds: Vec<String> = x
+        .masks
+        .iter()
+        .map(|&(e, iv)| format!("{} in {iv}", x.map.show_expr(e)))
+        .collect();
+    Some(format!(
+        "{label}: mask {} (an element k of the box is read only where it holds: the last, partial tile)",
+        conds.join(" and ")
+    ))
+}
+
+/// Drops the last column when it is empty everywhere.
+fn drop_empty_last(t: &mut Table) {
+    let last = t.headers.len() - 1;
+    if t.rows.iter().all(|r| r.get(last).is_none_or(|c| c.is_empty())) {
+        t.headers.truncate(last);
+        for r in &mut t.rows {
+            r.truncate(last);
+        }
+    } else {
+        t.notes.push(
+            "clip: the tile is cut to this interval (the last, partial tile where a size does not divide its extent; the emitter's mask)"
+                .into(),
+        );
+    }
+}
+
+/// The table of every instruction's tile (or of the ones `only` names).
+pub fn instructions(
+    what: &str,
+    space: &IterSpace,
+    sizes: &[i64],
+    tiles: &[InstrTile],
+) -> Table {
+    let n = space.out.len();
+    let out_sizes = &sizes[..n];
+    let k_sizes = &sizes[n..];
+    let mut t = Table {
+        title: Some(format!(
+            "tiles of {what}: output tiles of ({}){}; {}",
+            join(out_sizes),
+            if k_sizes.is_empty() {
+                String::new()
+            } else {
+                format!(", K steps of ({})", join(k_sizes))
+            },
+            grid_text(space, sizes)
+        )),
+        headers: ["instruction", "op", "users", "dim", "offset", "size", "stride", "clip"]
+            .map(String::from)
+            .to_vec(),
+        rows: vec![],
+        notes: vec![],
+    };
+    let mut checked = 0u64;
+    let mut unchecked = Vec::new();
+    for it in tiles {
+        let users = if it.users == 0 {
+            "-".to_string()
+        } else if it.users > 1 {
+            format!("{} (shared)", it.users)
+        } else {
+            it.users.to_string()
+        };
+        match &it.tile {
+            Err(e) => {
+                t.rows.push(vec![
+                    it.name.clone(),
+                    it.opcode.clone(),
+                    users,
+                    "-".into(),
+                    "not a tile".into(),
+                ]);
+                t.notes.push(format!("{}: {}", it.name, e.error));
+            }
+            Ok(st) => {
+                push_set(&mut t, &it.name, &[it.opcode.clone(), users], st);
+                match st.checked {
+                    Some(c) => checked = checked.max(c),
+                    None => unchecked.push(it.name.clone()),
+                }
+            }
+        }
+    }
+    drop_empty_last(&mut t);
+    if tiles.iter().any(|i| i.users > 1) {
+        t.notes.push(
+            "shared: an instruction with several users is reached through all of them, and tiled once (one tile that contains what every user reads)"
+                .into(),
+        );
+    }
+    if unchecked.is_empty() {
+        t.notes.push(format!(
+            "exact: each tile names exactly the elements the instruction's maps reach ({checked} tile{} enumerated)",
+            if checked == 1 { "" } else { "s" }
+        ));
+    } else {
+        t.notes.push(format!(
+            "exactness not enumerated for {}: the domain is too large",
+            unchecked.join(", ")
+        ));
+    }
+    t
+}
+
+fn push_set(t: &mut Table, name: &str, extra: &[String], st: &SetTile) {
+    for (i, x) in st.tiles.iter().enumerate() {
+        let label = if st.tiles.len() > 1 {
+            format!("{name} (map {i})")
+        } else {
+            name.to_string()
+        };
+        t.rows.extend(tile_rows(&label, extra, x));
+        t.notes.push(format!("{label}: {}", x.map));
+        if let Some(m) = mask_note(&label, x) {
+            t.notes.push(m);
+        }
+    }
+    if st.covers > 1 {
+        t.notes.push(format!(
+            "{name} is reached through {} maps; the tile shown contains the others",
+            st.covers
+        ));
+    }
+}
+
+/// The schedules: per order, the program's tile index and each tensor's tile offsets.
+pub fn schedules(
+    what: &str,
+    scheds: &[(Schedule, Result<u64, String>, Vec<(String, crate::map::IndexingMap)>)],
+) -> Table {
+    let mut t = Table {
+        title: scheds.first().map(|(s, _, _)| {
+            format!(
+                "schedules of {what}: a grid of ({}) tiles, {} programs{}",
+                join(&s.grid),
+                s.grid.iter().product::<i64>(),
+                if s.ksteps.is_empty() {
+                    String::new()
+                } else {
+                    format!(", each looping over ({}) K steps", join(&s.ksteps))
+                }
+            )
+        }),
+        headers: ["order", "tensor", "pid -> offsets"].map(String::from).to_vec(),
+        rows: vec![],
+        notes: vec![],
+    };
+    for (s, verdict, tensors) in scheds {
+        t.rows
+            .push(vec![s.order.name().into(), "tile index".into(), s.tile_index.to_string()]);
+        t.rows
+            .push(vec![String::new(), "output".into(), s.offsets.to_string()]);
+        for (label, m) in tensors {
+            t.rows
+                .push(vec![String::new(), label.clone(), m.to_string()]);
+        }
+        t.notes.push(match verdict {
+            Ok(n) => format!(
+                "{}: checked by enumeration: the {n} programs compute every tile of the grid exactly once",
+                s.order.name()
+            ),
+            Err(e) => format!("{}: not checked: {e}", s.order.name()),
+        });
+    }
+    t
+}
+
+/// The space of tilings: its conditions, then the valid tuples.
+pub fn tilings(
+    what: &str,
+    names: &[String],
+    extents: &[i64],
+    conditions: &[(String, String)],
+    e: &Enumerated,
+    shown: usize,
+) -> Table {
+    let mut t = Table {
+        title: Some(format!(
+            "tilings of {what} over ({}) = ({}): {} valid of {} tried",
+            names.join(", "),
+            join(extents),
+            e.valid.len(),
+            e.valid.len() + e.rejected.len()
+        )),
+        headers: names.to_vec(),
+        rows: vec![],
+        notes: vec![],
+    };
+    for v in e.valid.iter().take(shown) {
+        t.rows.push(v.iter().map(|x| x.to_string()).collect());
+    }
+    if e.valid.len() > shown {
+        t.notes.push(format!(
+            "... and {} more (max= shows more)",
+            e.valid.len() - shown
+        ));
+    }
+    t.notes.push(format!(
+        "sizes tried: {}",
+        names
+            .iter()
+            .zip(&e.options)
+            .map(|(n, o)| format!("{n} in {{{}}}", join(o)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    t.notes.push("conditions:".into());
+    for (who, c) in conditions {
+        t.notes.push(format!("  {who}: {c}"));
+    }
+    if let Some((z, why)) = e.rejected.first() {
+        t.notes.push(format!(
+            "left out: {} tuple{}, e.g. ({}): {why}",
+            e.rejected.len(),
+            if e.rejected.len() == 1 { "" } else { "s" },
+            join(z)
+        ));
+    }
+    t
+}
