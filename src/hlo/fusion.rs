@@ -19,10 +19,8 @@
 //! instruction inside the computation is looked through when its callee is in the module.
 //! Shown running in `sessions/hlo/fusion.ixm`.
 
-use super::ops::{self, reshape, MapSet};
+use super::ops::{self, MapSet};
 use super::{Computation, InstrId, Module};
-use crate::expr::{Expr, ExprKind, Op};
-use crate::interval::{range_of, Interval};
 use crate::map::{compose, IndexingMap};
 use std::collections::HashSet;
 
@@ -59,7 +57,9 @@ pub fn compose_simplified(a: &IndexingMap, b: &IndexingMap) -> IndexingMap {
 }
 
 /// Simplifies a composed map when it has symbols, constraints or divisions (a plain
-/// linear map is already canonical), and names its variables by position.
+/// linear map is already canonical), and names its variables by position. The simplifier
+/// does all the folding reshapes need (quotients and remainders of linearized indices
+/// recombined, nested divisions fused).
 pub fn finish(mut m: IndexingMap) -> IndexingMap {
     if m.is_undefined() {
         return m;
@@ -71,91 +71,7 @@ pub fn finish(mut m: IndexingMap) -> IndexingMap {
         ops::default_names(&mut m);
         return m;
     }
-    let bounds = m.bounds();
-    for r in &mut m.results {
-        if r.has_div() {
-            *r = recombine(crate::expr::canonical(divmod(*r, &bounds)));
-        }
-    }
     ops::finish(m)
-}
-
-/// Exact floordiv/mod rewrites of sums of non-negative bounded terms, the ones reshapes
-/// need when composed (`(d0 * 16 + d1) floordiv 16 = d0` for `d1 in [0, 15]`); see
-/// [`super::ops::reshape::div`]. Anything else is left as it is for `crate::simplify`.
-pub fn divmod(e: Expr, bounds: &[Interval]) -> Expr {
-    match e.kind() {
-        ExprKind::Bin(op @ (Op::FloorDiv | Op::Mod), a, b) => {
-            let a = divmod(a, bounds);
-            let Some(k) = b.as_const().filter(|&k| k > 0) else {
-                return Expr::apply(op, a, b);
-            };
-            match terms(a, bounds) {
-                Some(t) if op == Op::FloorDiv => reshape::div(&t, k).to_expr(),
-                Some(t) => reshape::rem(&t, k).to_expr(),
-                None => Expr::apply(op, a, b),
-            }
-        }
-        ExprKind::Bin(op, a, b) => Expr::apply(op, divmod(a, bounds), divmod(b, bounds)),
-        _ => e,
-    }
-}
-
-/// `(x floordiv c) * c * k + (x mod c) * k = x * k` inside a sum (what delinearizing and
-/// relinearizing leaves behind).
-pub fn recombine(e: Expr) -> Expr {
-    let Some(l) = crate::expr::Linear::of(e) else {
-        return e;
-    };
-    let mut terms = l.terms.clone();
-    let mut changed = true;
-    while changed {
-        changed = false;
-        'outer: for i in 0..terms.len() {
-            let (fd, kf) = terms[i];
-            let ExprKind::Bin(Op::FloorDiv, x, c) = fd.kind() else {
-                continue;
-            };
-            let Some(cv) = c.as_const() else { continue };
-            for j in 0..terms.len() {
-                let (md, km) = terms[j];
-                if md == Expr::bin(Op::Mod, x, c) && km.checked_mul(cv) == Some(kf) {
-                    let (hi, lo) = (i.max(j), i.min(j));
-                    terms.remove(hi);
-                    terms.remove(lo);
-                    terms.push((x, km));
-                    changed = true;
-                    break 'outer;
-                }
-            }
-        }
-    }
-    let rebuilt = terms
-        .iter()
-        .fold(Expr::constant(l.constant), |acc, &(a, k)| {
-            acc.add(a.mul(Expr::constant(k)))
-        });
-    crate::expr::canonical(rebuilt)
-}
-
-/// `e` as `Σ coeff · atom` with positive coefficients and atoms in `[0, max]`.
-fn terms(e: Expr, bounds: &[Interval]) -> Option<reshape::Terms> {
-    let l = crate::expr::Linear::of(e)?;
-    if l.constant < 0 {
-        return None;
-    }
-    let mut t = Vec::new();
-    for &(atom, k) in &l.terms {
-        let r = range_of(atom, bounds);
-        if k <= 0 || r.lo < 0 || r.is_full() || r.hi == i64::MAX {
-            return None;
-        }
-        t.push((atom, k, r.hi));
-    }
-    if l.constant > 0 {
-        t.push((Expr::constant(1), l.constant, 1));
-    }
-    Some(reshape::Terms(t))
 }
 
 /// Instructions reachable from `roots`, users before operands.
