@@ -114,6 +114,10 @@ impl Interval {
         Interval::from_i128(*c.iter().min().unwrap_or(&0), *c.iter().max().unwrap_or(&0))
     }
     pub fn floordiv(&self, o: &Interval) -> Interval {
+        if o.is_point() && o.lo < 0 && o.lo != i64::MIN {
+            // a floordiv -c = (-a) floordiv c: decreasing in a.
+            return self.neg().floordiv(&Interval::point(-o.lo));
+        }
         if o.lo <= 0 {
             return Interval::FULL;
         }
@@ -131,6 +135,10 @@ impl Interval {
         }
     }
     pub fn ceildiv(&self, o: &Interval) -> Interval {
+        if o.is_point() && o.lo < 0 && o.lo != i64::MIN {
+            // a ceildiv -c = -(a floordiv c).
+            return self.floordiv(&Interval::point(-o.lo)).neg();
+        }
         if o.lo <= 0 {
             return Interval::FULL;
         }
@@ -149,6 +157,10 @@ impl Interval {
         }
     }
     pub fn modulo(&self, o: &Interval) -> Interval {
+        if o.is_point() && o.lo < 0 && o.lo != i64::MIN {
+            // a mod -c = -((-a) mod c), in [-c + 1, 0].
+            return self.neg().modulo(&Interval::point(-o.lo)).neg();
+        }
         if o.lo <= 0 {
             return Interval::FULL;
         }
@@ -180,6 +192,8 @@ impl Interval {
             Op::FloorDiv => a.floordiv(b),
             Op::CeilDiv => a.ceildiv(b),
             Op::Mod => a.modulo(b),
+            Op::Min => Interval::new(a.lo.min(b.lo), a.hi.min(b.hi)),
+            Op::Max => Interval::new(a.lo.max(b.lo), a.hi.max(b.hi)),
         }
     }
 }

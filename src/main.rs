@@ -17,7 +17,8 @@ use std::process::ExitCode;
 )]
 struct Cli {
     /// Run these statements instead of starting the REPL.
-    #[arg(short = 'c', value_name = "STATEMENTS")]
+    /// (`-c '-1 + 2'` is a statement: the value may start with `-`.)
+    #[arg(short = 'c', value_name = "STATEMENTS", allow_hyphen_values = true)]
     command: Option<String>,
     /// One JSON object per statement (with -c).
     #[arg(long, global = true)]
@@ -87,20 +88,33 @@ fn main() -> ExitCode {
             } else {
                 files
             } {
-                let src = if f.as_os_str() == "-" {
-                    let mut s = String::new();
-                    if let Err(e) = std::io::stdin().read_to_string(&mut s) {
+                let bytes = if f.as_os_str() == "-" {
+                    let mut s = Vec::new();
+                    if let Err(e) = std::io::stdin().read_to_end(&mut s) {
                         eprintln!("error: cannot read standard input: {e}");
                         return ExitCode::from(2);
                     }
                     s
                 } else {
-                    match std::fs::read_to_string(&f) {
+                    match std::fs::read(&f) {
                         Ok(s) => s,
                         Err(e) => {
                             eprintln!("error: cannot read {}: {e}", f.display());
                             return ExitCode::from(2);
                         }
+                    }
+                };
+                // Invalid UTF-8: an error with its position; --keep-going goes on with the
+                // next file.
+                let src = match ixmap::syntax::decode_utf8(bytes) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        eprintln!("error: {}: {e}", f.display());
+                        code = code.max(1);
+                        if cli.keep_going {
+                            continue;
+                        }
+                        break;
                     }
                 };
                 let name = (f.as_os_str() != "-").then(|| f.display().to_string());
@@ -210,7 +224,10 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
     }
     let (mut passed, mut failed, mut skipped, mut bad_files) = (0, 0, 0, Vec::new());
     for f in &files {
-        let src = match std::fs::read_to_string(f) {
+        let src = match std::fs::read(f)
+            .map_err(|e| e.to_string())
+            .and_then(ixmap::syntax::decode_utf8)
+        {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("error: cannot read {}: {e}", f.display());

@@ -47,6 +47,8 @@ pub fn modulo(a: i64, b: i64) -> i64 {
 pub fn apply(op: Op, a: i64, b: i64) -> Result<i64, EvalError> {
     match op {
         Op::Add => a.checked_add(b).ok_or(EvalError::Overflow("+")),
+        Op::Min => Ok(a.min(b)),
+        Op::Max => Ok(a.max(b)),
         Op::Mul => a.checked_mul(b).ok_or(EvalError::Overflow("*")),
         Op::FloorDiv | Op::CeilDiv | Op::Mod if b == 0 => Err(EvalError::DivisionByZero),
         Op::FloorDiv => {

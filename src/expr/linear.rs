@@ -48,12 +48,26 @@ impl Linear {
         c != 0 && self.constant % c == 0 && self.terms.iter().all(|&(_, k)| k % c == 0)
     }
 
-    /// Each coefficient divided by `c` (exact: call only when [`divisible_by`]).
+    /// Each coefficient divided by `c` (exact: call only when [`divisible_by`], with
+    /// `c > 0`).
     pub fn div_exact(&self, c: i64) -> Linear {
         Linear {
             terms: self.terms.iter().map(|&(a, k)| (a, k / c)).collect(),
             constant: self.constant / c,
         }
+    }
+
+    /// [`div_exact`] for any non-zero `c`; `None` when a quotient overflows
+    /// (`i64::MIN / -1`).
+    pub fn checked_div_exact(&self, c: i64) -> Option<Linear> {
+        Some(Linear {
+            terms: self
+                .terms
+                .iter()
+                .map(|&(a, k)| Some((a, k.checked_div(c)?)))
+                .collect::<Option<_>>()?,
+            constant: self.constant.checked_div(c)?,
+        })
     }
 
     /// The expression `t1 + t2 + ... + constant`, left-nested, in print order: positive
@@ -111,22 +125,38 @@ fn collect(e: Expr, k: i64, acc: &mut BTreeMap<Expr, i64>, constant: &mut i64) -
                 add_term(acc, Expr::bin(Op::Mul, x, y), k)?;
             }
         }
+        ExprKind::Bin(op, a, b) if op.is_min_max() => {
+            // min and max commute: operands in structural order, so that min(a, b) and
+            // min(b, a) are one atom; min(a, a) is a.
+            let (la, lb) = (Linear::of(a)?, Linear::of(b)?);
+            if la.is_constant() && lb.is_constant() {
+                let v = super::arith::apply(op, la.constant, lb.constant).ok()?;
+                *constant = constant.checked_add(v.checked_mul(k)?)?;
+            } else if la == lb {
+                collect(a, k, acc, constant)?;
+            } else {
+                let (x, y) = (la.to_expr(), lb.to_expr());
+                let (x, y) = if x <= y { (x, y) } else { (y, x) };
+                add_term(acc, Expr::bin(op, x, y), k)?;
+            }
+        }
         ExprKind::Bin(op, a, b) => {
             let la = Linear::of(a)?;
             let lb = Linear::of(b)?;
             match (op, lb.is_constant().then_some(lb.constant)) {
-                (_, Some(c)) if c > 0 && la.is_constant() => {
+                (_, Some(c)) if c != 0 && la.is_constant() => {
                     let v = super::arith::apply(op, la.constant, c).ok()?;
                     *constant = constant.checked_add(v.checked_mul(k)?)?;
                 }
-                (Op::FloorDiv | Op::CeilDiv, Some(c)) if c > 0 && la.divisible_by(c) => {
-                    let q = la.div_exact(c);
+                // Exact for any non-zero divisor: (c·A) floordiv c = (c·A) ceildiv c = A.
+                (Op::FloorDiv | Op::CeilDiv, Some(c)) if c != 0 && la.divisible_by(c) => {
+                    let q = la.checked_div_exact(c)?;
                     for (atom, j) in q.terms {
                         add_term(acc, atom, j.checked_mul(k)?)?;
                     }
                     *constant = constant.checked_add(q.constant.checked_mul(k)?)?;
                 }
-                (Op::Mod, Some(c)) if c > 0 && la.divisible_by(c) => {}
+                (Op::Mod, Some(c)) if c != 0 && la.divisible_by(c) => {}
                 _ => add_term(acc, Expr::bin(op, la.to_expr(), lb.to_expr()), k)?,
             }
         }

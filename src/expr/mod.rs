@@ -38,6 +38,10 @@ pub enum Op {
     FloorDiv,
     CeilDiv,
     Mod,
+    /// `min(a, b)` (XLA's symbolic expressions have it).
+    Min,
+    /// `max(a, b)`.
+    Max,
 }
 
 impl Op {
@@ -49,11 +53,17 @@ impl Op {
             Op::FloorDiv => "floordiv",
             Op::CeilDiv => "ceildiv",
             Op::Mod => "mod",
+            Op::Min => "min",
+            Op::Max => "max",
         }
     }
     /// `floordiv`, `ceildiv` or `mod`.
     pub fn is_div_like(self) -> bool {
         matches!(self, Op::FloorDiv | Op::CeilDiv | Op::Mod)
+    }
+    /// `min` or `max`, printed as a function call `min(a, b)`.
+    pub fn is_min_max(self) -> bool {
+        matches!(self, Op::Min | Op::Max)
     }
 }
 
@@ -156,6 +166,22 @@ impl Expr {
             _ => Expr::bin(Op::Mod, self, other),
         }
     }
+    /// `min(self, other)`, folded when both are constants or both the same.
+    pub fn min(self, other: Expr) -> Expr {
+        match (self.kind(), other.kind()) {
+            (ExprKind::Const(a), ExprKind::Const(b)) => Expr::constant(a.min(b)),
+            _ if self == other => self,
+            _ => Expr::bin(Op::Min, self, other),
+        }
+    }
+    /// `max(self, other)`, folded when both are constants or both the same.
+    pub fn max(self, other: Expr) -> Expr {
+        match (self.kind(), other.kind()) {
+            (ExprKind::Const(a), ExprKind::Const(b)) => Expr::constant(a.max(b)),
+            _ if self == other => self,
+            _ => Expr::bin(Op::Max, self, other),
+        }
+    }
     /// `op(self, other)` through the folding builders.
     pub fn apply(op: Op, a: Expr, b: Expr) -> Expr {
         match op {
@@ -164,6 +190,8 @@ impl Expr {
             Op::FloorDiv => a.floordiv(b),
             Op::CeilDiv => a.ceildiv(b),
             Op::Mod => a.modulo(b),
+            Op::Min => a.min(b),
+            Op::Max => a.max(b),
         }
     }
 
@@ -271,6 +299,51 @@ impl Expr {
             _ => Ordering::Equal,
         }
     }
+}
+
+/// Rewrites every division by a negative constant into one by a positive constant, which
+/// is the only kind the simplifier reasons with (`c > 0`):
+///
+/// ```text
+/// x floordiv -c  =  (-x) floordiv c        floor(x / -c) = floor(-x / c)
+/// x ceildiv -c   =  -(x floordiv c)        ceil(x / -c) = -floor(x / c)
+/// x mod -c       =  -((-x) mod c)          x - (-c)·floor(x / -c) = -(-x - c·floor(-x / c))
+/// ```
+///
+/// so `s0 floordiv -4 in [-6, -2]` becomes a constraint on `(-s0) floordiv 4`, and
+/// `(s0 floordiv 3) floordiv -5` never fuses into `s0 floordiv -15` (the negation sits
+/// between the two divisions). A divisor of `i64::MIN` (no positive counterpart) and
+/// non-constant divisors are left as they are.
+pub fn normalize_negative_divisors(e: Expr) -> Expr {
+    let mut memo = std::collections::HashMap::new();
+    normalize_memo(e, &mut memo)
+}
+
+fn normalize_memo(e: Expr, memo: &mut std::collections::HashMap<Expr, Expr>) -> Expr {
+    if let Some(&n) = memo.get(&e) {
+        return n;
+    }
+    let out = match e.kind() {
+        ExprKind::Const(_) | ExprKind::Var(_) => e,
+        ExprKind::Bin(op, a, b) => {
+            let a = normalize_memo(a, memo);
+            let b = normalize_memo(b, memo);
+            match (op, b.as_const()) {
+                (Op::FloorDiv, Some(c)) if c < 0 && c != i64::MIN => {
+                    Expr::bin(Op::FloorDiv, a.neg(), Expr::constant(-c))
+                }
+                (Op::CeilDiv, Some(c)) if c < 0 && c != i64::MIN => {
+                    Expr::bin(Op::FloorDiv, a, Expr::constant(-c)).neg()
+                }
+                (Op::Mod, Some(c)) if c < 0 && c != i64::MIN => {
+                    Expr::bin(Op::Mod, a.neg(), Expr::constant(-c)).neg()
+                }
+                _ => Expr::bin(op, a, b),
+            }
+        }
+    };
+    memo.insert(e, out);
+    out
 }
 
 /// The smallest variable index in `e` (`u32::MAX` for constants).

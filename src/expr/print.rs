@@ -5,6 +5,9 @@
 //! with a negative coefficient after the first prints as subtraction. A compound operand
 //! of `*`, `floordiv`, `ceildiv` or `mod` is parenthesised, and so is a negated compound
 //! term (`-(d0 floordiv 2)`), so the text means the same under MLIR's parser and ours.
+//! Unary minus binds tightest in both (`-d0 mod 3` is `(-d0) mod 3`), and a negative
+//! constant is one token (`-7 floordiv s0` is `(-7) floordiv s0`); `min(a, b)` and
+//! `max(a, b)` print as calls, as XLA's symbolic expressions do.
 
 use super::{Expr, ExprKind, Op};
 use std::fmt;
@@ -117,6 +120,7 @@ fn write_product(s: &mut String, e: Expr, names: &[String]) {
         ExprKind::Bin(Op::Mul, x, k) if k.as_const().is_some() && x.as_const().is_none() => {
             write_sum(s, e, names)
         }
+        ExprKind::Bin(op, ..) if op.is_min_max() => write_operand(s, e, names),
         ExprKind::Bin(op, a, b) => {
             write_operand(s, a, names);
             s.push_str(&format!(" {} ", op.symbol()));
@@ -131,6 +135,14 @@ fn write_operand(s: &mut String, e: Expr, names: &[String]) {
     match e.kind() {
         ExprKind::Const(c) => s.push_str(&c.to_string()),
         ExprKind::Var(v) => s.push_str(&var_name(names, v)),
+        ExprKind::Bin(op, a, b) if op.is_min_max() => {
+            s.push_str(op.symbol());
+            s.push('(');
+            write_sum(s, a, names);
+            s.push_str(", ");
+            write_sum(s, b, names);
+            s.push(')');
+        }
         ExprKind::Bin(..) => {
             s.push('(');
             write_sum(s, e, names);

@@ -43,6 +43,11 @@ pub fn to_mlir(m: &IndexingMap) -> String {
         s += &format!("[{}]", syms.join(", "));
     }
     s += &format!(" -> ({})>", results.join(", "));
+    // MLIR's affine_map has no domain; ixmap's `, domain: ...` after it keeps an empty
+    // domain empty (XLA's own `KNOWN EMPTY` would lose the variables).
+    if m.is_known_empty() {
+        return s + ", domain: KNOWN EMPTY";
+    }
     let full = renamed.to_string();
     if let Some(idx) = full.find(", domain: ") {
         s += &full[idx..];

@@ -230,6 +230,31 @@ impl IndexingMap {
         }
     }
 
+    /// Divisions by negative constants rewritten into divisions by positive ones
+    /// ([`expr::normalize_negative_divisors`]), results and constraints, then canonical
+    /// form again. The simplifier calls it first: its rules reason with positive divisors.
+    pub fn normalize_divisors(&mut self) {
+        if self.status != Status::Defined {
+            return;
+        }
+        let n = expr::normalize_negative_divisors;
+        let any_negative = self
+            .results
+            .iter()
+            .chain(self.constraints.iter().map(|c| &c.0))
+            .any(|&e| n(e) != e);
+        if !any_negative {
+            return;
+        }
+        for r in &mut self.results {
+            *r = n(*r);
+        }
+        for c in &mut self.constraints {
+            c.0 = n(c.0);
+        }
+        self.canonicalize();
+    }
+
     /// Renames variables whose names collide (after a composition, say) to the defaults
     /// `d*`, `s*`, `r*` of their kind.
     pub fn fix_names(&mut self) {
@@ -294,9 +319,8 @@ impl IndexingMap {
     fn render(&self, multiline: bool) -> String {
         match self.status {
             Status::Undefined => return "UNDEFINED".to_string(),
-            Status::KnownEmpty if self.num_vars() == 0 && self.results.is_empty() => {
-                return "KNOWN EMPTY".to_string()
-            }
+            // As XLA prints it: no variables, no results (`domain: KNOWN EMPTY` is still read).
+            Status::KnownEmpty => return "KNOWN EMPTY".to_string(),
             _ => {}
         }
         let names = self.names();
@@ -320,20 +344,16 @@ impl IndexingMap {
             .collect();
         s += &format!(" -> ({})", results.join(", "));
         let mut items: Vec<String> = Vec::new();
-        if self.status == Status::KnownEmpty {
-            items.push("KNOWN EMPTY".into());
-        } else {
-            for v in self.vars() {
-                if !v.bounds.is_full() {
-                    items.push(format!("{} in {}", v.name, v.bounds));
-                }
+        for v in self.vars() {
+            if !v.bounds.is_full() {
+                items.push(format!("{} in {}", v.name, v.bounds));
             }
-            for &(e, iv) in &self.constraints {
-                items.push(format!("{} in {}", expr::display(e, &names), iv));
-            }
-            if self.is_simplified {
-                items.push("is_simplified: true".into());
-            }
+        }
+        for &(e, iv) in &self.constraints {
+            items.push(format!("{} in {}", expr::display(e, &names), iv));
+        }
+        if self.is_simplified {
+            items.push("is_simplified: true".into());
         }
         if items.is_empty() {
             return s;

@@ -84,14 +84,12 @@ fn domain_item(
         let Some(&v) = index.get(name.as_str()) else {
             return Err(unknown(name, *span, names));
         };
-        if let Some(prev) = bounds[v as usize] {
-            return Err(
-                Diagnostic::at(format!("`{name}` has two bounds"), item.span)
-                    .with_label(format!("already bounded by {prev}")),
-            );
+        // The first `VAR in [lo, hi]` is the variable's bound; a second one is a constraint
+        // on it, as XLA's parser reads it (canonical form folds it into the bound).
+        if bounds[v as usize].is_none() {
+            bounds[v as usize] = Some(iv);
+            return Ok(());
         }
-        bounds[v as usize] = Some(iv);
-        return Ok(());
     }
     constraints.push((lower_expr(&item.expr, index, names)?, iv));
     Ok(())
@@ -126,16 +124,14 @@ pub fn lower_expr(
         ExprLit::Bin(op, a, b, span) => {
             let a = lower_expr(a, index, names)?;
             let b = lower_expr(b, index, names)?;
-            if op.is_div_like() {
-                if let Some(c) = crate::expr::canonical(b).as_const() {
-                    if c <= 0 {
-                        return Err(Diagnostic::at(
-                            format!("the divisor of `{}` must be positive, not {c}", op.symbol()),
-                            *span,
-                        )
-                        .with_label("non-positive divisor"));
-                    }
-                }
+            // A negative constant divisor is valid (floor and ceiling division, and
+            // `a mod b = a - b * (a floordiv b)`); a zero one never is.
+            if op.is_div_like() && crate::expr::canonical(b).as_const() == Some(0) {
+                return Err(Diagnostic::at(
+                    format!("the divisor of `{}` is zero", op.symbol()),
+                    *span,
+                )
+                .with_label("division by zero"));
             }
             Expr::bin(*op, a, b)
         }

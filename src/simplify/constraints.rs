@@ -24,6 +24,7 @@ pub fn simplify_constraints(m: &mut IndexingMap, steps: &mut Vec<Step>) -> bool 
     if m.status != Status::Defined {
         return false;
     }
+    m.normalize_divisors();
     let mut changed = false;
     let names = m.names();
     let show = |e: Expr| crate::expr::display(e, &names).to_string();

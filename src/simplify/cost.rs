@@ -26,6 +26,8 @@ pub fn op_weight(op: Op) -> u64 {
         Op::Add => ADD,
         Op::Mul => MUL,
         Op::FloorDiv | Op::CeilDiv | Op::Mod => DIV,
+        // A comparison and a select: dearer than `*`, far cheaper than a division.
+        Op::Min | Op::Max => 4,
     }
 }
 

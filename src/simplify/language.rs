@@ -39,6 +39,8 @@ define_language! {
         "floordiv" = FloorDiv([Id; 2]),
         "ceildiv" = CeilDiv([Id; 2]),
         "mod" = Mod([Id; 2]),
+        "min" = Min([Id; 2]),
+        "max" = Max([Id; 2]),
         Num(i64),
         Var(VarRef),
     }
@@ -53,6 +55,8 @@ impl IxLang {
             IxLang::FloorDiv([a, b]) => Some((Op::FloorDiv, a, b)),
             IxLang::CeilDiv([a, b]) => Some((Op::CeilDiv, a, b)),
             IxLang::Mod([a, b]) => Some((Op::Mod, a, b)),
+            IxLang::Min([a, b]) => Some((Op::Min, a, b)),
+            IxLang::Max([a, b]) => Some((Op::Max, a, b)),
             _ => None,
         }
     }
@@ -64,6 +68,8 @@ impl IxLang {
             Op::FloorDiv => IxLang::FloorDiv([a, b]),
             Op::CeilDiv => IxLang::CeilDiv([a, b]),
             Op::Mod => IxLang::Mod([a, b]),
+            Op::Min => IxLang::Min([a, b]),
+            Op::Max => IxLang::Max([a, b]),
         }
     }
 }

@@ -92,6 +92,7 @@ fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified 
     let mut steps = Vec::new();
     let mut m = map.clone();
     m.canonicalize();
+    m.normalize_divisors();
     let mut out = Simplified {
         map: m.clone(),
         steps: Vec::new(),
@@ -154,7 +155,10 @@ fn worth_rewriting(e: Expr, point_vars: &[bool]) -> bool {
         ExprKind::Const(_) => false,
         ExprKind::Var(v) => point_vars.get(v as usize).copied().unwrap_or(false),
         ExprKind::Bin(op, a, b) => {
-            op.is_div_like() || worth_rewriting(a, point_vars) || worth_rewriting(b, point_vars)
+            op.is_div_like()
+                || op.is_min_max()
+                || worth_rewriting(a, point_vars)
+                || worth_rewriting(b, point_vars)
         }
     }
 }

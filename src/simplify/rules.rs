@@ -21,6 +21,7 @@ pub mod add;
 pub mod ceildiv;
 pub mod floordiv;
 pub mod linearize;
+pub mod minmax;
 pub mod modulo;
 pub mod mul;
 
@@ -35,6 +36,7 @@ pub fn all_rules() -> Vec<Rule> {
     rules.extend(ceildiv::rules());
     rules.extend(modulo::rules());
     rules.extend(linearize::rules());
+    rules.extend(minmax::rules());
     rules
 }
 

@@ -11,22 +11,29 @@ use pest::Parser;
 use std::sync::LazyLock;
 
 /// Lowest to highest; all binary operators left-associative (SPEC §2). Unary minus binds
-/// looser than `*`-level operators: `-x floordiv 11` is `-(x floordiv 11)`.
+/// tightest, as in MLIR's affine parser and XLA's printer: `-x floordiv 11` is
+/// `(-x) floordiv 11`, and `-d0 mod 3` at d0 = 1 is 2.
 static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
     PrattParser::new()
         .op(POp::infix(Rule::add, Assoc::Left) | POp::infix(Rule::sub, Assoc::Left))
-        .op(POp::prefix(Rule::neg))
         .op(POp::infix(Rule::mul, Assoc::Left)
             | POp::infix(Rule::floordiv, Assoc::Left)
             | POp::infix(Rule::ceildiv, Assoc::Left)
             | POp::infix(Rule::modulo, Assoc::Left))
+        .op(POp::prefix(Rule::neg))
 });
 
 /// A friendly name for what the parser expected, when pest names a rule rather than a token.
 fn describe(rule: &Rule) -> Option<&'static str> {
     Some(match rule {
         Rule::EOI => "the end of the statement",
-        Rule::expr | Rule::var_ref | Rule::scaled | Rule::primary | Rule::neg => "an expression",
+        Rule::expr
+        | Rule::var_ref
+        | Rule::scaled
+        | Rule::primary
+        | Rule::neg
+        | Rule::minmax
+        | Rule::minmax_fn => "an expression",
         Rule::int | Rule::uint => "an integer",
         Rule::add | Rule::sub | Rule::mul | Rule::floordiv | Rule::ceildiv | Rule::modulo => {
             "an operator"
@@ -64,7 +71,8 @@ fn expected_from_tokens(tokens: &[String], prev: Option<char>) -> Vec<String> {
             _ if class && t.starts_with(|c: char| c.is_ascii_digit()) => digits = true,
             _ if class => letters = true,
             " " | "\t" | "\n" | "\r" | "BUILTIN_RULE" => {}
-            "_" => letters = true,
+            // `min(` and `max(` start an expression as any name does.
+            "_" | "min" | "max" => letters = true,
             "(" => lparen = true,
             "-" => minus = true,
             "+" | "*" | "floordiv" | "ceildiv" | "mod" | "floorDiv" | "ceilDiv" => operator = true,
@@ -568,15 +576,10 @@ impl Lower {
         let mut it = p.into_inner();
         let expr = self.expr(it.next().expect("grammar: domain item has an expression"))?;
         let iv = it.next().expect("grammar: domain item has an interval");
-        let ivspan = self.span(&iv);
         let mut bounds = iv.into_inner();
         let lo = self.int(&bounds.next().expect("grammar: interval has lo"))?;
         let hi = self.int(&bounds.next().expect("grammar: interval has hi"))?;
-        if lo > hi {
-            return Err(Diagnostic::at(format!("empty interval [{lo}, {hi}]"), ivspan)
-                .with_label("lower bound above upper bound")
-                .with_help("write an interval as [lo, hi] with lo <= hi; an empty domain is `domain: KNOWN EMPTY`"));
-        }
+        // An empty interval (`[5, 2]`) is valid: the map is KNOWN EMPTY, as in XLA.
         Ok(DomainItem { expr, lo, hi, span })
     }
 
@@ -619,6 +622,14 @@ impl Lower {
             Rule::int => Ok(ExprLit::Int(self.int(&p)?, span)),
             Rule::var_ref => Ok(ExprLit::Var(p.as_str().to_string(), span)),
             Rule::expr => self.expr(p),
+            Rule::minmax => {
+                let mut it = p.into_inner();
+                let f = it.next().expect("grammar: min/max has a name");
+                let op = if f.as_str() == "min" { Op::Min } else { Op::Max };
+                let a = self.expr(it.next().expect("grammar: min/max has two operands"))?;
+                let b = self.expr(it.next().expect("grammar: min/max has two operands"))?;
+                Ok(ExprLit::Bin(op, Box::new(a), Box::new(b), span))
+            }
             Rule::scaled => {
                 let mut it = p.into_inner();
                 let k = it.next().expect("grammar: scaled has a coefficient");

@@ -60,6 +60,14 @@ fn continues(line: &str) -> bool {
     t.ends_with(',') || t.ends_with("->") || t.ends_with(':')
 }
 
+/// Whether the next line starts with `->`: the second line of a map printed as
+/// `(d0, d1)\n-> (d1, d0)` belongs to the first. Looks at the next line only, so the
+/// split stays linear.
+fn next_line_continues(rest: &str) -> bool {
+    let line = rest.split('\n').next().unwrap_or("");
+    line.trim_start().starts_with("->")
+}
+
 /// Cuts `src` into statements. Blank statements are dropped.
 pub fn split(src: &str) -> Vec<Piece> {
     let clean = blank_comments(src);
@@ -92,7 +100,7 @@ pub fn split(src: &str) -> Vec<Piece> {
             }
             b'\n' => {
                 let line = &clean[line_start..i];
-                if depth <= 0 && !continues(line) {
+                if depth <= 0 && !continues(line) && !next_line_continues(&clean[i + 1..]) {
                     push(start, i, &mut pieces);
                     start = i + 1;
                     depth = 0;
@@ -104,6 +112,24 @@ pub fn split(src: &str) -> Vec<Piece> {
     }
     push(start, bytes.len(), &mut pieces);
     pieces
+}
+
+/// Source bytes as text; invalid UTF-8 is an error naming its 1-based line and column
+/// (in characters) and the offending byte: `invalid UTF-8 at 3:7 (byte 0xff)`.
+pub fn decode_utf8(bytes: Vec<u8>) -> Result<String, String> {
+    match String::from_utf8(bytes) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let bytes = e.as_bytes();
+            let valid = std::str::from_utf8(&bytes[..at]).unwrap_or("");
+            let (line, col) = line_col(valid, valid.len());
+            Err(format!(
+                "invalid UTF-8 at {line}:{col} (byte 0x{:02x})",
+                bytes[at]
+            ))
+        }
+    }
 }
 
 /// Whether `src` is a complete input: no open bracket, no line ending in `,`, `->` or `:`.
@@ -129,9 +155,13 @@ pub fn is_complete(src: &str) -> bool {
 }
 
 /// Parses one statement: `src[piece.start..piece.end]`, with spans into `src`.
+///
+/// Only the piece is blanked, so a run over many statements stays linear: a piece starts
+/// outside strings and comments ([`split`] cuts only there), so blanking it alone gives the
+/// same text as blanking the whole source.
 pub fn parse_statement(src: &str, piece: &Piece) -> Result<Stmt, Diagnostic> {
-    let clean = blank_comments(src);
-    lower::statement(&clean[piece.start..piece.end], piece.start)
+    let clean = blank_comments(&src[piece.start..piece.end]);
+    lower::statement(&clean, piece.start)
 }
 
 /// Splits and parses every statement of `src`.

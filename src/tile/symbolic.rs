@@ -355,6 +355,7 @@ impl Ctx<'_> {
                         }
                     }
                     Op::CeilDiv => return Err(unsupported("ceildiv")),
+                    Op::Min | Op::Max => return Err(unsupported("min or max")),
                 }
                 Ok(out)
             }

@@ -97,6 +97,9 @@ pub fn c_expr(e: Expr, names: &[String], bounds: &[Interval]) -> String {
                 Op::FloorDiv => format!("ix_floordiv({x}, {y})"),
                 Op::Mod => format!("ix_mod({x}, {y})"),
                 Op::CeilDiv => format!("ix_ceildiv({x}, {y})"),
+                // Inline, so the helpers every kernel carries stay as they are.
+                Op::Min => format!("({0} < {1} ? {0} : {1})", paren(&x), paren(&y)),
+                Op::Max => format!("({0} < {1} ? {1} : {0})", paren(&x), paren(&y)),
             }
         }
     }
