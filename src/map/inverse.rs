@@ -56,12 +56,15 @@ pub fn is_bijection(m: &IndexingMap, limits: &Limits) -> Result<bool, MapError> 
     if m.constraints.is_empty() && dropped_dim(&m).is_some() {
         return Ok(false);
     }
-    match inverse(&m, limits) {
-        Ok(_) => return Ok(true),
-        Err(MapError::NotBijective(_)) => {}
-        Err(e) => return Err(e),
+    match find_collision(&m, limits) {
+        Ok(why) => Ok(why.is_none()),
+        // Too large to walk: a closed-form inverse still proves it.
+        Err(e @ (MapError::TooLarge { .. } | MapError::Other(_))) => match inverse(&m, limits) {
+            Ok(_) => Ok(true),
+            Err(_) => Err(e),
+        },
+        Err(e) => Err(e),
     }
-    Ok(find_collision(&m, limits)?.is_none())
 }
 
 /// A dimension that takes more than one value and that no result uses.
@@ -277,24 +280,27 @@ fn relation_candidate(m: &IndexingMap, limits: &Limits) -> Result<Option<Indexin
         .map(|i| (0..k).map(|j| i128::from(i == j)).collect())
         .collect();
     let mut row = vec![0i128; k];
+    let mut dots: Vec<i128> = Vec::with_capacity(k);
     let mut overflow = false;
     let walk = DomainPoints::for_each(m, limits, &mut |p, y| {
         for (r, &v) in row.iter_mut().zip(p[..nd].iter().chain(y)) {
             *r = v as i128;
         }
         row[k - 1] = 1;
-        let dots: Option<Vec<i128>> = basis
-            .iter()
-            .map(|v| {
-                v.iter()
-                    .zip(&row)
-                    .try_fold(0i128, |acc, (&a, &b)| acc.checked_add(a.checked_mul(b)?))
-            })
-            .collect();
-        let Some(dots) = dots else {
-            overflow = true;
-            return Ok(false);
-        };
+        dots.clear();
+        for v in &basis {
+            let d = v
+                .iter()
+                .zip(&row)
+                .try_fold(0i128, |acc, (&a, &b)| acc.checked_add(a.checked_mul(b)?));
+            match d {
+                Some(d) => dots.push(d),
+                None => {
+                    overflow = true;
+                    return Ok(false);
+                }
+            }
+        }
         let Some(pivot) = dots.iter().position(|&d| d != 0) else {
             return Ok(true);
         };
