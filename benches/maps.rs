@@ -7,6 +7,10 @@
 //! - `startup/repl_first_prompt`: the REPL started with standard input closed, to exit
 //!   (start-up to the first prompt, plus reading end-of-input); `startup/c_empty`: `ixmap -c ''`.
 //!
+//! - `exact/*`: `equal`, `inverse` and `is_bijection` on domains of 4,000,000 points (issue 13),
+//!   the statements of `benches/data/exact-4m.ixm`; `scripts/bench-exact` reports their
+//!   peak memory too.
+//!
 //! Run: `cargo bench --bench maps` (add `-- --quick` for a short run).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
@@ -107,5 +111,39 @@ fn startup(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, parse_print, compose, startup);
+fn exact(c: &mut Criterion) {
+    use ixmap::Limits;
+    let text = include_str!("data/exact-4m.ixm");
+    let stmts: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .collect();
+    let map_after = |s: &str, cmd: &str| parse(s.strip_prefix(cmd).expect("command").trim());
+    // `equal A, B`: split at the second map's opening parenthesis after ", (".
+    let eq = stmts[0].strip_prefix("equal ").expect("equal");
+    let cut = eq.find(", (d0, d1) ->").expect("two maps");
+    let (a, b) = (parse(&eq[..cut]), parse(&eq[cut + 2..]));
+    let inv = map_after(stmts[1], "inverse");
+    let bij = map_after(stmts[2], "is_bijection");
+    let not_bij = map_after(stmts[3], "is_bijection");
+    let mut g = c.benchmark_group("exact");
+    g.sample_size(10);
+    g.bench_function("equal_4m", |bench| {
+        bench.iter(|| assert!(ixmap::map::equal(&a, &b, &Limits::default()).expect("fits")))
+    });
+    g.bench_function("inverse_4m", |bench| {
+        bench.iter(|| ixmap::map::inverse(&inv, &Limits::default()).expect("invertible"))
+    });
+    g.bench_function("is_bijection_4m", |bench| {
+        bench.iter(|| assert!(ixmap::map::is_bijection(&bij, &Limits::default()).expect("fits")))
+    });
+    g.bench_function("is_bijection_4m_false", |bench| {
+        bench.iter(|| {
+            assert!(!ixmap::map::is_bijection(&not_bij, &Limits::default()).expect("fits"))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, parse_print, compose, startup, exact);
 criterion_main!(benches);

@@ -87,7 +87,7 @@ mod tests {
             set
         };
         let all = convert_symbols(&m, None).expect("defined");
-        assert_eq!(all.dims.len(), 5);
+        assert_eq!(all.dims.len(), 4);
         assert!(!all.has_symbols());
         assert_eq!(points(&all), points(&m));
         // Only s1 and r0: the variable order becomes d0, s1, r0, s0.

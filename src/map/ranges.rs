@@ -136,7 +136,7 @@ mod tests {
                     c.map(|iv| (d0.add(d1), iv)).into_iter().collect(),
                 );
                 for r in ranges(&m, &Limits::default()).expect("defined") {
-                    let exact = r.exact.expect("small");
+                    let exact = r.exact.clone().expect("small");
                     assert!(r.from_bounds.contains_interval(&exact), "{r:?}");
                     assert!(r.with_constraints.contains_interval(&exact), "{r:?}");
                     assert!(r.from_bounds.contains_interval(&r.with_constraints) || c.is_some());
