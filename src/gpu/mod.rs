@@ -13,8 +13,10 @@ pub mod emit;
 pub mod from_hlo;
 pub mod launch;
 pub mod mapping;
+pub mod nvcc;
 pub mod reference;
 pub mod spec;
+pub mod sweep;
 
 /// Whether a CUDA driver with a device can be loaded on this machine.
 pub fn cuda_available() -> bool {

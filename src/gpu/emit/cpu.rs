@@ -49,7 +49,7 @@ pub fn tiled_map(out: &Tensor, a: usize, b: usize) -> Result<IndexingMap, MapErr
         .collect();
     let mut dims: Vec<Variable> = others
         .iter()
-        .map(|&d| Variable::new(format!("o{d}"), 0, out.dims[d] - 1))
+        .map(|&d| Variable::new(format!("x{d}"), 0, out.dims[d] - 1))
         .collect();
     let n = others.len() as u32;
     let (da, db) = (out.dims[a], out.dims[b]);

@@ -13,16 +13,82 @@
 
 use super::{
     c_expr, c_ident, helper_functions, input_params, simplified, BodyWriter, Emitted, Target,
-    C_HELPERS,
 };
 use crate::gpu::launch::{reads_through_tile, Launch, Strategy, TILE};
 use crate::gpu::spec::{Body, KernelSpec};
 use crate::map::IndexingMap;
 use crate::MapError;
 
-fn ids() -> &'static str {
-    "  const int64_t th_x = threadIdx.x, th_y = threadIdx.y, th_z = threadIdx.z;\n  const int64_t bl_x = blockIdx.x, bl_y = blockIdx.y, bl_z = blockIdx.z;\n"
+/// The thread and block ids, as the dims of the thread-id maps name them.
+fn ids() -> Vec<String> {
+    let mut v = Vec::new();
+    for (pre, var) in [("th", "threadIdx"), ("bl", "blockIdx")] {
+        for c in ["x", "y", "z"] {
+            v.push(format!("  const int64_t {pre}_{c} = {var}.{c};"));
+        }
+    }
+    v
 }
+
+/// `NAME` when `line` is `const TYPE NAME = ...;`: emitted expressions have no side effects
+/// (index arithmetic, loads, calls of the partitions' pure functions), but intrinsics
+/// (`__shfl_down_sync`) are kept.
+fn declared(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix("const ")?;
+    let (_, rest) = rest.split_once(' ')?;
+    let (name, init) = rest.split_once(" = ")?;
+    let ok = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && init.ends_with(';')
+        && !init.contains("__");
+    ok.then_some(name)
+}
+
+fn mentions(line: &str, name: &str) -> bool {
+    let t = line.trim_start();
+    if t.starts_with("//") {
+        return false;
+    }
+    let is_id = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    line.match_indices(name).any(|(i, _)| {
+        !line[..i].chars().next_back().is_some_and(is_id)
+            && !line[i + name.len()..].chars().next().is_some_and(is_id)
+    })
+}
+
+/// Whether `name` is read in `rest` before the block that declares it closes.
+fn read_in_scope(rest: &[String], name: &str) -> bool {
+    let mut depth = 0i64;
+    for l in rest {
+        if mentions(l, name) {
+            return true;
+        }
+        let code = l.split("//").next().unwrap_or("");
+        depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+        if depth < 0 {
+            return false;
+        }
+    }
+    false
+}
+
+/// Drops index declarations nothing reads (ids the launch does not use, naive multi-index
+/// coordinates no map needs), until none is left: NVRTC warns about each.
+fn prune_unused(mut lines: Vec<String>) -> Vec<String> {
+    loop {
+        let unused = (0..lines.len()).find(|&i| {
+            declared(&lines[i]).is_some_and(|name| !read_in_scope(&lines[i + 1..], name))
+        });
+        match unused {
+            Some(i) => {
+                lines.remove(i);
+            }
+            None => return lines,
+        }
+    }
+}
+
+/// Special float values without `<math.h>` (NVRTC has no host headers): bit patterns.
+const SPECIALS: &str = "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n";
 
 /// Guards for the constraints of `m` that mention only dims (`return`) or also loop
 /// variables (`continue`), written as C.
@@ -123,12 +189,13 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
     );
     // NVRTC has no system headers: the integer types are declared here.
     src += "typedef long long int64_t;\ntypedef int int32_t;\n\n";
-    src += &C_HELPERS.replace("static inline", "__device__ static inline");
-    src += "\n";
+    let mut funcs = String::new();
     for f in helper_functions(spec, naive, "__device__ static ", "__restrict__", false)? {
-        src += &f;
-        src += "\n";
+        funcs += &f;
+        funcs += "\n";
     }
+    let prelude_at = src.len();
+    src += &funcs;
     let params: String = (0..spec.inputs.len())
         .map(|k| format!("p{k}"))
         .collect::<Vec<_>>()
@@ -281,12 +348,22 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
         launch.block[0],
         decl.join(", ")
     );
-    src += ids();
-    for l in &w.lines {
-        src += l;
+    let mut body = ids();
+    body.append(&mut w.lines);
+    for l in prune_unused(body) {
+        src += &l;
         src += "\n";
     }
     src += "}\n";
+    let mut prelude = String::new();
+    if src.contains("INFINITY") || src.contains("NAN") {
+        prelude += SPECIALS;
+    }
+    prelude += &super::used_helpers(&src).replace("static inline", "__device__ static inline");
+    if !prelude.is_empty() {
+        prelude += "\n";
+    }
+    src.insert_str(prelude_at, &prelude);
     Ok(Emitted {
         name: spec.name.clone(),
         target: Target::Cuda,

@@ -59,8 +59,31 @@ pub fn c_ident(name: &str) -> String {
     if s.chars().next().is_none_or(|c| c.is_ascii_digit()) {
         s.insert(0, 'k');
     }
+    // A fusion named like a C keyword, a function of <math.h> or CUDA, or one of the
+    // emitted helpers (`f1`, `ix_mod`) would clash with it.
+    let helper = s.starts_with("ix_")
+        || (s.len() > 1 && s.starts_with('f') && s[1..].chars().all(|c| c.is_ascii_digit()));
+    if helper || RESERVED.contains(&s.as_str()) || RESERVED.contains(&s.trim_end_matches('f')) {
+        s.push_str("_kernel");
+    }
     s
 }
+
+/// Names an entry point may not take: C keywords and the functions the headers the host
+/// compiler or NVRTC see declare (without their `f` suffix).
+const RESERVED: &[&str] = &[
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "main", "abs", "fabs", "exp", "exp2",
+    "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "rsqrt", "pow", "sin", "cos",
+    "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "atan2", "asinh", "acosh", "atanh",
+    "floor", "ceil", "round", "rint", "trunc", "fmod", "remainder", "fmax", "fmin", "max",
+    "min", "erf", "erfc", "hypot", "copysign", "nan", "isnan", "isinf", "signbit", "lgamma",
+    "tgamma", "fma", "ldexp", "frexp", "modf", "nearbyint", "lround", "llround", "logb",
+    "ilogb", "scalbn", "exit", "malloc", "free", "memcpy", "memset", "printf", "int64_t",
+    "int32_t", "uint64_t", "uint32_t",
+];
 
 /// A C expression for `e`, variables named by `names`, plain `/` and `%` where the dividend
 /// is known non-negative over `bounds`, helpers with floor semantics elsewhere.
@@ -128,6 +151,22 @@ pub fn outside(e: Expr, iv: Interval, names: &[String], bounds: &[Interval]) -> 
         parts.push(format!("{} > {}", x, iv.hi));
     }
     (!parts.is_empty()).then(|| parts.join(" || "))
+}
+
+/// The [`C_HELPERS`] that `body` calls (with `ix_floordiv` when `ix_ceildiv` is called),
+/// so no unused function is declared.
+pub fn used_helpers(body: &str) -> String {
+    let lines: Vec<&str> = C_HELPERS.lines().collect();
+    let uses = |name: &str| body.contains(&format!("{name}("));
+    let mut out = String::new();
+    let ceil = uses("ix_ceildiv");
+    for (l, name) in lines.iter().zip(["ix_floordiv", "ix_mod", "ix_ceildiv"]) {
+        if uses(name) || (name == "ix_floordiv" && ceil) {
+            out += l;
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// Helpers for floor-semantics division of possibly negative values.
@@ -533,6 +572,9 @@ impl<'a> BodyWriter<'a> {
 }
 
 pub fn c_float(v: f64, elem: ElemType) -> String {
+    if v.is_nan() && elem != ElemType::S32 {
+        return "NAN".into();
+    }
     match elem {
         ElemType::F32 => {
             if v.is_infinite() {
@@ -556,6 +598,8 @@ pub fn c_float(v: f64, elem: ElemType) -> String {
                 format!("{v:?}")
             }
         }
+        // `-2147483648` is a negated long in C: write i32::MIN as an int expression.
+        ElemType::S32 if v as i32 == i32::MIN => "(-2147483647 - 1)".into(),
         ElemType::S32 => format!("{}", v as i32),
     }
 }

@@ -1,0 +1,327 @@
+//! NVIDIA's compilers without a GPU: NVRTC (CUDA C → PTX, loaded at run time from
+//! `libnvrtc.so.12`) and ptxas (PTX → machine code for one architecture, run as a process),
+//! as the `nvidia-cuda-nvrtc-cu12` and `nvidia-cuda-nvcc-cu12` wheels install them.
+//!
+//! Found, in order: `IXMAP_NVRTC` (a path to the library) and `IXMAP_PTXAS` (a path to the
+//! program); the Python environments `IXMAP_VENV`, `VIRTUAL_ENV`, `./target/venv` and the
+//! `venv` beside the running executable's folder (`target/venv` for `target/debug/ixmap`);
+//! then the system (`libnvrtc.so.12` by the loader's search, `ptxas` on `PATH`,
+//! `/usr/local/cuda/bin`).
+//!
+//! Used by `emit ... target=cuda` (registers, spills and shared memory per kernel from
+//! `ptxas -v`) and by the sweep that compiles every emitted kernel (`tests/gpu_sweep.rs`).
+
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The Python environments that may hold NVIDIA's wheels.
+fn venvs() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for var in ["IXMAP_VENV", "VIRTUAL_ENV"] {
+        if let Some(p) = std::env::var_os(var) {
+            v.push(PathBuf::from(p));
+        }
+    }
+    v.push(PathBuf::from("target/venv"));
+    if let Ok(exe) = std::env::current_exe() {
+        // target/debug/ixmap or target/debug/deps/test-… → target/venv.
+        for up in exe.ancestors().skip(1).take(3) {
+            v.push(up.join("venv"));
+        }
+    }
+    v
+}
+
+/// `nvidia/<package>/<rest>` under each environment's site-packages.
+fn in_wheels(package: &str, rest: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for venv in venvs() {
+        let Ok(libs) = std::fs::read_dir(venv.join("lib")) else {
+            continue;
+        };
+        for py in libs.flatten() {
+            let p = py
+                .path()
+                .join("site-packages/nvidia")
+                .join(package)
+                .join(rest);
+            if p.exists() {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// The ptxas program, if one is found.
+pub fn find_ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("IXMAP_PTXAS") {
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
+    }
+    if let Some(p) = in_wheels("cuda_nvcc", "bin/ptxas").into_iter().next() {
+        return Some(p);
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        for d in std::env::split_paths(&path) {
+            if d.join("ptxas").is_file() {
+                return Some(d.join("ptxas"));
+            }
+        }
+    }
+    let p = PathBuf::from("/usr/local/cuda/bin/ptxas");
+    p.is_file().then_some(p)
+}
+
+type CreateProgram = unsafe extern "C" fn(
+    *mut *mut std::ffi::c_void,
+    *const c_char,
+    *const c_char,
+    c_int,
+    *const *const c_char,
+    *const *const c_char,
+) -> c_int;
+type CompileProgram =
+    unsafe extern "C" fn(*mut std::ffi::c_void, c_int, *const *const c_char) -> c_int;
+type SizeOf = unsafe extern "C" fn(*mut std::ffi::c_void, *mut usize) -> c_int;
+type Get = unsafe extern "C" fn(*mut std::ffi::c_void, *mut c_char) -> c_int;
+type Destroy = unsafe extern "C" fn(*mut *mut std::ffi::c_void) -> c_int;
+type VersionFn = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
+
+/// A loaded NVRTC.
+pub struct Nvrtc {
+    lib: libloading::Library,
+    pub path: PathBuf,
+    pub version: (i32, i32),
+}
+
+/// What NVRTC made of one program: PTX when it compiled, and its log (warnings and
+/// errors, empty when there are none).
+pub struct Compiled {
+    pub ptx: Option<String>,
+    pub log: String,
+}
+
+impl Nvrtc {
+    /// Loads NVRTC from `IXMAP_NVRTC`, the wheels, or the system; `Err` says where it looked.
+    pub fn load() -> Result<Nvrtc, String> {
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        if let Some(p) = std::env::var_os("IXMAP_NVRTC") {
+            candidates.push(PathBuf::from(p));
+        } else {
+            candidates.extend(in_wheels("cuda_nvrtc", "lib/libnvrtc.so.12"));
+            candidates.push(PathBuf::from("libnvrtc.so.12"));
+            candidates.push(PathBuf::from("libnvrtc.so"));
+            candidates.push(PathBuf::from("/usr/local/cuda/lib64/libnvrtc.so"));
+        }
+        let mut why = Vec::new();
+        for c in &candidates {
+            // SAFETY: loading NVIDIA's NVRTC, a library without initialisers that matter.
+            match unsafe { libloading::Library::new(c) } {
+                Ok(lib) => {
+                    let mut n = Nvrtc {
+                        lib,
+                        path: c.clone(),
+                        version: (0, 0),
+                    };
+                    n.version = n.query_version()?;
+                    return Ok(n);
+                }
+                Err(e) => why.push(format!("{}: {e}", c.display())),
+            }
+        }
+        Err(format!(
+            "NVRTC not found (set IXMAP_NVRTC, or install nvidia-cuda-nvrtc-cu12 into target/venv); tried {}",
+            why.join("; ")
+        ))
+    }
+
+    fn sym<T: Copy>(&self, name: &str) -> Result<T, String> {
+        // SAFETY: the types above are NVRTC's documented C signatures.
+        unsafe { self.lib.get::<T>(name.as_bytes()) }
+            .map(|s| *s)
+            .map_err(|e| format!("NVRTC has no {name}: {e}"))
+    }
+
+    fn query_version(&self) -> Result<(i32, i32), String> {
+        let f: VersionFn = self.sym("nvrtcVersion")?;
+        let (mut a, mut b) = (0, 0);
+        // SAFETY: two out-pointers to live ints.
+        unsafe { f(&mut a, &mut b) };
+        Ok((a, b))
+    }
+
+    /// Compiles `source` (named `name` in diagnostics) with `options` such as
+    /// `--gpu-architecture=compute_90`.
+    pub fn compile(&self, source: &str, name: &str, options: &[&str]) -> Result<Compiled, String> {
+        let create: CreateProgram = self.sym("nvrtcCreateProgram")?;
+        let compile: CompileProgram = self.sym("nvrtcCompileProgram")?;
+        let log_size: SizeOf = self.sym("nvrtcGetProgramLogSize")?;
+        let get_log: Get = self.sym("nvrtcGetProgramLog")?;
+        let ptx_size: SizeOf = self.sym("nvrtcGetPTXSize")?;
+        let get_ptx: Get = self.sym("nvrtcGetPTX")?;
+        let destroy: Destroy = self.sym("nvrtcDestroyProgram")?;
+        let src = CString::new(source).map_err(|_| "a NUL in the source".to_string())?;
+        let cname = CString::new(name).map_err(|_| "a NUL in the name".to_string())?;
+        let opts: Vec<CString> = options
+            .iter()
+            .map(|o| CString::new(*o).map_err(|_| "a NUL in an option".to_string()))
+            .collect::<Result<_, _>>()?;
+        let opt_ptrs: Vec<*const c_char> = opts.iter().map(|o| o.as_ptr()).collect();
+        let mut prog: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: NVRTC's C API with live, NUL-terminated strings; the program is destroyed
+        // before returning, and the buffers are sized by NVRTC's own size queries.
+        unsafe {
+            let rc = create(
+                &mut prog,
+                src.as_ptr(),
+                cname.as_ptr(),
+                0,
+                std::ptr::null(),
+                std::ptr::null(),
+            );
+            if rc != 0 {
+                return Err(format!("nvrtcCreateProgram failed ({rc})"));
+            }
+            let rc = compile(prog, opt_ptrs.len() as c_int, opt_ptrs.as_ptr());
+            let read = |size: SizeOf, get: Get| -> String {
+                let mut n = 0usize;
+                if size(prog, &mut n) != 0 || n == 0 {
+                    return String::new();
+                }
+                let mut buf = vec![0u8; n];
+                if get(prog, buf.as_mut_ptr() as *mut c_char) != 0 {
+                    return String::new();
+                }
+                CStr::from_bytes_until_nul(&buf)
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            };
+            let log = read(log_size, get_log);
+            let ptx = (rc == 0).then(|| read(ptx_size, get_ptx));
+            destroy(&mut prog);
+            Ok(Compiled {
+                ptx,
+                log: log.trim().to_string(),
+            })
+        }
+    }
+}
+
+/// What ptxas reports for one kernel (`ptxas -v`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelResources {
+    pub name: String,
+    pub registers: u32,
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+    pub stack_bytes: u32,
+    pub shared_bytes: u32,
+}
+
+/// What ptxas said about one PTX file: per-kernel resources, and its warnings and errors.
+pub struct Assembled {
+    pub ok: bool,
+    pub kernels: Vec<KernelResources>,
+    /// Lines of ptxas's output that are warnings or errors (not `ptxas info`).
+    pub diagnostics: Vec<String>,
+}
+
+/// Assembles `ptx` for `arch` (`sm_90`) with `ptxas -v`, the PTX written to a file in `dir`.
+pub fn ptxas(ptxas: &Path, ptx: &str, arch: &str, dir: &Path) -> Result<Assembled, String> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let file = dir.join(format!("ixmap-{}-{n}.ptx", std::process::id()));
+    std::fs::write(&file, ptx).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    let out = Command::new(ptxas)
+        .arg(format!("-arch={arch}"))
+        .arg("-v")
+        .arg(&file)
+        .arg("-o")
+        .arg("/dev/null")
+        .output();
+    let _ = std::fs::remove_file(&file);
+    let out = out.map_err(|e| format!("cannot run {}: {e}", ptxas.display()))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (kernels, diagnostics) = parse_ptxas(&text);
+    Ok(Assembled {
+        ok: out.status.success(),
+        kernels,
+        diagnostics,
+    })
+}
+
+fn number_before(line: &str, what: &str) -> Option<u32> {
+    let i = line.find(what)?;
+    line[..i].split_whitespace().last()?.parse().ok()
+}
+
+/// Parses `ptxas -v` output: `Compiling entry function 'NAME'`, then `N bytes stack frame,
+/// N bytes spill stores, N bytes spill loads` and `Used N registers, … N bytes smem`.
+pub fn parse_ptxas(text: &str) -> (Vec<KernelResources>, Vec<String>) {
+    let mut kernels: Vec<KernelResources> = Vec::new();
+    let mut diags = Vec::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if l.is_empty() {
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix("ptxas info") {
+            if let Some(i) = rest.find("Compiling entry function '") {
+                let name = rest[i + 26..].split('\'').next().unwrap_or("").to_string();
+                kernels.push(KernelResources {
+                    name,
+                    ..Default::default()
+                });
+            } else if let Some(k) = kernels.last_mut() {
+                if rest.contains("Used") {
+                    k.registers = number_before(rest, "registers").unwrap_or(0);
+                    k.shared_bytes = number_before(rest, "bytes smem").unwrap_or(0);
+                }
+            }
+        } else if l.contains("bytes stack frame") {
+            if let Some(k) = kernels.last_mut() {
+                k.stack_bytes = number_before(l, "bytes stack frame").unwrap_or(0);
+                k.spill_stores = number_before(l, "bytes spill stores").unwrap_or(0);
+                k.spill_loads = number_before(l, "bytes spill loads").unwrap_or(0);
+            }
+        } else {
+            diags.push(l.to_string());
+        }
+    }
+    (kernels, diags)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ptxas_verbose_output() {
+        let text = "ptxas info    : 0 bytes gmem\n\
+ptxas info    : Compiling entry function 'tr' for 'sm_90'\n\
+ptxas info    : Function properties for tr\n\
+    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n\
+ptxas info    : Used 30 registers, used 1 barriers, 4224 bytes smem, 368 bytes cmem[0]\n\
+ptxas warning : Registers are spilled to local memory in function 'tr', 4 bytes spill stores, 12 bytes spill loads\n";
+        let (k, d) = parse_ptxas(text);
+        assert_eq!(
+            k,
+            vec![KernelResources {
+                name: "tr".into(),
+                registers: 30,
+                spill_stores: 4,
+                spill_loads: 12,
+                stack_bytes: 8,
+                shared_bytes: 4224,
+            }]
+        );
+        assert_eq!(d.len(), 1);
+        assert!(d[0].starts_with("ptxas warning"));
+    }
+}

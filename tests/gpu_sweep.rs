@@ -1,0 +1,380 @@
+//! The compile sweep (issue 19): every computation and instruction defined in
+//! `sessions/**/*.ixm`, and the specs of the GPU tests, emitted with every launch mapping
+//! that applies, simplified and naive, and compiled by the real compilers with zero errors
+//! and zero warnings:
+//!
+//! - CUDA: NVIDIA's NVRTC for `compute_80` and `compute_90`, then ptxas for `sm_80` and
+//!   `sm_90` (both from PyPI wheels that `scripts/test-all` installs into `target/venv`; see
+//!   `src/gpu/nvcc.rs` for where they are looked for). Without NVRTC the test says so loudly
+//!   and skips, except under `CI=true`, where it fails.
+//! - CPU: the host C compiler with `-O1 -Wall -Werror` (`-O1` for the warnings that need
+//!   data flow, such as a variable read uninitialized).
+//!
+//! Emission refusals (fusions the adapter or an emitter cannot take) are printed by reason,
+//! and their number may only go down ([`MAX_REFUSED`]).
+
+#[path = "common/gpu_specs.rs"]
+mod specs;
+
+use ixmap::gpu::emit::{self, Emitted};
+use ixmap::gpu::nvcc::{self, Nvrtc};
+use ixmap::gpu::spec::KernelSpec;
+use ixmap::gpu::sweep::{self, Found};
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// Names in `sessions/` the adapter refuses today (parameters and constants alone, ops
+/// without a kernel model, ...). Lower it when a refusal goes away; never raise it to make
+/// a new refusal pass.
+const MAX_REFUSED: usize = 167;
+
+/// Kernels per NVRTC program: one program per batch is much faster than one per kernel.
+const BATCH: usize = 40;
+
+/// Unbuffered, uncaptured output: the test harness captures `println!`, and the sweep's
+/// counts and refusals should be read in every run.
+fn say(s: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{s}");
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+fn found() -> &'static Found {
+    static F: OnceLock<Found> = OnceLock::new();
+    F.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sessions");
+        let mut f = sweep::sweep_sessions(&dir);
+        for spec in [
+            specs::reshape_add(3, 5, 8),
+            specs::reshape_add_plain(4, 6, 8),
+            specs::transpose(33, 70),
+            specs::broadcast_mul(9, 13),
+            specs::reduce(7, 45, true),
+            specs::reduce(45, 7, false),
+        ] {
+            f.add(format!("tests:{}", spec.name), spec);
+        }
+        f
+    })
+}
+
+fn report_refusals(f: &Found) -> usize {
+    let n: usize = f.refused.values().map(Vec::len).sum();
+    say(&format!(
+        "sweep: {} distinct kernels specs from sessions/ and the tests; {n} names refused:",
+        f.specs.len()
+    ));
+    for (why, who) in &f.refused {
+        let shown: Vec<&str> = who.iter().take(4).map(String::as_str).collect();
+        say(&format!(
+            "  {:>3} × {why}   (e.g. {}{})",
+            who.len(),
+            shown.join(", "),
+            if who.len() > 4 { ", …" } else { "" }
+        ));
+    }
+    n
+}
+
+/// One emitted kernel and where it came from.
+struct Kernel {
+    origin: String,
+    emitted: Emitted,
+}
+
+fn cuda_kernels(f: &Found) -> (Vec<Kernel>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut refused = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (origin, spec) in &f.specs {
+        for (label, launch) in sweep::launches(spec) {
+            let launch = match launch {
+                Ok(l) => l,
+                Err(e) => {
+                    refused.push(format!("{origin} {label}: {e}"));
+                    continue;
+                }
+            };
+            // Naive index arithmetic with the plain mappings; their vector and unroll
+            // forms only simplified (the naive form adds no construct there).
+            let modes: &[bool] = if label.contains("unroll") {
+                &[false]
+            } else {
+                &[false, true]
+            };
+            for &naive in modes {
+                let what = format!("{origin} {label}{}", if naive { " naive" } else { "" });
+                match emit::cuda::emit(spec, &launch, naive) {
+                    Ok(e) => {
+                        if seen.insert(e.source.clone()) {
+                            out.push(Kernel {
+                                origin: what,
+                                emitted: e,
+                            })
+                        }
+                    }
+                    Err(e) => refused.push(format!("{what}: {e}")),
+                }
+            }
+        }
+    }
+    (out, refused)
+}
+
+/// Kernels of one NVRTC program: each in its own namespace (the helpers are file-local),
+/// its entry renamed to be unique, and a `#line` naming it so diagnostics say which.
+fn batch_source(batch: &[(usize, &Kernel)]) -> String {
+    let mut s = String::new();
+    for (i, k) in batch {
+        let src = k.emitted.source.replace(
+            &format!(" {}(", k.emitted.entry),
+            &format!(" {}__k{i}(", k.emitted.entry),
+        );
+        s += &format!(
+            "#line 1 \"kernel {i}: {}\"\nnamespace k{i} {{\n{src}}}\n",
+            k.origin.replace('"', "'")
+        );
+    }
+    s
+}
+
+#[test]
+fn every_session_kernel_compiles_for_cuda_without_warnings() {
+    let f = found();
+    let nvrtc = match Nvrtc::load() {
+        Ok(n) => n,
+        Err(e) if in_ci() => panic!("CI=true and {e}"),
+        Err(e) => {
+            say(&format!(
+                "\n*** SKIPPED the CUDA compile sweep: {e}\n*** run scripts/test-all (it installs scripts/cuda-requirements.txt into target/venv)\n"
+            ));
+            return;
+        }
+    };
+    let ptxas = nvcc::find_ptxas();
+    if ptxas.is_none() && in_ci() {
+        panic!("CI=true and ptxas not found (IXMAP_PTXAS, or nvidia-cuda-nvcc-cu12 in target/venv)");
+    }
+    let t0 = Instant::now();
+    let n_refused = report_refusals(f);
+    let (kernels, emit_refused) = cuda_kernels(f);
+    say(&format!(
+        "sweep: CUDA emitter refused {} (spec, mapping) pairs:",
+        emit_refused.len()
+    ));
+    let mut by_reason: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in &emit_refused {
+        *by_reason
+            .entry(sweep::reason(r.split_once(": ").map_or(r.as_str(), |x| x.1)))
+            .or_default() += 1;
+    }
+    for (why, n) in &by_reason {
+        say(&format!("  {n:>3} × {why}"));
+    }
+    let t_emit = t0.elapsed().as_secs_f64();
+    let indexed: Vec<(usize, &Kernel)> = kernels.iter().enumerate().collect();
+    let batches: Vec<&[(usize, &Kernel)]> = indexed.chunks(BATCH).collect();
+    let tmp = std::env::temp_dir();
+    let problems = std::sync::Mutex::new(Vec::<String>::new());
+    let resources = std::sync::Mutex::new(Vec::<nvcc::KernelResources>::new());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (nvrtc_ms, ptxas_ms) = (AtomicU64::new(0), AtomicU64::new(0));
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    std::thread::scope(|sc| {
+        for _ in 0..workers {
+            sc.spawn(|| loop {
+                let b = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(batch) = batches.get(b) else { break };
+                let src = batch_source(batch);
+                for (arch, sm) in [("compute_80", "sm_80"), ("compute_90", "sm_90")] {
+                    let opt = format!("--gpu-architecture={arch}");
+                    let t = Instant::now();
+                    let c = nvrtc.compile(&src, &format!("batch{b}.cu"), &[&opt]);
+                    nvrtc_ms.fetch_add(t.elapsed().as_millis() as u64, Relaxed);
+                    let c = match c {
+                        Ok(c) => c,
+                        Err(e) => {
+                            problems.lock().unwrap().push(format!("NVRTC: {e}"));
+                            continue;
+                        }
+                    };
+                    if !c.log.is_empty() {
+                        problems
+                            .lock()
+                            .unwrap()
+                            .push(format!("NVRTC {arch}:\n{}", c.log));
+                    }
+                    let (Some(ptx), Some(pt)) = (c.ptx, ptxas.as_deref()) else {
+                        continue;
+                    };
+                    let t = Instant::now();
+                    let a = nvcc::ptxas(pt, &ptx, sm, &tmp);
+                    ptxas_ms.fetch_add(t.elapsed().as_millis() as u64, Relaxed);
+                    match a {
+                        Ok(a) => {
+                            if !a.ok || !a.diagnostics.is_empty() {
+                                problems.lock().unwrap().push(format!(
+                                    "ptxas {sm} (batch {b}):\n{}",
+                                    a.diagnostics.join("\n")
+                                ));
+                            }
+                            if sm == "sm_90" {
+                                resources.lock().unwrap().extend(a.kernels);
+                            }
+                        }
+                        Err(e) => problems.lock().unwrap().push(format!("ptxas: {e}")),
+                    }
+                }
+            });
+        }
+    });
+    let problems = problems.into_inner().unwrap();
+    let resources = resources.into_inner().unwrap();
+    let spilled = resources
+        .iter()
+        .filter(|r| r.spill_stores + r.spill_loads > 0)
+        .count();
+    let max_regs = resources.iter().map(|r| r.registers).max().unwrap_or(0);
+    say(&format!(
+        "sweep: {} CUDA kernels from {} specs compiled with NVRTC {}.{} ({}) for compute_80 and compute_90{} in {:.1} s (emission {:.1} s; NVRTC {:.1} s and ptxas {:.1} s summed over {} batches on {workers} threads); sm_90: at most {max_regs} registers, {spilled} kernels spill",
+        kernels.len(),
+        f.specs.len(),
+        nvrtc.version.0,
+        nvrtc.version.1,
+        nvrtc.path.display(),
+        match &ptxas {
+            Some(p) => format!(", assembled by {} for sm_80 and sm_90", p.display()),
+            None => " (ptxas not found: not assembled)".into(),
+        },
+        t0.elapsed().as_secs_f64(),
+        t_emit,
+        nvrtc_ms.load(Relaxed) as f64 / 1e3,
+        ptxas_ms.load(Relaxed) as f64 / 1e3,
+        batches.len(),
+    ));
+    assert!(
+        problems.is_empty(),
+        "{} compiler complaints:\n{}",
+        problems.len(),
+        problems.join("\n\n")
+    );
+    assert!(
+        kernels.iter().any(|k| k.origin.starts_with("tile/softmax:")),
+        "the softmax fusion of sessions/tile/softmax.ixm is swept"
+    );
+    assert!(
+        n_refused <= MAX_REFUSED,
+        "{n_refused} names refused, more than {MAX_REFUSED}"
+    );
+}
+
+/// Tile sizes for the CPU's tiled emitter: the largest divisor of each extent up to 8.
+fn small_tile(spec: &KernelSpec) -> Vec<i64> {
+    spec.output
+        .dims
+        .iter()
+        .map(|&n| (1..=8.min(n.max(1))).rev().find(|z| n % z == 0).unwrap_or(1))
+        .collect()
+}
+
+#[test]
+fn every_session_kernel_compiles_for_the_cpu_with_wall_werror() {
+    if !ixmap::transcript::requirement_met("cc") {
+        if in_ci() {
+            panic!("CI=true and no C compiler");
+        }
+        say("\n*** SKIPPED the CPU compile sweep: no C compiler (cc)\n");
+        return;
+    }
+    let f = found();
+    let t0 = Instant::now();
+    let mut sources: Vec<(String, Emitted)> = Vec::new();
+    let mut refused = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (origin, spec) in &f.specs {
+        for naive in [false, true] {
+            let tile = small_tile(spec);
+            // The tiled host kernel only simplified: its naive form is the untiled one's.
+            let tiled = !naive && spec.root_reduction().is_none();
+            let mut tries = vec![(
+                format!("{origin}{}", if naive { " naive" } else { "" }),
+                emit::cpu::emit(spec, naive),
+            )];
+            if tiled {
+                tries.push((
+                    format!("{origin} tile={tile:?}{}", if naive { " naive" } else { "" }),
+                    ixmap::tile::tune::emit_tiled_with(spec, &tile, naive),
+                ));
+            }
+            for (what, r) in tries {
+                match r {
+                    Ok(e) => {
+                        if seen.insert(e.source.clone()) {
+                            sources.push((what, e));
+                        }
+                    }
+                    Err(e) => refused.push(format!("{what}: {e}")),
+                }
+            }
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("ixmap-sweep-cpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut files = Vec::new();
+    for (i, (what, e)) in sources.iter().enumerate() {
+        let p = dir.join(format!("k{i}.c"));
+        std::fs::write(&p, format!("// {what}\n{}", e.source)).expect("write");
+        files.push(p);
+    }
+    let cc = ixmap::gpu::bench::cpu::compiler();
+    let problems = std::sync::Mutex::new(Vec::<String>::new());
+    let chunks: Vec<&[std::path::PathBuf]> = files.chunks(files.len().div_ceil(2).max(1)).collect();
+    std::thread::scope(|sc| {
+        for chunk in &chunks {
+            let (cc, dir, problems) = (&cc, &dir, &problems);
+            sc.spawn(move || {
+                let out = std::process::Command::new(cc)
+                    .current_dir(dir)
+                    .args(["-std=c11", "-O1", "-Wall", "-Werror", "-c"])
+                    .args(chunk.iter())
+                    .output()
+                    .expect("run the C compiler");
+                if !out.status.success() || !out.stderr.is_empty() {
+                    problems
+                        .lock()
+                        .unwrap()
+                        .push(String::from_utf8_lossy(&out.stderr).into_owned());
+                }
+            });
+        }
+    });
+    let problems = problems.into_inner().unwrap();
+    say(&format!(
+        "sweep: {} CPU kernels compiled by {cc} -O1 -Wall -Werror in {:.1} s; the CPU emitters refused {}:",
+        sources.len(),
+        t0.elapsed().as_secs_f64(),
+        refused.len()
+    ));
+    let mut by_reason: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in &refused {
+        *by_reason
+            .entry(sweep::reason(r.split_once(": ").map_or(r.as_str(), |x| x.1)))
+            .or_default() += 1;
+    }
+    for (why, n) in &by_reason {
+        say(&format!("  {n:>3} × {why}"));
+    }
+    if problems.is_empty() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    assert!(
+        problems.is_empty(),
+        "the C compiler complained (sources kept in {}):\n{}",
+        dir.display(),
+        problems.join("\n")
+    );
+}
