@@ -743,3 +743,186 @@ fn random_fusion(rng: &mut Rng, n: usize) -> (String, Vec<i64>) {
     lines[last] = lines[last].replacen(' ', " ROOT ", 1);
     (format!("f {{\n{}\n}}", lines.join("\n")), d0)
 }
+
+/// One single-op computation per op family with a zero-sized tensor somewhere (the output,
+/// an operand, or both). Every map must agree with the interpreter (which reads nothing
+/// from a tensor without elements), maps out of an empty output are KNOWN EMPTY, and no
+/// analysis panics (the reshape `f32[1,0,0] -> f32[0]` once divided by zero).
+#[test]
+fn zero_sized_shapes_give_known_empty_maps() {
+    // (computation, whether the interpreter can run it, modes: operand k over-approximated)
+    let cases: &[(&str, bool, &[usize])] = &[
+        ("a = f32[0,3] parameter(0)\n b = f32[0,3] parameter(1)\n ROOT r = f32[0,3] add(a, b)", true, &[]),
+        ("a = f32[0] parameter(0)\n ROOT r = f32[2,0] broadcast(a), dimensions={1}", true, &[]),
+        ("a = f32[3] parameter(0)\n ROOT r = f32[0,3] broadcast(a), dimensions={1}", true, &[]),
+        ("ROOT r = s32[0,2] iota(), iota_dimension=1", true, &[]),
+        ("a = f32[4,0] parameter(0)\n i = s32[] parameter(1)\n j = s32[] parameter(2)\n ROOT r = f32[2,0] dynamic-slice(a, i, j), dynamic_slice_sizes={2,0}", true, &[]),
+        ("a = f32[4,0] parameter(0)\n u = f32[2,0] parameter(1)\n i = s32[] parameter(2)\n j = s32[] parameter(3)\n ROOT r = f32[4,0] dynamic-update-slice(a, u, i, j)", true, &[]),
+        ("a = f32[5,4] parameter(0)\n i = s32[0,1] parameter(1)\n ROOT r = f32[0,4] gather(a, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}", true, &[]),
+        ("a = f32[0,3] parameter(0)\n ROOT r = f32[3,0] transpose(a), dimensions={1,0}", true, &[]),
+        ("a = f32[0,2] parameter(0)\n ROOT r = f32[0,2] reverse(a), dimensions={0}", true, &[]),
+        ("a = f32[0,3] parameter(0)\n v = f32[] parameter(1)\n ROOT r = f32[3] reduce(a, v), dimensions={0}, to_apply=add", true, &[]),
+        ("a = f32[3,0] parameter(0)\n v = f32[] parameter(1)\n ROOT r = f32[0] reduce(a, v), dimensions={0}, to_apply=add", true, &[]),
+        ("a = f32[5,0] parameter(0)\n ROOT r = f32[2,0] slice(a), slice={[1:3], [0:0]}", true, &[]),
+        ("a = f32[1,0,0] parameter(0)\n ROOT r = f32[0] reshape(a)", true, &[]),
+        ("a = f32[0] parameter(0)\n ROOT r = f32[1,0,0] reshape(a)", true, &[]),
+        ("a = f32[0,4] parameter(0)\n ROOT r = f32[4,0] bitcast(a)", true, &[]),
+        ("a = f32[0,3] parameter(0)\n b = f32[2,3] parameter(1)\n ROOT r = f32[2,3] concatenate(a, b), dimensions={0}", true, &[]),
+        ("a = f32[2,0] parameter(0)\n b = f32[0,3] parameter(1)\n ROOT r = f32[2,3] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}", true, &[]),
+        ("a = f32[0,4] parameter(0)\n b = f32[4,3] parameter(1)\n ROOT r = f32[0,3] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}", true, &[]),
+        ("a = f32[0] parameter(0)\n v = f32[] parameter(1)\n ROOT r = f32[3] pad(a, v), padding=1_2_1", true, &[1]),
+        ("a = f32[2,0] parameter(0)\n v = f32[] parameter(1)\n ROOT r = f32[4,0] pad(a, v), padding=1_1x0_0", true, &[1]),
+        ("a = f32[0] parameter(0)\n v = f32[] parameter(1)\n ROOT r = f32[0] reduce-window(a, v), window={size=1}, to_apply=add", true, &[]),
+        ("a = f32[0,3] parameter(0)\n v = f32[] parameter(1)\n ROOT r = f32[0,2] reduce-window(a, v), window={size=1x2}, to_apply=add", true, &[]),
+        ("a = f32[0,5,4] parameter(0)\n k = f32[3,4,2] parameter(1)\n ROOT r = f32[0,3,2] convolution(a, k), window={size=3}, dim_labels=b0f_0io->b0f", false, &[]),
+        ("a = f32[2,5,0] parameter(0)\n k = f32[3,0,2] parameter(1)\n ROOT r = f32[2,3,2] convolution(a, k), window={size=3}, dim_labels=b0f_0io->b0f", false, &[]),
+        ("a = f32[0] parameter(0)\n b = s32[2] parameter(1)\n ROOT r = (f32[0], s32[2]) tuple(a, b)", false, &[]),
+        ("a = (f32[0], s32[2]) parameter(0)\n ROOT r = f32[0] get-tuple-element(a), index=0", false, &[]),
+    ];
+    let mut rng = Rng(0x5eed);
+    for (body, runs, over) in cases {
+        let src = format!("t {{\n {body}\n}}");
+        let (ws, name) = build(&src);
+        let comp = ws.module.computation(&name).expect("defined");
+        let root = comp.root;
+        let ins = &comp.instrs[root];
+        assert!(
+            ops::check(comp, root).is_ok(),
+            "the op is valid: {:?}\n{src}",
+            ops::check(comp, root)
+        );
+        let per = ops::output_to_input(comp, root);
+        let empty = |s: &ixmap::hlo::Shape| !s.is_tuple() && s.dims().contains(&0);
+        let out_empty = empty(&ins.shape);
+        for (k, maps) in per.iter().enumerate() {
+            let opd_empty = empty(&comp.instrs[ins.operands[k]].shape);
+            if out_empty || opd_empty {
+                assert!(
+                    maps.iter().all(|m| m.is_known_empty()),
+                    "output → operand {k} is KNOWN EMPTY\n{src}\n{maps:?}"
+                );
+            }
+            let back = ops::input_to_output(comp, root, k);
+            if out_empty || opd_empty {
+                assert!(
+                    back.iter().all(|m| m.is_known_empty() || m.is_undefined()),
+                    "operand {k} → output is KNOWN EMPTY\n{src}\n{back:?}"
+                );
+            }
+        }
+        // Whole-computation analyses run too.
+        let fi = fusion::output_to_input(&ws.module, comp);
+        for p in 0..comp.parameters().len() {
+            let _ = fusion::input_to_output(comp, p);
+        }
+        for (o, per_param) in fi.outputs.iter().enumerate() {
+            if empty(&comp.instrs[comp.outputs()[o]].shape) {
+                for maps in per_param {
+                    assert!(maps.iter().all(|m| m.is_known_empty()), "{src}\n{maps:?}");
+                }
+            }
+        }
+        if *runs {
+            let over: Vec<usize> = over.to_vec();
+            check_op(
+                &src,
+                &mut rng,
+                &move |k| {
+                    if over.contains(&k) {
+                        Mode::Superset
+                    } else {
+                        Mode::Exact
+                    }
+                },
+                &no_rt,
+            );
+        }
+    }
+}
+
+/// Sizes that do not fit in 64 bits are refused with an error naming the problem, never
+/// wrapped: huge padding, windows, dilations and strides.
+#[test]
+fn huge_attributes_are_errors_not_wrapped_sizes() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "a = f32[4] parameter(0)\n v = f32[] parameter(1)\n ROOT r = f32[4] pad(a, v), padding=9223372036854775807_0",
+            "overflows",
+        ),
+        (
+            "a = f32[4] parameter(0)\n v = f32[] parameter(1)\n ROOT r = f32[4] pad(a, v), padding=0_0_9223372036854775807",
+            "overflows",
+        ),
+        (
+            "a = f32[4] parameter(0)\n v = f32[] parameter(1)\n ROOT r = f32[4] pad(a, v), padding=-9223372036854775808_9223372036854775807",
+            "overflows",
+        ),
+        (
+            "a = f32[4] parameter(0)\n v = f32[] parameter(1)\n ROOT r = f32[1] reduce-window(a, v), window={size=2 rhs_dilate=9223372036854775807}, to_apply=add",
+            "overflows",
+        ),
+        (
+            "a = f32[4] parameter(0)\n v = f32[] parameter(1)\n ROOT r = f32[1] reduce-window(a, v), window={size=2 lhs_dilate=9223372036854775807}, to_apply=add",
+            "overflows",
+        ),
+        (
+            "a = f32[4] parameter(0)\n v = f32[] parameter(1)\n ROOT r = f32[1] reduce-window(a, v), window={size=1 pad=9223372036854775807_1}, to_apply=add",
+            "overflows",
+        ),
+        (
+            "a = f32[1,5,1] parameter(0)\n k = f32[2,1,1] parameter(1)\n ROOT r = f32[1,1,1] convolution(a, k), window={size=2 rhs_dilate=9223372036854775807}, dim_labels=b0f_0io->b0f",
+            "overflows",
+        ),
+    ];
+    for (body, want) in cases {
+        let src = format!("t {{\n {body}\n}}");
+        let mut ws = Workspace::new();
+        let item = parse_hlo(&src, 0).unwrap_or_else(|e| panic!("{}\n{src}", e.render(&src)));
+        let err = ws.define(item).expect_err(&src);
+        assert!(err.message.contains(want), "{src}\n{}", err.message);
+    }
+    // A huge stride is fine (one element), and its size is computed without overflow.
+    let src = "t {\n a = f32[4] parameter(0)\n ROOT r = f32[1] slice(a), slice={[0:4:9223372036854775807]}\n}";
+    let (ws, name) = build(src);
+    let comp = ws.module.computation(&name).expect("defined");
+    let m = &ops::output_to_input(comp, comp.root)[0][0];
+    assert_eq!(m.eval_point(&[0]).unwrap(), Some(vec![0]));
+}
+
+/// Convolutions, plain and grouped (feature_group_count or batch_group_count), against
+/// the interpreter: every output element reads the kernel elements and the in-range input
+/// elements its window covers, in its feature or batch group.
+#[test]
+fn grouped_convolutions() {
+    let mut rng = Rng(0xc0ffee);
+    for case in 0..CASES {
+        let groups = rng.int(1, 3);
+        let by_batch = case % 2 == 1;
+        let (fg, bg) = if by_batch { (1, groups) } else { (groups, 1) };
+        let kin = rng.int(1, 2);
+        let kout = groups * rng.int(1, 2);
+        let xf = kin * fg;
+        let ob = rng.int(1, 2);
+        let xb = ob * bg;
+        let n = rng.int(1, 5);
+        let size = rng.int(1, 3);
+        let stride = rng.int(1, 2);
+        let (plo, phi) = (rng.int(0, 2), rng.int(0, 1));
+        let (ld, rd) = (rng.int(1, 2), rng.int(1, 2));
+        let dil = (n - 1) * ld + 1 + plo + phi;
+        let span = (size - 1) * rd + 1;
+        if dil < span {
+            continue;
+        }
+        let on = (dil - span) / stride + 1;
+        let src = format!(
+            "t {{\n x = s32[{xb},{n},{xf}] parameter(0)\n k = s32[{size},{kin},{kout}] parameter(1)\n ROOT r = s32[{ob},{on},{kout}] convolution(x, k), window={{size={size} stride={stride} pad={plo}_{phi} lhs_dilate={ld} rhs_dilate={rd}}}, dim_labels=b0f_0io->b0f, feature_group_count={fg}, batch_group_count={bg}\n}}"
+        );
+        check_op(&src, &mut rng, &exact, &no_rt);
+        // The same with the feature dimension first and the kernel's dimensions reordered.
+        let src = format!(
+            "t {{\n x = s32[{xf},{xb},{n}] parameter(0)\n k = s32[{kout},{size},{kin}] parameter(1)\n ROOT r = s32[{kout},{ob},{on}] convolution(x, k), window={{size={size} stride={stride} pad={plo}_{phi} lhs_dilate={ld} rhs_dilate={rd}}}, dim_labels=fb0_o0i->fb0, feature_group_count={fg}, batch_group_count={bg}\n}}"
+        );
+        check_op(&src, &mut rng, &exact, &no_rt);
+    }
+}

@@ -380,6 +380,74 @@ fn eval(
                 out.data[f] = e;
             }
         }
+        "convolution" => {
+            let (x, k) = (opd(0), opd(1));
+            let default_labels = || {
+                let n = out_dims.len().saturating_sub(2);
+                let sp: String = (0..n).map(|i| char::from(b'0' + i as u8)).collect();
+                format!("b{sp}f_{sp}io->b{sp}f")
+            };
+            let dl = a.dim_labels.clone().unwrap_or_else(default_labels);
+            let (ins_l, out_l) = dl.split_once("->").ok_or_else(unsupported)?;
+            let (lhs_l, rhs_l) = ins_l.split_once('_').ok_or_else(unsupported)?;
+            let (lhs, rhs, outl): (Vec<char>, Vec<char>, Vec<char>) =
+                (lhs_l.chars().collect(), rhs_l.chars().collect(), out_l.chars().collect());
+            let pos = |l: &[char], ch: char| l.iter().position(|&y| y == ch).unwrap_or(0);
+            let sp = |i: usize| char::from(b'0' + i as u8);
+            let nsp = x.dims.len() - 2;
+            let w: Vec<crate::hlo::WindowDim> = match &a.window {
+                Some(w) => w.clone(),
+                None => (0..nsp)
+                    .map(|i| crate::hlo::WindowDim {
+                        size: k.dims[pos(&rhs, sp(i))],
+                        ..Default::default()
+                    })
+                    .collect(),
+            };
+            let fg = a.feature_group_count.unwrap_or(1);
+            let bg = a.batch_group_count.unwrap_or(1);
+            let kin = k.dims[pos(&rhs, 'i')];
+            let fout = out_dims[pos(&outl, 'f')];
+            let bout = out_dims[pos(&outl, 'b')];
+            let wsizes: Vec<i64> = w.iter().map(|x| x.size).collect();
+            for idx in all_indices(&out_dims) {
+                let f = out.flat(&idx);
+                let mut e = Elem::default();
+                let of = idx[pos(&outl, 'f')];
+                // Output feature `of` belongs to feature group `of / (fout / fg)` and to
+                // batch group `of / (fout / bg)`.
+                let fgroup = of / (fout / fg);
+                let bgroup = of / (fout / bg);
+                for s in all_indices(&wsizes) {
+                    for fi in 0..kin {
+                        let mut ki = vec![0; k.dims.len()];
+                        ki[pos(&rhs, 'o')] = of;
+                        ki[pos(&rhs, 'i')] = fi;
+                        for j in 0..nsp {
+                            ki[pos(&rhs, sp(j))] = s[j];
+                        }
+                        union(&mut e, k.at(&ki));
+                        let mut xi = vec![0; x.dims.len()];
+                        xi[pos(&lhs, 'b')] = bgroup * bout + idx[pos(&outl, 'b')];
+                        xi[pos(&lhs, 'f')] = fgroup * kin + fi;
+                        let mut ok = true;
+                        for (j, wd) in w.iter().enumerate() {
+                            let p = idx[pos(&outl, sp(j))] * wd.stride + s[j] * wd.rhs_dilate
+                                - wd.pad_lo;
+                            let n = x.dims[pos(&lhs, sp(j))];
+                            if p < 0 || p % wd.lhs_dilate != 0 || p / wd.lhs_dilate >= n {
+                                ok = false;
+                            }
+                            xi[pos(&lhs, sp(j))] = p.div_euclid(wd.lhs_dilate);
+                        }
+                        if ok {
+                            union(&mut e, x.at(&xi));
+                        }
+                    }
+                }
+                out.data[f] = e;
+            }
+        }
         "dot" => {
             let dd = a.dot.clone().unwrap_or_default();
             let (l, r) = (opd(0), opd(1));

@@ -34,7 +34,9 @@ pub struct RawOperand {
 pub struct RawInstr {
     pub name: String,
     pub name_span: Span,
-    pub shape: Shape,
+    /// `None` when left out (`ROOT r = negate(x)` in a computation): inferred from the
+    /// operands when the computation is built.
+    pub shape: Option<Shape>,
     pub shape_span: Span,
     pub opcode: String,
     pub opcode_span: Span,
@@ -130,7 +132,9 @@ impl Lower {
                     c.name_span = self.span(&part);
                 }
                 Rule::hlo_signature => {}
-                Rule::hlo_instr => c.instrs.push(self.instr(part)?),
+                Rule::hlo_body_instr => c.instrs.push(self.instr(part)?),
+                // Computation attributes (`execution_thread=...`): kept by XLA, not used here.
+                Rule::hlo_attr => {}
                 r => unreachable!("grammar: a computation cannot contain {r:?}"),
             }
         }
@@ -145,7 +149,10 @@ impl Lower {
             it.next();
         }
         let name = it.next().expect("grammar: instruction has a name");
-        let shape = it.next().expect("grammar: instruction has a shape");
+        let shape = match it.peek() {
+            Some(x) if x.as_rule() == Rule::hlo_shape => it.next(),
+            _ => None,
+        };
         let opcode = it.next().expect("grammar: instruction has an opcode");
         let operands = it.next().expect("grammar: instruction has operands");
         let opname = opcode.as_str().to_string();
@@ -218,8 +225,8 @@ impl Lower {
         Ok(RawInstr {
             name: strip(name.as_str()),
             name_span: self.span(&name),
-            shape_span: self.span(&shape),
-            shape: self.shape(shape)?,
+            shape_span: shape.as_ref().map_or(self.span(&opcode), |s| self.span(s)),
+            shape: shape.map(|s| self.shape(s)).transpose()?,
             opcode: opname,
             opcode_span: self.span(&opcode),
             operands: raw_ops,
@@ -332,7 +339,7 @@ mod tests {
         };
         assert_eq!(i.name, "bc0");
         assert_eq!(i.opcode, "broadcast");
-        assert_eq!(i.shape.dims(), &[10, 20, 30]);
+        assert_eq!(i.shape.as_ref().unwrap().dims(), &[10, 20, 30]);
         assert_eq!(i.operands[0].name, "p0");
         assert_eq!(i.attrs.dimensions, Some(vec![1]));
     }

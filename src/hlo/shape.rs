@@ -120,3 +120,31 @@ impl fmt::Display for Shape {
         }
     }
 }
+
+impl Shape {
+    /// The map from a logical index to the physical one (the dims in major-to-minor order):
+    /// `f32[10,20]{0,1}`: `(d0, d1) -> (d1, d0)`. The identity for the default layout.
+    pub fn logical_to_physical(&self) -> crate::map::IndexingMap {
+        let d = self.dims();
+        let order = self.major_to_minor();
+        let mut m = crate::map::IndexingMap::identity(d);
+        m.results = order
+            .iter()
+            .map(|&k| crate::expr::Expr::var(k as u32))
+            .collect();
+        m
+    }
+    /// The inverse of [`Shape::logical_to_physical`]: from a physical index (over the
+    /// physical shape) to the logical one.
+    pub fn physical_to_logical(&self) -> crate::map::IndexingMap {
+        let order = self.major_to_minor();
+        let phys = self.physical();
+        let mut m = crate::map::IndexingMap::identity(phys.dims());
+        let mut results = vec![crate::expr::Expr::constant(0); order.len()];
+        for (p, &k) in order.iter().enumerate() {
+            results[k] = crate::expr::Expr::var(p as u32);
+        }
+        m.results = results;
+        m
+    }
+}

@@ -9,7 +9,7 @@
 //! ```
 
 use super::parse::{HloItem, RawComputation, RawInstr};
-use super::{ops, Computation, Instr, InstrId, Module};
+use super::{ops, Computation, Instr, InstrId, Module, Shape};
 use crate::syntax::{suggest, Diagnostic, Span};
 use std::collections::HashMap;
 
@@ -151,15 +151,72 @@ fn add_instr_indexed(
         }
         operands.push(id);
     }
+    let shape = match &ri.shape {
+        Some(s) => s.clone(),
+        None => infer_shape(comp, ri, &operands)?,
+    };
     comp.instrs.push(Instr {
         name: ri.name.clone(),
-        shape: ri.shape.clone(),
+        shape,
         opcode: ri.opcode.clone(),
         operands,
         attrs: ri.attrs.clone(),
         span: ri.span,
     });
     Ok(comp.instrs.len() - 1)
+}
+
+/// The shape of an instruction written without one (`ROOT r = negate(x)`), from its
+/// operands: elementwise ops keep their operands' shape (`compare` gives `pred`, `select`
+/// its second operand's), `tuple` collects its operands' shapes, `get-tuple-element`
+/// picks one. Anything else needs its shape written.
+fn infer_shape(comp: &Computation, ri: &RawInstr, operands: &[InstrId]) -> Result<Shape, Diagnostic> {
+    let shape_of = |k: usize| operands.get(k).map(|&id| comp.instrs[id].shape.clone());
+    let op = ri.opcode.as_str();
+    let need = |why: &str| {
+        Diagnostic::at(
+            format!("`{}` is written without a shape, and {why}", ri.name),
+            ri.opcode_span,
+        )
+        .with_label("write its shape before the opcode, e.g. `f32[4] negate(x)`")
+    };
+    let inferred = match op {
+        "tuple" => Some(Shape::Tuple(
+            (0..operands.len()).filter_map(shape_of).collect(),
+        )),
+        "get-tuple-element" => {
+            let t = shape_of(0);
+            let k = ri.attrs.index.unwrap_or(-1);
+            match t {
+                Some(Shape::Tuple(v)) if k >= 0 && (k as usize) < v.len() => {
+                    Some(v[k as usize].clone())
+                }
+                _ => return Err(need("its operand is not a tuple with that index")),
+            }
+        }
+        // The result type differs from the operands' (or needs more than them).
+        "convert" | "bitcast-convert" | "complex" | "real" | "imag" | "reduce-precision"
+        | "map" => None,
+        _ if ops::elementwise::OPCODES.contains(&op) => {
+            let first_array = |k: usize| shape_of(k).filter(|s| !s.dims().is_empty());
+            let base = if op == "select" {
+                shape_of(1)
+            } else {
+                // Clamp's bounds may be scalars: the widest operand gives the shape.
+                (0..operands.len()).find_map(first_array).or_else(|| shape_of(0))
+            };
+            match (op, base) {
+                ("compare" | "is-finite", Some(s)) => Some(Shape::array("pred", s.dims())),
+                (_, b) => b,
+            }
+        }
+        _ => None,
+    };
+    inferred.ok_or_else(|| {
+        need(&format!(
+            "ixmap infers shapes only for elementwise ops whose result type is their operands', `tuple` and `get-tuple-element`, not `{op}`"
+        ))
+    })
 }
 
 fn check_instr(comp: &Computation, id: InstrId, ri: &RawInstr) -> Result<(), Diagnostic> {

@@ -7,14 +7,14 @@ use crate::hlo::fusion;
 use crate::hlo::ops::{self, MapSet};
 use crate::hlo::parse::parse_hlo;
 use crate::hlo::workspace::Target;
-use crate::hlo::{Computation, InstrId};
+use crate::hlo::{Computation, InstrId, Shape};
 use crate::syntax::{suggest, Arg, Diagnostic, HloText, Span};
 
 pub static COMMANDS: [Command; 3] = [
     Command {
         name: "indexing",
-        usage: "indexing OP [from K]",
-        summary: "output-to-input maps of every operand of an instruction or fusion; `from K`: input-to-output maps from operand K (approximate for pad's value, dynamic-update-slice; UNDEFINED from gather and convolution inputs)",
+        usage: "indexing OP [from K] [physical]",
+        summary: "output-to-input maps of every operand of an instruction or fusion; `from K`: input-to-output maps from operand K (approximate for pad's value, dynamic-update-slice; UNDEFINED from gather and convolution inputs); `physical`: between physical indices (the layouts' dimension orders)",
         example: "p0 = f32[20] parameter(0); bc0 = f32[10, 20, 30] broadcast(p0), dimensions={1}; indexing bc0",
         run: indexing,
     },
@@ -147,9 +147,32 @@ fn no_such_operand(k: usize, n: usize, what: &str, span: Span) -> Diagnostic {
     )
 }
 
+/// `physical`: every map goes between physical indices (dimensions in the layouts'
+/// major-to-minor order) instead of logical ones.
+struct Physical(bool);
+
+impl Physical {
+    fn apply(&self, maps: MapSet, from: &Shape, to: &Shape) -> MapSet {
+        if !self.0 {
+            return maps;
+        }
+        maps.iter()
+            .map(|m| ops::to_physical(m, from, to))
+            .collect()
+    }
+    fn title(&self, t: String) -> String {
+        if self.0 {
+            format!("{t} (physical indices)")
+        } else {
+            t
+        }
+    }
+}
+
 fn indexing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let (name, span) = target_name(a)?;
     let from = from_operand(a)?;
+    let phys = Physical(a.flag("physical"));
     let Some(target) = s.hlo.resolve(&name) else {
         return Err(unknown_hlo(s, &name, span));
     };
@@ -166,7 +189,7 @@ fn indexing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 .and_then(|n| module.computation(n));
             match callee {
                 Some(f) => (f, Some((c, id))),
-                None => return instr_indexing(c, id, from),
+                None => return instr_indexing(c, id, from, &phys),
             }
         }
     };
@@ -177,8 +200,15 @@ fn indexing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         None => {
             let fi = fusion::output_to_input(module, comp);
             let mut sections = Vec::new();
+            let outs = comp.outputs();
+            let params = comp.parameters();
             for (o, per_param) in fi.outputs.iter().enumerate() {
                 for (p, maps) in per_param.iter().enumerate() {
+                    let maps = &phys.apply(
+                        maps.clone(),
+                        &comp.instrs[outs[o]].shape,
+                        &comp.instrs[params[p]].shape,
+                    );
                     let label = if multi {
                         format!("output {o}, operand {p}")
                     } else {
@@ -188,7 +218,7 @@ fn indexing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 }
             }
             Ok(Value::Indexing(Indexing {
-                title: format!("computation {}", comp.name),
+                title: phys.title(format!("computation {}", comp.name)),
                 operands: sections,
             }))
         }
@@ -202,10 +232,13 @@ fn indexing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 ));
             }
             let outs = fusion::input_to_output(comp, k);
+            let out_ids = comp.outputs();
+            let param = &comp.instrs[comp.parameters()[k]].shape;
             let sections = outs
                 .iter()
                 .enumerate()
                 .map(|(o, maps)| {
+                    let maps = &phys.apply(maps.clone(), param, &comp.instrs[out_ids[o]].shape);
                     section(
                         if multi {
                             format!("output {o}")
@@ -218,7 +251,7 @@ fn indexing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 })
                 .collect();
             Ok(Value::Indexing(Indexing {
-                title: format!("operand {k} of {}", comp.name),
+                title: phys.title(format!("operand {k} of {}", comp.name)),
                 operands: sections,
             }))
         }
@@ -229,6 +262,7 @@ fn instr_indexing(
     c: &Computation,
     id: InstrId,
     from: Option<(usize, Span)>,
+    phys: &Physical,
 ) -> Result<Value, Diagnostic> {
     let ins = &c.instrs[id];
     if let (Some((k, kspan)), true) = (from, ins.operands.is_empty()) {
@@ -249,10 +283,13 @@ fn instr_indexing(
             let sections = per
                 .iter()
                 .enumerate()
-                .map(|(k, maps)| section(format!("operand {k}"), k, maps))
+                .map(|(k, maps)| {
+                    let maps = phys.apply(maps.clone(), &ins.shape, &c.instr(ins.operands[k]).shape);
+                    section(format!("operand {k}"), k, &maps)
+                })
                 .collect();
             Ok(Value::Indexing(Indexing {
-                title: format!("output of {}", ins.name),
+                title: phys.title(format!("output of {}", ins.name)),
                 operands: sections,
             }))
         }
@@ -265,9 +302,13 @@ fn instr_indexing(
                     kspan,
                 ));
             }
-            let maps = ops::input_to_output(c, id, k);
+            let maps = phys.apply(
+                ops::input_to_output(c, id, k),
+                &c.instr(ins.operands[k]).shape,
+                &ins.shape,
+            );
             Ok(Value::Indexing(Indexing {
-                title: format!("operand {k} of {}", ins.name),
+                title: phys.title(format!("operand {k} of {}", ins.name)),
                 operands: vec![section("output".into(), 0, &maps)],
             }))
         }

@@ -175,9 +175,17 @@ fn token_at(text: &str, pos: usize) -> Option<&str> {
 fn bracket_check(text: &str) -> Result<Option<(usize, char)>, Diagnostic> {
     let mut stack: Vec<(usize, char)> = Vec::new();
     let mut in_str = false;
+    let mut escaped = false;
     for (i, c) in text.char_indices() {
         if in_str {
-            in_str = c != '"';
+            // `\"` inside a string (HLO's escaped backend configs) does not end it.
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else {
+                in_str = c != '"';
+            }
             continue;
         }
         match c {

@@ -32,7 +32,8 @@ pub fn blank_comments(src: &str) -> String {
             if c == b'"' {
                 in_str = false;
             }
-            i += 1;
+            // `\"` inside a string (HLO's escaped backend configs) does not end it.
+            i += if c == b'\\' { 2 } else { 1 };
             continue;
         }
         if c == b'"' {
@@ -77,6 +78,7 @@ pub fn split(src: &str) -> Vec<Piece> {
     let mut start = 0;
     let mut line_start = 0;
     let mut in_str = false;
+    let mut escaped = false;
     let push = |s: usize, e: usize, pieces: &mut Vec<Piece>| {
         if clean[s..e].trim().is_empty() {
             return;
@@ -85,7 +87,11 @@ pub fn split(src: &str) -> Vec<Piece> {
     };
     for (i, &c) in bytes.iter().enumerate() {
         if in_str {
-            if c == b'"' {
+            if escaped {
+                escaped = false;
+            } else if c == b'\\' {
+                escaped = true;
+            } else if c == b'"' {
                 in_str = false;
             }
             continue;
@@ -138,9 +144,16 @@ pub fn is_complete(src: &str) -> bool {
     let clean = blank_comments(src);
     let mut depth: i64 = 0;
     let mut in_str = false;
+    let mut escaped = false;
     for c in clean.bytes() {
         if in_str {
-            in_str = c != b'"';
+            if escaped {
+                escaped = false;
+            } else if c == b'\\' {
+                escaped = true;
+            } else {
+                in_str = c != b'"';
+            }
             continue;
         }
         match c {

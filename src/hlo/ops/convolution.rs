@@ -1,8 +1,9 @@
 //! `convolution`: like a reduce-window over the input's spatial dimensions, with the
 //! input feature dimension as one more range variable shared by input and kernel.
-//! `dim_labels` (e.g. `b01f_01io->b01f`) say which dimension is which. Grouped
-//! convolutions (`feature_group_count` or `batch_group_count` > 1) are UNDEFINED, as is
-//! the input-to-output direction.
+//! `dim_labels` (e.g. `b01f_01io->b01f`) say which dimension is which. With
+//! `feature_group_count = G`, output feature `o` belongs to group `o floordiv (F_out / G)`
+//! and reads only that group's input features; with `batch_group_count = B`, it reads the
+//! input batch group `o floordiv (F_out / B)`. The input-to-output direction is UNDEFINED.
 //!
 //! ```text
 //! conv = f32[1,5,5,8] convolution(f32[1,7,7,4] x, f32[3,3,4,8] k), window={size=3x3}, dim_labels=b01f_01io->b01f
@@ -10,7 +11,7 @@
 //! output → operand 1:  (d0, d1, d2, d3)[s0, s1, s2] -> (s0, s1, s2, d3)
 //! ```
 
-use super::reduce_window::{window_access, window_out_size};
+use super::reduce_window::{checked_window_out_size, window_access};
 use super::{build, c, d, want_operands, want_out_dims, Cx, Family};
 use crate::expr::Expr;
 use crate::hlo::WindowDim;
@@ -21,7 +22,7 @@ pub static FAMILY: Family = Family {
     check,
     out_to_in,
     in_to_out,
-    approximate: Some("grouped convolutions and the input-to-output direction are UNDEFINED"),
+    approximate: Some("the input-to-output direction is UNDEFINED"),
 };
 
 struct Labels {
@@ -96,24 +97,52 @@ fn check(cx: &Cx) -> Result<(), String> {
                 wd.size
             ));
         }
-        want[find(&lb.out, ch)?] = window_out_size(xi, wd);
+        want[find(&lb.out, ch)?] = checked_window_out_size(xi, wd, s)?;
     }
-    let groups = cx.instr.attrs.feature_group_count.unwrap_or(1);
-    if groups == 1 && x[find(&lb.lhs, 'f')?] != k[find(&lb.rhs, 'i')?] {
-        return Err("the input feature size differs from the kernel's input feature size".into());
+    let (fg, bg) = groups(cx);
+    if fg < 1 || bg < 1 {
+        return Err("feature_group_count and batch_group_count must be positive".into());
     }
+    if fg > 1 && bg > 1 {
+        return Err("at most one of feature_group_count and batch_group_count may exceed 1".into());
+    }
+    let (xb, xf) = (x[find(&lb.lhs, 'b')?], x[find(&lb.lhs, 'f')?]);
+    let (ki, ko) = (k[find(&lb.rhs, 'i')?], k[find(&lb.rhs, 'o')?]);
+    if ki.checked_mul(fg) != Some(xf) {
+        return Err(format!(
+            "the input has {xf} features, but the kernel's {ki} input features times feature_group_count {fg} make {}",
+            ki.saturating_mul(fg)
+        ));
+    }
+    if ko % fg != 0 || ko % bg != 0 {
+        return Err(format!(
+            "the kernel's {ko} output features are not divisible by the group count {}",
+            fg.max(bg)
+        ));
+    }
+    if xb % bg != 0 {
+        return Err(format!(
+            "the input batch {xb} is not divisible by batch_group_count {bg}"
+        ));
+    }
+    want[find(&lb.out, 'b')?] = xb / bg;
     want_out_dims(cx, &want)
 }
 
+/// (feature_group_count, batch_group_count), 1 when absent.
+fn groups(cx: &Cx) -> (i64, i64) {
+    let a = &cx.instr.attrs;
+    (
+        a.feature_group_count.unwrap_or(1),
+        a.batch_group_count.unwrap_or(1),
+    )
+}
+
 fn out_to_in(cx: &Cx) -> Vec<IndexingMap> {
-    let grouped = cx.instr.attrs.feature_group_count.unwrap_or(1) != 1
-        || cx.instr.attrs.batch_group_count.unwrap_or(1) != 1;
+    let (fg, bg) = groups(cx);
     let Ok(lb) = labels(cx) else {
         return vec![IndexingMap::undefined(); 2];
     };
-    if grouped {
-        return vec![IndexingMap::undefined(); 2];
-    }
     let (x, k, out) = (cx.opd(0), cx.opd(1), cx.out());
     let nsp = x.len() - 2;
     let Ok(w) = window(cx, &lb, nsp) else {
@@ -125,7 +154,8 @@ fn out_to_in(cx: &Cx) -> Vec<IndexingMap> {
     let (acc, mut ranges, constraints) =
         window_access(&x_sp, &w, &|i| d(pos(&lb.out, sp(i))), out.len());
     let feat = Expr::var((out.len() + ranges.len()) as u32);
-    ranges.push(x[pos(&lb.lhs, 'f')]);
+    let kin = k[pos(&lb.rhs, 'i')];
+    ranges.push(kin);
     // Which range variable each spatial window dimension got (size-1 windows: index 0).
     let mut next = 0;
     let win_var: Vec<Expr> = w
@@ -139,9 +169,21 @@ fn out_to_in(cx: &Cx) -> Vec<IndexingMap> {
             }
         })
         .collect();
+    // Output feature `o` is in feature group `o floordiv (F_out / fg)`, which reads the
+    // input features `group * kin + s`; with batch groups, in batch group
+    // `o floordiv (F_out / bg)`, which reads input batch `group * B_out + b`.
+    let (ob, of) = (pos(&lb.out, 'b'), pos(&lb.out, 'f'));
     let mut xr = vec![c(0); x.len()];
-    xr[pos(&lb.lhs, 'b')] = d(pos(&lb.out, 'b'));
-    xr[pos(&lb.lhs, 'f')] = feat;
+    xr[pos(&lb.lhs, 'b')] = if bg > 1 {
+        d(of).floordiv(c(out[of] / bg)).mul(c(out[ob])).add(d(ob))
+    } else {
+        d(ob)
+    };
+    xr[pos(&lb.lhs, 'f')] = if fg > 1 {
+        d(of).floordiv(c(out[of] / fg)).mul(c(kin)).add(feat)
+    } else {
+        feat
+    };
     for i in 0..nsp {
         xr[pos(&lb.lhs, sp(i))] = acc[i];
     }

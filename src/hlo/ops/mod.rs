@@ -18,7 +18,7 @@ mod concatenate;
 mod convolution;
 mod dot;
 mod dynamic_slice;
-mod elementwise;
+pub mod elementwise;
 mod gather;
 mod nullary;
 mod pad;
@@ -158,10 +158,47 @@ pub fn output_to_input(comp: &Computation, id: InstrId) -> Vec<MapSet> {
     if (f.check)(&cx).is_err() {
         return undefined();
     }
+    // Zero-sized tensors: no output element reads anything, and nothing is read from an
+    // operand without elements. Decided here, before a family divides by an extent.
+    // Tuples are left to their families: a tuple's dims are its first element's, and its
+    // other elements may have elements.
+    let out = cx.out();
+    let opd_empty = |k: usize| !cx.operand(k).shape.is_tuple() && has_zero(cx.opd(k));
+    if !instr.shape.is_tuple() && has_zero(out) {
+        return (0..cx.n_operands())
+            .map(|k| vec![empty_map(out, cx.opd(k).len())])
+            .collect();
+    }
+    if (0..cx.n_operands()).any(opd_empty) {
+        let maps = (f.out_to_in)(&cx);
+        return maps
+            .into_iter()
+            .enumerate()
+            .map(|(k, m)| {
+                if opd_empty(k) {
+                    vec![empty_map(out, cx.opd(k).len())]
+                } else {
+                    vec![finish(m)]
+                }
+            })
+            .collect();
+    }
     (f.out_to_in)(&cx)
         .into_iter()
         .map(|m| vec![finish(m)])
         .collect()
+}
+
+/// Whether a shape has no elements (some dimension is 0).
+pub fn has_zero(dims: &[i64]) -> bool {
+    dims.contains(&0)
+}
+
+/// The KNOWN EMPTY map from a box of `domain` to a tensor of rank `rank`.
+pub fn empty_map(domain: &[i64], rank: usize) -> IndexingMap {
+    let mut m = build(domain, &[], &[], vec![c(0); rank], vec![]);
+    m.status = Status::KnownEmpty;
+    m
 }
 
 /// Input-to-output maps from operand `k` (one set: the op's output, or its first output).
@@ -173,6 +210,10 @@ pub fn input_to_output(comp: &Computation, id: InstrId, k: usize) -> MapSet {
     let cx = Cx::new(comp, id);
     if k >= instr.operands.len() || (f.check)(&cx).is_err() {
         return vec![IndexingMap::undefined()];
+    }
+    let empty = |s: &super::Shape| !s.is_tuple() && has_zero(s.dims());
+    if empty(&cx.operand(k).shape) || empty(&instr.shape) {
+        return vec![empty_map(cx.opd(k), cx.out().len())];
     }
     vec![finish((f.in_to_out)(&cx, k))]
 }
@@ -305,4 +346,27 @@ pub fn want_dim_list(what: &str, list: &[i64], rank: usize) -> Result<(), String
 pub fn attr<'a, T>(v: &'a Option<T>, name: &str, op: &str) -> Result<&'a T, String> {
     v.as_ref()
         .ok_or_else(|| format!("`{op}` needs the attribute `{name}`"))
+}
+
+/// A map between logical indices made a map between physical ones, as XLA's analysis does
+/// with `use_physical_layout`: physical `from` → logical `from`, then `m`, then logical
+/// `to` → physical `to`. Undefined and KNOWN EMPTY maps stay as they are (over the
+/// physical domain when empty).
+pub fn to_physical(
+    m: &IndexingMap,
+    from: &super::Shape,
+    to: &super::Shape,
+) -> IndexingMap {
+    if m.is_undefined() {
+        return m.clone();
+    }
+    if m.is_known_empty() {
+        return empty_map(from.physical().dims(), to.dims().len());
+    }
+    let a = crate::map::compose(&from.physical_to_logical(), m);
+    let b = a.and_then(|a| crate::map::compose(&a, &to.logical_to_physical()));
+    match b {
+        Ok(x) => super::fusion::finish(x),
+        Err(_) => IndexingMap::undefined(),
+    }
 }

@@ -41,15 +41,34 @@ fn check(cx: &Cx) -> Result<(), String> {
     }
     let mut want = Vec::new();
     for (i, pd) in p.iter().enumerate() {
-        let n = o[i];
-        let inner = if n == 0 { 0 } else { n + (n - 1) * pd.interior };
-        let size = pd.lo + pd.hi + inner;
+        let size = padded_size(o[i], pd).ok_or_else(|| {
+            format!(
+                "padding {}_{}_{} of dimension {i} (size {}) overflows 64-bit sizes",
+                pd.lo, pd.hi, pd.interior, o[i]
+            )
+        })?;
         if size < 0 {
             return Err(format!("padding of dimension {i} leaves a negative size"));
         }
         want.push(size);
     }
     want_out_dims(cx, &want)
+}
+
+/// The padded size of a dimension of size `n`, with every quantity the maps use (the
+/// step `interior + 1`, the negated edges, the last element's position) checked to fit.
+fn padded_size(n: i64, pd: &crate::hlo::PadDim) -> Option<i64> {
+    let step = pd.interior.checked_add(1)?;
+    pd.lo.checked_neg()?;
+    pd.hi.checked_neg()?;
+    let inner = if n == 0 {
+        0
+    } else {
+        (n - 1).checked_mul(step)?.checked_add(1)?
+    };
+    // Position of the last operand element in the output.
+    pd.lo.checked_add(inner)?;
+    pd.lo.checked_add(pd.hi)?.checked_add(inner)
 }
 
 fn out_to_in(cx: &Cx) -> Vec<IndexingMap> {

@@ -23,20 +23,39 @@ pub static FAMILY: Family = Family {
     approximate: None,
 };
 
-/// The output size of a windowed dimension of an input of size `n`.
-pub fn window_out_size(n: i64, w: &WindowDim) -> i64 {
+/// The output size of a windowed dimension of an input of size `n`; `None` when a size
+/// or position the maps use does not fit in 64 bits (huge padding, dilation or window).
+pub fn window_out_size(n: i64, w: &WindowDim) -> Option<i64> {
     let dilated = if n == 0 {
         0
     } else {
-        (n - 1) * w.lhs_dilate + 1
+        (n - 1).checked_mul(w.lhs_dilate)?.checked_add(1)?
     };
-    let padded = dilated + w.pad_lo + w.pad_hi;
-    let span = (w.size - 1) * w.rhs_dilate + 1;
-    if padded < span {
+    w.pad_lo.checked_neg()?;
+    w.pad_hi.checked_neg()?;
+    let padded = dilated.checked_add(w.pad_lo)?.checked_add(w.pad_hi)?;
+    dilated.checked_add(w.pad_lo)?;
+    let span = (w.size - 1).checked_mul(w.rhs_dilate)?.checked_add(1)?;
+    let out = if padded < span {
         0
     } else {
         (padded - span) / w.stride + 1
+    };
+    // The last output's window start and the input-side bound `(out - 1) * stride`.
+    if out > 0 {
+        (out - 1).checked_mul(w.stride)?.checked_add(span)?;
     }
+    Some(out)
+}
+
+/// [`window_out_size`] as a check: an overflow is an error naming the dimension.
+pub fn checked_window_out_size(n: i64, w: &WindowDim, i: usize) -> Result<i64, String> {
+    window_out_size(n, w).ok_or_else(|| {
+        format!(
+            "window dimension {i} (size {} stride {} pad {}_{} lhs_dilate {} rhs_dilate {}) on an input of size {n} overflows 64-bit sizes",
+            w.size, w.stride, w.pad_lo, w.pad_hi, w.lhs_dilate, w.rhs_dilate
+        )
+    })
 }
 
 fn check(cx: &Cx) -> Result<(), String> {
@@ -67,8 +86,9 @@ fn check(cx: &Cx) -> Result<(), String> {
     let want: Vec<i64> = i0
         .iter()
         .zip(w)
-        .map(|(&x, wd)| window_out_size(x, wd))
-        .collect();
+        .enumerate()
+        .map(|(i, (&x, wd))| checked_window_out_size(x, wd, i))
+        .collect::<Result<_, _>>()?;
     want_out_dims(cx, &want)
 }
 

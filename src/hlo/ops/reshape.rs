@@ -165,6 +165,10 @@ pub fn linearize(atoms: &[Expr], dims: &[i64]) -> Terms {
 
 /// The map from an index of `from` to the index of `to` with the same row-major position.
 pub fn reshape_map(from: &[i64], to: &[i64]) -> IndexingMap {
+    // No elements: nothing to linearize (and a zero extent would be a zero stride).
+    if super::has_zero(from) || super::has_zero(to) {
+        return super::empty_map(from, to.len());
+    }
     let atoms: Vec<Expr> = (0..from.len()).map(super::d).collect();
     let l = linearize(&atoms, from);
     build(from, &[], &[], delinearize(&l, to), vec![])

@@ -40,7 +40,10 @@ fn check(cx: &Cx) -> Result<(), String> {
                 sd.start, sd.limit, o[i]
             ));
         }
-        want.push((sd.limit - sd.start + sd.stride - 1) / sd.stride);
+        // `limit - start` fits (both in [0, size]); the ceiling division is done without
+        // adding `stride - 1`, which could overflow for huge strides.
+        let len = sd.limit - sd.start;
+        want.push(len / sd.stride + i64::from(len % sd.stride != 0));
     }
     want_out_dims(cx, &want)
 }
