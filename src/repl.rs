@@ -18,7 +18,7 @@
 //! ```
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use crate::render::{text, Style};
+use crate::render::Style;
 use crate::session::Session;
 use colored::Colorize;
 use rustyline::completion::{Completer, Pair};
@@ -62,12 +62,122 @@ pub const KEYWORDS: &[&str] = &[
 #[derive(Default)]
 struct Shared {
     names: Vec<String>,
+    /// Bound names with their kinds (`map`, `table`...) and HLO names (kind `hlo`).
+    kinds: Vec<(String, String)>,
     pending: String,
+}
+
+/// Names and kinds for completion by context.
+fn name_kinds(session: &Session) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = session
+        .values
+        .iter()
+        .map(|(k, v)| (k.clone(), v.kind().to_string()))
+        .collect();
+    for n in session.hlo.names() {
+        if !v.iter().any(|(k, _)| *k == n) {
+            v.push((n, "hlo".to_string()));
+        }
+    }
+    v
+}
+
+/// The words a command's usage offers after it: its `key=` options and its literal words
+/// (`explain`, `raw`, `from`, `mlir`...), not placeholders such as `MAP`.
+pub fn usage_words(usage: &str, name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for tok in usage.split(|c: char| c.is_whitespace() || "[](),.".contains(c)) {
+        if let Some((k, _)) = tok.split_once('=') {
+            if !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+                out.push(format!("{k}="));
+            }
+            continue;
+        }
+        for w in tok.split('|') {
+            if !w.is_empty() && w != name && w.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+            {
+                out.push(w.to_string());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Completions of the word `prefix` that ends `before` (the line up to the cursor), by
+/// context: at the start of a statement, commands and names; after `help`, commands, groups
+/// and topics; after a command, the names its usage takes (maps for `MAP`, HLO names for
+/// `FUSION`/`OP`) and its own options; inside a map literal, the language's keywords.
+pub fn complete_in_context(before: &str, prefix: &str, kinds: &[(String, String)]) -> Vec<String> {
+    use crate::session::commands;
+    let stmt_start = before.rfind(';').map_or(0, |i| i + 1);
+    let mut stmt = &before[stmt_start..before.len() - prefix.len()];
+    // `NAME = ` before a command
+    if let Some((lhs, rhs)) = stmt.split_once('=') {
+        let lhs = lhs.trim();
+        if !lhs.is_empty() && lhs.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !rhs.starts_with('=')
+        {
+            stmt = rhs;
+        }
+    }
+    let stmt = stmt.trim_start();
+    let mut words: Vec<String> = Vec::new();
+    let first = stmt
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or("");
+    let names_of = |pred: &dyn Fn(&str) -> bool| -> Vec<String> {
+        kinds
+            .iter()
+            .filter(|(_, k)| pred(k))
+            .map(|(n, _)| n.clone())
+            .collect()
+    };
+    if stmt.is_empty() {
+        words.extend(commands::all().map(|c| c.name.to_string()));
+        words.extend(names_of(&|_| true));
+    } else if stmt.starts_with('(') || stmt.starts_with("affine_map") {
+        words.extend(KEYWORDS.iter().map(|k| k.to_string()));
+    } else if first == "help" {
+        words.extend(commands::all().map(|c| c.name.to_string()));
+        words.extend(commands::groups().into_iter().map(|g| g.0.to_string()));
+        words.extend(commands::TOPICS.iter().map(|t| t.0.to_string()));
+        words.push("all".to_string());
+    } else if let Some(c) = commands::find(first) {
+        let usage = c.usage;
+        let takes_map = usage.contains("MAP") || usage.contains(" A,");
+        let takes_hlo = ["FUSION", "OP", "COMPUTATION", "PRODUCER", "CONSUMER"]
+            .iter()
+            .any(|w| usage.contains(w));
+        if takes_map {
+            words.extend(names_of(&|k| k == "map" || k == "maps"));
+            // a nested command that returns a map
+            words.extend(commands::all().map(|c| c.name.to_string()));
+        }
+        if takes_hlo {
+            words.extend(names_of(&|k| k == "hlo" || k == "mapping"));
+        }
+        words.extend(usage_words(usage, c.name));
+    } else {
+        words.extend(names_of(&|_| true));
+        words.extend(KEYWORDS.iter().map(|k| k.to_string()));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for w in words {
+        if w.starts_with(prefix) && !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out.sort();
+    out
 }
 
 struct IxHelper {
     shared: Rc<RefCell<Shared>>,
     color: bool,
+    files: rustyline::completion::FilenameCompleter,
 }
 
 impl Helper for IxHelper {}
@@ -114,7 +224,15 @@ impl Completer for IxHelper {
         let start = word_start(line, pos);
         let prefix = &line[start..pos];
         let shared = self.shared.borrow();
-        let words = complete_word(prefix, &shared.names);
+        let before = &line[..pos];
+        let first = before.trim_start().split_whitespace().next().unwrap_or("");
+        if (first == "load" || first == "save") && before.trim_end() != first {
+            // file names, as a shell completes them
+            let start = before.rfind(' ').map_or(0, |i| i + 1);
+            return self.files.complete_path(line, pos).map(|(_, v)| (start.min(pos), v));
+        }
+        let _ = &shared.names;
+        let words = complete_in_context(before, prefix, &shared.kinds);
         Ok((
             start,
             words
@@ -332,6 +450,7 @@ pub fn run() -> i32 {
     rl.set_helper(Some(IxHelper {
         shared: shared.clone(),
         color,
+        files: rustyline::completion::FilenameCompleter::new(),
     }));
     let history = history_path();
     let mut history_ok = true;
@@ -349,6 +468,7 @@ pub fn run() -> i32 {
     sigint::install();
     let mut session = Session::new();
     shared.borrow_mut().names = session.completion_names();
+    shared.borrow_mut().kinds = name_kinds(&session);
     {
         use std::io::IsTerminal;
         if std::io::stdin().is_terminal() {
@@ -390,8 +510,13 @@ pub fn run() -> i32 {
                         }
                     }
                 }
+                if matches!(input.trim(), "exit" | "quit" | "exit()" | "quit()") {
+                    break;
+                }
+                let input = shorthand(&input).unwrap_or(input);
                 execute(&mut session, &input, style, err_color);
                 shared.borrow_mut().names = session.completion_names();
+                shared.borrow_mut().kinds = name_kinds(&session);
             }
             Err(ReadlineError::Interrupted) => {
                 // Ctrl-C: drop the line (and any unfinished statement), keep the session.
@@ -408,22 +533,63 @@ pub fn run() -> i32 {
     0
 }
 
-/// Runs every statement of `input`, printing each result; stops after an interrupt.
+/// `?` is `help`; `CMD?` (or `CMD ?`) is `help CMD`, as in IPython.
+pub fn shorthand(input: &str) -> Option<String> {
+    let t = input.trim();
+    if t == "?" {
+        return Some("help".to_string());
+    }
+    let w = t.strip_suffix('?')?.trim_end();
+    let w = w.strip_prefix('?').unwrap_or(w);
+    (!w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .then(|| format!("help {w}"))
+}
+
+/// The terminal's width in columns (80 when unknown).
+pub fn terminal_width() -> usize {
+    #[cfg(unix)]
+    {
+        // SAFETY: TIOCGWINSZ fills a winsize struct; nothing else is touched.
+        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+        if ok && ws.ws_col > 0 {
+            return usize::from(ws.ws_col);
+        }
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(crate::render::text::WIDTH)
+}
+
+/// Runs every statement of `input`, printing each result; stops after an interrupt, which
+/// is said once.
 fn execute(session: &mut Session, input: &str, style: Style, err_color: bool) {
+    let width = terminal_width();
     for piece in crate::syntax::split(input) {
+        let mut said_interrupted = false;
         for o in session.execute_piece(input, &piece) {
             match &o.result {
                 Ok(v) => {
-                    let s = text(v, style);
+                    let s = match crate::render::text::confirmation(v) {
+                        Some(line) => line,
+                        None => crate::render::text::text_width(v, style, width),
+                    };
                     if !s.is_empty() {
                         println!("{s}");
                     }
+                }
+                Err(d) if crate::interrupted() && d.message.contains("interrupted") => {
+                    said_interrupted = true;
+                    eprintln!("interrupted");
                 }
                 Err(d) => eprintln!("{}", paint_error(&d.render(input), err_color)),
             }
         }
         if crate::interrupted() {
-            eprintln!("interrupted");
+            if !said_interrupted {
+                eprintln!("interrupted");
+            }
             crate::clear_interrupt();
             return;
         }

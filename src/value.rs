@@ -42,6 +42,12 @@ pub enum Value {
     Points(Vec<Vec<i64>>),
     /// An access-pattern picture (`plot`).
     Plot(Plot),
+    /// What an HLO statement defined (an instruction, a computation, a module name).
+    Defined(Defined),
+    /// `help`, `help GROUP`, `help COMMAND`, `help TOPIC`.
+    Help(Help),
+    /// `load FILE`: the outcomes of the file's statements, in order.
+    Loaded(Loaded),
 }
 
 impl Value {
@@ -62,6 +68,9 @@ impl Value {
             Value::Explained { .. } => "map",
             Value::Points(_) => "points",
             Value::Plot(_) => "plot",
+            Value::Defined(_) => "defined",
+            Value::Help(_) => "help",
+            Value::Loaded(_) => "loaded",
         }
     }
 }
@@ -158,4 +167,60 @@ pub struct Grid {
     pub cells: Vec<Vec<u32>>,
     /// Elements per memory sector, when sectors are drawn (0: not drawn).
     pub sector: usize,
+}
+
+/// What an HLO statement defined, for a one-line confirmation.
+#[derive(Clone, Debug)]
+pub struct Defined {
+    /// `instruction`, `computation` or `module`.
+    pub kind: &'static str,
+    pub name: String,
+    /// The output shape (`f32[4,8]`); empty for a module.
+    pub shape: String,
+    /// The opcode of an instruction, or `N instructions, root R` of a computation.
+    pub detail: String,
+}
+
+/// One command in a help listing.
+#[derive(Clone, Debug)]
+pub struct HelpEntry {
+    pub name: String,
+    pub usage: String,
+    pub summary: String,
+}
+
+/// A group of commands (`map algebra`, `HLO`...), with the word `help GROUP` takes.
+#[derive(Clone, Debug)]
+pub struct HelpGroup {
+    pub key: String,
+    pub title: String,
+    pub entries: Vec<HelpEntry>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Help {
+    /// `help`: the groups with their command names, and the topics.
+    Index {
+        groups: Vec<HelpGroup>,
+        topics: Vec<(String, String)>,
+    },
+    /// `help GROUP` or `help all`: each command's usage and summary.
+    Groups(Vec<HelpGroup>),
+    /// `help COMMAND`: usage, summary, an example and what it prints in a fresh session.
+    Command {
+        entry: HelpEntry,
+        example: String,
+        output: Option<Box<Outcome>>,
+    },
+    /// `help TOPIC`.
+    Topic { name: String, text: String },
+}
+
+/// `load FILE`: the statements it ran and their outcomes (stopped at the first error).
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    pub file: String,
+    /// The statements run (a transcript's inputs, or the script itself).
+    pub source: String,
+    pub outcomes: Vec<Outcome>,
 }

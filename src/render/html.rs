@@ -252,6 +252,13 @@ pub fn html(v: &Value) -> String {
             out + "</table>"
         }
         Value::Plot(p) => super::svg::plot(p),
+        Value::Defined(_) => match super::text::confirmation(v) {
+            Some(line) => format!("<div style=\"color: #57606a\">{}</div>", escape(&line)),
+            None => String::new(),
+        },
+        Value::Help(_) | Value::Loaded(_) => {
+            format!("<pre>{}</pre>", escape(&super::text::text(v, super::Style::Plain)))
+        }
     }
 }
 

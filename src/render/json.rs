@@ -113,6 +113,11 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
             obj.insert("svg".into(), json!(super::svg::plot(p)));
             obj.insert("groups".into(), json!(p.groups));
         }
-        Value::Map(_) | Value::Text(_) | Value::None => {}
+        Value::Defined(d) => {
+            obj.insert("defined".into(), json!(d.kind));
+            obj.insert("name".into(), json!(d.name));
+            obj.insert("shape".into(), json!(d.shape));
+        }
+        Value::Map(_) | Value::Text(_) | Value::None | Value::Help(_) | Value::Loaded(_) => {}
     }
 }

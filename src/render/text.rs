@@ -31,7 +31,169 @@ pub fn indent(s: &str) -> String {
         .join("\n")
 }
 
+/// The width help text is wrapped to when the output is not a terminal (transcripts).
+pub const WIDTH: usize = 80;
+
+/// Plain or coloured text, help wrapped to [`WIDTH`] columns.
 pub fn text(v: &Value, style: Style) -> String {
+    text_width(v, style, WIDTH)
+}
+
+/// Plain or coloured text, help wrapped to `width` columns (the REPL passes the terminal's).
+pub fn text_width(v: &Value, style: Style, width: usize) -> String {
+    match v {
+        Value::Help(h) => help(h, style, width),
+        // Scripts and transcripts stay quiet about definitions; the REPL and the notebook
+        // confirm them with [`confirmation`].
+        Value::Defined(_) => String::new(),
+        Value::Loaded(l) => loaded(l, style),
+        _ => text_plain(v, style),
+    }
+}
+
+/// The one line the REPL and the notebook print when an HLO statement defines something.
+pub fn confirmation(v: &Value) -> Option<String> {
+    match v {
+        Value::Defined(d) if d.shape.is_empty() => Some(format!("defined {} {}", d.kind, d.name)),
+        Value::Defined(d) => Some(format!(
+            "defined {} {}: {} ({})",
+            d.kind, d.name, d.shape, d.detail
+        )),
+        _ => None,
+    }
+}
+
+fn loaded(l: &crate::value::Loaded, style: Style) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for o in &l.outcomes {
+        match &o.result {
+            Ok(v) => {
+                let s = text(v, style);
+                if !s.is_empty() {
+                    out.push(s);
+                }
+            }
+            Err(d) => out.push(
+                d.render(&l.source)
+                    .replacen("--> ", &format!("--> {}:", l.file), 1),
+            ),
+        }
+    }
+    let n = l.outcomes.len();
+    let failed = l.outcomes.iter().any(|o| o.result.is_err());
+    out.push(format!(
+        "{} {n} statement{} of {}",
+        if failed { "stopped after" } else { "ran" },
+        if n == 1 { "" } else { "s" },
+        l.file
+    ));
+    out.join("\n")
+}
+
+/// Words of `s` filled into lines of at most `width` columns (a longer word gets its own).
+pub fn wrap(s: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    for w in s.split_whitespace() {
+        if !cur.is_empty() && cur.chars().count() + 1 + w.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(w);
+    }
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+fn help(h: &crate::value::Help, style: Style, width: usize) -> String {
+    use crate::value::Help;
+    let width = width.max(40);
+    let bold = |s: &str| paint(s, style, |x| x.bold());
+    // `usage  summary`, the summary wrapped in its column; a long usage gets its own line.
+    let entry = |usage: &str, summary: &str| -> String {
+        const COL: usize = 26;
+        let room = width.saturating_sub(COL + 4).max(20);
+        let lines = wrap(summary, room);
+        let mut s = if usage.chars().count() <= COL {
+            format!("  {usage:COL$}  {}\n", lines[0])
+        } else {
+            format!("  {usage}\n  {:COL$}  {}\n", "", lines[0])
+        };
+        for l in &lines[1..] {
+            s += &format!("  {:COL$}  {l}\n", "");
+        }
+        s
+    };
+    match h {
+        Help::Index { groups, topics } => {
+            let mut s = bold("commands, by group (`help GROUP` for their usage):");
+            s.push('\n');
+            let key_w = groups.iter().map(|g| g.key.len()).max().unwrap_or(0);
+            for g in groups {
+                let names: Vec<&str> = g.entries.iter().map(|e| e.name.as_str()).collect();
+                let room = width.saturating_sub(key_w + 4).max(20);
+                let lines = wrap(&names.join(" "), room);
+                s += &format!("  {:key_w$}  {}\n", g.key, lines[0]);
+                for l in &lines[1..] {
+                    s += &format!("  {:key_w$}  {l}\n", "");
+                }
+            }
+            s += &bold("statements:");
+            s.push('\n');
+            s += &entry("NAME = MAP | COMMAND ...", "binds a name; `_` is the last result");
+            s += &entry("MAP", "prints the map in canonical form");
+            s += &bold("help topics:");
+            s.push('\n');
+            for (t, summary) in topics {
+                s += &entry(&format!("help {t}"), summary);
+            }
+            s += "`help COMMAND` (or `COMMAND?`) shows an example; `help all` lists every usage.";
+            s
+        }
+        Help::Groups(groups) => {
+            let mut s = String::new();
+            for g in groups {
+                s += &bold(&format!("{}:", g.title));
+                s.push('\n');
+                for e in &g.entries {
+                    s += &entry(&e.usage, &e.summary);
+                }
+            }
+            s.trim_end().to_string()
+        }
+        Help::Command {
+            entry: e,
+            example,
+            output,
+        } => {
+            let mut s = format!("usage: {}\n", e.usage);
+            for l in wrap(&e.summary, width.saturating_sub(2)) {
+                s += &format!("  {l}\n");
+            }
+            if example.is_empty() {
+                return s.trim_end().to_string();
+            }
+            s += &format!("example:\n  ixmap> {example}");
+            let out = match output.as_deref().map(|o| &o.result) {
+                Some(Ok(v)) => text(v, Style::Plain),
+                Some(Err(d)) => d.render(example),
+                None => String::new(),
+            };
+            if !out.is_empty() {
+                s += "\n";
+                s += &indent(&out);
+            }
+            s
+        }
+        Help::Topic { text, .. } => text.clone(),
+    }
+}
+
+fn text_plain(v: &Value, style: Style) -> String {
     match v {
         Value::None => String::new(),
         Value::Map(m) => m.to_string(),
@@ -97,6 +259,7 @@ pub fn text(v: &Value, style: Style) -> String {
             .collect::<Vec<_>>()
             .join("\n"),
         Value::Plot(p) => plot(p),
+        Value::Defined(_) | Value::Help(_) | Value::Loaded(_) => text_width(v, style, WIDTH),
     }
 }
 

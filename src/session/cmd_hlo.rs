@@ -79,7 +79,48 @@ fn fuse(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 /// Defines HLO text in the session; prints nothing.
 pub fn define(s: &mut Session, h: &HloText) -> Result<Value, Diagnostic> {
     let item = parse_hlo(&h.text, h.span.start)?;
-    s.hlo.define(item)?;
+    use crate::hlo::parse::HloItem;
+    let module = match &item {
+        HloItem::Module { name, .. } => Some(name.clone()),
+        _ => None,
+    };
+    let is_computation = matches!(item, HloItem::Computation(_));
+    let names = s.hlo.define(item)?;
+    if let Some(name) = module {
+        return Ok(Value::Defined(crate::value::Defined {
+            kind: "module",
+            name,
+            shape: String::new(),
+            detail: String::new(),
+        }));
+    }
+    let Some(name) = names.last() else {
+        return Ok(Value::None);
+    };
+    if is_computation {
+        if let Some(c) = s.hlo.module.computation(name) {
+            let root = &c.instrs[c.root];
+            return Ok(Value::Defined(crate::value::Defined {
+                kind: "computation",
+                name: c.name.clone(),
+                shape: root.shape.to_string(),
+                detail: format!(
+                    "{} instruction{}, root {}",
+                    c.instrs.len(),
+                    if c.instrs.len() == 1 { "" } else { "s" },
+                    root.name
+                ),
+            }));
+        }
+    } else if let Some(id) = s.hlo.scratch.find(name) {
+        let i = &s.hlo.scratch.instrs[id];
+        return Ok(Value::Defined(crate::value::Defined {
+            kind: "instruction",
+            name: i.name.clone(),
+            shape: i.shape.to_string(),
+            detail: i.opcode.clone(),
+        }));
+    }
     Ok(Value::None)
 }
 

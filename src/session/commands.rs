@@ -23,7 +23,21 @@ pub fn all() -> impl Iterator<Item = &'static Command> {
         .chain(super::cmd_plot::COMMANDS.iter())
         .chain(super::cmd_gpu::COMMANDS.iter())
         .chain(super::cmd_tile::COMMANDS.iter())
+        .chain(super::cmd_session::COMMANDS.iter())
         .chain(HELP.iter())
+}
+
+/// The commands in groups, as `help` shows them: (word for `help GROUP`, title, commands).
+pub fn groups() -> Vec<(&'static str, &'static str, &'static [Command])> {
+    vec![
+        ("algebra", "map algebra", &super::cmd_map::COMMANDS[..]),
+        ("hlo", "HLO indexing", &super::cmd_hlo::COMMANDS[..]),
+        ("pictures", "pictures", &super::cmd_plot::COMMANDS[..]),
+        ("gpu", "GPU mappings, kernels, benchmarks", &super::cmd_gpu::COMMANDS[..]),
+        ("tiling", "tiles", &super::cmd_tile::COMMANDS[..]),
+        ("session", "the session", &super::cmd_session::COMMANDS[..]),
+        ("help", "help", &HELP[..]),
+    ]
 }
 
 /// Every `key=` some command's usage names (`block=`, `mapping=`, `tile=`...), sorted: the
@@ -97,46 +111,71 @@ thread_local! {
     static IN_EXAMPLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// What a command's example prints in a fresh session (its last statement's output).
-fn example_output(c: &Command) -> String {
+/// What a command's example gives in a fresh session (its last statement's outcome).
+fn example_outcome(c: &Command) -> Option<Box<crate::value::Outcome>> {
     if IN_EXAMPLE.with(|f| f.replace(true)) {
-        return String::new();
+        return None;
     }
     let mut session = Session::new();
     let outcomes = session.execute(c.example);
     IN_EXAMPLE.with(|f| f.set(false));
-    let last = outcomes.last().map(|o| match &o.result {
-        Ok(v) => crate::render::text(v, crate::render::Style::Plain),
-        Err(d) => d.render(c.example),
-    });
-    last.unwrap_or_default()
+    outcomes.into_iter().last().map(Box::new)
+}
+
+fn entry(c: &Command) -> crate::value::HelpEntry {
+    crate::value::HelpEntry {
+        name: c.name.to_string(),
+        usage: c.usage.to_string(),
+        summary: c.summary.to_string(),
+    }
+}
+
+fn help_groups(only: Option<&str>) -> Vec<crate::value::HelpGroup> {
+    groups()
+        .into_iter()
+        .filter(|(k, _, _)| only.is_none_or(|o| o == *k))
+        .map(|(key, title, cmds)| crate::value::HelpGroup {
+            key: key.to_string(),
+            title: title.to_string(),
+            entries: cmds.iter().map(entry).collect(),
+        })
+        .collect()
 }
 
 fn help(_: &mut Session, args: &Args) -> Result<Value, Diagnostic> {
+    use crate::value::Help;
     if let Some(crate::syntax::Arg::Word(w, span)) = args.items().next() {
-        if let Some((_, _, text)) = TOPICS.iter().find(|(t, _, _)| t == w) {
-            return Ok(Value::Text(text.to_string()));
+        if let Some((t, _, text)) = TOPICS.iter().find(|(t, _, _)| t == w) {
+            return Ok(Value::Help(Help::Topic {
+                name: t.to_string(),
+                text: text.to_string(),
+            }));
         }
-        let Some(c) = find(w) else {
-            let known = all().map(|c| c.name).chain(TOPICS.iter().map(|t| t.0));
-            let mut d = Diagnostic::at(format!("no command or help topic `{w}`"), *span)
-                .with_label("not a command");
-            d = match crate::syntax::suggest(w, known) {
-                Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                None => d.with_help("`help` lists the commands and topics"),
-            };
-            return Err(d);
+        if w == "all" {
+            return Ok(Value::Help(Help::Groups(help_groups(None))));
+        }
+        if let Some(c) = find(w) {
+            return Ok(Value::Help(Help::Command {
+                entry: entry(c),
+                example: c.example.to_string(),
+                output: example_outcome(c),
+            }));
+        }
+        if groups().iter().any(|g| g.0 == w) {
+            return Ok(Value::Help(Help::Groups(help_groups(Some(w)))));
+        }
+        let known = all()
+            .map(|c| c.name)
+            .chain(TOPICS.iter().map(|t| t.0))
+            .chain(groups().into_iter().map(|g| g.0))
+            .chain(["all"]);
+        let mut d = Diagnostic::at(format!("no command or help topic `{w}`"), *span)
+            .with_label("not a command");
+        d = match crate::syntax::suggest(w, known) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help("`help` lists the commands and topics"),
         };
-        let mut s = format!(
-            "usage: {}\n  {}\nexample:\n  ixmap> {}",
-            c.usage, c.summary, c.example
-        );
-        let out = example_output(c);
-        if !out.is_empty() {
-            s += "\n";
-            s += &crate::render::text::indent(&out);
-        }
-        return Ok(Value::Text(s));
+        return Err(d);
     }
     if let Some(a) = args.items().next() {
         return Err(Diagnostic::at(
@@ -144,29 +183,13 @@ fn help(_: &mut Session, args: &Args) -> Result<Value, Diagnostic> {
             a.span(),
         ));
     }
-    // One line per entry; a usage longer than the column puts its summary on the next
-    // line, so a long `emit ...` does not push every summary off the screen.
-    const WIDTH: usize = 26;
-    let entry = |usage: &str, summary: &str| {
-        if usage.len() <= WIDTH {
-            format!("  {usage:WIDTH$}  {summary}\n")
-        } else {
-            format!("  {usage}\n  {:WIDTH$}  {summary}\n", "")
-        }
-    };
-    let mut s = String::from("commands:\n");
-    for c in all() {
-        s += &entry(c.usage, c.summary);
-    }
-    s += "statements:\n";
-    s += &entry("NAME = MAP | COMMAND ...", "binds a name");
-    s += &entry("MAP", "prints the map in canonical form");
-    s += "help topics:\n";
-    for (t, summary, _) in TOPICS {
-        s += &entry(&format!("help {t}"), summary);
-    }
-    s += "`help COMMAND` shows an example and what it prints.";
-    Ok(Value::Text(s))
+    Ok(Value::Help(Help::Index {
+        groups: help_groups(None),
+        topics: TOPICS
+            .iter()
+            .map(|(t, s, _)| (t.to_string(), s.to_string()))
+            .collect(),
+    }))
 }
 
 #[cfg(test)]

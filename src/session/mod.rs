@@ -13,6 +13,7 @@ pub mod cmd_gpu;
 pub mod cmd_hlo;
 mod cmd_map;
 mod cmd_plot;
+mod cmd_session;
 mod cmd_tile;
 pub mod commands;
 pub mod value;
@@ -31,6 +32,8 @@ pub struct Session {
     pub executed: usize,
     /// HLO defined so far (instruction lines, computations, modules).
     pub hlo: crate::hlo::Workspace,
+    /// The text of every statement that succeeded, in order (what `save` writes).
+    pub statements: Vec<String>,
 }
 
 impl Session {
@@ -57,10 +60,34 @@ impl Session {
         crate::clear_interrupt();
         self.executed += 1;
         let span = Span::new(piece.start, piece.end);
+        let mut command = None;
         let (bound, result) = match syntax::parse_statement(src, piece) {
-            Ok(stmt) => self.run(stmt),
+            Ok(stmt) => {
+                if let StmtKind::Eval(Rhs::Command(c)) = &stmt.kind {
+                    command = Some(c.name.clone());
+                }
+                self.run(stmt)
+            }
             Err(d) => (None, Err(d)),
         };
+        if let Ok(v) = &result {
+            let quiet = command
+                .as_deref()
+                .is_some_and(|c| cmd_session::NOT_SAVED.contains(&c));
+            if !quiet {
+                self.statements
+                    .push(src[piece.start..piece.end].trim().to_string());
+            }
+            // `_` is the last result, as in Python's REPL.
+            if !matches!(
+                v,
+                Value::None | Value::Defined(_) | Value::Help(_) | Value::Loaded(_)
+            ) && !quiet
+                && bound.is_none()
+            {
+                self.values.insert("_".to_string(), v.clone());
+            }
+        }
         vec![Outcome {
             stmt: 1,
             span,
