@@ -324,6 +324,7 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             "{}: offsets ({}), sizes ({}), strides ({}); {}",
             match a.after("from") {
                 Some(Arg::Int(k, _)) => format!("tile of operand {k}"),
+                _ if a.kv("k").is_some() => "iteration tile (the output's dimensions, then the K steps)".to_string(),
                 _ => "output tile".to_string(),
             },
             offsets.join(", "),
@@ -1173,6 +1174,7 @@ fn run_tile_fusion(s: &mut Session, a: &Args, name: &str) -> Result<Value, Diagn
         None => {
             let root = tiles_root(&tiles);
             tiles.retain(|t| t.opcode == "parameter" || t.id == root);
+            sort_parameters(s, name, &mut tiles);
             format!("{name} (its output and parameters)")
         }
     };
@@ -1188,6 +1190,25 @@ fn run_tile_fusion(s: &mut Session, a: &Args, name: &str) -> Result<Value, Diagn
     Ok(Value::Table(crate::render::tile::instructions(
         &what, &space, &all, &tiles,
     )))
+}
+
+/// Parameters in parameter order (after the root, which stays first).
+fn sort_parameters(s: &Session, name: &str, tiles: &mut [tile::fusion::InstrTile]) {
+    let Some((comp, _)) = hlo_root(s, name) else {
+        return;
+    };
+    let params = comp.parameters();
+    let rank = |t: &tile::fusion::InstrTile| {
+        if t.opcode == "parameter" {
+            params.iter().position(|&p| p == t.id).unwrap_or(usize::MAX)
+        } else {
+            0
+        }
+    };
+    if let Some((first, rest)) = tiles.split_first_mut() {
+        let _ = first;
+        rest.sort_by_key(rank);
+    }
 }
 
 /// The root of a walk: the first instruction reached.
@@ -1215,7 +1236,8 @@ fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let (what, space, tensors): (String, tile::fusion::IterSpace, Vec<(String, OperandTile)>) =
         match hlo_name(s, a) {
             Some((name, _)) => {
-                let (space, tiles) = fusion_tiles(s, a, &name, &sizes, k.as_deref())?;
+                let (space, mut tiles) = fusion_tiles(s, a, &name, &sizes, k.as_deref())?;
+                sort_parameters(s, &name, &mut tiles);
                 let mut out = Vec::new();
                 for t in tiles.iter().filter(|t| t.opcode == "parameter") {
                     match &t.tile {
