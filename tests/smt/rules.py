@@ -21,7 +21,7 @@ import sys
 import z3
 
 TIMEOUT_MS = 20000
-SYMBOLIC_RLIMIT = 3_000_000
+SYMBOLIC_RLIMIT = 30_000_000
 LINEAR_RLIMIT = 50_000_000
 CONST_MAX = int(__import__("os").environ.get("IXMAP_SMT_CONST_MAX", "12"))
 
