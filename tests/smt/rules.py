@@ -21,7 +21,7 @@ import sys
 import z3
 
 TIMEOUT_MS = 20000
-SYMBOLIC_RLIMIT = 3_000_000
+SYMBOLIC_RLIMIT = 30_000_000
 LINEAR_RLIMIT = 50_000_000
 CONST_MAX = int(__import__("os").environ.get("IXMAP_SMT_CONST_MAX", "12"))
 
@@ -105,8 +105,8 @@ def check_semantics():
 
 
 # ---------------------------------------------------------------- the rule tables
-a, b, x, y, A, B, R, t, k, c, d, g, e, m, q, j, r = I(
-    "a", "b", "x", "y", "A", "B", "R", "t", "k", "c", "d", "g", "e", "m", "q", "j", "r")
+a, b, x, y, A, B, R, t, k, c, d, g, e, m, q, j, r, kp = I(
+    "a", "b", "x", "y", "A", "B", "R", "t", "k", "c", "d", "g", "e", "m", "q", "j", "r", "kp")
 
 # add.rs
 rule("add-zero", a + 0, a)
@@ -154,6 +154,11 @@ rule("mod-nested-sum", md(A + fd(B, c), d), fd(md(c * A + B, c * d), c), z3.And(
 rule("linearize-cancel", k * c * fd(x, c) + k * md(x, c) + R, k * x + R, c > 0, (c, k))
 rule("linearize-cancel (nested quotient)",
      k * c * fd(y, a * c) + k * md(fd(y, a), c) + R, k * fd(y, a) + R, z3.And(a > 0, c > 0), (a, c, k))
+
+rule("linearize-cancel-mod", md(kp * fd(x, m) + k * md(x, m) + R, c), md(k * x + R, c),
+     z3.And(c > 0, m > 0, kp == k * m + j * c), (c, m))
+# (with the quotient found as y floordiv (a·m) = (y floordiv a) floordiv m, floordiv-nested
+# above: the rule proven for every x, at x = y floordiv a)
 
 # analysis.rs: a class whose interval is one point is that constant
 rule("interval-constant", a, q, z3.And(q <= a, a <= q))

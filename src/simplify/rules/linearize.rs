@@ -18,6 +18,11 @@ pub fn rules() -> Vec<Rule> { vec![
     // k·c·(x floordiv c) + k·(x mod c) + rest = k·x + rest     when c > 0
     //   (x floordiv c may also appear as y floordiv (a·c) where x = y floordiv a)
     rw!("linearize-cancel"; "(+ ?a ?b)" => { Compute::new(&["?a", "?b"], cancel) }),
+    // (kp·(x floordiv m) + k·(x mod m) + rest) mod c = (k·x + rest) mod c
+    //   when c, m > 0 and kp ≡ k·m (mod c)   (the pair differs from k·x by a multiple of c;
+    //   canonical forms reduce the coefficients of a sum under mod, so the pair of a
+    //   linearization is seldom written k·m, k)
+    rw!("linearize-cancel-mod"; "(mod ?a ?c)" => { Compute::new(&["?a", "?c"], cancel_mod) }),
 ]}
 
 fn cancel(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
@@ -51,6 +56,47 @@ fn cancel(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
                 removed.terms.sort();
                 let out = v.add(&removed)?.add(&x_view.scale(kq)?)?;
                 return Some(build_view(egraph, &out));
+            }
+        }
+    }
+    None
+}
+
+fn cancel_mod(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
+    let modulus = positive(egraph, ac[1])?;
+    let v = view(egraph, ac[0])?;
+    for &(q, kq) in &v.terms {
+        let mods: Vec<(Id, Id)> = egraph[q]
+            .nodes
+            .iter()
+            .filter_map(|n| match *n {
+                IxLang::Mod([x, c]) => Some((x, c)),
+                _ => None,
+            })
+            .collect();
+        for (x, cid) in mods {
+            let Some(m) = positive(egraph, cid) else {
+                continue;
+            };
+            for p in quotients(egraph, x, cid, m) {
+                let Some(&(_, kp)) = v.terms.iter().find(|(id, _)| *id == p) else {
+                    continue;
+                };
+                let Some(diff) = kq.checked_mul(m).and_then(|km| kp.checked_sub(km)) else {
+                    continue;
+                };
+                if diff % modulus != 0 {
+                    continue;
+                }
+                let x_view = Fact::view_of(egraph, x).canonical(egraph)?;
+                let mut removed = View {
+                    terms: vec![(q, -kq), (p, -kp)],
+                    constant: 0,
+                };
+                removed.terms.sort();
+                let out = v.add(&removed)?.add(&x_view.scale(kq)?)?;
+                let sum = build_view(egraph, &out);
+                return Some(egraph.add(IxLang::Mod([sum, ac[1]])));
             }
         }
     }
