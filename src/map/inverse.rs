@@ -778,10 +778,13 @@ fn complete(
     let mut pin = vec![false; ny];
     let mut mo = vec![0i64; ny];
     let mut full_x = vec![0i64; m.num_vars()];
+    let mut left_domain: Option<Vec<i64>> = None;
     let walk = DomainPoints::for_each(&inv, limits, &mut |y, x| {
         full_x[..x.len()].copy_from_slice(x);
         if !cm.eval(m, &full_x, &mut rm, &mut mo).map_err(MapError::Eval)? {
-            pin.iter_mut().for_each(|p| *p = true);
+            // The candidate's domain keeps x(y) in m's domain (`assemble`); if it does
+            // not, the candidate is wrong, and pinning results would not fix it.
+            left_domain = Some(y.to_vec());
             return Ok(false);
         }
         for k in 0..ny {
@@ -793,6 +796,12 @@ fn complete(
         Ok(()) => {}
         Err(MapError::TooLarge { .. }) => pin.iter_mut().for_each(|p| *p = true),
         Err(e) => return Err(e),
+    }
+    if let Some(y) = left_domain {
+        return Err(not_bijective(format!(
+            "no closed-form inverse found: the candidate inverse sends {} outside the domain",
+            fmt_point(&y)
+        )));
     }
     if !pin.iter().any(|&p| p) {
         return Ok(inv);
