@@ -223,8 +223,11 @@ def ratio_ci(base, other):
     return med, r[j - 1], r[n - j], 1 - 2 * below
 
 
-def reads(med, lo, hi):
-    """ixmap/XLA time ratio in words: below 1 is faster (less time)."""
+def reads(med, lo, hi, conf):
+    """ixmap/XLA time ratio in words: below 1 is faster (less time); no verdict from an
+    interval of under 90% confidence (fewer than 5 rounds)."""
+    if conf < 0.9:
+        return "too few rounds to tell"
     if hi < 1.0:
         return f"{1/med:.2f}x faster"
     if lo > 1.0:
@@ -325,12 +328,12 @@ def main():
         goal_ratio = 1 / case["goal"]  # ixmap time at most this fraction of XLA's
         met = "met" if hi <= goal_ratio else ("not met" if lo > goal_ratio else "unclear")
         print(f"| {case['label']} | {med(a)*1e3:.3g} | {med(b)*1e3:.3g} | {m:.2f} ({lo:.2f} to {hi:.2f}) "
-              f"| {reads(m, lo, hi)} | >= {case['goal']}x XLA speed: {met} |")
+              f"| {reads(m, lo, hi, conf)} | >= {case['goal']}x XLA speed: {met} |")
     a, b = by[("memcpy", "ixmap")], by[("memcpy", "numpy")]
     m, lo, hi, conf = ratio_ci(a, b)
     met = "met" if 0.9 <= lo and hi <= 1.1 else ("not met" if hi < 0.9 or lo > 1.1 else "unclear")
     print(f"| memcpy {nbytes >> 20} MiB (ixmap's baseline vs numpy copy) | {med(a)*1e3:.3g} | {med(b)*1e3:.3g} (numpy) "
-          f"| {m:.2f} ({lo:.2f} to {hi:.2f}) | {reads(m, lo, hi)} | within 10%: {met} |")
+          f"| {m:.2f} ({lo:.2f} to {hi:.2f}) | {reads(m, lo, hi, conf)} | within 10%: {met} |")
     print(f"\nratio: median over {args.rounds} rounds of ixmap time / other time in the same round; "
           f"interval: sign test, {conf*100:.0f}% confidence")
 

@@ -224,9 +224,9 @@ pub fn parallel_for(extents: &[i64], max: usize, indent: usize, elements: i64) -
 /// Iterations of the parallel loop(s) that are enough to share among threads evenly.
 pub const PARALLEL_ITERATIONS: i64 = 256;
 
-/// Output elements under which a kernel runs on one thread: waking threads costs more than
-/// such a kernel (on a busy machine, a time slice).
-pub const PARALLEL_MIN_ELEMENTS: i64 = 1 << 15;
+/// Output elements (256 Ki, 1 MiB of f32) under which a kernel runs on one thread: waking
+/// threads costs more than such a kernel (on a busy machine, a time slice).
+pub const PARALLEL_MIN_ELEMENTS: i64 = 1 << 18;
 
 /// The exported entry of a CPU kernel: `void NAME(void **args)` casting the inputs, in
 /// order, then the output, and calling `NAME_body`.
