@@ -100,6 +100,9 @@ pub fn ms(s: f64) -> String {
     if !(v.is_finite()) || v == 0.0 || v >= 100.0 {
         return format!("{v:.1}");
     }
+    if v.abs() < 1e-9 {
+        return format!("{v:.2e}");
+    }
     // Digits after the point so that three significant digits show.
     let digits = (2.0 - v.abs().log10().floor()).clamp(1.0, 12.0) as usize;
     format!("{v:.digits$}")
