@@ -2,6 +2,11 @@
 //! interpreted, with no emitted code involved. Benchmarks compare each element of a
 //! kernel's output against it.
 //!
+//! Each function but the root is evaluated at most once per index: its values are kept in a
+//! dense table over its index space (filled on demand), so a softmax, whose every output
+//! element reads a whole row's sum of a whole row's max, costs the work of the HLO (each
+//! instruction once per element) rather than the product of the row lengths.
+//!
 //! Arithmetic follows the element type: for `f32` every operation is rounded to `f32`,
 //! which for `+ - * /` gives exactly the IEEE single-precision result C computes.
 
@@ -60,7 +65,20 @@ pub struct Reference<'a> {
     pub spec: &'a KernelSpec,
     pub inputs: &'a [Vec<u8>],
     strides: Vec<Vec<i64>>,
+    /// Per function: the values computed so far, by row-major offset in its index space
+    /// (`None` for the root, and for a function whose index space is too large to table).
+    memo: Vec<Option<std::cell::RefCell<Memo>>>,
 }
+
+/// Values of one function, filled on demand: `known[k]` says `values[k]` is computed.
+struct Memo {
+    dims: Vec<i64>,
+    values: Vec<f64>,
+    known: Vec<bool>,
+}
+
+/// The most entries a function's table may have (64 Mi: 576 MiB of f64 and flags).
+const MEMO_LIMIT: i64 = 1 << 26;
 
 impl<'a> Reference<'a> {
     pub fn new(spec: &'a KernelSpec, inputs: &'a [Vec<u8>]) -> Result<Reference<'a>, MapError> {
@@ -69,10 +87,28 @@ impl<'a> Reference<'a> {
             .iter()
             .map(Tensor::strides)
             .collect::<Result<_, _>>()?;
+        let memo = spec
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let n = f
+                    .dims
+                    .iter()
+                    .try_fold(1i64, |acc, &d| acc.checked_mul(d.max(0)))
+                    .filter(|&n| i > 0 && n <= MEMO_LIMIT)?;
+                Some(std::cell::RefCell::new(Memo {
+                    dims: f.dims.clone(),
+                    values: vec![0.0; n as usize],
+                    known: vec![false; n as usize],
+                }))
+            })
+            .collect();
         Ok(Reference {
             spec,
             inputs,
             strides,
+            memo,
         })
     }
 
@@ -84,14 +120,36 @@ impl<'a> Reference<'a> {
         }
     }
 
-    /// Function `func` at logical index `idx`.
+    /// Function `func` at logical index `idx` (from its table when computed before).
     pub fn eval(&self, func: usize, idx: &[i64]) -> Result<f64, MapError> {
         let f = self
             .spec
             .functions
             .get(func)
             .ok_or_else(|| MapError::Other(format!("no function {func}")))?;
-        self.body(&f.body, idx)
+        let slot = match self.memo.get(func).and_then(Option::as_ref) {
+            Some(cell) => {
+                let m = cell.borrow();
+                let mut k = 0i64;
+                let mut inside = idx.len() == m.dims.len();
+                for (&x, &d) in idx.iter().zip(&m.dims) {
+                    inside &= (0..d).contains(&x);
+                    k = k * d + x;
+                }
+                if inside && m.known[k as usize] {
+                    return Ok(m.values[k as usize]);
+                }
+                inside.then_some((cell, k as usize))
+            }
+            None => None,
+        };
+        let v = self.body(&f.body, idx)?;
+        if let Some((cell, k)) = slot {
+            let mut m = cell.borrow_mut();
+            m.values[k] = v;
+            m.known[k] = true;
+        }
+        Ok(v)
     }
 
     fn at(map: &IndexingMap, idx: &[i64]) -> Result<Vec<i64>, MapError> {

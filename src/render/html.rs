@@ -159,9 +159,9 @@ fn bench(b: &Bench) -> String {
             "NO".into()
         },
     );
-    add("median", format!("{:.3} ms", b.median_s * 1e3));
-    add("min", format!("{:.3} ms", b.min_s * 1e3));
-    add("max", format!("{:.3} ms", b.max_s * 1e3));
+    add("median", format!("{} ms", crate::gpu::bench::ms(b.median_s)));
+    add("min", format!("{} ms", crate::gpu::bench::ms(b.min_s)));
+    add("max", format!("{} ms", crate::gpu::bench::ms(b.max_s)));
     add("bytes moved", b.bytes.to_string());
     add("bandwidth", format!("{:.2} GB/s", b.gbps));
     add("of copy bandwidth", format!("{:.1}%", b.roofline_pct));

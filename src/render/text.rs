@@ -383,12 +383,12 @@ fn mapping(m: &crate::gpu::mapping::Mapping) -> String {
 
 fn bench(b: &Bench) -> String {
     let mut s = format!(
-        "{} on {}: median {:.3} ms (min {:.3}, max {:.3}), {:.2} GB/s, {:.1}% of copy bandwidth, {}",
+        "{} on {}: median {} ms (min {}, max {}), {:.2} GB/s, {:.1}% of copy bandwidth, {}",
         b.name,
         b.device,
-        b.median_s * 1e3,
-        b.min_s * 1e3,
-        b.max_s * 1e3,
+        crate::gpu::bench::ms(b.median_s),
+        crate::gpu::bench::ms(b.min_s),
+        crate::gpu::bench::ms(b.max_s),
         b.gbps,
         b.roofline_pct,
         if b.verified { "verified" } else { "NOT verified" }

@@ -38,7 +38,7 @@ pub static COMMANDS: [Command; 5] = [
     },
     Command {
         name: "bench",
-        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [reps=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false] [tile=(n, ...)]",
+        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [reps=N] [threads=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false] [tile=(n, ...)]",
         summary: "runs the kernel, checks every element against the reference, times it against a copy",
         example: "p0 = f32[64, 64] parameter(0); p1 = f32[64, 64] parameter(1); add0 = f32[64, 64] add(p0, p1); bench add0 device=cpu reps=3",
         run: bench_cmd,
@@ -489,6 +489,22 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     } else {
         check_tile(&spec, &m, a)?;
     }
+    let threads = match a.kv_int("threads")? {
+        None => 0,
+        Some(n) if (1..=1024).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(Diagnostic::at(
+                format!("threads={n} is not in [1, 1024]"),
+                span_of(a, "threads"),
+            ))
+        }
+    };
+    if on_gpu && a.kv("threads").is_some() {
+        return Err(Diagnostic::at(
+            "`threads=` is the CPU kernels' thread count; on the GPU the launch is block=",
+            span_of(a, "threads"),
+        ));
+    }
     let opts = Options {
         device: if on_gpu { Device::Gpu } else { Device::Cpu },
         reps,
@@ -496,6 +512,7 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         progress: true,
         config: m.config,
         tiled: m.tiled,
+        threads,
     };
     let err = |e: crate::MapError| {
         Diagnostic::at(
@@ -508,38 +525,9 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         )
     };
     let o = match (&m.tile, on_gpu) {
+        // The tiled loop nest against the untiled loop, measured in the same run.
         (Some(tile), false) => {
-            // The tiled loop nest against the untiled loop, measured in the same run.
-            use crate::tile::tune::emit_tiled_with;
-            let label = format!(
-                "tiled {}",
-                tile.iter()
-                    .map(|z| z.to_string())
-                    .collect::<Vec<_>>()
-                    .join("x")
-            );
-            let mut kernels = vec![(
-                if naive {
-                    format!("{label}, naive")
-                } else {
-                    label.clone()
-                },
-                emit_tiled_with(&spec, tile, naive).map_err(err)?,
-            )];
-            if !naive {
-                kernels.push((
-                    format!("{label}, naive"),
-                    emit_tiled_with(&spec, tile, true).map_err(err)?,
-                ));
-            }
-            kernels.push((
-                if naive {
-                    "untiled, naive".to_string()
-                } else {
-                    "untiled".to_string()
-                },
-                emit::cpu::emit(&spec, naive).map_err(err)?,
-            ));
+            let kernels = bench::cpu::tiled_variants(&spec, tile, naive).map_err(err)?;
             bench::cpu::run_kernels(&spec, &opts, kernels).map_err(err)?
         }
         _ => bench::run(&spec, &opts, !naive, naive).map_err(err)?,
@@ -569,38 +557,13 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             ),
         ));
     }
-    for v in &o.variants[1..] {
-        b.extra.push((
-            v.label.clone(),
-            format!(
-                "median {:.3} ms (min {:.3}, max {:.3}), {:.2} GB/s, {:.1}% of copy bandwidth, verified",
-                v.timing.median_s * 1e3,
-                v.timing.min_s * 1e3,
-                v.timing.max_s * 1e3,
-                o.gbps(&v.timing),
-                o.copy_pct(&v.timing)
-            ),
-        ));
-        b.extra.push((
-            format!("{} / {}", main.label, v.label),
-            format!(
-                "{:.2}x faster",
-                v.timing.median_s / main.timing.median_s.max(1e-12)
-            ),
-        ));
-    }
-    b.extra.push((
-        "copy".into(),
-        format!(
-            "{} bytes in {:.3} ms, {:.2} GB/s",
-            o.bytes,
-            o.copy.median_s * 1e3,
-            o.gbps(&o.copy)
-        ),
-    ));
+    b.extra.extend(bench::compare_lines(&o));
     b.extra.push((
         "reps".into(),
-        format!("{reps} after 2 warm-ups; every output element checked against the reference"),
+        format!(
+            "{reps} {} after 2 warm-ups; every output element checked against the reference",
+            if on_gpu { "repetitions" } else { "rounds, variants and copy interleaved" }
+        ),
     ));
     Ok(Value::Bench(b))
 }

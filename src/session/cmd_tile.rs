@@ -25,7 +25,7 @@ pub static COMMANDS: [Command; 5] = [
     },
     Command {
         name: "tune",
-        usage: "tune FUSION [device=auto|cpu|gpu] [over tile=(n, ...) block=(...) vector=(...)] [reps=N] [max=N]",
+        usage: "tune FUSION [device=auto|cpu|gpu] [over tile=(n, ...) block=(...) vector=(...)] [reps=N] [max=N] [threads=N]",
         summary: "benchmarks every valid tiling of the output (legal tiles, divisibility, line-sized runs), verified, ranked against the default; binds the best mapping to FUSION_best",
         example: "p0 = f32[256, 256] parameter(0); t = f32[256, 256] transpose(p0), dimensions={1, 0}; tune t reps=3",
         run: run_tune,
@@ -892,11 +892,19 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             a.span(),
         ));
     }
+    let threads = a.kv_int("threads")?.unwrap_or(0);
+    if !(0..=1024).contains(&threads) {
+        return Err(Diagnostic::at(
+            format!("threads={threads} is not in [1, 1024]"),
+            a.kv("threads").map_or(a.span(), |v| v.span()),
+        ));
+    }
     let opts = Options {
         device: Device::Cpu,
         reps: reps as usize,
         warmups: 1,
         progress: true,
+        threads: threads as usize,
         ..Options::default()
     };
     let bar = {
@@ -919,7 +927,6 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     });
     bar.finish_and_clear();
     let tuned = tuned.map_err(err)?;
-    let default = tuned.rows[0].timing.median_s;
     let mut order: Vec<usize> = (0..tuned.rows.len()).collect();
     order.sort_by(|&x, &y| {
         tuned.rows[x]
@@ -929,48 +936,71 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     });
     let mut t = Table {
         title: Some(format!(
-            "tune {name} on {}: {} of {valid} valid tilings tried ({n_rejected} filtered out), {} bytes moved, every output verified",
+            "tune {name} on {}: {} of {valid} valid tilings tried ({n_rejected} filtered out), {} bytes moved, {reps} interleaved round{}, every output verified",
             tuned.device,
             cands.len(),
-            tuned.bytes
+            tuned.bytes,
+            if reps == 1 { "" } else { "s" }
         )),
-        headers: ["rank", "mapping", "median ms", "GB/s", "% copy", "runs", "vs default"].map(String::from).to_vec(),
+        headers: ["rank", "mapping", "median ms", "GB/s", "% copy", "runs", "vs default", "interval"].map(String::from).to_vec(),
         rows: vec![],
         notes,
     };
     for (rank, &i) in order.iter().enumerate() {
         let m = &tuned.rows[i];
+        let (vs, ci) = match &m.vs_default {
+            None => ("-".to_string(), "-".to_string()),
+            Some(r) => (
+                match r.verdict() {
+                    std::cmp::Ordering::Equal => format!("~ ({})", r.factor()),
+                    _ => r.factor(),
+                },
+                format!("{:.2} to {:.2}", r.lo, r.hi),
+            ),
+        };
         t.rows.push(vec![
             (rank + 1).to_string(),
             match &m.sizes {
                 None => "default (untiled loop)".to_string(),
                 Some(z) => format!("tile=({})", join(z)),
             },
-            format!("{:.3}", m.timing.median_s * 1e3),
+            crate::gpu::bench::ms(m.timing.median_s),
             format!("{:.2}", tuned.gbps(&m.timing)),
             format!("{:.1}", tuned.copy_pct(&m.timing)),
             m.min_run.map_or("-".into(), |r| format!("{r} B")),
-            format!("{:.2}x", default / m.timing.median_s),
+            vs,
+            ci,
         ]);
     }
     t.notes
         .push("runs: the shortest contiguous run any operand's tile reads (a line is 64 B)".into());
-    if let Some(best) = tuned.best() {
-        let sizes = best.sizes.clone().unwrap_or_default();
+    t.notes.push("vs default: the median over rounds of default time / this time; interval: the sign test's, about 95% (less under 6 rounds); ~ when it contains 1 or has under 90%".into());
+    if let Some(rc) = &tuned.recheck {
         let bound = format!("{}_best", crate::gpu::emit::c_ident(&name));
-        let speedup = default / best.timing.median_s;
+        let r = &rc.ratio;
+        let held = r.verdict() == std::cmp::Ordering::Greater;
         t.notes.push(format!(
-            "best: tile=({}), {speedup:.2}x the default; bound to `{bound}`: `emit {name} mapping={bound}`, `bench {name} mapping={bound}`",
-            join(&sizes),
+            "best: tile=({}); re-measured against the default: {}; {}",
+            join(&rc.sizes),
+            r.describe(),
+            if held {
+                "the win holds"
+            } else {
+                "not a reliable win over the default"
+            }
+        ));
+        t.notes.push(format!(
+            "bound to `{bound}`: `emit {name} mapping={bound}`, `bench {name} mapping={bound}`"
         ));
         s.values.insert(
             bound,
             Value::Mapping(crate::gpu::mapping::Mapping {
                 fusion: Some(name.clone()),
-                tile: Some(sizes),
+                tile: Some(rc.sizes.clone()),
                 origin: Some(format!(
-                    "tune {name} on {}: {speedup:.2}x the default",
-                    tuned.device
+                    "tune {name} on {}, re-measured: {}",
+                    tuned.device,
+                    r.factor()
                 )),
                 ..Default::default()
             }),

@@ -2,7 +2,11 @@
 //! (every input access's tile is a tile, the sizes divide the extents, every tile reads
 //! contiguous runs of at least a cache line), emit each as a tiled loop nest, run it through
 //! the verified CPU bench of `gpu::bench` (every output element checked against the
-//! reference, before and after timing), and rank by time.
+//! reference, before and after timing), time them interleaved round by round with the
+//! default, rank by time, and re-measure the winner against the default at the end.
+//!
+//! The candidates come from [`candidates`]: the seam where the enumeration of tilings
+//! plugs in; everything after it only needs sizes and their shortest run.
 //!
 //! ```text
 //! transpose f32[2048, 2048]:  default (rows of the output)     9.1 ms
@@ -14,14 +18,13 @@
 
 use super::derive;
 use crate::expr::Expr;
-use crate::gpu::bench::cpu::{compile, cpu_name};
-use crate::gpu::bench::{reference_output, verify, Options, Timing};
+use crate::gpu::bench::cpu::{compile, cpu_name, set_threads};
+use crate::gpu::bench::{interleave, reference_output, verify, Options, Ratio, Timing};
 use crate::gpu::emit::{c_ident, input_params, BodyWriter, Emitted, Target};
 use crate::gpu::reference::make_inputs;
 use crate::gpu::spec::{KernelSpec, Tensor};
 use crate::map::{IndexingMap, Variable};
 use crate::MapError;
-use std::time::Instant;
 
 /// Bytes in a cache line: a tile whose runs are shorter wastes the lines it touches.
 pub const LINE: i64 = 64;
@@ -228,6 +231,8 @@ pub fn emit_tiled_with(spec: &KernelSpec, sizes: &[i64], naive: bool) -> Result<
     decl.push(format!("{ty} *restrict out"));
     src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
     let mut level = 1;
+    let tiles: Vec<i64> = phys.iter().map(|&d| out.dims[d] / sizes[d]).collect();
+    src += &crate::gpu::emit::cpu::parallel_for(&tiles, rank, 1, out.num_elements()?);
     for (prefix, extent) in [("tile", true), ("el", false)] {
         for &d in &phys {
             let n = if extent {
@@ -266,6 +271,15 @@ pub struct Measured {
     pub sizes: Option<Vec<i64>>,
     pub timing: Timing,
     pub min_run: Option<i64>,
+    /// Against the default, from the same rounds (`None` for the default itself).
+    pub vs_default: Option<Ratio>,
+}
+
+/// The fastest candidate measured once more against the default, in rounds of its own.
+#[derive(Clone, Debug)]
+pub struct Recheck {
+    pub sizes: Vec<i64>,
+    pub ratio: Ratio,
 }
 
 /// The result of a tuning run.
@@ -277,6 +291,8 @@ pub struct Tuned {
     /// The default mapping first, then every candidate, as measured (unsorted).
     pub rows: Vec<Measured>,
     pub rejected: Vec<Rejected>,
+    /// The best candidate re-measured against the default at the end of the run.
+    pub recheck: Option<Recheck>,
 }
 
 impl Tuned {
@@ -295,24 +311,16 @@ impl Tuned {
     }
 }
 
-fn time(opts: &Options, mut f: impl FnMut()) -> Result<Timing, MapError> {
-    for _ in 0..opts.warmups {
-        f();
-    }
-    let mut samples = Vec::with_capacity(opts.reps.max(1));
-    for _ in 0..opts.reps.max(1) {
-        if crate::interrupted() {
-            return Err(MapError::Interrupted);
-        }
-        let t = Instant::now();
-        f();
-        samples.push(t.elapsed().as_secs_f64());
-    }
-    Ok(Timing::from_samples(samples))
+/// Rounds of the final re-measurement of the winner against the default.
+pub fn recheck_rounds(reps: usize) -> usize {
+    reps.max(10)
 }
 
-/// Benchmarks the default mapping and every candidate on the CPU, each verified against the
-/// reference before and after timing; `progress(i, n, label)` is called before each.
+/// Benchmarks the default mapping and every candidate on the CPU, interleaved round by
+/// round (with a copy of the same bytes), each verified against the reference before and
+/// after timing; then the fastest candidate against the default once more, in
+/// [`recheck_rounds`] rounds of their own, so the reported win is one measured twice.
+/// `progress(i, n, label)` is called as work proceeds.
 pub fn tune(
     spec: &KernelSpec,
     cands: &[Candidate],
@@ -324,53 +332,128 @@ pub fn tune(
     let want = reference_output(spec, &inputs)?;
     let out_bytes = spec.output.num_bytes()? as usize;
     let bytes = spec.bytes_moved()? as u64;
-    let total = cands.len() + 1;
-    let mut rows = Vec::new();
-    let run =
-        |e: Emitted, sizes: Option<Vec<i64>>, min_run: Option<i64>| -> Result<Measured, MapError> {
-            let k = compile(&e.source, &e.entry)?;
-            let mut out = vec![0u8; out_bytes];
-            k.call(&inputs, &mut out);
-            verify(spec, &out, &want)?;
-            let timing = time(opts, || k.call(&inputs, &mut out))?;
-            verify(spec, &out, &want)?;
-            Ok(Measured {
-                sizes,
-                timing,
-                min_run,
-            })
-        };
+    let total = cands.len() + 3;
     progress(0, total, "default");
-    rows.push(run(crate::gpu::emit::cpu::emit(spec, false)?, None, None)?);
+    let mut kernels = vec![(compile_default(spec)?, None, None)];
     for (i, c) in cands.iter().enumerate() {
-        let label = c
-            .sizes
-            .iter()
-            .map(|z| z.to_string())
-            .collect::<Vec<_>>()
-            .join("x");
-        progress(i + 1, total, &label);
-        rows.push(run(
-            emit_tiled(spec, &c.sizes)?,
+        progress(i + 1, total, &format!("compile {}", label(&c.sizes)));
+        let e = emit_tiled(spec, &c.sizes)?;
+        kernels.push((
+            compile(&e.source, &e.entry)?,
             Some(c.sizes.clone()),
             Some(c.min_run),
-        )?);
+        ));
+    }
+    let threads = set_threads(opts.threads);
+    // One output buffer, shared: each kernel is verified on it before the rounds and, run
+    // once more, after them.
+    let mut out = vec![0u8; out_bytes];
+    for (k, _, _) in &kernels {
+        out.fill(0);
+        k.call(&inputs, &mut out);
+        verify(spec, &out, &want)?;
     }
     let half = (bytes / 2).max(1) as usize;
     let src = vec![1u8; half];
     let mut dst = vec![0u8; half];
-    let copy = time(opts, || {
-        dst.copy_from_slice(&src);
-        std::hint::black_box(&mut dst);
-    })?;
+    progress(cands.len() + 1, total, "interleaved rounds");
+    let timings = {
+        let out = std::cell::RefCell::new(&mut out);
+        let mut fns: Vec<Box<dyn FnMut() + '_>> = kernels
+            .iter()
+            .map(|(k, _, _)| {
+                let (inputs, out) = (&inputs, &out);
+                Box::new(move || k.call(inputs, &mut out.borrow_mut()[..])) as Box<dyn FnMut()>
+            })
+            .collect();
+        fns.push(Box::new(|| {
+            dst.copy_from_slice(&src);
+            std::hint::black_box(&mut dst);
+        }));
+        let mut refs: Vec<&mut dyn FnMut()> =
+            fns.iter_mut().map(|f| &mut **f as &mut dyn FnMut()).collect();
+        interleave(opts, &mut refs, &mut |_, _| {})?
+    };
+    for (k, _, _) in &kernels {
+        out.fill(0);
+        k.call(&inputs, &mut out);
+        verify(spec, &out, &want)?;
+    }
+    let default_samples = timings[0].samples.clone();
+    let rows: Vec<Measured> = kernels
+        .iter()
+        .zip(&timings)
+        .enumerate()
+        .map(|(i, ((_, sizes, min_run), t))| Measured {
+            sizes: sizes.clone(),
+            timing: t.clone(),
+            min_run: *min_run,
+            vs_default: (i > 0)
+                .then(|| Ratio::paired(&default_samples, &t.samples))
+                .flatten(),
+        })
+        .collect();
+    let copy = timings
+        .last()
+        .cloned()
+        .ok_or_else(|| MapError::Other("nothing was timed".into()))?;
+    // The winner against the default, again, in rounds of their own.
+    let best = (1..rows.len()).min_by(|&a, &b| {
+        rows[a]
+            .timing
+            .median_s
+            .total_cmp(&rows[b].timing.median_s)
+    });
+    let recheck = match best {
+        Some(b) => {
+            progress(cands.len() + 2, total, "re-measure the best");
+            let again = Options {
+                reps: recheck_rounds(opts.reps),
+                ..opts.clone()
+            };
+            let mut out_a = vec![0u8; out_bytes];
+            let mut out_b = vec![0u8; out_bytes];
+            let (kd, kb) = (&kernels[0].0, &kernels[b].0);
+            let t = {
+                let mut fd = || kd.call(&inputs, &mut out_a);
+                let mut fb = || kb.call(&inputs, &mut out_b);
+                interleave(&again, &mut [&mut fd, &mut fb], &mut |_, _| {})?
+            };
+            verify(spec, &out_a, &want)?;
+            verify(spec, &out_b, &want)?;
+            Ratio::paired(&t[0].samples, &t[1].samples).map(|ratio| Recheck {
+                sizes: rows[b].sizes.clone().unwrap_or_default(),
+                ratio,
+            })
+        }
+        None => None,
+    };
     progress(total, total, "done");
     Ok(Tuned {
-        device: format!("cpu ({})", cpu_name()),
+        device: format!(
+            "cpu ({}, {threads} thread{})",
+            cpu_name(),
+            if threads == 1 { "" } else { "s" }
+        ),
         bytes,
         copy,
         rows,
         rejected,
+        recheck,
     })
+}
+
+fn label(sizes: &[i64]) -> String {
+    sizes
+        .iter()
+        .map(|z| z.to_string())
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
+fn compile_default(spec: &KernelSpec) -> Result<crate::gpu::bench::cpu::Compiled, MapError> {
+    let e = crate::gpu::emit::cpu::emit(spec, false)?;
+    compile(&e.source, &e.entry)
 }
 
 /// A GPU launch to try: block and vector sizes, with the coalescing verdict of every operand.

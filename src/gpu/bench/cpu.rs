@@ -1,12 +1,12 @@
 //! The CPU backend: the emitted C is compiled by the system C compiler (`cc -O3
-//! -march=native`) into a shared library, loaded, run on the inputs, verified, and timed
-//! with a monotonic clock against `memcpy` of the same number of bytes.
+//! -march=native -fopenmp`) into a shared library, loaded, run on the inputs, verified, and
+//! timed with a monotonic clock, interleaved with `memcpy` of the same number of bytes.
 //!
 //! Why a C compiler and not a JIT: see the README ("CPU backend"). In short, `cc` is on
 //! every machine, its vectorizer turns the simplified `p0[i]` loops into the same code as
 //! a hand-written loop, and its ~50 ms compile time is small next to a benchmark.
 
-use super::{reference_output, verify, Measured, Options, Outcome, Timing};
+use super::{reference_output, verify, Measured, Options, Outcome};
 use crate::gpu::emit::cpu::emit;
 use crate::gpu::emit::Emitted;
 use crate::gpu::reference::make_inputs;
@@ -41,7 +41,62 @@ pub fn compiler() -> String {
     std::env::var("CC").unwrap_or_else(|_| "cc".to_string())
 }
 
-/// Compiles C source with an exported `void entry(void **)` and loads it.
+/// Whether the C compiler accepts `-fopenmp` (asked once, by compiling a kernel with it).
+static OPENMP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// The OpenMP runtime, loaded once and never unloaded: kernels link it, and unloading a
+/// kernel must not unload the runtime while its worker threads live.
+fn openmp_runtime() -> Option<&'static libloading::Library> {
+    static LIB: std::sync::OnceLock<Option<libloading::Library>> = std::sync::OnceLock::new();
+    LIB.get_or_init(|| {
+        // SAFETY: libgomp's initialisers only set up its own state.
+        unsafe { libloading::Library::new("libgomp.so.1") }.ok()
+    })
+    .as_ref()
+}
+
+/// The threads a kernel runs on for `threads` (0: every core), as set for the next calls
+/// from this thread; 1 where the kernels are compiled without OpenMP.
+pub fn set_threads(threads: usize) -> usize {
+    let want = if threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        threads
+    };
+    if OPENMP.get() != Some(&true) {
+        return 1;
+    }
+    let Some(lib) = openmp_runtime() else {
+        return 1;
+    };
+    type SetThreads = unsafe extern "C" fn(i32);
+    // SAFETY: `omp_set_num_threads(int)` is OpenMP's API, with this signature.
+    match unsafe { lib.get::<SetThreads>(b"omp_set_num_threads") } {
+        Ok(f) => {
+            unsafe { f(want.min(i32::MAX as usize) as i32) };
+            want
+        }
+        Err(_) => 1,
+    }
+}
+
+fn run_cc(c: &std::path::Path, so: &std::path::Path, openmp: bool) -> Result<std::process::Output, MapError> {
+    let mut cmd = std::process::Command::new(compiler());
+    cmd.args(["-O3", "-march=native", "-fPIC", "-shared", "-std=c11"]);
+    if openmp {
+        cmd.arg("-fopenmp");
+    }
+    cmd.arg("-o")
+        .arg(so)
+        .arg(c)
+        .arg("-lm")
+        .output()
+        .map_err(|e| err(format!("cannot run the C compiler `{}`: {e}", compiler())))
+}
+
+/// Compiles C source with an exported `void entry(void **)` and loads it: with `-fopenmp`
+/// where the compiler has OpenMP (the kernels' `#pragma omp` split the outer loop across
+/// threads), else without (the pragmas are ignored: one thread).
 pub fn compile(source: &str, entry: &str) -> Result<Compiled, MapError> {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -53,13 +108,20 @@ pub fn compile(source: &str, entry: &str) -> Result<Compiled, MapError> {
     let so = dir.0.join("kernel.so");
     std::fs::write(&c, source).map_err(|e| err(format!("cannot write {}: {e}", c.display())))?;
     let t0 = Instant::now();
-    let out = std::process::Command::new(compiler())
-        .args(["-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-o"])
-        .arg(&so)
-        .arg(&c)
-        .arg("-lm")
-        .output()
-        .map_err(|e| err(format!("cannot run the C compiler `{}`: {e}", compiler())))?;
+    let mut out = run_cc(&c, &so, OPENMP.get() != Some(&false))?;
+    if OPENMP.get().is_none() {
+        if out.status.success() && openmp_runtime().is_some() {
+            let _ = OPENMP.set(true);
+        } else {
+            // Try once without OpenMP: if that compiles, the compiler (or the runtime) is
+            // what lacks it, and every kernel runs on one thread.
+            let plain = run_cc(&c, &so, false)?;
+            if plain.status.success() {
+                let _ = OPENMP.set(false);
+            }
+            out = plain;
+        }
+    }
     let compile_s = t0.elapsed().as_secs_f64();
     if !out.status.success() {
         return Err(err(format!(
@@ -110,28 +172,6 @@ fn bar(opts: &Options, len: u64, msg: &str) -> indicatif::ProgressBar {
     }
 }
 
-/// Times `f` `reps` times after `warmups` calls.
-fn time(opts: &Options, label: &str, mut f: impl FnMut()) -> Result<Timing, MapError> {
-    let pb = bar(opts, (opts.warmups + opts.reps) as u64, label);
-    for _ in 0..opts.warmups {
-        f();
-        pb.inc(1);
-    }
-    let mut samples = Vec::with_capacity(opts.reps);
-    for _ in 0..opts.reps.max(1) {
-        if crate::interrupted() {
-            pb.finish_and_clear();
-            return Err(MapError::Interrupted);
-        }
-        let t = Instant::now();
-        f();
-        samples.push(t.elapsed().as_secs_f64());
-        pb.inc(1);
-    }
-    pb.finish_and_clear();
-    Ok(Timing::from_samples(samples))
-}
-
 pub fn run(
     spec: &KernelSpec,
     opts: &Options,
@@ -148,8 +188,36 @@ pub fn run(
     run_kernels(spec, opts, kernels)
 }
 
-/// Compiles, verifies (before and after timing) and times each labelled kernel of `spec`,
-/// then a copy of the same bytes; the first kernel is the main figure.
+/// The variants `bench` runs for a CPU tile: the tiled loop nest (simplified, then with
+/// naive indexing unless `naive`), then the untiled loop, labelled.
+pub fn tiled_variants(
+    spec: &KernelSpec,
+    tile: &[i64],
+    naive: bool,
+) -> Result<Vec<(String, Emitted)>, MapError> {
+    use crate::tile::tune::emit_tiled_with;
+    let label = format!(
+        "tiled {}",
+        tile.iter()
+            .map(|z| z.to_string())
+            .collect::<Vec<_>>()
+            .join("x")
+    );
+    let mut kernels = vec![];
+    if !naive {
+        kernels.push((label.clone(), emit_tiled_with(spec, tile, false)?));
+    }
+    kernels.push((format!("{label}, naive"), emit_tiled_with(spec, tile, true)?));
+    kernels.push((
+        if naive { "untiled, naive" } else { "untiled" }.to_string(),
+        emit(spec, naive)?,
+    ));
+    Ok(kernels)
+}
+
+/// Compiles and verifies each labelled kernel of `spec`, times them and a copy of the same
+/// bytes interleaved round by round, and verifies every output again after timing; the
+/// first kernel is the main figure.
 pub fn run_kernels(
     spec: &KernelSpec,
     opts: &Options,
@@ -159,32 +227,57 @@ pub fn run_kernels(
     let want = reference_output(spec, &inputs)?;
     let out_bytes = spec.output.num_bytes()? as usize;
     let bytes = spec.bytes_moved()? as u64;
-    let mut variants = Vec::new();
+    let mut compiled = Vec::new();
     for (label, e) in kernels {
         let k = compile(&e.source, &e.entry)?;
-        let mut out = vec![0u8; out_bytes];
-        k.call(&inputs, &mut out);
-        verify(spec, &out, &want)?;
-        let timing = time(opts, &label, || k.call(&inputs, &mut out))?;
-        // Verified again after the timed runs: the figures belong to a correct output.
-        verify(spec, &out, &want)?;
-        variants.push(Measured {
-            label,
-            timing,
-            verified: true,
-            compile_s: k.compile_s,
-        });
+        compiled.push((label, k, vec![0u8; out_bytes]));
+    }
+    let threads = set_threads(opts.threads);
+    for (_, k, out) in &mut compiled {
+        k.call(&inputs, out);
+        verify(spec, out, &want)?;
     }
     // memcpy of the same bytes: half read, half written.
     let half = (bytes / 2).max(1) as usize;
     let src = vec![1u8; half];
     let mut dst = vec![0u8; half];
-    let copy = time(opts, "memcpy", || {
-        dst.copy_from_slice(&src);
-        std::hint::black_box(&mut dst);
-    })?;
+    let timings = {
+        let mut fns: Vec<Box<dyn FnMut() + '_>> = Vec::new();
+        for (_, k, out) in compiled.iter_mut() {
+            let (k, inputs) = (&*k, &inputs);
+            fns.push(Box::new(move || k.call(inputs, out)));
+        }
+        fns.push(Box::new(|| {
+            dst.copy_from_slice(&src);
+            std::hint::black_box(&mut dst);
+        }));
+        let mut refs: Vec<&mut dyn FnMut()> = fns.iter_mut().map(|f| &mut **f as &mut dyn FnMut()).collect();
+        let pb = bar(opts, (opts.reps.max(1) * refs.len()) as u64, "interleaved rounds");
+        let t = super::interleave(opts, &mut refs, &mut |i, _| pb.set_position(i));
+        pb.finish_and_clear();
+        t?
+    };
+    let mut variants = Vec::new();
+    for ((label, k, out), timing) in compiled.into_iter().zip(&timings) {
+        // Verified again after the timed runs: the figures belong to a correct output.
+        verify(spec, &out, &want)?;
+        variants.push(Measured {
+            label,
+            timing: timing.clone(),
+            verified: true,
+            compile_s: k.compile_s,
+        });
+    }
+    let copy = timings
+        .last()
+        .cloned()
+        .ok_or_else(|| err("nothing was timed".into()))?;
     Ok(Outcome {
-        device: format!("cpu ({})", cpu_name()),
+        device: format!(
+            "cpu ({}, {threads} thread{})",
+            cpu_name(),
+            if threads == 1 { "" } else { "s" }
+        ),
         bytes,
         copy,
         variants,

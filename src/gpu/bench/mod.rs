@@ -2,9 +2,16 @@
 //! element against the [reference](super::reference), and time it against a copy of the
 //! same number of bytes measured in the same run.
 //!
-//! A mismatch is an error, never a figure. Timing: warm-ups, then `reps` repetitions on a
+//! A mismatch is an error, never a figure. Timing: warm-ups, then `reps` rounds on a
 //! monotonic clock (CPU) or CUDA events (GPU); median, min and max are reported, with the
 //! effective bandwidth (bytes read + written per second) and its percentage of the copy's.
+//!
+//! On the CPU the variants and the copy are timed *interleaved*: each round runs every one
+//! of them once (in a rotating order), so a slow spell of a shared machine falls on all of
+//! them alike. A comparison is the median of the per-round ratios with a distribution-free
+//! confidence interval ([`Ratio`]); a variant is called faster or slower only when the
+//! interval excludes 1. A sample that would be shorter than [`MIN_SAMPLE_S`] times several
+//! calls and divides, so no time is below the clock's resolution.
 
 pub mod cpu;
 pub mod cuda;
@@ -31,6 +38,8 @@ pub struct Options {
     /// The GPU launch (block, vector, unroll) and whether to tile transposes.
     pub config: super::launch::LaunchConfig,
     pub tiled: Option<bool>,
+    /// CPU threads for the kernels (0: every core).
+    pub threads: usize,
 }
 
 impl Default for Options {
@@ -42,20 +51,24 @@ impl Default for Options {
             progress: false,
             config: Default::default(),
             tiled: None,
+            threads: 0,
         }
     }
 }
 
-/// Timings of one kernel variant.
+/// Timings of one kernel variant: seconds per call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Timing {
     pub median_s: f64,
     pub min_s: f64,
     pub max_s: f64,
+    /// Seconds per call in each round, in the order measured (for paired ratios).
+    pub samples: Vec<f64>,
 }
 
 impl Timing {
-    pub fn from_samples(mut s: Vec<f64>) -> Timing {
+    pub fn from_samples(samples: Vec<f64>) -> Timing {
+        let mut s = samples.clone();
         s.sort_by(|a, b| a.total_cmp(b));
         let n = s.len();
         let median = if n == 0 {
@@ -69,6 +82,132 @@ impl Timing {
             median_s: median,
             min_s: s.first().copied().unwrap_or(0.0),
             max_s: s.last().copied().unwrap_or(0.0),
+            samples,
+        }
+    }
+}
+
+/// The least confidence of an interval that may call a variant faster or slower.
+pub const MIN_CONFIDENCE: f64 = 0.9;
+
+/// The shortest sample timed: a call shorter than this is repeated within the sample.
+pub const MIN_SAMPLE_S: f64 = 1e-3;
+
+/// Milliseconds with at least three significant digits (`12.3`, `0.0456`), never `0.000`
+/// for a time that is not zero.
+pub fn ms(s: f64) -> String {
+    let v = s * 1e3;
+    if !(v.is_finite()) || v == 0.0 || v >= 100.0 {
+        return format!("{v:.1}");
+    }
+    if v.abs() < 1e-9 {
+        return format!("{v:.2e}");
+    }
+    // Digits after the point so that three significant digits show.
+    let digits = (2.0 - v.abs().log10().floor()).clamp(1.0, 12.0) as usize;
+    format!("{v:.digits$}")
+}
+
+/// How much faster a variant is than a baseline: the median over rounds of
+/// `baseline time / variant time` (same round), with the interval between two order
+/// statistics of those ratios that holds the true median with probability `confidence`
+/// (the sign-test interval: no assumption about the distribution of the noise).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ratio {
+    pub median: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub confidence: f64,
+    pub rounds: usize,
+}
+
+impl Ratio {
+    /// From per-round times of the baseline and of the variant (paired by round).
+    pub fn paired(baseline: &[f64], variant: &[f64]) -> Option<Ratio> {
+        let mut r: Vec<f64> = baseline
+            .iter()
+            .zip(variant)
+            .filter(|(_, &v)| v > 0.0)
+            .map(|(b, v)| b / v)
+            .collect();
+        if r.is_empty() {
+            return None;
+        }
+        r.sort_by(|a, b| a.total_cmp(b));
+        let n = r.len();
+        let median = if n % 2 == 1 {
+            r[n / 2]
+        } else {
+            (r[n / 2 - 1] + r[n / 2]) / 2.0
+        };
+        // The largest j with P(Binomial(n, 1/2) < j) <= 2.5%: [r_(j), r_(n+1-j)] (1-based)
+        // covers the median with probability 1 - 2 P(B < j). With few rounds, j = 1 (min
+        // to max) and the confidence is what it is.
+        let pmf = |k: usize| -> f64 {
+            let mut c = 1.0f64;
+            for i in 0..k {
+                c = c * (n - i) as f64 / (i + 1) as f64;
+            }
+            c * 0.5f64.powi(n as i32)
+        };
+        let mut j = 1usize;
+        let mut below = pmf(0); // P(B < 1)
+        while j < n / 2 && below + pmf(j) <= 0.025 {
+            below += pmf(j);
+            j += 1;
+        }
+        Some(Ratio {
+            median,
+            lo: r[j - 1],
+            hi: r[n - j],
+            confidence: 1.0 - 2.0 * below,
+            rounds: n,
+        })
+    }
+
+    /// Whether the interval lies wholly above 1 (faster), below (slower), or contains it;
+    /// an interval of less than [`MIN_CONFIDENCE`] (under 5 rounds) decides nothing.
+    pub fn verdict(&self) -> std::cmp::Ordering {
+        if self.confidence < MIN_CONFIDENCE {
+            std::cmp::Ordering::Equal
+        } else if self.lo > 1.0 {
+            std::cmp::Ordering::Greater
+        } else if self.hi < 1.0 {
+            std::cmp::Ordering::Less
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    }
+
+    /// `2.31x faster` or `1.35x slower` (a ratio below 1 reads as slower).
+    pub fn factor(&self) -> String {
+        if self.median >= 1.0 {
+            format!("{:.2}x faster", self.median)
+        } else {
+            format!("{:.2}x slower", 1.0 / self.median)
+        }
+    }
+
+    /// `2.31x faster (95% CI 2.20 to 2.40, 10 rounds interleaved)`, or, when the interval
+    /// contains 1, `no clear difference (1.02x faster; 95% CI 0.97 to 1.08, ...)`.
+    pub fn describe(&self) -> String {
+        let ci = format!(
+            "{:.0}% CI {:.2} to {:.2}, {} round{} interleaved",
+            self.confidence * 100.0,
+            self.lo,
+            self.hi,
+            self.rounds,
+            if self.rounds == 1 { "" } else { "s" }
+        );
+        match self.verdict() {
+            std::cmp::Ordering::Equal if self.confidence < MIN_CONFIDENCE => format!(
+                "too few rounds to tell ({}; {ci}; 5 rounds or more give a 90% interval)",
+                self.factor()
+            ),
+            std::cmp::Ordering::Equal => {
+                format!("no clear difference ({}; {ci})", self.factor())
+            }
+            _ => format!("{} ({ci})", self.factor()),
         }
     }
 }
@@ -142,4 +281,89 @@ pub fn run(
         Device::Auto if cuda::available().is_ok() => cuda::run(spec, opts, with_naive, naive_only),
         Device::Auto | Device::Cpu => cpu::run(spec, opts, with_naive, naive_only),
     }
+}
+
+/// Times several callables interleaved: `opts.warmups` calls of each, then `opts.reps`
+/// rounds, each running every callable once (sample) in an order that rotates by one each
+/// round. A callable faster than [`MIN_SAMPLE_S`] is called several times per sample (the
+/// same count every round) and its time divided. `progress(done, total)` after each sample.
+pub fn interleave(
+    opts: &Options,
+    fns: &mut [&mut dyn FnMut()],
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Vec<Timing>, MapError> {
+    use std::time::Instant;
+    let n = fns.len();
+    let mut calls = vec![1u64; n];
+    for (k, f) in fns.iter_mut().enumerate() {
+        for _ in 0..opts.warmups {
+            f();
+        }
+        // Calibrate: how many calls make a sample of MIN_SAMPLE_S.
+        let t = Instant::now();
+        f();
+        let one = t.elapsed().as_secs_f64();
+        if one < MIN_SAMPLE_S {
+            calls[k] = ((MIN_SAMPLE_S / one.max(1e-9)).ceil() as u64).clamp(1, 1 << 20);
+        }
+    }
+    let reps = opts.reps.max(1);
+    let total = (reps * n) as u64;
+    let mut samples = vec![Vec::with_capacity(reps); n];
+    for r in 0..reps {
+        for j in 0..n {
+            let k = (r + j) % n;
+            if crate::interrupted() {
+                return Err(MapError::Interrupted);
+            }
+            let t = Instant::now();
+            for _ in 0..calls[k] {
+                fns[k]();
+            }
+            samples[k].push(t.elapsed().as_secs_f64() / calls[k] as f64);
+            progress((r * n + j + 1) as u64, total);
+        }
+    }
+    Ok(samples.into_iter().map(Timing::from_samples).collect())
+}
+
+/// The lines a bench prints under its main figure: each other variant's time, and how the
+/// main variant compares with it (the ratio and its interval, from the interleaved rounds).
+pub fn compare_lines(o: &Outcome) -> Vec<(String, String)> {
+    let mut lines = Vec::new();
+    let Some(main) = o.variants.first() else {
+        return lines;
+    };
+    for v in &o.variants[1..] {
+        lines.push((
+            v.label.clone(),
+            format!(
+                "median {} ms (min {}, max {}), {:.2} GB/s, {:.1}% of copy bandwidth, {}",
+                ms(v.timing.median_s),
+                ms(v.timing.min_s),
+                ms(v.timing.max_s),
+                o.gbps(&v.timing),
+                o.copy_pct(&v.timing),
+                if v.verified { "verified" } else { "NOT verified" }
+            ),
+        ));
+        let ratio = Ratio::paired(&v.timing.samples, &main.timing.samples);
+        lines.push((
+            format!("{} / {}", main.label, v.label),
+            match ratio {
+                Some(r) => r.describe(),
+                None => "not timed".to_string(),
+            },
+        ));
+    }
+    lines.push((
+        "copy".into(),
+        format!(
+            "{} bytes in {} ms, {:.2} GB/s",
+            o.bytes,
+            ms(o.copy.median_s),
+            o.gbps(&o.copy)
+        ),
+    ));
+    lines
 }

@@ -1,10 +1,15 @@
 //! C for the host compiler: the entry point loops over the output in its physical order
 //! (`i`), so the loop index is the output offset and, for an elementwise chain through
 //! reshapes, the simplified input offsets are `i` as well: the compiler then vectorizes the
-//! loop. The source is compiled with the system C compiler (see `bench/cpu.rs` and the
+//! loop. The outer loop is split across threads by OpenMP (`#pragma omp parallel for`,
+//! compiled with `-fopenmp`), each thread taking one contiguous range. The source is compiled with the system C compiler (see `bench/cpu.rs` and the
 //! README for why a compiler rather than a JIT).
 
-use super::{c_ident, helper_functions, input_params, BodyWriter, Emitted, Target, C_HELPERS};
+use super::{
+    c_binary, c_ident, c_unary, helper_functions, input_params, outside, simplified, substitute,
+    BodyWriter, Emitted, Target, C_HELPERS,
+};
+use crate::gpu::spec::{BinOp, Body, ElemType, UnOp};
 use crate::expr::Expr;
 use crate::gpu::spec::{KernelSpec, Tensor};
 use crate::interval::Interval;
@@ -88,6 +93,11 @@ pub fn prelude(spec: &KernelSpec, naive: bool) -> Result<String, MapError> {
 pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
     let name = c_ident(&spec.name);
     let ty = spec.output.elem.c_name();
+    if !naive {
+        if let Some(e) = emit_rows(spec, &name, ty)? {
+            return Ok(e);
+        }
+    }
     let mut src = String::new();
     src += &format!(
         "// {} for the CPU: {} = {} with {} partition(s); index arithmetic {}.\n",
@@ -155,6 +165,11 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
     let mut decl = input_params(spec, "restrict");
     decl.push(format!("{ty} *restrict out"));
     src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
+    // The tiled transpose keeps its two in-tile loops inside each thread's share.
+    let extents: Vec<i64> = lm.dims.iter().map(|v| v.bounds.hi - v.bounds.lo + 1).collect();
+    let keep_inside = if depth >= 4 { 2 } else { 1 };
+    let elements = spec.output.num_elements()?;
+    src += &parallel_for(&extents, depth.saturating_sub(keep_inside).max(1), 1, elements);
     for (k, v) in lm.dims.iter().enumerate() {
         src += &format!(
             "{}for (int64_t {1} = {2}; {1} <= {3}; ++{1}) {{\n",
@@ -181,6 +196,38 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
     })
 }
 
+/// For a kernel of `elements` output elements, the OpenMP pragma that splits the leading
+/// loops of a perfect nest with these extents
+/// across threads: as few leading loops as give at least [`PARALLEL_ITERATIONS`] iterations
+/// to share (collapsed into one when more than one), at most `max` of them. Each thread
+/// gets one contiguous range of iterations (`schedule(static)`), so a reduction memoized
+/// by row is computed once per row by the thread that owns the row. Without `-fopenmp` the
+/// pragma is ignored and the loops run on one thread.
+pub fn parallel_for(extents: &[i64], max: usize, indent: usize, elements: i64) -> String {
+    if elements < PARALLEL_MIN_ELEMENTS {
+        return String::new();
+    }
+    let mut n = 0;
+    let mut iters = 1i64;
+    while n < max.min(extents.len()) && iters < PARALLEL_ITERATIONS {
+        iters = iters.saturating_mul(extents[n]);
+        n += 1;
+    }
+    let pad = "  ".repeat(indent);
+    match n {
+        0 => String::new(),
+        1 => format!("{pad}#pragma omp parallel for schedule(static)\n"),
+        _ => format!("{pad}#pragma omp parallel for collapse({n}) schedule(static)\n"),
+    }
+}
+
+/// Iterations of the parallel loop(s) that are enough to share among threads evenly.
+pub const PARALLEL_ITERATIONS: i64 = 256;
+
+/// Output elements (256 Ki, 1 MiB of f32) under which a kernel runs on one thread: waking
+/// threads costs more than such a kernel (on a busy machine, a time slice).
+pub const PARALLEL_MIN_ELEMENTS: i64 = 1 << 18;
+
 /// The exported entry of a CPU kernel: `void NAME(void **args)` casting the inputs, in
 /// order, then the output, and calling `NAME_body`.
 pub fn entry_point(spec: &KernelSpec, name: &str, ty: &str) -> String {
@@ -199,4 +246,296 @@ pub fn entry_point(spec: &KernelSpec, name: &str, ty: &str) -> String {
         crate::gpu::emit::EPOCH_STEP,
         casts.join(", ")
     )
+}
+
+/// `(r, c) -> (output index)`: `c` runs along the output's minor physical dimension, `r`
+/// over the others together (rows, in physical order).
+pub fn row_map(out: &Tensor) -> Result<Option<IndexingMap>, MapError> {
+    let phys = out.physical_dims();
+    let Some((&minor, outer)) = phys.split_last() else {
+        return Ok(None);
+    };
+    if outer.is_empty() {
+        return Ok(None);
+    }
+    let cols = out.dims[minor];
+    let rows = out.num_elements()? / cols.max(1);
+    let mut results = vec![Expr::constant(0); out.rank()];
+    results[minor] = Expr::var(1);
+    let mut inner = 1i64;
+    for (p, &d) in outer.iter().enumerate().rev() {
+        let q = Expr::var(0).floordiv(Expr::constant(inner));
+        results[d] = if p == 0 {
+            q
+        } else {
+            q.modulo(Expr::constant(out.dims[d]))
+        };
+        inner = inner
+            .checked_mul(out.dims[d])
+            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
+    }
+    let m = IndexingMap::new(
+        vec![Variable::new("r", 0, rows - 1), Variable::new("c", 0, cols - 1)],
+        vec![],
+        vec![],
+        results,
+        vec![],
+    );
+    Ok(Some(crate::simplify::simplify(&m, &Default::default()).map))
+}
+
+/// A vectorizable `expf` (Cephes' polynomial on [-ln2/2, ln2/2] and a power of two made
+/// from bits, in two halves so subnormal results come out right): within 2 ulp of the
+/// correctly rounded result, and plain arithmetic, so a loop calling it vectorizes.
+pub const C_EXPF: &str = "static inline float ix_expf(float x) {
+  const float n = __builtin_floorf(x * 1.44269504088896341f + 0.5f);
+  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  float p = 1.9875691500E-4f;
+  p = p * r + 1.3981999507E-3f; p = p * r + 8.3334519073E-3f; p = p * r + 4.1665795894E-2f;
+  p = p * r + 1.6666665459E-1f; p = p * r + 5.0000001201E-1f;
+  const float y = p * r * r + r + 1.0f;
+  const int32_t k = (int32_t)(x < -110.0f ? -160.0f : (x > 89.0f ? 130.0f : n));
+  const int32_t k1 = k / 2, k2 = k - k / 2;
+  union { int32_t i; float f; } a, b;
+  a.i = (k1 + 127) << 23; b.i = (k2 + 127) << 23;
+  const float e = y * a.f * b.f;
+  return x != x ? x : (x > 88.72283f ? INFINITY : (x < -103.972f ? 0.0f : e));
+}
+";
+
+/// Writes a kernel whose reductions are all per row: each reduction is computed once per
+/// row, before the row's elements, in a loop of its own (`#pragma omp simd reduction`, so
+/// the compiler may sum in vector lanes), and the row's elements are then one loop with no
+/// branches (`#pragma omp simd`), rows split across threads. Calls are inlined. `None` when
+/// the fusion has no reduction, or one that is not per row (its value moves along the row
+/// or with another reduction's variable): the memoizing loop handles those.
+fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>, MapError> {
+    let mut has_reduce = false;
+    for f in &spec.functions {
+        f.body.visit(&mut |b| has_reduce |= matches!(b, Body::Reduce { .. }));
+    }
+    if !has_reduce || spec.root_reduction().is_some() {
+        return Ok(None);
+    }
+    let Some(lm) = row_map(&spec.output)? else {
+        return Ok(None);
+    };
+    let params: String = (0..spec.inputs.len())
+        .map(|k| format!("p{k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut rows = Rows {
+        spec,
+        params,
+        hoisted: vec![],
+        done: vec![],
+        count: 0,
+        ok: true,
+    };
+    let mut w = BodyWriter::new(spec, false, 3);
+    w.line(format!("// output index: {lm}"));
+    let v = rows.expr(&mut w, &spec.functions[0].body, &lm)?;
+    if !rows.ok {
+        return Ok(None);
+    }
+    let k = w.offset(
+        &lm,
+        &IndexingMap::identity(&spec.output.dims),
+        &spec.output.strides()?,
+        "out",
+    )?;
+    w.line(format!("out[{k}] = {v};"));
+    let mut src = format!(
+        "// {} for the CPU: {} = {}, row by row: the reductions once per row, then the row's elements; index arithmetic from the simplified maps.\n",
+        spec.name,
+        spec.output.name,
+        spec.output.shape_text(),
+    );
+    src += "#include <stdint.h>\n#include <math.h>\n\n";
+    if w.lines.iter().chain(&rows.hoisted).any(|l| l.contains("ix_expf")) {
+        src += C_EXPF;
+    }
+    src += C_HELPERS;
+    src += "\n";
+    let mut decl = input_params(spec, "restrict");
+    decl.push(format!("{ty} *restrict out"));
+    src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
+    let (r, c) = (&lm.dims[0], &lm.dims[1]);
+    src += &parallel_for(&[r.bounds.hi - r.bounds.lo + 1], 1, 1, spec.output.num_elements()?);
+    src += &format!(
+        "  for (int64_t r = {}; r <= {}; ++r) {{\n",
+        r.bounds.lo, r.bounds.hi
+    );
+    for l in &rows.hoisted {
+        src += l;
+        src += "\n";
+    }
+    src += "    #pragma omp simd\n";
+    src += &format!(
+        "    for (int64_t c = {}; c <= {}; ++c) {{\n",
+        c.bounds.lo, c.bounds.hi
+    );
+    for l in &w.lines {
+        src += l;
+        src += "\n";
+    }
+    src += "    }\n  }\n}\n\n";
+    src += &entry_point(spec, name, ty);
+    Ok(Some(Emitted {
+        name: spec.name.clone(),
+        target: Target::Cpu,
+        source: crate::gpu::emit::finish_epoch(src),
+        entry: name.to_string(),
+    }))
+}
+
+/// The state of [`emit_rows`]: lines at row level (the hoisted reductions, innermost
+/// first), and the reductions already hoisted (by their map from the row) with the
+/// variable holding each.
+struct Rows<'a> {
+    spec: &'a KernelSpec,
+    params: String,
+    hoisted: Vec<String>,
+    done: Vec<(String, String)>,
+    count: usize,
+    ok: bool,
+}
+
+impl Rows<'_> {
+    fn fresh(&mut self, prefix: &str) -> String {
+        self.count += 1;
+        format!("{prefix}{}", self.count)
+    }
+
+    /// A C expression for `b` at the index `ctx` gives (`ctx`'s variable 0 is the row `r`).
+    fn expr(&mut self, w: &mut BodyWriter, b: &Body, ctx: &IndexingMap) -> Result<String, MapError> {
+        let ty = self.spec.output.elem.c_name();
+        Ok(match b {
+            Body::Const(_) | Body::Load { .. } => w.body(b, ctx, &self.params.clone())?,
+            Body::Unary(op, a) => {
+                let x = self.expr(w, a, ctx)?;
+                if *op == UnOp::Exp && self.spec.output.elem == ElemType::F32 {
+                    format!("ix_expf({x})")
+                } else {
+                    c_unary(*op, &x, self.spec.output.elem)
+                }
+            }
+            Body::Binary(op, a, b2) => {
+                let x = self.expr(w, a, ctx)?;
+                let y = self.expr(w, b2, ctx)?;
+                let v = self.fresh("v");
+                w.line(format!(
+                    "const {ty} {v} = {};",
+                    c_binary(*op, &x, &y, self.spec.output.elem)
+                ));
+                v
+            }
+            Body::Call { func, map } => {
+                let inner = substitute(ctx, map)?;
+                let f = &self.spec.functions[*func];
+                w.line(format!("// {} at {}", f.name, simplified(&inner)));
+                self.expr(w, &f.body, &inner)?
+            }
+            Body::Reduce {
+                op,
+                init,
+                func,
+                map,
+            } => {
+                let m = substitute(ctx, map)?;
+                // Its own variables come after the scope's; the rest must be the row alone.
+                let first_new = (m.dims.len() + ctx.ranges.len()) as u32;
+                let n_new = m.ranges.len() - ctx.ranges.len();
+                let mut per_row = true;
+                let mut rename = |v: u32| -> Expr {
+                    if v == 0 {
+                        Expr::var(0)
+                    } else if v >= first_new {
+                        Expr::var(1 + v - first_new)
+                    } else {
+                        per_row = false;
+                        Expr::var(0)
+                    }
+                };
+                let results: Vec<Expr> = m.results.iter().map(|r| r.substitute(&mut rename)).collect();
+                let constraints: Vec<_> = m.constraints[ctx.constraints.len()..]
+                    .iter()
+                    .map(|&(e, iv)| (e.substitute(&mut rename), iv))
+                    .collect();
+                if !per_row {
+                    self.ok = false;
+                    return Ok("0".into());
+                }
+                let ranges: Vec<Variable> = m.ranges[ctx.ranges.len()..]
+                    .iter()
+                    .enumerate()
+                    .map(|(k, v)| Variable::new(format!("s{k}"), v.bounds.lo, v.bounds.hi))
+                    .collect();
+                let canon = IndexingMap::new(
+                    vec![m.dims[0].clone()],
+                    ranges,
+                    vec![],
+                    results,
+                    constraints,
+                );
+                let shown = simplified(&canon);
+                let key = format!("{func} {op:?} {init} {shown}");
+                if let Some((_, acc)) = self.done.iter().find(|(k, _)| *k == key) {
+                    return Ok(acc.clone());
+                }
+                // The loop body first: reductions it needs are hoisted before this one.
+                let mut body = BodyWriter::new(self.spec, false, 2 + n_new);
+                for (e, iv) in &shown.constraints {
+                    if let Some(cond) = outside(*e, *iv, &shown.names(), &shown.bounds()) {
+                        body.line(format!("if ({cond}) continue;"));
+                    }
+                }
+                let f = &self.spec.functions[*func];
+                let x = self.expr(&mut body, &f.body, &canon)?;
+                let acc = self.fresh("row");
+                body.line(format!(
+                    "{acc} = {};",
+                    c_binary(*op, &acc, &x, self.spec.output.elem)
+                ));
+                let pad = |k: usize| "  ".repeat(k);
+                self.hoisted.push(format!(
+                    "{}{ty} {acc} = {};",
+                    pad(2),
+                    super::c_float(*init, self.spec.output.elem)
+                ));
+                self.hoisted
+                    .push(format!("{}// reduce {} over {shown}", pad(2), f.name));
+                let clause = match op {
+                    BinOp::Add => Some("+"),
+                    BinOp::Mul => Some("*"),
+                    BinOp::Max => Some("max"),
+                    BinOp::Min => Some("min"),
+                    _ => None,
+                };
+                for (k, v) in canon.ranges.iter().enumerate() {
+                    if k + 1 == n_new {
+                        if let Some(cl) = clause {
+                            self.hoisted.push(format!(
+                                "{}#pragma omp simd reduction({cl}:{acc})",
+                                pad(2 + k)
+                            ));
+                        }
+                    }
+                    self.hoisted.push(format!(
+                        "{}for (int64_t {n} = {lo}; {n} <= {hi}; ++{n}) {{",
+                        pad(2 + k),
+                        n = v.name,
+                        lo = v.bounds.lo,
+                        hi = v.bounds.hi,
+                    ));
+                }
+                self.hoisted.extend(body.lines);
+                for k in (0..n_new).rev() {
+                    self.hoisted.push(format!("{}}}", pad(2 + k)));
+                }
+                self.done.push((key, acc.clone()));
+                acc
+            }
+        })
+    }
 }

@@ -472,9 +472,11 @@ impl<'a> BodyWriter<'a> {
                 };
                 let memo_name = memo.as_ref().map(|_| self.fresh("memo"));
                 if let (Some(keys), Some(mn)) = (&memo, &memo_name) {
-                    let mut decl = format!("static uint64_t {mn}_epoch; static {ty} {mn}_value;");
+                    // Thread-local: the host kernels split their outer loop across threads.
+                    let st = "static _Thread_local";
+                    let mut decl = format!("{st} uint64_t {mn}_epoch; {st} {ty} {mn}_value;");
                     for k in 0..keys.len() {
-                        decl += &format!(" static int64_t {mn}_k{k};");
+                        decl += &format!(" {st} int64_t {mn}_k{k};");
                     }
                     self.line(decl);
                     for (k, code) in keys.iter().enumerate() {
