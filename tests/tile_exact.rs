@@ -356,3 +356,164 @@ fn seed_reshape_symbolic_cases() {
         "{shown:?}"
     );
 }
+
+// ---- Tiling II: contraction, every instruction, masks, schedules, the space of tilings ----
+
+use ixmap::hlo::parse::parse_hlo;
+use ixmap::hlo::Workspace;
+use ixmap::tile::{fusion, schedule, space};
+
+fn workspace(computations: &[String]) -> Workspace {
+    let mut ws = Workspace::new();
+    for text in computations {
+        let item = parse_hlo(text, 0).unwrap_or_else(|d| panic!("{text}: {}", d.message));
+        ws.define(item)
+            .unwrap_or_else(|d| panic!("{text}: {}", d.message));
+    }
+    ws
+}
+
+fn limits() -> Limits {
+    Limits {
+        max_points: 1 << 20,
+    }
+}
+
+/// Every instruction of a dot fusion (convert, dot, broadcast bias, add) tiles over
+/// (M, N, K) at any sizes, partial tiles included, and every tile is exact: `tile_set`
+/// enumerates each one and returns an internal error on a mismatch.
+fn dot_fusion_tiles(m: i64, n: i64, k: i64, sizes: &[i64]) {
+    let text = format!(
+        "mm {{\n p0 = f16[{m}, {k}] parameter(0)\n c0 = f32[{m}, {k}] convert(p0)\n p1 = f32[{k}, {n}] parameter(1)\n d = f32[{m}, {n}] dot(c0, p1), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}\n p2 = f32[{n}] parameter(2)\n b = f32[{m}, {n}] broadcast(p2), dimensions={{1}}\n ROOT a = f32[{m}, {n}] add(d, b)\n}}"
+    );
+    let ws = workspace(&[text]);
+    let comp = ws.module.computation("mm").expect("defined");
+    let (sp, tiles) =
+        fusion::tile_instructions(&ws.module, comp, comp.root, sizes, true, &limits())
+            .expect("a dot fusion has an iteration space");
+    assert_eq!(sp.extents(), vec![m, n, k]);
+    assert_eq!(tiles.len(), 7, "every instruction is reached once");
+    for t in &tiles {
+        let st = t
+            .tile
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{} at {sizes:?}: {}", t.name, e.error));
+        assert!(st.checked.is_some(), "{} enumerated", t.name);
+        assert_eq!(st.tiles.len(), 1);
+        let x = &st.tiles[0];
+        // The shapes an emitter expects: lhs M x K, rhs K x N, bias N, output M x N.
+        let want: Vec<i64> = match t.name.as_str() {
+            "p0" | "c0" => vec![sizes[0], sizes[2]],
+            "p1" => vec![sizes[2], sizes[1]],
+            "p2" => vec![sizes[1]],
+            _ => vec![sizes[0], sizes[1]],
+        };
+        assert_eq!(x.sizes, want, "{} at {sizes:?}", t.name);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn dot_fusions_tile_over_m_n_k(m in 1i64..9, n in 1i64..9, k in 1i64..9,
+                                   z in proptest::collection::vec(1i64..10, 3)) {
+        let sizes = [z[0].min(m), z[1].min(n), z[2].min(k)];
+        dot_fusion_tiles(m, n, k, &sizes);
+    }
+
+    /// A schedule numbers every tile of the grid once, and the offsets it gives an operand are
+    /// the operand tile's offsets at the scheduled tile index.
+    #[test]
+    fn schedules_are_bijective_and_compose(exts in proptest::collection::vec(1i64..13, 1..4),
+                                           seed in proptest::collection::vec(1i64..13, 3),
+                                           transposed in any::<bool>()) {
+        let sizes: Vec<i64> = exts.iter().zip(&seed).map(|(&e, &s)| 1 + (s - 1) % e).collect();
+        let order = if transposed { schedule::Order::Transposed } else { schedule::Order::MajorToMinor };
+        let s = schedule::schedule(&exts, &sizes, &[], &[], order).expect("a grid");
+        let programs = schedule::check(&s, 1 << 20).expect("bijective");
+        let grid: i64 = exts.iter().zip(&sizes).map(|(e, z)| (e + z - 1) / z).product();
+        prop_assert_eq!(programs as i64, grid);
+        // A transpose of the output, read through the schedule.
+        let n = exts.len();
+        let results: Vec<String> = (0..n).rev().map(|i| format!("d{i}")).collect();
+        let dims: Vec<String> = (0..n).map(|i| format!("d{i}")).collect();
+        let doms: Vec<String> = exts.iter().enumerate().map(|(i, e)| format!("d{i} in [0, {}]", e - 1)).collect();
+        let m = map(&format!("({}) -> ({}), domain: {}", dims.join(", "), results.join(", "), doms.join(", ")));
+        let x = tile::derive(&m, &sizes).expect("a permutation tiles");
+        let composed = schedule::operand_offsets(&s, &x);
+        for pid in 0..programs as i64 {
+            let t: Vec<i64> = s.tile_index.results.iter().map(|&e| ixmap::expr::eval(e, &[pid]).unwrap()).collect();
+            let want: Vec<i64> = x.offsets.results.iter().map(|&e| ixmap::expr::eval(e, &t).unwrap()).collect();
+            let got: Vec<i64> = composed.results.iter().map(|&e| ixmap::expr::eval(e, &[pid]).unwrap()).collect();
+            prop_assert_eq!(got, want);
+        }
+    }
+
+    /// The space of tilings: each valid tuple tiles every target (and is exact), each
+    /// rejected one does not or breaks a rule.
+    #[test]
+    fn tilings_are_valid_tilings(kind in 0u8..16, a in 1i64..6, b in 1i64..6, c in 1i64..4) {
+        let m = map(&op_map(kind, a, b, c));
+        let exts: Vec<i64> = m.dims.iter().map(|d| d.bounds.hi + 1).collect();
+        if exts.iter().product::<i64>() > 4096 {
+            return Ok(());
+        }
+        let targets = vec![("operand 0".to_string(), vec![m.clone()])];
+        let rules = space::Rules::default();
+        let e = space::enumerate(&targets, &exts, &rules, 10_000).expect("small");
+        for v in &e.valid {
+            let x = tile::derive(&m, v).expect("valid means a tile");
+            let verdict = tile::check_exact(&m, v, &x, &limits()).expect("small");
+            prop_assert!(matches!(verdict, Verdict::Exact { .. }), "{:?}", verdict);
+            for (z, n) in v.iter().zip(&exts) {
+                prop_assert!(*z == *n || z.count_ones() == 1);
+            }
+        }
+        for (v, _) in &e.rejected {
+            prop_assert!(tile::derive(&m, v).is_err());
+        }
+        prop_assert_eq!(e.valid.len() + e.rejected.len(),
+                        e.options.iter().map(|o| o.len()).product::<usize>());
+    }
+}
+
+/// Not vacuous: partial tiles through a collapse give masks, and the masked tiles are exact.
+#[test]
+fn masks_appear_and_are_exact() {
+    let mut masked = 0;
+    for (a, b) in [(4, 8), (3, 5), (5, 4)] {
+        for total in (a * b - b + 1)..=(a * b) {
+            let m = map(&format!(
+                "(d0) -> (d0 floordiv {b}, d0 mod {b}), domain: d0 in [0, {}]",
+                total - 1
+            ));
+            for z in 1..=total {
+                if let Ok(x) = tile::derive(&m, &[z]) {
+                    let v = tile::check_exact(&m, &[z], &x, &limits()).expect("small");
+                    assert!(matches!(v, Verdict::Exact { .. }), "{m} at {z}: {v:?}");
+                    masked += usize::from(!x.masks.is_empty());
+                }
+            }
+        }
+    }
+    assert!(masked > 5, "only {masked} masked tiles");
+}
+
+/// The seed's dot example: K steps of 64 over K = 128, tiles 16 x 32.
+#[test]
+fn dot_k_steps_seed_shapes() {
+    dot_fusion_tiles(64, 96, 128, &[16, 32, 64]);
+    dot_fusion_tiles(64, 96, 128, &[32, 32, 48]);
+}
+
+/// A refusal names a tile that is not a box.
+#[test]
+fn refusals_name_a_tile() {
+    let m = map("(d0) -> (d0 floordiv 8, d0 mod 8), domain: d0 in [0, 31]");
+    assert!(tile::derive(&m, &[12]).is_err());
+    let which = tile::check::first_non_box(&m, &[12], &limits()).expect("tile 0 straddles");
+    assert!(which.starts_with("tile (0)"), "{which}");
+    // Every tile of a valid size is a box: nothing to name.
+    assert!(tile::check::first_non_box(&m, &[16], &limits()).is_none());
+}

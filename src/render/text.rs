@@ -329,6 +329,7 @@ pub fn table(t: &Table, style: Style) -> String {
             .map(|i| {
                 let c = row.get(i).map(String::as_str).unwrap_or("");
                 let numeric = !c.is_empty()
+                    && (c == "-" || c.chars().any(|ch| ch.is_ascii_digit()))
                     && c.chars()
                         .all(|ch| ch.is_ascii_digit() || ".-%x".contains(ch));
                 if numeric {

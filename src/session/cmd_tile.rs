@@ -414,6 +414,9 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                     .push(vec![label.clone(), "-".into(), "scalar".into()]);
             }
             t.notes.push(format!("{}: {}", section_name(&label), x.map));
+            if let Some(note) = crate::render::tile::mask_note(&section_name(&label), x) {
+                t.notes.push(note);
+            }
             let _ = m;
         }
         if derived.len() > 1 && cover.is_some() {

@@ -150,7 +150,24 @@ pub fn enumerate(
         let sizes: Vec<i64> = idx.iter().zip(&options).map(|(&i, o)| o[i]).collect();
         match why_invalid(targets, &sizes, rules) {
             None => out.valid.push(sizes),
-            Some(why) => out.rejected.push((sizes, why)),
+            Some(mut why) => {
+                // The first one left out also names a tile that is not a box, if one is.
+                if out.rejected.is_empty() {
+                    let limits = crate::map::Limits {
+                        max_points: 1 << 16,
+                    };
+                    let which = targets.iter().flat_map(|t| &t.1).find_map(|m| {
+                        derive(m, &sizes)
+                            .is_err()
+                            .then(|| super::check::first_non_box(m, &sizes, &limits))
+                            .flatten()
+                    });
+                    if let Some(w) = which {
+                        why.push_str(&format!("; e.g. {w}"));
+                    }
+                }
+                out.rejected.push((sizes, why))
+            }
         }
         // next tuple, the last dimension fastest
         let mut d = idx.len();
