@@ -424,7 +424,12 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Target::Cuda => {
             no_tile_here(a, "CUDA kernels take the GPU launch")?;
             let l = launch_with(&spec, &m, a)?;
-            emit::cuda::emit(&spec, &l, naive).map_err(err)?
+            let mut e = emit::cuda::emit(&spec, &l, naive).map_err(err)?;
+            // Registers, spills and shared memory from ptxas, when NVRTC and ptxas are found.
+            if let Some(c) = crate::gpu::nvcc::resource_comment(&e.source) {
+                e.source += &c;
+            }
+            e
         }
         Target::Cpu => match &m.tile {
             Some(tile) => {
