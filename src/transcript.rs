@@ -181,6 +181,7 @@ pub fn requirement_met(req: &str) -> bool {
         "cuda" => crate::gpu::cuda_available(),
         "no-cuda" => !crate::gpu::cuda_available(),
         "cc" => which("cc") || which("gcc"),
+        "ptxas" => crate::gpu::nvcc::find_ptxas().is_some() && crate::gpu::nvcc::shared_nvrtc().is_some(),
         _ => false,
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod bench;
 pub mod coalescing;
+pub mod cuda_cpu;
 pub mod emit;
 pub mod from_hlo;
 pub mod launch;

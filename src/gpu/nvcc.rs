@@ -325,3 +325,79 @@ ptxas warning : Registers are spilled to local memory in function 'tr', 4 bytes 
         assert!(d[0].starts_with("ptxas warning"));
     }
 }
+
+/// NVRTC loaded once per process (`None` when it is not found).
+pub fn shared_nvrtc() -> Option<&'static Nvrtc> {
+    static N: std::sync::OnceLock<Option<Nvrtc>> = std::sync::OnceLock::new();
+    N.get_or_init(|| Nvrtc::load().ok()).as_ref()
+}
+
+impl KernelResources {
+    /// `30 registers, no spills, 4224 bytes of shared memory` (spills and stack only when
+    /// there are some).
+    pub fn summary(&self) -> String {
+        let mut s = format!("{} registers", self.registers);
+        if self.spill_stores + self.spill_loads > 0 {
+            s += &format!(
+                ", spills {} bytes stored / {} loaded",
+                self.spill_stores, self.spill_loads
+            );
+        } else {
+            s += ", no spills";
+        }
+        if self.stack_bytes > 0 {
+            s += &format!(", {} bytes of stack", self.stack_bytes);
+        }
+        s += &format!(", {} bytes of shared memory", self.shared_bytes);
+        s
+    }
+}
+
+/// What NVIDIA's compilers say about a CUDA source, as `//` lines for the end of the
+/// source: per kernel, ptxas's registers, spills and shared memory for `sm_90`; NVRTC's or
+/// ptxas's complaints if any. `None` when NVRTC or ptxas is not found.
+pub fn resource_comment(source: &str) -> Option<String> {
+    let nvrtc = shared_nvrtc()?;
+    let pt = find_ptxas()?;
+    let mut out = String::new();
+    let c = match nvrtc.compile(source, "kernel.cu", &["--gpu-architecture=compute_90"]) {
+        Ok(c) => c,
+        Err(e) => return Some(format!("// NVRTC: {e}\n")),
+    };
+    for l in c.log.lines() {
+        out += &format!("// NVRTC: {l}\n");
+    }
+    let Some(ptx) = c.ptx else {
+        return Some(out);
+    };
+    match ptxas(&pt, &ptx, "sm_90", &std::env::temp_dir()) {
+        Ok(a) => {
+            for k in &a.kernels {
+                out += &format!(
+                    "// ptxas sm_90 (NVRTC {}.{}): {}: {}\n",
+                    nvrtc.version.0,
+                    nvrtc.version.1,
+                    k.name,
+                    k.summary()
+                );
+            }
+            for d in &a.diagnostics {
+                out += &format!("// {d}\n");
+            }
+        }
+        Err(e) => out += &format!("// ptxas: {e}\n"),
+    }
+    Some(out)
+}
+
+/// The `sm_90` resources of the kernels in a CUDA source, when NVRTC and ptxas are found
+/// and it compiles.
+pub fn resources(source: &str) -> Option<Vec<KernelResources>> {
+    let nvrtc = shared_nvrtc()?;
+    let pt = find_ptxas()?;
+    let c = nvrtc
+        .compile(source, "kernel.cu", &["--gpu-architecture=compute_90"])
+        .ok()?;
+    let a = ptxas(&pt, &c.ptx?, "sm_90", &std::env::temp_dir()).ok()?;
+    Some(a.kernels)
+}

@@ -14,7 +14,7 @@ use crate::gpu::spec::KernelSpec;
 use crate::hlo::workspace::Target as HloTarget;
 use crate::syntax::{suggest, Arg, Diagnostic, Span};
 
-pub static COMMANDS: [Command; 5] = [
+pub static COMMANDS: [Command; 6] = [
     Command {
         name: "threads",
         usage: "threads FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false]",
@@ -50,7 +50,32 @@ pub static COMMANDS: [Command; 5] = [
         example: "p0 = f32[64, 64] parameter(0); t = f32[64, 64] transpose(p0), dimensions={1, 0}; mapping t tile=(32, 16) block=256",
         run: mapping_cmd,
     },
+    Command {
+        name: "check",
+        usage: "check FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false] [naive]",
+        summary: "runs the emitted CUDA source on the CPU (threads of a block as real threads) and checks every element",
+        example: "p0 = f32[40, 70] parameter(0); t = f32[70, 40] transpose(p0), dimensions={1, 0}; check t",
+        run: check_cmd,
+    },
 ];
+
+/// `check FUSION ...`: the CUDA kernel `emit` writes, run on the CPU through
+/// `src/gpu/cuda_on_cpu.h` and verified element by element.
+fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let naive = a.flag("naive");
+    let (spec, l) = launch_for(s, a)?;
+    crate::gpu::cuda_cpu::check(&spec, &l, naive)
+        .map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
+    Ok(Value::Text(format!(
+        "{}: the CUDA kernel ({} mapping, block {}, grid {}{}) ran on the CPU; every element of {} matches the reference",
+        spec.name,
+        l.strategy.name(),
+        l.block[0],
+        l.grid[0],
+        if naive { ", naive index arithmetic" } else { "" },
+        spec.output.shape_text()
+    )))
+}
 
 pub(super) fn fusion_name(a: &Args) -> Result<(String, Span), Diagnostic> {
     match a.items().next() {
@@ -424,7 +449,12 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Target::Cuda => {
             no_tile_here(a, "CUDA kernels take the GPU launch")?;
             let l = launch_with(&spec, &m, a)?;
-            emit::cuda::emit(&spec, &l, naive).map_err(err)?
+            let mut e = emit::cuda::emit(&spec, &l, naive).map_err(err)?;
+            // Registers, spills and shared memory from ptxas, when NVRTC and ptxas are found.
+            if let Some(c) = crate::gpu::nvcc::resource_comment(&e.source) {
+                e.source += &c;
+            }
+            e
         }
         Target::Cpu => match &m.tile {
             Some(tile) => {

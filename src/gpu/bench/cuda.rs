@@ -131,8 +131,14 @@ fn run_on_device(
         let timing = timed(&mut || go(&mut d_out))?;
         let host = stream.clone_dtoh(&d_out).map_err(cuda_err("copy out"))?;
         verify(spec, &host, &want)?;
+        // Registers, spills and shared memory from ptxas beside the times, when found.
+        let mut label = String::from(if naive { "naive" } else { "simplified" });
+        if let Some(r) = crate::gpu::nvcc::resources(&e.source) {
+            let parts: Vec<String> = r.iter().map(|k| k.summary()).collect();
+            label += &format!(" ({})", parts.join("; "));
+        }
         variants.push(Measured {
-            label: if naive { "naive" } else { "simplified" }.into(),
+            label,
             timing,
             verified: true,
             compile_s: 0.0,
