@@ -108,6 +108,12 @@ fn factor(e: Expr, names: &[String]) -> String {
                 expr(b, names)
             )
         }
+        ExprKind::Bin(op @ (Op::Min | Op::Max), a, b) => format!(
+            "\\{}\\left({}, {}\\right)",
+            op.symbol(),
+            expr(a, names),
+            expr(b, names)
+        ),
         ExprKind::Bin(..) => format!("\\left({}\\right)", expr(e, names)),
     }
 }

@@ -39,10 +39,11 @@ define_language! {
         "floordiv" = FloorDiv([Id; 2]),
         "ceildiv" = CeilDiv([Id; 2]),
         "mod" = Mod([Id; 2]),
-        "min" = Min([Id; 2]),
-        "max" = Max([Id; 2]),
         Num(i64),
         Var(VarRef),
+        // Last, so the order of the nodes above (egg sorts nodes) is as before they came.
+        "min" = Min([Id; 2]),
+        "max" = Max([Id; 2]),
     }
 }
 
