@@ -118,6 +118,19 @@ fn main() -> ExitCode {
                     }
                 };
                 let name = (f.as_os_str() != "-").then(|| f.display().to_string());
+                // A transcript's statements are its `ixmap> ` lines; its recorded output is
+                // what `ixmap test` compares against.
+                let src = match ixmap::session::cmd_session::transcript_statements(&src) {
+                    Some(stmts) => {
+                        eprintln!(
+                            "note: {} is a transcript: running its statements (`ixmap test {}` checks their output)",
+                            f.display(),
+                            f.display()
+                        );
+                        stmts
+                    }
+                    None => src,
+                };
                 code = code.max(run_source(
                     &mut session,
                     &src,
@@ -223,6 +236,8 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
         colored::control::set_override(false);
     }
     let (mut passed, mut failed, mut skipped, mut bad_files) = (0, 0, 0, Vec::new());
+    // Whether every file --bless had to write was written (and none was malformed).
+    let mut blessed_ok = true;
     for f in &files {
         let src = match std::fs::read(f)
             .map_err(|e| e.to_string())
@@ -241,9 +256,19 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
                 eprintln!("error: {}:{e}", f.display());
                 failed += 1;
                 bad_files.push(f.clone());
+                blessed_ok = false;
                 continue;
             }
         };
+        if r.cases == 0 {
+            eprintln!(
+                "error: {}: no cases (a case is a line starting `ixmap> ` and the output after it)",
+                f.display()
+            );
+            failed += 1;
+            bad_files.push(f.clone());
+            continue;
+        }
         if let Some(req) = &r.skipped {
             skipped += r.cases;
             println!("skip {} (requires {req})", f.display());
@@ -257,22 +282,19 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
                 format!("FAIL {}:{}", f.display(), m.line).red().bold()
             );
             println!("  ixmap> {}", m.input.replace('\n', "\n     ...> "));
-            for l in &m.expected {
-                println!("{}", format!("- {l}").red());
-            }
-            for l in &m.actual {
-                println!("{}", format!("+ {l}").green());
-            }
+            print_mismatch(&m.expected, &m.actual);
         }
         if !r.mismatches.is_empty() {
             bad_files.push(f.clone());
             if bless {
                 if let Err(e) = ixmap::transcript::write_atomic(f, &r.blessed) {
                     eprintln!("error: cannot write {}: {e}", f.display());
+                    blessed_ok = false;
                 }
             }
         }
     }
+    let wrote_all = bless && blessed_ok;
     let nfiles = bad_files.len();
     let skipped_note = if skipped > 0 {
         format!(", {skipped} skipped")
@@ -306,6 +328,10 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
                     .collect::<Vec<_>>()
                     .join(" ")
             );
+            // Blessing wrote what it was asked to: success, as `cargo insta accept` does.
+            if wrote_all {
+                return 0;
+            }
         } else {
             println!(
                 "If the new output is right: ixmap test --bless {}",
@@ -319,6 +345,42 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
         return 1;
     }
     0
+}
+
+/// Expected lines (`-`, red) then actual lines (`+`, green). A changed line paired with the
+/// expected line at the same place has its changed part highlighted (inverse video on a
+/// terminal, a `^^^` line under it otherwise).
+fn print_mismatch(expected: &[String], actual: &[String]) {
+    use colored::Colorize;
+    let color = colored::control::SHOULD_COLORIZE.should_colorize();
+    let paired = expected.len() == actual.len();
+    let mark = |l: &str, other: Option<&String>, sign: &str, green: bool| {
+        let paint = |s: &str| if green { s.green() } else { s.red() };
+        let Some(o) = other.filter(|o| *o != l && !o.contains("[..]") && !o.contains("{{")) else {
+            println!("{}", paint(&format!("{sign} {l}")));
+            return;
+        };
+        let (pre, suf) = ixmap::transcript::changed_span(l, o);
+        let end = l.len().saturating_sub(suf).max(pre);
+        if color {
+            println!(
+                "{}{}{}",
+                paint(&format!("{sign} {}", &l[..pre])),
+                paint(&l[pre..end]).bold().reversed(),
+                paint(&l[end..])
+            );
+        } else {
+            println!("{sign} {l}");
+            let width = l[pre..end].chars().count().max(1);
+            println!("  {}{}", " ".repeat(l[..pre].chars().count()), "^".repeat(width));
+        }
+    };
+    for (k, l) in expected.iter().enumerate() {
+        mark(l, if paired { actual.get(k) } else { None }, "-", false);
+    }
+    for (k, l) in actual.iter().enumerate() {
+        mark(l, if paired { expected.get(k) } else { None }, "+", true);
+    }
 }
 
 /// `ixmap kernel install ...` and `ixmap kernel --connection-file FILE`.

@@ -3,7 +3,10 @@
 //! Lines starting `ixmap> ` (and `   ...> ` continuations) are input; the lines after
 //! them, up to the next prompt, prose line or blank line before prose, are expected output.
 //! `#` lines are prose, `#!` lines directives (`#! requires: cuda`). `[..]` inside a line
-//! and `...` alone on a line match anything.
+//! and `...` alone on a line match anything. As in LLVM's FileCheck, `{{REGEX}}` inside a
+//! line matches what the regular expression matches, and `{{LO..HI}}` matches a number
+//! between LO and HI inclusive (`median {{0.001..50}} ms`), so volatile figures are checked
+//! for shape instead of elided.
 
 use crate::render::{text, Style};
 use crate::session::Session;
@@ -115,29 +118,182 @@ pub fn run_input(session: &mut Session, input: &str) -> Vec<String> {
     out
 }
 
-/// Whether `actual` matches the `expected` line, with `[..]` matching any run of text.
+/// Whether `actual` matches the `expected` line: `[..]` matches any run of text,
+/// `{{REGEX}}` what the regular expression matches, `{{LO..HI}}` a number in [LO, HI].
 pub fn line_matches(expected: &str, actual: &str) -> bool {
-    let parts: Vec<&str> = expected.split("[..]").collect();
-    if parts.len() == 1 {
+    if !expected.contains("[..]") && !expected.contains("{{") {
         return expected == actual;
     }
-    let mut rest = actual;
-    for (k, p) in parts.iter().enumerate() {
-        if k == 0 {
-            let Some(r) = rest.strip_prefix(p) else {
-                return false;
-            };
-            rest = r;
-        } else if k == parts.len() - 1 {
-            return rest.ends_with(p);
-        } else {
-            match rest.find(p) {
-                Some(idx) => rest = &rest[idx + p.len()..],
-                None => return false,
+    match line_regex(expected) {
+        Some((re, ranges)) => match re.captures(actual) {
+            Some(caps) => ranges.iter().enumerate().all(|(k, (lo, hi))| {
+                caps.name(&format!("n{k}"))
+                    .and_then(|m| m.as_str().parse::<f64>().ok())
+                    .is_some_and(|x| *lo <= x && x <= *hi)
+            }),
+            None => false,
+        },
+        None => expected == actual,
+    }
+}
+
+/// `{{LO..HI}}`: the bounds, when both are numbers.
+fn numeric_range(inner: &str) -> Option<(f64, f64)> {
+    let (lo, hi) = inner.split_once("..")?;
+    Some((lo.trim().parse().ok()?, hi.trim().parse().ok()?))
+}
+
+/// An expected line as an anchored regular expression, and the numeric ranges to check on
+/// its named groups `n0`, `n1`...; None when a `{{...}}` is not a valid expression.
+fn line_regex(expected: &str) -> Option<(regex::Regex, Vec<(f64, f64)>)> {
+    let mut pat = String::from("^");
+    let mut ranges = Vec::new();
+    let mut rest = expected;
+    loop {
+        let next_elide = rest.find("[..]");
+        let next_check = rest.find("{{");
+        let (idx, is_check) = match (next_elide, next_check) {
+            (None, None) => {
+                pat += &regex::escape(rest);
+                break;
             }
+            (Some(a), Some(b)) if b < a => (b, true),
+            (Some(a), _) => (a, false),
+            (None, Some(b)) => (b, true),
+        };
+        pat += &regex::escape(&rest[..idx]);
+        if is_check {
+            let after = &rest[idx + 2..];
+            let Some(close) = after.find("}}") else {
+                pat += &regex::escape(&rest[idx..]);
+                break;
+            };
+            let inner = &after[..close];
+            if let Some(r) = numeric_range(inner) {
+                pat += &format!("(?P<n{}>[-+]?[0-9]*\\.?[0-9]+(?:[eE][-+]?[0-9]+)?)", ranges.len());
+                ranges.push(r);
+            } else {
+                regex::Regex::new(inner).ok()?;
+                pat += &format!("(?:{inner})");
+            }
+            rest = &after[close + 2..];
+        } else {
+            pat += ".*";
+            rest = &rest[idx + 4..];
         }
     }
-    true
+    pat.push('$');
+    regex::Regex::new(&pat).ok().map(|re| (re, ranges))
+}
+
+/// Whether an expected line checks its text loosely (`[..]`, `{{...}}`).
+fn is_pattern(expected: &str) -> bool {
+    expected.contains("[..]") || expected.contains("{{")
+}
+
+/// The new expected output of a mismatching case: the actual lines, except that every
+/// expected line that still matches its actual line keeps its elisions and checks, and every
+/// `...` that still has a place is kept (the fewest lines rewritten: a changed line costs 1,
+/// a line gone or new 2, what `...` swallows nothing).
+pub fn bless_case(expected: &[String], actual: &[String]) -> Vec<String> {
+    let (n, m) = (expected.len(), actual.len());
+    // cost[i][j]: fewest changed lines to turn expected[i..] into a match of actual[j..]
+    let inf = usize::MAX / 4;
+    let mut cost = vec![vec![inf; m + 1]; n + 1];
+    cost[n][m] = 0;
+    for i in (0..=n).rev() {
+        for j in (0..=m).rev() {
+            if i == n && j == m {
+                continue;
+            }
+            let mut best = inf;
+            if i < n {
+                let e = &expected[i];
+                if e == "..." {
+                    best = best.min(cost[i + 1][j]); // `...` matching nothing more
+                    if j < m {
+                        best = best.min(cost[i][j + 1]); // `...` swallowing a line
+                    }
+                } else {
+                    if j < m && line_matches(e, &actual[j]) {
+                        best = best.min(cost[i + 1][j + 1]);
+                    }
+                    if j < m {
+                        best = best.min(1 + cost[i + 1][j + 1]); // a changed line
+                    }
+                    best = best.min(2 + cost[i + 1][j]); // a line gone
+                }
+            }
+            if j < m {
+                best = best.min(2 + cost[i][j + 1]); // a new line
+            }
+            cost[i][j] = best;
+        }
+    }
+    let mut out = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < n || j < m {
+        let c = cost[i][j];
+        if i < n {
+            let e = &expected[i];
+            if e == "..." {
+                if j < m && cost[i][j + 1] == c {
+                    // swallowed: stay on `...`, emit it once at its first line
+                    if out.last() != Some(e) {
+                        out.push(e.clone());
+                    }
+                    j += 1;
+                    continue;
+                }
+                if cost[i + 1][j] == c {
+                    if out.last() != Some(e) {
+                        out.push(e.clone());
+                    }
+                    i += 1;
+                    continue;
+                }
+            } else {
+                if j < m && line_matches(e, &actual[j]) && cost[i + 1][j + 1] == c {
+                    out.push(if is_pattern(e) { e.clone() } else { actual[j].clone() });
+                    i += 1;
+                    j += 1;
+                    continue;
+                }
+                if j < m && 1 + cost[i + 1][j + 1] == c {
+                    out.push(actual[j].clone());
+                    i += 1;
+                    j += 1;
+                    continue;
+                }
+                if 2 + cost[i + 1][j] == c {
+                    i += 1;
+                    continue;
+                }
+            }
+        }
+        out.push(actual[j].clone());
+        j += 1;
+    }
+    out
+}
+
+/// The changed middle of a line against another: (common prefix, common suffix) byte
+/// lengths, on character boundaries.
+pub fn changed_span(a: &str, b: &str) -> (usize, usize) {
+    let pre: usize = a
+        .chars()
+        .zip(b.chars())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.len_utf8())
+        .sum();
+    let suf: usize = a[pre..]
+        .chars()
+        .rev()
+        .zip(b[pre..].chars().rev())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.len_utf8())
+        .sum();
+    (pre, suf)
 }
 
 /// Whether `actual` lines match `expected`, where a lone `...` matches any lines.
@@ -226,7 +382,7 @@ pub fn replay(src: &str) -> Result<Replay, FormatError> {
                 expected: case.expected.clone(),
                 actual: actual.clone(),
             });
-            new_lines.extend(actual);
+            new_lines.extend(bless_case(&case.expected, &actual));
         }
         cursor = case.out_end;
     }
@@ -278,6 +434,35 @@ pub fn write_atomic(path: &std::path::Path, contents: &str) -> std::io::Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn checks_match_by_regex_and_numeric_range() {
+        assert!(line_matches("median {{0.001..50}} ms", "median 3.25 ms"));
+        assert!(!line_matches("median {{0.001..50}} ms", "median 51 ms"));
+        assert!(line_matches("took {{[0-9]+}} ms, [..]", "took 12 ms, fine"));
+        assert!(!line_matches("took {{[0-9]+}} ms", "took 1.2 ms"));
+        // outside the checks, text is literal: `.` and `(` are not regex syntax
+        assert!(!line_matches("a.b {{[0-9]}}", "axb 1"));
+        assert!(line_matches("f(x) {{[0-9]}}", "f(x) 1"));
+    }
+
+    #[test]
+    fn bless_keeps_elisions_that_still_match() {
+        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let exp = v(&["head", "took [..] ms", "...", "count 3", "tail"]);
+        let act = v(&["head", "took 9.1 ms", "x", "y", "count 4", "tail"]);
+        assert_eq!(
+            bless_case(&exp, &act),
+            v(&["head", "took [..] ms", "...", "count 4", "tail"])
+        );
+        let blessed = bless_case(&exp, &act);
+        assert!(output_matches(&blessed, &act));
+    }
+
+    #[test]
+    fn changed_span_is_the_differing_middle() {
+        assert_eq!(changed_span("count 3 of 9", "count 4 of 9"), (6, 5));
+    }
 
     #[test]
     fn elisions_match_volatile_text() {

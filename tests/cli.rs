@@ -205,10 +205,14 @@ fn version_and_help() {
     let o = run(&["--version"]);
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(stdout(&o), format!("ixmap {}\n", env!("CARGO_PKG_VERSION")));
+    // `help` lists every command by name, in groups; `help all` gives every usage.
     let o = run(&["help"]);
     assert_eq!(o.status.code(), Some(0));
+    let all = run(&["help", "all"]);
+    assert_eq!(all.status.code(), Some(0));
     for c in ixmap::session::commands::all() {
-        assert!(stdout(&o).contains(c.usage), "`help` lists {}", c.name);
+        assert!(stdout(&o).contains(c.name), "`help` lists {}", c.name);
+        assert!(stdout(&all).contains(c.usage), "`help all` lists {}", c.usage);
     }
     let o = run(&["help", "maps"]);
     assert_eq!(o.status.code(), Some(0));

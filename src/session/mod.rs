@@ -13,7 +13,7 @@ pub mod cmd_gpu;
 pub mod cmd_hlo;
 mod cmd_map;
 mod cmd_plot;
-mod cmd_session;
+pub mod cmd_session;
 mod cmd_tile;
 pub mod commands;
 pub mod value;
