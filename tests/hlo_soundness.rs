@@ -478,7 +478,7 @@ fn pad_and_reduce_window() {
 
         let mut w = Vec::new();
         let mut out = Vec::new();
-        let mut f = |key: &str, v: Vec<String>| format!("{key}={}", v.join("x"));
+        let f = |key: &str, v: Vec<String>| format!("{key}={}", v.join("x"));
         let (mut size, mut stride, mut pad, mut ld, mut rd) =
             (vec![], vec![], vec![], vec![], vec![]);
         for &n in &ind {

@@ -390,8 +390,11 @@ fn eval(
             let dl = a.dim_labels.clone().unwrap_or_else(default_labels);
             let (ins_l, out_l) = dl.split_once("->").ok_or_else(unsupported)?;
             let (lhs_l, rhs_l) = ins_l.split_once('_').ok_or_else(unsupported)?;
-            let (lhs, rhs, outl): (Vec<char>, Vec<char>, Vec<char>) =
-                (lhs_l.chars().collect(), rhs_l.chars().collect(), out_l.chars().collect());
+            let (lhs, rhs, outl): (Vec<char>, Vec<char>, Vec<char>) = (
+                lhs_l.chars().collect(),
+                rhs_l.chars().collect(),
+                out_l.chars().collect(),
+            );
             let pos = |l: &[char], ch: char| l.iter().position(|&y| y == ch).unwrap_or(0);
             let sp = |i: usize| char::from(b'0' + i as u8);
             let nsp = x.dims.len() - 2;

@@ -352,11 +352,7 @@ pub fn attr<'a, T>(v: &'a Option<T>, name: &str, op: &str) -> Result<&'a T, Stri
 /// with `use_physical_layout`: physical `from` → logical `from`, then `m`, then logical
 /// `to` → physical `to`. Undefined and KNOWN EMPTY maps stay as they are (over the
 /// physical domain when empty).
-pub fn to_physical(
-    m: &IndexingMap,
-    from: &super::Shape,
-    to: &super::Shape,
-) -> IndexingMap {
+pub fn to_physical(m: &IndexingMap, from: &super::Shape, to: &super::Shape) -> IndexingMap {
     if m.is_undefined() {
         return m.clone();
     }
