@@ -48,7 +48,7 @@ pub mod rtvar;
 pub mod shape;
 pub mod workspace;
 
-pub use attrs::{Attrs, DotDims, GatherDims, PadDim, SliceDim, WindowDim};
+pub use attrs::{Attrs, DotDims, GatherDims, PadDim, ScatterDims, SliceDim, WindowDim};
 pub use ops::MapSet;
 pub use shape::Shape;
 pub use workspace::Workspace;

@@ -26,6 +26,7 @@ mod reduce;
 mod reduce_window;
 pub mod reshape;
 mod reverse;
+mod scatter;
 mod slice;
 mod transpose;
 mod tuple;
@@ -113,6 +114,7 @@ pub static FAMILIES: &[(&[&str], &Family)] = &[
     (&["convolution"], &convolution::FAMILY),
     (&["tuple"], &tuple::TUPLE),
     (&["get-tuple-element"], &tuple::GET_TUPLE_ELEMENT),
+    (&["scatter"], &scatter::FAMILY),
 ];
 
 /// Opcodes handled outside the op table: `fusion` and `call` are indexed through their
