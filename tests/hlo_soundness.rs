@@ -478,7 +478,7 @@ fn pad_and_reduce_window() {
 
         let mut w = Vec::new();
         let mut out = Vec::new();
-        let mut f = |key: &str, v: Vec<String>| format!("{key}={}", v.join("x"));
+        let f = |key: &str, v: Vec<String>| format!("{key}={}", v.join("x"));
         let (mut size, mut stride, mut pad, mut ld, mut rd) =
             (vec![], vec![], vec![], vec![], vec![]);
         for &n in &ind {
@@ -606,6 +606,59 @@ fn canonical_gather() {
             &no_rt,
         );
     }
+}
+
+/// Scatter, from XLA's documented semantics: random inserted window dimensions, started
+/// dimensions (in any order) and position of the scatter dimension among the updates'
+/// dimensions; index values include out-of-bounds starts (those updates are skipped).
+/// The operand's and the indices' maps are exact both ways (every output element depends
+/// on the whole indices tensor); the updates' maps over-approximate (inclusion).
+#[test]
+fn scatter_matches_the_interpreter() {
+    let mut rng = Rng(0x5ca7);
+    let mut checked = 0;
+    for _ in 0..CASES {
+        let op = {
+            let r = rng.int(1, 3) as usize;
+            rng.dims(r, 4)
+        };
+        let inserted = rng.subset(op.len());
+        let started: Vec<usize> = {
+            let sub = rng.subset(op.len());
+            let p = rng.perm(sub.len());
+            p.iter().map(|&i| sub[i]).collect()
+        };
+        if started.is_empty() {
+            continue;
+        }
+        let win: Vec<i64> = (0..op.len())
+            .filter(|k| !inserted.contains(k))
+            .map(|k| rng.int(1, op[k]))
+            .collect();
+        let nb = rng.int(1, 3);
+        let at = rng.int(0, win.len() as i64) as usize;
+        let mut upd = win.clone();
+        upd.insert(at, nb);
+        let uwd: Vec<usize> = (0..upd.len()).filter(|&j| j != at).collect();
+        let src = format!(
+            "t {{\n a = {} parameter(0)\n i = s32[{nb},{}] parameter(1)\n u = {} parameter(2)\n ROOT r = {} scatter(a, i, u), update_window_dims={}, inserted_window_dims={}, scatter_dims_to_operand_dims={}, index_vector_dim=1\n}}",
+            shape(&op),
+            started.len(),
+            shape(&upd),
+            shape(&op),
+            list(&uwd),
+            list(&inserted),
+            list(&started),
+        );
+        check_op(
+            &src,
+            &mut rng,
+            &|k| if k == 2 { Mode::Superset } else { Mode::Exact },
+            &no_rt,
+        );
+        checked += 1;
+    }
+    assert!(checked > CASES / 4, "too few scatter cases: {checked}");
 }
 
 /// Random fusions: chains and diamonds of elementwise, transpose, reshape, broadcast,

@@ -81,6 +81,15 @@ pub struct GatherDims {
     pub slice_sizes: Vec<i64>,
 }
 
+/// Scatter's dimension numbers (its `index_vector_dim` is kept in [`GatherDims`], the
+/// attribute both ops share).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ScatterDims {
+    pub update_window_dims: Vec<i64>,
+    pub inserted_window_dims: Vec<i64>,
+    pub scatter_dims_to_operand_dims: Vec<i64>,
+}
+
 /// The attributes ixmap understands, typed; everything else in `other`.
 #[derive(Clone, Debug, Default)]
 pub struct Attrs {
@@ -94,6 +103,7 @@ pub struct Attrs {
     pub window: Option<Vec<WindowDim>>,
     pub dot: Option<DotDims>,
     pub gather: Option<GatherDims>,
+    pub scatter: Option<ScatterDims>,
     pub dynamic_slice_sizes: Option<Vec<i64>>,
     pub iota_dimension: Option<i64>,
     /// `get-tuple-element(...), index=N`
@@ -391,6 +401,21 @@ impl Attrs {
                 self.gather
                     .get_or_insert_with(Default::default)
                     .index_vector_dim = int(value)?
+            }
+            "update_window_dims" => {
+                self.scatter
+                    .get_or_insert_with(Default::default)
+                    .update_window_dims = int_list(value)?
+            }
+            "inserted_window_dims" => {
+                self.scatter
+                    .get_or_insert_with(Default::default)
+                    .inserted_window_dims = int_list(value)?
+            }
+            "scatter_dims_to_operand_dims" => {
+                self.scatter
+                    .get_or_insert_with(Default::default)
+                    .scatter_dims_to_operand_dims = int_list(value)?
             }
             "slice_sizes" => {
                 self.gather.get_or_insert_with(Default::default).slice_sizes = int_list(value)?

@@ -390,8 +390,11 @@ fn eval(
             let dl = a.dim_labels.clone().unwrap_or_else(default_labels);
             let (ins_l, out_l) = dl.split_once("->").ok_or_else(unsupported)?;
             let (lhs_l, rhs_l) = ins_l.split_once('_').ok_or_else(unsupported)?;
-            let (lhs, rhs, outl): (Vec<char>, Vec<char>, Vec<char>) =
-                (lhs_l.chars().collect(), rhs_l.chars().collect(), out_l.chars().collect());
+            let (lhs, rhs, outl): (Vec<char>, Vec<char>, Vec<char>) = (
+                lhs_l.chars().collect(),
+                rhs_l.chars().collect(),
+                out_l.chars().collect(),
+            );
             let pos = |l: &[char], ch: char| l.iter().position(|&y| y == ch).unwrap_or(0);
             let sp = |i: usize| char::from(b'0' + i as u8);
             let nsp = x.dims.len() - 2;
@@ -583,6 +586,60 @@ fn eval(
                 union(&mut e, op.at(&src));
                 let f = out.flat(&idx);
                 out.data[f] = e;
+            }
+        }
+        "scatter" => {
+            // XLA's documented semantics: the output starts as the operand; each update
+            // element goes to start (from its index row) + window index, combined by
+            // `to_apply` (taken to read both values); an update whose window does not fit
+            // is skipped. Whether any update lands depends on every index, so every output
+            // element depends on the whole indices tensor.
+            let sd = a.scatter.clone().unwrap_or_default();
+            let ivd = a.gather.as_ref().map(|g| g.index_vector_dim).unwrap_or(0) as usize;
+            let (op, ix, upd) = (opd(0), opd(1), opd(2));
+            let mut all_ix = Elem::default();
+            for e in &ix.data {
+                union(&mut all_ix, e);
+            }
+            for (f, e) in op.data.iter().enumerate() {
+                let mut e = e.clone();
+                union(&mut e, &all_ix);
+                out.data[f] = e;
+            }
+            let scatter_upd: Vec<usize> = (0..upd.dims.len())
+                .filter(|j| !sd.update_window_dims.contains(&(*j as i64)))
+                .collect();
+            let mut uw = sd.update_window_dims.iter();
+            let window: Vec<(Option<usize>, i64)> = (0..op.dims.len())
+                .map(|k| {
+                    if sd.inserted_window_dims.contains(&(k as i64)) {
+                        (None, 1)
+                    } else {
+                        let j = *uw.next().unwrap_or(&0) as usize;
+                        (Some(j), upd.dims[j])
+                    }
+                })
+                .collect();
+            for u in all_indices(&upd.dims) {
+                let mut start = vec![0i64; op.dims.len()];
+                for (v, &k) in sd.scatter_dims_to_operand_dims.iter().enumerate() {
+                    let mut b = scatter_upd.iter().map(|&j| u[j]);
+                    let ii: Vec<i64> = (0..ix.dims.len())
+                        .map(|q| if q == ivd { v as i64 } else { b.next().unwrap_or(0) })
+                        .collect();
+                    start[k as usize] = ix.at(&ii).val;
+                }
+                let fits = (0..op.dims.len())
+                    .all(|k| start[k] >= 0 && start[k] + window[k].1 <= op.dims[k]);
+                if !fits {
+                    continue;
+                }
+                let dst: Vec<i64> = (0..op.dims.len())
+                    .map(|k| start[k] + window[k].0.map(|j| u[j]).unwrap_or(0))
+                    .collect();
+                let f = out.flat(&dst);
+                let src = upd.at(&u).clone();
+                union(&mut out.data[f], &src);
             }
         }
         _ => return Err(unsupported()),

@@ -26,10 +26,17 @@
 //!   output); [`fusion::input_to_output`] goes the other way from one parameter.
 //! * [`partition::partition`] (seed 003), [`linalg::fuse`] (seed 004),
 //!   [`interp`] (the reference interpreter that the soundness tests use).
-//! * [`shape::Shape::physical_to_logical`] / layouts for coalescing analyses.
+//! * [`shape::Shape::physical_to_logical`] / [`shape::Shape::logical_to_physical`]:
+//!   layouts for coalescing analyses; [`ops::to_physical`] turns a logical map into one
+//!   between physical indices (`indexing OP physical`).
+//! * Zero-sized tensors give KNOWN EMPTY maps ([`ops::output_to_input`] decides it before
+//!   any family runs); shape arithmetic is checked (an overflow is an error).
+//! * Inside computation blocks an instruction may leave out its shape when the operands
+//!   determine it ([`workspace`] infers it).
 
 pub mod attrs;
 pub mod fusion;
+pub mod groups;
 pub mod interp;
 pub mod linalg;
 
@@ -41,7 +48,7 @@ pub mod rtvar;
 pub mod shape;
 pub mod workspace;
 
-pub use attrs::{Attrs, DotDims, GatherDims, PadDim, SliceDim, WindowDim};
+pub use attrs::{Attrs, DotDims, GatherDims, PadDim, ScatterDims, SliceDim, WindowDim};
 pub use ops::MapSet;
 pub use shape::Shape;
 pub use workspace::Workspace;

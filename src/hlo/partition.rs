@@ -15,6 +15,9 @@
 //! ```
 //!
 //! Parameters are not part of any function (they are read with `tensor.extract`).
+//! `describe` prints each function's signature in seed 003's form: one tensor per
+//! computation parameter, one index per dimension of the root's output, one result per
+//! root (`(%p0: tensor<16x16xf32>, %i0: index, %i1: index) -> (f32)`).
 //! Each instruction is visited once, users first, with one composition per use, so the
 //! cost is linear in the number of edges (see `benches/hlo.rs`, chains of diamonds).
 
@@ -164,6 +167,7 @@ pub fn describe(comp: &Computation, p: &Partition) -> String {
             Cut::UnknownIndexing(u) => format!("the indexing of its user {} is unknown", name(*u)),
         };
         out.push(format!("  cut: {why}"));
+        out.push(format!("  signature: {}", signature(comp, f)));
     }
     let params: Vec<String> = comp.parameters().iter().map(|&i| name(i)).collect();
     if !params.is_empty() {
@@ -173,4 +177,71 @@ pub fn describe(comp: &Computation, p: &Partition) -> String {
         ));
     }
     out.join("\n")
+}
+
+/// MLIR's spelling of an HLO element type: `s32` → `i32`, `u8` → `ui8`, `pred` → `i1`,
+/// `f8e4m3fn` → `f8E4M3FN`, `c64` → `complex<f32>`; other floats as written.
+pub fn mlir_elem(e: &str) -> String {
+    let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    match e {
+        "pred" => "i1".into(),
+        "c64" => "complex<f32>".into(),
+        "c128" => "complex<f64>".into(),
+        _ if e.starts_with('s') && digits(&e[1..]) => format!("i{}", &e[1..]),
+        _ if e.starts_with('u') && digits(&e[1..]) => format!("ui{}", &e[1..]),
+        _ if e.starts_with("f8") && e.len() > 2 => format!("f8{}", e[2..].to_uppercase()),
+        _ => e.to_string(),
+    }
+}
+
+/// `tensor<16x16xf32>`; `tensor<f32>` for a scalar.
+pub fn tensor_type(dims: &[i64], elem: &str) -> String {
+    let mut s = String::from("tensor<");
+    for d in dims {
+        s.push_str(&format!("{d}x"));
+    }
+    s.push_str(&mlir_elem(elem));
+    s.push('>');
+    s
+}
+
+/// Seed 003's function signature for a subgraph: one tensor per parameter of the
+/// computation, one index per dimension of the subgraph root's output, one result per
+/// root (each element of a tuple-shaped root, as a variadic reduce has).
+pub fn signature(comp: &Computation, f: &Function) -> String {
+    let root = &comp.instrs[f.root];
+    let mut args: Vec<String> = comp
+        .parameters()
+        .iter()
+        .enumerate()
+        .map(|(k, &p)| {
+            let s = &comp.instrs[p].shape;
+            format!("%p{k}: {}", tensor_type(s.dims(), s.elem()))
+        })
+        .collect();
+    args.extend((0..root.rank()).map(|j| format!("%i{j}: index")));
+    let results: Vec<String> = root
+        .shape
+        .tuple_elements()
+        .iter()
+        .map(|s| mlir_elem(s.elem()))
+        .collect();
+    format!("({}) -> ({})", args.join(", "), results.join(", "))
+}
+
+#[cfg(test)]
+mod signature_tests {
+    use super::{mlir_elem, tensor_type};
+
+    #[test]
+    fn element_types_in_mlir_spelling() {
+        assert_eq!(mlir_elem("s32"), "i32");
+        assert_eq!(mlir_elem("u8"), "ui8");
+        assert_eq!(mlir_elem("pred"), "i1");
+        assert_eq!(mlir_elem("bf16"), "bf16");
+        assert_eq!(mlir_elem("f8e4m3fn"), "f8E4M3FN");
+        assert_eq!(mlir_elem("c64"), "complex<f32>");
+        assert_eq!(tensor_type(&[16, 16], "f32"), "tensor<16x16xf32>");
+        assert_eq!(tensor_type(&[], "s64"), "tensor<i64>");
+    }
 }

@@ -170,7 +170,11 @@ fn add_instr_indexed(
 /// operands: elementwise ops keep their operands' shape (`compare` gives `pred`, `select`
 /// its second operand's), `tuple` collects its operands' shapes, `get-tuple-element`
 /// picks one. Anything else needs its shape written.
-fn infer_shape(comp: &Computation, ri: &RawInstr, operands: &[InstrId]) -> Result<Shape, Diagnostic> {
+fn infer_shape(
+    comp: &Computation,
+    ri: &RawInstr,
+    operands: &[InstrId],
+) -> Result<Shape, Diagnostic> {
     let shape_of = |k: usize| operands.get(k).map(|&id| comp.instrs[id].shape.clone());
     let op = ri.opcode.as_str();
     let need = |why: &str| {
@@ -203,7 +207,9 @@ fn infer_shape(comp: &Computation, ri: &RawInstr, operands: &[InstrId]) -> Resul
                 shape_of(1)
             } else {
                 // Clamp's bounds may be scalars: the widest operand gives the shape.
-                (0..operands.len()).find_map(first_array).or_else(|| shape_of(0))
+                (0..operands.len())
+                    .find_map(first_array)
+                    .or_else(|| shape_of(0))
             };
             match (op, base) {
                 ("compare" | "is-finite", Some(s)) => Some(Shape::array("pred", s.dims())),

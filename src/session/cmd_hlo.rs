@@ -10,11 +10,11 @@ use crate::hlo::workspace::Target;
 use crate::hlo::{Computation, InstrId, Shape};
 use crate::syntax::{suggest, Arg, Diagnostic, HloText, Span};
 
-pub static COMMANDS: [Command; 3] = [
+pub static COMMANDS: [Command; 4] = [
     Command {
         name: "indexing",
         usage: "indexing OP [from K] [physical]",
-        summary: "output-to-input maps of every operand of an instruction or fusion; `from K`: input-to-output maps from operand K (approximate for pad's value, dynamic-update-slice; UNDEFINED from gather and convolution inputs); `physical`: between physical indices (the layouts' dimension orders)",
+        summary: "output-to-input maps of every operand of an instruction or fusion; `from K`: input-to-output maps from operand K (approximate for pad's value, dynamic-update-slice and gather's operand; UNDEFINED from convolution inputs); `physical`: between physical indices (the layouts' dimension orders)",
         example: "p0 = f32[20] parameter(0); bc0 = f32[10, 20, 30] broadcast(p0), dimensions={1}; indexing bc0",
         run: indexing,
     },
@@ -32,9 +32,44 @@ pub static COMMANDS: [Command; 3] = [
         example: "fuse (d0, d1) -> (d0, d1), (d0, d1) -> (d1, d0), (d0, d1) -> (d0, d1)",
         run: fuse,
     },
+    Command {
+        name: "reduction_groups",
+        usage: "reduction_groups COMPUTATION",
+        summary: "the groups a multi-output reduction fusion's roots fall into: roots that share a computed instruction stay together, independent ones form their own groups",
+        example: "f { p = f32[4,8] parameter(0)\n z = f32[] constant(0)\n e = f32[4,8] exponential(p)\n r0 = f32[4] reduce(e, z), dimensions={1}, to_apply=add\n r1 = f32[4] reduce(p, z), dimensions={1}, to_apply=add\n ROOT t = (f32[4], f32[4]) tuple(r0, r1) }; reduction_groups f",
+        run: reduction_groups,
+    },
 ];
 
 fn partition(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let comp = computation_arg(s, a)?;
+    let p = crate::hlo::partition::partition(comp);
+    Ok(Value::Text(crate::hlo::partition::describe(comp, &p)))
+}
+
+fn reduction_groups(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let comp = computation_arg(s, a)?;
+    let groups = crate::hlo::groups::reduction_groups(comp);
+    let name = |id: InstrId| format!("`{}`", comp.instrs[id].name);
+    let mut out = format!(
+        "{} group{} in `{}`:",
+        groups.len(),
+        if groups.len() == 1 { "" } else { "s" },
+        comp.name
+    );
+    for (k, g) in groups.iter().enumerate() {
+        let roots: Vec<String> = g.roots.iter().map(|&r| name(r)).collect();
+        out.push_str(&format!("\n  group {k}: {}", roots.join(", ")));
+        if !g.shared.is_empty() {
+            let shared: Vec<String> = g.shared.iter().map(|&r| name(r)).collect();
+            out.push_str(&format!(" (sharing {})", shared.join(", ")));
+        }
+    }
+    Ok(Value::Text(out))
+}
+
+/// The computation a command names: a computation block, or a fusion instruction's.
+fn computation_arg<'a>(s: &'a Session, a: &Args) -> Result<&'a Computation, Diagnostic> {
     let (name, span) = target_name(a)?;
     let comp = match s.hlo.resolve(&name) {
         Some(Target::Computation(c)) => c,
@@ -58,8 +93,7 @@ fn partition(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
         None => return Err(unknown_hlo(s, &name, span)),
     };
-    let p = crate::hlo::partition::partition(comp);
-    Ok(Value::Text(crate::hlo::partition::describe(comp, &p)))
+    Ok(comp)
 }
 
 fn fuse(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
@@ -197,9 +231,7 @@ impl Physical {
         if !self.0 {
             return maps;
         }
-        maps.iter()
-            .map(|m| ops::to_physical(m, from, to))
-            .collect()
+        maps.iter().map(|m| ops::to_physical(m, from, to)).collect()
     }
     fn title(&self, t: String) -> String {
         if self.0 {
@@ -325,7 +357,8 @@ fn instr_indexing(
                 .iter()
                 .enumerate()
                 .map(|(k, maps)| {
-                    let maps = phys.apply(maps.clone(), &ins.shape, &c.instr(ins.operands[k]).shape);
+                    let maps =
+                        phys.apply(maps.clone(), &ins.shape, &c.instr(ins.operands[k]).shape);
                     section(format!("operand {k}"), k, &maps)
                 })
                 .collect();

@@ -10,7 +10,9 @@
 //! output → indices:  (d0, d1, d2, d3)[s0] -> (d0, s0), s0 in [0, 1]
 //! ```
 //!
-//! The input-to-output direction is UNDEFINED (it depends on the index values).
+//! Input to output: from the indices exactly (a row is read by its batch position, at
+//! every offset); from the operand with the start offsets as free runtime variables (an
+//! over-approximation: which batch positions read an element depends on the index values).
 
 use super::{attr, build, c, d, want_dim_list, want_operands, want_out_dims, Cx, Family};
 use crate::expr::Expr;
@@ -23,7 +25,9 @@ pub static FAMILY: Family = Family {
     check,
     out_to_in,
     in_to_out,
-    approximate: Some("the input-to-output direction is UNDEFINED"),
+    approximate: Some(
+        "from the operand, the input-to-output map covers every batch position and start",
+    ),
 };
 
 fn dims(cx: &Cx) -> GatherDims {
@@ -167,6 +171,55 @@ fn out_to_in(cx: &Cx) -> Vec<IndexingMap> {
     vec![operand_map, build(out, &ranges, &[], ix_results, vec![])]
 }
 
-fn in_to_out(_: &Cx, _: usize) -> IndexingMap {
-    IndexingMap::undefined()
+/// From the indices (exact): an element of index row `b` is read by every output element
+/// of batch position `b`, whatever its offsets. From the operand (an over-approximation):
+/// operand index `x` lands at offset `x - start` of any batch position, for a start (a
+/// runtime variable, clamped into bounds as XLA clamps it) with `0 <= x - start < size`.
+fn in_to_out(cx: &Cx, k: usize) -> IndexingMap {
+    let g = dims(cx);
+    let (op, ix, out) = (cx.opd(0), cx.opd(1), cx.out());
+    let ivd = g.index_vector_dim as usize;
+    let offset_out: Vec<usize> = (0..out.len())
+        .filter(|j| g.offset_dims.contains(&(*j as i64)))
+        .collect();
+    let batch_out: Vec<usize> = (0..out.len())
+        .filter(|j| !g.offset_dims.contains(&(*j as i64)))
+        .collect();
+    let mut results = vec![c(0); out.len()];
+    if k == 1 {
+        let batch_ix: Vec<usize> = (0..ix.len()).filter(|&q| q != ivd).collect();
+        for (t, &j) in batch_out.iter().enumerate() {
+            results[j] = d(batch_ix.get(t).copied().unwrap_or(0));
+        }
+        let ranges: Vec<i64> = offset_out.iter().map(|&j| out[j]).collect();
+        for (t, &j) in offset_out.iter().enumerate() {
+            results[j] = Expr::var((ix.len() + t) as u32);
+        }
+        return build(ix, &ranges, &[], results, vec![]);
+    }
+    let n = op.len();
+    let ranges: Vec<i64> = batch_out.iter().map(|&j| out[j]).collect();
+    for (t, &j) in batch_out.iter().enumerate() {
+        results[j] = Expr::var((n + t) as u32);
+    }
+    let mut rts = Vec::new();
+    let mut constraints = Vec::new();
+    let mut next_offset = offset_out.iter();
+    for q in 0..n {
+        let size = g.slice_sizes[q];
+        let start = if g.start_index_map.contains(&(q as i64)) {
+            rts.push(Interval::new(0, op[q] - size));
+            Expr::var((n + ranges.len() + rts.len() - 1) as u32)
+        } else {
+            c(0)
+        };
+        let off = d(q).sub(start);
+        constraints.push((off, Interval::new(0, size - 1)));
+        if !g.collapsed_slice_dims.contains(&(q as i64)) {
+            if let Some(&j) = next_offset.next() {
+                results[j] = off;
+            }
+        }
+    }
+    build(op, &ranges, &rts, results, constraints)
 }

@@ -26,6 +26,7 @@ mod reduce;
 mod reduce_window;
 pub mod reshape;
 mod reverse;
+mod scatter;
 mod slice;
 mod transpose;
 mod tuple;
@@ -113,6 +114,7 @@ pub static FAMILIES: &[(&[&str], &Family)] = &[
     (&["convolution"], &convolution::FAMILY),
     (&["tuple"], &tuple::TUPLE),
     (&["get-tuple-element"], &tuple::GET_TUPLE_ELEMENT),
+    (&["scatter"], &scatter::FAMILY),
 ];
 
 /// Opcodes handled outside the op table: `fusion` and `call` are indexed through their
@@ -352,11 +354,7 @@ pub fn attr<'a, T>(v: &'a Option<T>, name: &str, op: &str) -> Result<&'a T, Stri
 /// with `use_physical_layout`: physical `from` → logical `from`, then `m`, then logical
 /// `to` → physical `to`. Undefined and KNOWN EMPTY maps stay as they are (over the
 /// physical domain when empty).
-pub fn to_physical(
-    m: &IndexingMap,
-    from: &super::Shape,
-    to: &super::Shape,
-) -> IndexingMap {
+pub fn to_physical(m: &IndexingMap, from: &super::Shape, to: &super::Shape) -> IndexingMap {
     if m.is_undefined() {
         return m.clone();
     }
