@@ -96,7 +96,7 @@ pub static COMMANDS: [Command; 13] = [
         name: "fold",
         usage: "fold MAP r0=INSTR, ...",
         summary: "a runtime variable replaced by what an HLO instruction of the session computes there, as the HLO analysis folds it",
-        example: "fold (d0){r0} -> (d0 + r0), domain: d0 in [0, 3], r0 in [0, 9] r0=c",
+        example: "c = s32[] constant(2); fold (d0){r0} -> (d0 + r0), domain: d0 in [0, 3], r0 in [0, 9] r0=c",
         run: fold,
     },
 ];
