@@ -91,6 +91,7 @@ pub fn prelude(spec: &KernelSpec, naive: bool) -> Result<String, MapError> {
 }
 
 pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
+    super::refuse_empty(spec)?;
     let name = c_ident(&spec.name);
     let ty = spec.output.elem.c_name();
     if !naive {

@@ -171,6 +171,7 @@ fn scope(w: &mut BodyWriter, m: &IndexingMap, naive: bool, prefix: &str) -> Inde
 }
 
 pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, MapError> {
+    super::refuse_empty(spec)?;
     let name = c_ident(&spec.name);
     let ty = spec.output.elem.c_name();
     let mut src = format!(
@@ -293,6 +294,14 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
             let nd = rm.dims.len() as u32;
             // Guards on the dims alone hold for the whole warp's row: they may `return` only
             // after the shuffle, so keep them as a flag.
+            // Without a loop over the reduced elements, a guard's `continue` needs a loop to
+            // leave: one pass of `do { } while (0)` skips this thread's contribution, and the
+            // thread still takes part in the warp's shuffle below.
+            let one_pass = rm.ranges.is_empty();
+            if one_pass {
+                w.line("do {");
+                w.indent += 1;
+            }
             loops_open(rm, &mut w);
             for &(e, iv) in &rm.constraints {
                 if let Some(cond) = super::outside(e, iv, &rm.names(), &rm.bounds()) {
@@ -323,6 +332,10 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
                 super::c_binary(*op, "acc", &call, spec.output.elem)
             ));
             loops_close(rm, &mut w);
+            if one_pass {
+                w.indent -= 1;
+                w.line("} while (0);");
+            }
             if launch.strategy == Strategy::RowReduction {
                 w.line("for (int off = 16; off > 0; off /= 2) {");
                 w.line(format!(

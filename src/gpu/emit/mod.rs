@@ -674,3 +674,17 @@ pub fn helper_functions(
     }
     Ok(out)
 }
+
+/// A kernel for an output without elements (a zero-sized dimension) computes nothing: the
+/// emitters refuse it with this error rather than write index arithmetic that divides by
+/// the zero extent.
+pub fn refuse_empty(spec: &KernelSpec) -> Result<(), MapError> {
+    if spec.output.dims.contains(&0) {
+        return Err(MapError::Other(format!(
+            "`{}` has no output elements ({}): there is nothing to emit",
+            spec.name,
+            spec.output.shape_text()
+        )));
+    }
+    Ok(())
+}
