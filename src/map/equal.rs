@@ -64,7 +64,13 @@ impl<'a> Side<'a> {
             point[nd..].copy_from_slice(s);
             if program.in_domain(point, regs).map_err(MapError::Eval)? {
                 program.results(regs, out).map_err(MapError::Eval)?;
-                into.extend_from_slice(out);
+                // A map with no results still relates the point to the empty tuple: one
+                // marker, so "one empty tuple" differs from "no tuple" (KNOWN EMPTY).
+                if out.is_empty() {
+                    into.push(0);
+                } else {
+                    into.extend_from_slice(out);
+                }
             }
             Ok(true)
         };
