@@ -162,6 +162,12 @@ rule("linearize-cancel-mod", md(kp * fd(x, m) + k * md(x, m) + R, c), md(k * x +
 
 # analysis.rs: a class whose interval is one point is that constant
 rule("interval-constant", a, q, z3.And(q <= a, a <= q))
+# min(a, b) = a when b - a >= 0 on the domain (else b when b - a <= 0), rules/minmax.rs;
+# min(a, b) is the smaller operand, max(a, b) the larger (XLA's symbolic min/max).
+rule("min-decided", z3.If(a <= b, a, b), a, b - a >= 0)
+rule("min-decided", z3.If(a <= b, a, b), b, b - a <= 0)
+rule("max-decided", z3.If(a >= b, a, b), a, b - a <= 0)
+rule("max-decided", z3.If(a >= b, a, b), b, b - a >= 0)
 
 
 # ---------------------------------------------------------------- negative divisors
