@@ -372,7 +372,11 @@ fn print_mismatch(expected: &[String], actual: &[String]) {
         } else {
             println!("{sign} {l}");
             let width = l[pre..end].chars().count().max(1);
-            println!("  {}{}", " ".repeat(l[..pre].chars().count()), "^".repeat(width));
+            println!(
+                "  {}{}",
+                " ".repeat(l[..pre].chars().count()),
+                "^".repeat(width)
+            );
         }
     };
     for (k, l) in expected.iter().enumerate() {

@@ -94,8 +94,7 @@ pub fn usage_words(usage: &str, name: &str) -> Vec<String> {
             continue;
         }
         for w in tok.split('|') {
-            if !w.is_empty() && w != name && w.chars().all(|c| c.is_ascii_lowercase() || c == '_')
-            {
+            if !w.is_empty() && w != name && w.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
                 out.push(w.to_string());
             }
         }
@@ -116,7 +115,8 @@ pub fn complete_in_context(before: &str, prefix: &str, kinds: &[(String, String)
     // `NAME = ` before a command
     if let Some((lhs, rhs)) = stmt.split_once('=') {
         let lhs = lhs.trim();
-        if !lhs.is_empty() && lhs.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        if !lhs.is_empty()
+            && lhs.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             && !rhs.starts_with('=')
         {
             stmt = rhs;
@@ -229,7 +229,10 @@ impl Completer for IxHelper {
         if (first == "load" || first == "save") && before.trim_end() != first {
             // file names, as a shell completes them
             let start = before.rfind(' ').map_or(0, |i| i + 1);
-            return self.files.complete_path(line, pos).map(|(_, v)| (start.min(pos), v));
+            return self
+                .files
+                .complete_path(line, pos)
+                .map(|(_, v)| (start.min(pos), v));
         }
         let _ = &shared.names;
         let words = complete_in_context(before, prefix, &shared.kinds);

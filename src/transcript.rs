@@ -170,7 +170,10 @@ fn line_regex(expected: &str) -> Option<(regex::Regex, Vec<(f64, f64)>)> {
             };
             let inner = &after[..close];
             if let Some(r) = numeric_range(inner) {
-                pat += &format!("(?P<n{}>[-+]?[0-9]*\\.?[0-9]+(?:[eE][-+]?[0-9]+)?)", ranges.len());
+                pat += &format!(
+                    "(?P<n{}>[-+]?[0-9]*\\.?[0-9]+(?:[eE][-+]?[0-9]+)?)",
+                    ranges.len()
+                );
                 ranges.push(r);
             } else {
                 regex::Regex::new(inner).ok()?;
@@ -254,7 +257,11 @@ pub fn bless_case(expected: &[String], actual: &[String]) -> Vec<String> {
                 }
             } else {
                 if j < m && line_matches(e, &actual[j]) && cost[i + 1][j + 1] == c {
-                    out.push(if is_pattern(e) { e.clone() } else { actual[j].clone() });
+                    out.push(if is_pattern(e) {
+                        e.clone()
+                    } else {
+                        actual[j].clone()
+                    });
                     i += 1;
                     j += 1;
                     continue;
@@ -337,7 +344,9 @@ pub fn requirement_met(req: &str) -> bool {
         "cuda" => crate::gpu::cuda_available(),
         "no-cuda" => !crate::gpu::cuda_available(),
         "cc" => which("cc") || which("gcc"),
-        "ptxas" => crate::gpu::nvcc::find_ptxas().is_some() && crate::gpu::nvcc::shared_nvrtc().is_some(),
+        "ptxas" => {
+            crate::gpu::nvcc::find_ptxas().is_some() && crate::gpu::nvcc::shared_nvrtc().is_some()
+        }
         _ => false,
     }
 }

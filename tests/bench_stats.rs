@@ -17,7 +17,12 @@ fn small_times_keep_three_significant_digits() {
     }
     for k in 1..40 {
         let s = 10f64.powi(-k) * 3.0;
-        assert_ne!(ms(s).trim_start_matches(['0', '.']), "", "{s} s printed as {}", ms(s));
+        assert_ne!(
+            ms(s).trim_start_matches(['0', '.']),
+            "",
+            "{s} s printed as {}",
+            ms(s)
+        );
     }
 }
 
@@ -49,9 +54,17 @@ fn a_verdict_needs_the_interval_to_exclude_one() {
     let noisy = [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 2.0, 2.0, 2.0, 0.5];
     let r = Ratio::paired(&ones, &noisy).unwrap();
     assert_eq!(r.verdict(), Ordering::Equal, "{r:?}");
-    assert!(r.describe().starts_with("no clear difference"), "{}", r.describe());
+    assert!(
+        r.describe().starts_with("no clear difference"),
+        "{}",
+        r.describe()
+    );
     // Three rounds cannot give 90%: too few to tell, however clear they look.
     let r = Ratio::paired(&[1.0; 3], &[0.5; 3]).unwrap();
     assert_eq!(r.verdict(), Ordering::Equal);
-    assert!(r.describe().starts_with("too few rounds"), "{}", r.describe());
+    assert!(
+        r.describe().starts_with("too few rounds"),
+        "{}",
+        r.describe()
+    );
 }

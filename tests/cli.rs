@@ -212,7 +212,11 @@ fn version_and_help() {
     assert_eq!(all.status.code(), Some(0));
     for c in ixmap::session::commands::all() {
         assert!(stdout(&o).contains(c.name), "`help` lists {}", c.name);
-        assert!(stdout(&all).contains(c.usage), "`help all` lists {}", c.usage);
+        assert!(
+            stdout(&all).contains(c.usage),
+            "`help all` lists {}",
+            c.usage
+        );
     }
     let o = run(&["help", "maps"]);
     assert_eq!(o.status.code(), Some(0));
@@ -265,7 +269,11 @@ fn every_help_example_runs() {
             let last = stdout(&j).lines().last().unwrap_or_default().to_string();
             let last: serde_json::Value = serde_json::from_str(&last).expect("json line");
             let text = last["text"].as_str().unwrap_or_default().to_string();
-            assert!(!text.trim().is_empty(), "example of {} prints something", c.name);
+            assert!(
+                !text.trim().is_empty(),
+                "example of {} prints something",
+                c.name
+            );
             for line in text.lines() {
                 assert!(
                     help.contains(&format!("  {line}")),
@@ -403,7 +411,11 @@ fn test_reports_mismatch_and_bless_fixes_it() {
     );
     let o = run(&["test", "--bless", f.to_str().unwrap_or_default()]);
     // Issue 17: --bless exits 0 once it has written the new output.
-    assert_eq!(o.status.code(), Some(0), "bless succeeds once it has written");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "bless succeeds once it has written"
+    );
     assert_eq!(std::fs::read_to_string(&f).expect("read"), GOOD);
     let o = run(&["test", f.to_str().unwrap_or_default()]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));

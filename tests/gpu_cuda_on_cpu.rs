@@ -35,9 +35,8 @@ fn every_cuda_mapping_runs_on_the_cpu_verified() {
         for (label, launch) in sweep::launches(&spec) {
             let launch = launch.unwrap_or_else(|e| panic!("{} {label}: {e}", spec.name));
             for naive in [false, true] {
-                check(&spec, &launch, naive).unwrap_or_else(|e| {
-                    panic!("{} {label} naive={naive}: {e}", spec.name)
-                });
+                check(&spec, &launch, naive)
+                    .unwrap_or_else(|e| panic!("{} {label} naive={naive}: {e}", spec.name));
                 checked.push(format!(
                     "{} {} {label}{}",
                     spec.name,
@@ -47,7 +46,12 @@ fn every_cuda_mapping_runs_on_the_cpu_verified() {
             }
         }
     }
-    for s in ["loop", "tiled transpose", "row reduction", "column reduction"] {
+    for s in [
+        "loop",
+        "tiled transpose",
+        "row reduction",
+        "column reduction",
+    ] {
         assert!(
             checked.iter().any(|c| c.contains(s)),
             "no {s} kernel among {checked:?}"

@@ -159,7 +159,9 @@ fn every_session_kernel_compiles_for_cuda_without_warnings() {
     };
     let ptxas = nvcc::find_ptxas();
     if ptxas.is_none() && in_ci() {
-        panic!("CI=true and ptxas not found (IXMAP_PTXAS, or nvidia-cuda-nvcc-cu12 in target/venv)");
+        panic!(
+            "CI=true and ptxas not found (IXMAP_PTXAS, or nvidia-cuda-nvcc-cu12 in target/venv)"
+        );
     }
     let t0 = Instant::now();
     let n_refused = report_refusals(f);
@@ -171,7 +173,9 @@ fn every_session_kernel_compiles_for_cuda_without_warnings() {
     let mut by_reason: std::collections::BTreeMap<String, usize> = Default::default();
     for r in &emit_refused {
         *by_reason
-            .entry(sweep::reason(r.split_once(": ").map_or(r.as_str(), |x| x.1)))
+            .entry(sweep::reason(
+                r.split_once(": ").map_or(r.as_str(), |x| x.1),
+            ))
             .or_default() += 1;
     }
     for (why, n) in &by_reason {
@@ -279,7 +283,12 @@ fn small_tile(spec: &KernelSpec) -> Vec<i64> {
     spec.output
         .dims
         .iter()
-        .map(|&n| (1..=8.min(n.max(1))).rev().find(|z| n % z == 0).unwrap_or(1))
+        .map(|&n| {
+            (1..=8.min(n.max(1)))
+                .rev()
+                .find(|z| n % z == 0)
+                .unwrap_or(1)
+        })
         .collect()
 }
 
@@ -308,7 +317,10 @@ fn every_session_kernel_compiles_for_the_cpu_with_wall_werror() {
             )];
             if tiled {
                 tries.push((
-                    format!("{origin} tile={tile:?}{}", if naive { " naive" } else { "" }),
+                    format!(
+                        "{origin} tile={tile:?}{}",
+                        if naive { " naive" } else { "" }
+                    ),
                     ixmap::tile::tune::emit_tiled_with(spec, &tile, naive),
                 ));
             }
@@ -364,7 +376,9 @@ fn every_session_kernel_compiles_for_the_cpu_with_wall_werror() {
     let mut by_reason: std::collections::BTreeMap<String, usize> = Default::default();
     for r in &refused {
         *by_reason
-            .entry(sweep::reason(r.split_once(": ").map_or(r.as_str(), |x| x.1)))
+            .entry(sweep::reason(
+                r.split_once(": ").map_or(r.as_str(), |x| x.1),
+            ))
             .or_default() += 1;
     }
     for (why, n) in &by_reason {

@@ -23,9 +23,7 @@ fn map_domain_is_a_table_with_one_row_per_variable_and_constraint() {
         "header + 3 variables + 1 constraint: {h}"
     );
     assert!(
-        h.contains(">s0</td>")
-            && h.contains(">range variable</td>")
-            && h.contains(">[0, 7]</td>")
+        h.contains(">s0</td>") && h.contains(">range variable</td>") && h.contains(">[0, 7]</td>")
     );
     assert!(
         h.contains(">d0 + s0</td>")
@@ -37,7 +35,10 @@ fn map_domain_is_a_table_with_one_row_per_variable_and_constraint() {
 #[test]
 fn booleans_text_and_errors_are_escaped() {
     assert!(html::html(&Value::Bool(true)).contains(">true</code>"));
-    assert_eq!(html::html(&Value::Text("a < b".into())), "<pre>a &lt; b</pre>");
+    assert_eq!(
+        html::html(&Value::Text("a < b".into())),
+        "<pre>a &lt; b</pre>"
+    );
     let src = "inverse (d0) -> (d7)";
     let mut s = Session::new();
     let d = s
@@ -52,7 +53,6 @@ fn booleans_text_and_errors_are_escaped() {
         "{h}"
     );
 }
-
 
 fn check(src: &str, expected: &str) {
     let mut s = Session::new();
@@ -84,4 +84,3 @@ fn coefficients_lead_and_symbols_are_bracketed() {
         "$$\\begin{aligned}(\\mathrm{th\\_x})[s_{0}] &\\mapsto \\left(4 \\mathrm{th\\_x} + s_{0} - 1\\right)\\\\\n&\\mathrm{th\\_x} \\in [0, 3],\\; s_{0} \\in [0, 3]\\end{aligned}$$",
     );
 }
-

@@ -226,10 +226,17 @@ fn every_printed_form_reads_back_as_the_same_relation() {
         ];
         for (how, text) in forms {
             let back = parse(&text);
-            prop_assert!(back.is_ok(), "{how}: printed text does not read back\nmap: {m}\ntext: {text}\n{}", back.unwrap_err());
+            prop_assert!(
+                back.is_ok(),
+                "{how}: printed text does not read back\nmap: {m}\ntext: {text}\n{}",
+                back.unwrap_err()
+            );
             let back = back.unwrap();
             let got = relation(&back);
-            prop_assert!(got == want, "{how}: printed text means another map\nmap: {m}\ntext: {text}\nread back: {back}");
+            prop_assert!(
+                got == want,
+                "{how}: printed text means another map\nmap: {m}\ntext: {text}\nread back: {back}"
+            );
             // Printing what was read back prints the same text (canonical printing).
             if how == "plain" && m.status == Status::Defined {
                 prop_assert_eq!(back.to_string(), text.clone(), "printing is stable");

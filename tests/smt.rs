@@ -33,7 +33,10 @@ fn every_rule_is_proven_by_z3() {
         return;
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/smt/rules.py");
-    let out = Command::new(&py).arg(script).output().expect("runs the SMT script");
+    let out = Command::new(&py)
+        .arg(script)
+        .output()
+        .expect("runs the SMT script");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -52,7 +55,10 @@ fn every_rule_is_proven_by_z3() {
     // The analysis' own rewrite (a class whose interval is one point is that constant).
     needed.insert("interval-constant".into());
     let missing: Vec<_> = needed.difference(&proven).collect();
-    assert!(missing.is_empty(), "rules without an SMT proof: {missing:?}\n{text}");
+    assert!(
+        missing.is_empty(),
+        "rules without an SMT proof: {missing:?}\n{text}"
+    );
     for n in [
         "normalise-floordiv-negative",
         "normalise-ceildiv-negative",

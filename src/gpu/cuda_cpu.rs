@@ -47,8 +47,7 @@ pub fn compiler() -> String {
 
 /// Emits `spec` for CUDA with `launch`, runs it on the CPU and checks every element.
 pub fn check(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<(), MapError> {
-    if launch.block[1] != 1 || launch.block[2] != 1 || launch.grid[1] != 1 || launch.grid[2] != 1
-    {
+    if launch.block[1] != 1 || launch.block[2] != 1 || launch.grid[1] != 1 || launch.grid[2] != 1 {
         return Err(err("only 1-D grids and blocks run on the CPU".into()));
     }
     let e = emit::cuda::emit(spec, launch, naive)?;
@@ -62,7 +61,15 @@ pub fn check(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<(), MapE
     let result = (|| {
         std::fs::write(&cc, &tu).map_err(|e| err(format!("{}: {e}", cc.display())))?;
         let out = std::process::Command::new(compiler())
-            .args(["-std=c++17", "-O1", "-fPIC", "-shared", "-pthread", "-w", "-o"])
+            .args([
+                "-std=c++17",
+                "-O1",
+                "-fPIC",
+                "-shared",
+                "-pthread",
+                "-w",
+                "-o",
+            ])
             .arg(&so)
             .arg(&cc)
             .output()

@@ -166,7 +166,10 @@ pub fn launches(spec: &KernelSpec) -> Vec<(String, Result<Launch, String>)> {
     if matches!(launch::transpose_dims(spec), Ok(Some(_))) {
         push("tiled=true".into(), launch::choose(spec, base, Some(true)));
     }
-    push("tiled=false".into(), launch::loop_launch(&spec.output, base));
+    push(
+        "tiled=false".into(),
+        launch::loop_launch(&spec.output, base),
+    );
     let minor = spec
         .output
         .minor_dim()

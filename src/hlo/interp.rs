@@ -625,7 +625,13 @@ fn eval(
                 for (v, &k) in sd.scatter_dims_to_operand_dims.iter().enumerate() {
                     let mut b = scatter_upd.iter().map(|&j| u[j]);
                     let ii: Vec<i64> = (0..ix.dims.len())
-                        .map(|q| if q == ivd { v as i64 } else { b.next().unwrap_or(0) })
+                        .map(|q| {
+                            if q == ivd {
+                                v as i64
+                            } else {
+                                b.next().unwrap_or(0)
+                            }
+                        })
                         .collect();
                     start[k as usize] = ix.at(&ii).val;
                 }

@@ -114,7 +114,9 @@ impl Compiled {
                 Ins::Bin(op, a, b, dst) => {
                     regs[dst as usize] = arith::apply(op, regs[a as usize], regs[b as usize])?
                 }
-                Ins::Generic(e, dst) => regs[dst as usize] = crate::expr::eval(e, &regs[..self.n_vars])?,
+                Ins::Generic(e, dst) => {
+                    regs[dst as usize] = crate::expr::eval(e, &regs[..self.n_vars])?
+                }
             }
         }
         Ok(())
@@ -178,7 +180,11 @@ mod tests {
             vec![Variable::new("d0", -3, 4), Variable::new("d1", 0, 7)],
             vec![Variable::new("s0", 0, 2)],
             vec![],
-            vec![lin, lin.modulo(Expr::constant(3)), lin.floordiv(s0.add(Expr::constant(1)))],
+            vec![
+                lin,
+                lin.modulo(Expr::constant(3)),
+                lin.floordiv(s0.add(Expr::constant(1))),
+            ],
             vec![(d0.add(s0).sub(d1), Interval::new(-4, 3))],
         );
         let c = Compiled::new(&m);

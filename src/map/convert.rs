@@ -42,7 +42,10 @@ pub fn convert_symbols(m: &IndexingMap, which: Option<&[usize]>) -> Result<Index
     for (i, d) in dims.iter_mut().enumerate().skip(nd) {
         d.name = format!("d{i}");
     }
-    let ranges = order[first_range..first_runtime].iter().map(|&v| var(v)).collect();
+    let ranges = order[first_range..first_runtime]
+        .iter()
+        .map(|&v| var(v))
+        .collect();
     let runtimes = order[first_runtime..].iter().map(|&v| var(v)).collect();
     let rename = |v: u32| new_index[v as usize];
     let mut out = IndexingMap::new(
@@ -50,7 +53,10 @@ pub fn convert_symbols(m: &IndexingMap, which: Option<&[usize]>) -> Result<Index
         ranges,
         runtimes,
         m.results.iter().map(|r| r.rename(&rename)).collect(),
-        m.constraints.iter().map(|&(e, iv)| (e.rename(&rename), iv)).collect(),
+        m.constraints
+            .iter()
+            .map(|&(e, iv)| (e.rename(&rename), iv))
+            .collect(),
     );
     out.status = m.status;
     out.is_simplified = m.is_simplified;
@@ -92,7 +98,10 @@ mod tests {
         assert_eq!(points(&all), points(&m));
         // Only s1 and r0: the variable order becomes d0, s1, r0, s0.
         let some = convert_symbols(&m, Some(&[2, 3])).expect("defined");
-        assert_eq!((some.dims.len(), some.ranges.len(), some.runtimes.len()), (3, 1, 0));
+        assert_eq!(
+            (some.dims.len(), some.ranges.len(), some.runtimes.len()),
+            (3, 1, 0)
+        );
         let reorder = |(p, r): (Vec<i64>, Vec<i64>)| (vec![p[0], p[3], p[1], p[2]], r);
         let want: BTreeSet<_> = points(&some).into_iter().map(reorder).collect();
         assert_eq!(want, points(&m));

@@ -58,8 +58,12 @@ impl<'a> Side<'a> {
         }
         let nd = p.len();
         self.point[..nd].copy_from_slice(p);
-        let (program, regs, point, out) =
-            (&self.program, &mut self.regs, &mut self.point, &mut self.out);
+        let (program, regs, point, out) = (
+            &self.program,
+            &mut self.regs,
+            &mut self.point,
+            &mut self.out,
+        );
         let mut visit = |s: &[i64]| -> Result<bool, MapError> {
             point[nd..].copy_from_slice(s);
             if program.in_domain(point, regs).map_err(MapError::Eval)? {
@@ -191,7 +195,8 @@ mod tests {
             for slo_hi in [(0, 0), (0, 1), (0, 2)] {
                 for k in [1, 2] {
                     for c in [None, Some(Interval::new(0, 4)), Some(Interval::new(9, 9))] {
-                        let results = vec![d0.mul(Expr::constant(k)).add(s0).modulo(Expr::constant(4))];
+                        let results =
+                            vec![d0.mul(Expr::constant(k)).add(s0).modulo(Expr::constant(4))];
                         let constraints = c.map(|iv| (d0.add(s0), iv)).into_iter().collect();
                         maps.push(IndexingMap::new(
                             vec![Variable::new("d0", lo, hi)],

@@ -69,9 +69,8 @@ pub fn is_bijection(m: &IndexingMap, limits: &Limits) -> Result<bool, MapError> 
 
 /// A dimension that takes more than one value and that no result uses.
 fn dropped_dim(m: &IndexingMap) -> Option<usize> {
-    (0..m.dims.len()).find(|&i| {
-        !m.results.iter().any(|r| r.uses_var(i as u32)) && !m.dims[i].bounds.is_point()
-    })
+    (0..m.dims.len())
+        .find(|&i| !m.results.iter().any(|r| r.uses_var(i as u32)) && !m.dims[i].bounds.is_point())
 }
 
 /// Why `m` is not a one-to-one function, found by enumeration: two dimension points with
@@ -331,7 +330,10 @@ fn relation_candidate(m: &IndexingMap, limits: &Limits) -> Result<Option<Indexin
     }
     let rows = echelon(basis);
     // Keep the relations that involve x: a·x = -(w·y + c).
-    let rels: Vec<&Vec<i128>> = rows.iter().filter(|r| r[..nd].iter().any(|&a| a != 0)).collect();
+    let rels: Vec<&Vec<i128>> = rows
+        .iter()
+        .filter(|r| r[..nd].iter().any(|&a| a != 0))
+        .collect();
     if rels.is_empty() {
         return Ok(None);
     }
@@ -350,7 +352,13 @@ fn relation_candidate(m: &IndexingMap, limits: &Limits) -> Result<Option<Indexin
         g_results.push(crate::expr::canonical(ax));
         z_of_y.push(crate::expr::canonical(z));
     }
-    let g = IndexingMap::new(m.dims.clone(), vec![], vec![], g_results, m.constraints.clone());
+    let g = IndexingMap::new(
+        m.dims.clone(),
+        vec![],
+        vec![],
+        g_results,
+        m.constraints.clone(),
+    );
     let ginv = match affine_inverse(&g) {
         Ok(Some(inv)) => inv,
         Ok(None) => match mixed_radix_inverse(&g)? {
@@ -781,7 +789,10 @@ fn complete(
     let mut left_domain: Option<Vec<i64>> = None;
     let walk = DomainPoints::for_each(&inv, limits, &mut |y, x| {
         full_x[..x.len()].copy_from_slice(x);
-        if !cm.eval(m, &full_x, &mut rm, &mut mo).map_err(MapError::Eval)? {
+        if !cm
+            .eval(m, &full_x, &mut rm, &mut mo)
+            .map_err(MapError::Eval)?
+        {
             // The candidate's domain keeps x(y) in m's domain (`assemble`); if it does
             // not, the candidate is wrong, and pinning results would not fix it.
             left_domain = Some(y.to_vec());
@@ -935,7 +946,8 @@ mod tests {
     fn one_to_one(m: &IndexingMap) -> bool {
         let rel = relation(m);
         let mut images = BTreeSet::new();
-        rel.values().all(|ys| ys.len() == 1 && images.insert(ys.clone()))
+        rel.values()
+            .all(|ys| ys.len() == 1 && images.insert(ys.clone()))
     }
 
     /// `inv` is the inverse of `m` exactly: the relation of `inv` is that of `m` reversed.
@@ -950,11 +962,20 @@ mod tests {
     }
 
     fn map1(lo: i64, hi: i64, results: Vec<Expr>) -> IndexingMap {
-        IndexingMap::new(vec![Variable::new("d0", lo, hi)], vec![], vec![], results, vec![])
+        IndexingMap::new(
+            vec![Variable::new("d0", lo, hi)],
+            vec![],
+            vec![],
+            results,
+            vec![],
+        )
     }
     fn map2(b0: (i64, i64), b1: (i64, i64), results: Vec<Expr>) -> IndexingMap {
         IndexingMap::new(
-            vec![Variable::new("d0", b0.0, b0.1), Variable::new("d1", b1.0, b1.1)],
+            vec![
+                Variable::new("d0", b0.0, b0.1),
+                Variable::new("d1", b1.0, b1.1),
+            ],
             vec![],
             vec![],
             results,
@@ -974,15 +995,39 @@ mod tests {
             map1(3, 10, vec![v(0).floordiv(c(2)), v(0).modulo(c(2))]),
             map1(3, 10, vec![v(0).modulo(c(2)), v(0).floordiv(c(2))]),
             map1(-5, 7, vec![v(0).modulo(c(3)), v(0).floordiv(c(3))]),
-            map1(0, 23, vec![v(0).modulo(c(4)), v(0).floordiv(c(4)).modulo(c(3)), v(0).floordiv(c(12))]),
+            map1(
+                0,
+                23,
+                vec![
+                    v(0).modulo(c(4)),
+                    v(0).floordiv(c(4)).modulo(c(3)),
+                    v(0).floordiv(c(12)),
+                ],
+            ),
             map1(0, 11, vec![v(0).modulo(c(4)), v(0).floordiv(c(3))]),
-            map1(0, 11, vec![v(0).modulo(c(4)), v(0).floordiv(c(4)).modulo(c(2))]),
-            map2((0, 3), (0, 5), vec![lin.floordiv(c(4)), lin.floordiv(c(2)).modulo(c(2)), v(1).modulo(c(2))]),
+            map1(
+                0,
+                11,
+                vec![v(0).modulo(c(4)), v(0).floordiv(c(4)).modulo(c(2))],
+            ),
+            map2(
+                (0, 3),
+                (0, 5),
+                vec![
+                    lin.floordiv(c(4)),
+                    lin.floordiv(c(2)).modulo(c(2)),
+                    v(1).modulo(c(2)),
+                ],
+            ),
             map2((0, 3), (0, 5), vec![lin.modulo(c(4)), lin.floordiv(c(4))]),
             map2((0, 3), (0, 5), vec![v(0).mul(c(3)).add(v(1))]),
             map2((0, 3), (0, 2), vec![v(0).mul(c(3)).add(v(1))]),
             map2((0, 3), (0, 4), vec![v(0).add(v(1)), v(0)]),
-            map2((0, 3), (0, 4), vec![v(1).modulo(c(2)), v(0), v(1).floordiv(c(2))]),
+            map2(
+                (0, 3),
+                (0, 4),
+                vec![v(1).modulo(c(2)), v(0), v(1).floordiv(c(2))],
+            ),
         ];
         // (d0)[s0] -> (d0 + s0 * 0): the symbol changes nothing.
         maps.push(IndexingMap::new(
@@ -1026,7 +1071,10 @@ mod tests {
             }
         }
         assert!(inverted >= 12, "only {inverted} inverted");
-        assert!(refused_one_to_one <= 1, "{refused_one_to_one} one-to-one maps refused");
+        assert!(
+            refused_one_to_one <= 1,
+            "{refused_one_to_one} one-to-one maps refused"
+        );
     }
 
     /// Refusals name two points with one image, and they do collide.

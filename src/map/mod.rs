@@ -11,21 +11,21 @@
 //! ([`IndexingMap::canonicalize`]): results and constraints in the linear form, constraints
 //! merged and sorted, single-variable constraints folded into the bounds.
 
-mod compose;
 pub mod compiled;
+mod compose;
 mod convert;
-pub mod ranges;
 pub mod enumerate;
 mod equal;
 mod inverse;
 pub mod mlir;
+pub mod ranges;
 mod unused;
 
 pub use compose::compose;
+pub use convert::convert_symbols;
 pub use enumerate::{DomainPoints, Limits};
 pub use equal::equal;
 pub use inverse::{inverse, is_bijection, is_permutation};
-pub use convert::convert_symbols;
 pub use ranges::{ranges, ExprRange};
 pub use unused::{remove_unused_range_symbols, remove_unused_symbols, remove_unused_vars};
 

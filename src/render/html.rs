@@ -12,8 +12,8 @@
 
 use super::svg::escape;
 use crate::map::{IndexingMap, Status, VarKind};
-use crate::value::{Bench, Indexing, Table, Value};
 use crate::syntax::Diagnostic;
+use crate::value::{Bench, Indexing, Table, Value};
 use std::fmt::Write;
 
 const TABLE: &str = r#"<table style="border-collapse: collapse; margin: 2px 0 6px 0">"#;
@@ -159,7 +159,10 @@ fn bench(b: &Bench) -> String {
             "NO".into()
         },
     );
-    add("median", format!("{} ms", crate::gpu::bench::ms(b.median_s)));
+    add(
+        "median",
+        format!("{} ms", crate::gpu::bench::ms(b.median_s)),
+    );
     add("min", format!("{} ms", crate::gpu::bench::ms(b.min_s)));
     add("max", format!("{} ms", crate::gpu::bench::ms(b.max_s)));
     add("bytes moved", b.bytes.to_string());
@@ -257,7 +260,10 @@ pub fn html(v: &Value) -> String {
             None => String::new(),
         },
         Value::Help(_) | Value::Loaded(_) => {
-            format!("<pre>{}</pre>", escape(&super::text::text(v, super::Style::Plain)))
+            format!(
+                "<pre>{}</pre>",
+                escape(&super::text::text(v, super::Style::Plain))
+            )
         }
     }
 }

@@ -73,10 +73,11 @@ fn loaded(l: &crate::value::Loaded, style: Style) -> String {
                     out.push(s);
                 }
             }
-            Err(d) => out.push(
-                d.render(&l.source)
-                    .replacen("--> ", &format!("--> {}:", l.file), 1),
-            ),
+            Err(d) => out.push(d.render(&l.source).replacen(
+                "--> ",
+                &format!("--> {}:", l.file),
+                1,
+            )),
         }
     }
     let n = l.outcomes.len();
@@ -144,7 +145,10 @@ fn help(h: &crate::value::Help, style: Style, width: usize) -> String {
             }
             s += &bold("statements:");
             s.push('\n');
-            s += &entry("NAME = MAP | COMMAND ...", "binds a name; `_` is the last result");
+            s += &entry(
+                "NAME = MAP | COMMAND ...",
+                "binds a name; `_` is the last result",
+            );
             s += &entry("MAP", "prints the map in canonical form");
             s += &bold("help topics:");
             s.push('\n');
@@ -392,7 +396,11 @@ fn bench(b: &Bench) -> String {
         crate::gpu::bench::ms(b.max_s),
         b.gbps,
         b.roofline_pct,
-        if b.verified { "verified" } else { "NOT verified" }
+        if b.verified {
+            "verified"
+        } else {
+            "NOT verified"
+        }
     );
     for (k, v) in &b.extra {
         s += &format!("\n  {k}: {v}");

@@ -94,7 +94,10 @@ pub fn mask_note(label: &str, x: &OperandTile) -> Option<String> {
 /// Drops the last column when it is empty everywhere.
 fn drop_empty_last(t: &mut Table) {
     let last = t.headers.len() - 1;
-    if t.rows.iter().all(|r| r.get(last).is_none_or(|c| c.is_empty())) {
+    if t.rows
+        .iter()
+        .all(|r| r.get(last).is_none_or(|c| c.is_empty()))
+    {
         t.headers.truncate(last);
         for r in &mut t.rows {
             r.truncate(last);
@@ -108,12 +111,7 @@ fn drop_empty_last(t: &mut Table) {
 }
 
 /// The table of every instruction's tile (or of the ones `only` names).
-pub fn instructions(
-    what: &str,
-    space: &IterSpace,
-    sizes: &[i64],
-    tiles: &[InstrTile],
-) -> Table {
+pub fn instructions(what: &str, space: &IterSpace, sizes: &[i64], tiles: &[InstrTile]) -> Table {
     let n = space.out.len();
     let out_sizes = &sizes[..n];
     let k_sizes = &sizes[n..];
@@ -128,9 +126,18 @@ pub fn instructions(
             },
             grid_text(space, sizes)
         )),
-        headers: ["instruction", "op", "users", "dim", "offset", "size", "stride", "clip"]
-            .map(String::from)
-            .to_vec(),
+        headers: [
+            "instruction",
+            "op",
+            "users",
+            "dim",
+            "offset",
+            "size",
+            "stride",
+            "clip",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: vec![],
         notes: vec![],
     };
@@ -209,7 +216,11 @@ fn push_set(t: &mut Table, name: &str, extra: &[String], st: &SetTile) {
 /// The schedules: per order, the program's tile index and each tensor's tile offsets.
 pub fn schedules(
     what: &str,
-    scheds: &[(Schedule, Result<u64, String>, Vec<(String, crate::map::IndexingMap)>)],
+    scheds: &[(
+        Schedule,
+        Result<u64, String>,
+        Vec<(String, crate::map::IndexingMap)>,
+    )],
 ) -> Table {
     let mut t = Table {
         title: scheds.first().map(|(s, _, _)| {
@@ -224,13 +235,18 @@ pub fn schedules(
                 }
             )
         }),
-        headers: ["order", "tensor", "pid -> offsets"].map(String::from).to_vec(),
+        headers: ["order", "tensor", "pid -> offsets"]
+            .map(String::from)
+            .to_vec(),
         rows: vec![],
         notes: vec![],
     };
     for (s, verdict, tensors) in scheds {
-        t.rows
-            .push(vec![s.order.name().into(), "tile index".into(), s.tile_index.to_string()]);
+        t.rows.push(vec![
+            s.order.name().into(),
+            "tile index".into(),
+            s.tile_index.to_string(),
+        ]);
         t.rows
             .push(vec![String::new(), "output".into(), s.offsets.to_string()]);
         for (label, m) in tensors {

@@ -592,7 +592,11 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         "reps".into(),
         format!(
             "{reps} {} after 2 warm-ups; every output element checked against the reference",
-            if on_gpu { "repetitions" } else { "rounds, variants and copy interleaved" }
+            if on_gpu {
+                "repetitions"
+            } else {
+                "rounds, variants and copy interleaved"
+            }
         ),
     ));
     Ok(Value::Bench(b))

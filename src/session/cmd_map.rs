@@ -432,22 +432,25 @@ fn fold(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         })
         .collect();
     if kvs.is_empty() {
-        return Err(Diagnostic::at("`fold` needs at least one `r0=INSTR`", a.span())
-            .with_help("usage: fold MAP r0=INSTR, ..."));
+        return Err(
+            Diagnostic::at("`fold` needs at least one `r0=INSTR`", a.span())
+                .with_help("usage: fold MAP r0=INSTR, ..."),
+        );
     }
     for (key, value, span) in kvs {
         let first_rt = m.dims.len() + m.ranges.len();
         let Some(j) = m.runtimes.iter().position(|v| &v.name == key) else {
             let rts: Vec<&str> = m.runtimes.iter().map(|v| v.name.as_str()).collect();
-            return Err(Diagnostic::at(
-                format!("the map has no runtime variable `{key}`"),
-                span,
-            )
-            .with_help(if rts.is_empty() {
-                "the map has no runtime variables (`{r0, ...}` after the range variables)".to_string()
-            } else {
-                format!("its runtime variables are {}", rts.join(", "))
-            }));
+            return Err(
+                Diagnostic::at(format!("the map has no runtime variable `{key}`"), span).with_help(
+                    if rts.is_empty() {
+                        "the map has no runtime variables (`{r0, ...}` after the range variables)"
+                            .to_string()
+                    } else {
+                        format!("its runtime variables are {}", rts.join(", "))
+                    },
+                ),
+            );
         };
         let (text, vspan) = match value {
             Arg::Word(w, sp) | Arg::Str(w, sp) => (w.clone(), *sp),
@@ -461,9 +464,7 @@ fn fold(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         let (name, index_text) = match text.split_once('[') {
             Some((n, rest)) => match rest.trim_end().strip_suffix(']') {
                 Some(ix) => (n.trim().to_string(), Some(ix.to_string())),
-                None => {
-                    return Err(Diagnostic::at("an index is written NAME[i, j, ...]", vspan))
-                }
+                None => return Err(Diagnostic::at("an index is written NAME[i, j, ...]", vspan)),
             },
             None => (text.trim().to_string(), None),
         };
@@ -492,7 +493,10 @@ fn fold(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         };
         if index.len() != rank {
             return Err(Diagnostic::at(
-                format!("`{name}` has rank {rank}, but the index has {} coordinates", index.len()),
+                format!(
+                    "`{name}` has rank {rank}, but the index has {} coordinates",
+                    index.len()
+                ),
                 vspan,
             ));
         }
@@ -539,7 +543,10 @@ fn index_exprs(
     span: crate::syntax::Span,
 ) -> Result<Vec<crate::expr::Expr>, Diagnostic> {
     let join = |vs: &[crate::map::Variable]| {
-        vs.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ")
+        vs.iter()
+            .map(|v| v.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     let mut src = format!("({})", join(&m.dims));
     if !m.ranges.is_empty() {
@@ -549,9 +556,17 @@ fn index_exprs(
         src += &format!("{{{}}}", join(&m.runtimes));
     }
     src += &format!(" -> ({text})");
-    let lit = crate::syntax::parse_map_lit(&src)
-        .map_err(|d| Diagnostic::at(format!("cannot read the index `{text}`: {}", d.message), span))?;
-    let built = super::build::build_map(&lit)
-        .map_err(|d| Diagnostic::at(format!("cannot read the index `{text}`: {}", d.message), span))?;
+    let lit = crate::syntax::parse_map_lit(&src).map_err(|d| {
+        Diagnostic::at(
+            format!("cannot read the index `{text}`: {}", d.message),
+            span,
+        )
+    })?;
+    let built = super::build::build_map(&lit).map_err(|d| {
+        Diagnostic::at(
+            format!("cannot read the index `{text}`: {}", d.message),
+            span,
+        )
+    })?;
     Ok(built.results)
 }

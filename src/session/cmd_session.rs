@@ -41,7 +41,10 @@ pub const NOT_SAVED: &[&str] = &["vars", "save", "load", "help", "reset"];
 
 fn no_arguments(a: &Args, name: &str) -> Result<(), Diagnostic> {
     match a.items().next() {
-        Some(x) => Err(Diagnostic::at(format!("`{name}` takes no arguments"), x.span())),
+        Some(x) => Err(Diagnostic::at(
+            format!("`{name}` takes no arguments"),
+            x.span(),
+        )),
         None => Ok(()),
     }
 }
@@ -98,8 +101,10 @@ fn file_arg(a: &Args, name: &str) -> Result<(String, crate::syntax::Span), Diagn
             ))
         }
         None => {
-            return Err(Diagnostic::at(format!("`{name}` needs a file name"), a.span())
-                .with_help(format!("usage: {name} FILE")))
+            return Err(
+                Diagnostic::at(format!("`{name}` needs a file name"), a.span())
+                    .with_help(format!("usage: {name} FILE")),
+            )
         }
     };
     if let Some(x) = items.next() {

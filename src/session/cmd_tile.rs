@@ -260,9 +260,8 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     if let Some(k) = k_sizes(a)? {
         for op in &mut ops {
             for m in &mut op.maps {
-                *m = tile::fusion::promote(m, k.len()).map_err(|e| {
-                    Diagnostic::at(e, a.kv("k").map_or(a.span(), |x| x.span()))
-                })?;
+                *m = tile::fusion::promote(m, k.len())
+                    .map_err(|e| Diagnostic::at(e, a.kv("k").map_or(a.span(), |x| x.span())))?;
             }
         }
         out_shape = None;
@@ -324,7 +323,8 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             "{}: offsets ({}), sizes ({}), strides ({}); {}",
             match a.after("from") {
                 Some(Arg::Int(k, _)) => format!("tile of operand {k}"),
-                _ if a.kv("k").is_some() => "iteration tile (the output's dimensions, then the K steps)".to_string(),
+                _ if a.kv("k").is_some() =>
+                    "iteration tile (the output's dimensions, then the K steps)".to_string(),
                 _ => "output tile".to_string(),
             },
             offsets.join(", "),
@@ -1163,7 +1163,10 @@ fn fusion_tiles(
     k: Option<&[i64]>,
 ) -> Result<(tile::fusion::IterSpace, Vec<tile::fusion::InstrTile>), Diagnostic> {
     let (comp, root) = hlo_root(s, name).ok_or_else(|| {
-        Diagnostic::at(format!("no instruction or computation named `{name}`"), a.span())
+        Diagnostic::at(
+            format!("no instruction or computation named `{name}`"),
+            a.span(),
+        )
     })?;
     let mut all = sizes.to_vec();
     all.extend(k.unwrap_or(&[]));
@@ -1177,7 +1180,12 @@ fn fusion_tiles(
             max_points: CHECK_LIMIT,
         },
     )
-    .map_err(|e| Diagnostic::at(e, a.kv("k").or(a.kv("sizes")).map_or(a.span(), |x| x.span())))
+    .map_err(|e| {
+        Diagnostic::at(
+            e,
+            a.kv("k").or(a.kv("sizes")).map_or(a.span(), |x| x.span()),
+        )
+    })
 }
 
 /// `tile FUSION sizes=(...) [k=...] [at INSTR | every]`: tiles of instructions.
@@ -1297,9 +1305,12 @@ fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             None => {
                 let m = a.map(s, 0)?;
                 let c = k.as_ref().map_or(0, |k| k.len());
-                let pm = tile::fusion::promote(&m, c)
-                    .map_err(|e| Diagnostic::at(e, a.span()))?;
-                let ext: Vec<i64> = pm.dims.iter().map(|d| d.bounds.hi.saturating_add(1)).collect();
+                let pm = tile::fusion::promote(&m, c).map_err(|e| Diagnostic::at(e, a.span()))?;
+                let ext: Vec<i64> = pm
+                    .dims
+                    .iter()
+                    .map(|d| d.bounds.hi.saturating_add(1))
+                    .collect();
                 let n = m.dims.len();
                 let space = tile::fusion::IterSpace {
                     out: ext[..n].to_vec(),
@@ -1308,8 +1319,13 @@ fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 };
                 let mut all = sizes.clone();
                 all.extend(k.clone().unwrap_or_default());
-                let x = tile::derive(&pm, &all).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
-                ("the map".to_string(), space, vec![("operand 0".to_string(), x)])
+                let x =
+                    tile::derive(&pm, &all).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
+                (
+                    "the map".to_string(),
+                    space,
+                    vec![("operand 0".to_string(), x)],
+                )
             }
         };
     if sizes.len() != space.out.len() {
@@ -1343,7 +1359,10 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let mut rules = tile::space::Rules::default();
     if let Some(v) = a.kv_int("volume")? {
         if v < 1 {
-            return Err(Diagnostic::at("`volume=` takes a positive number", a.span()));
+            return Err(Diagnostic::at(
+                "`volume=` takes a positive number",
+                a.span(),
+            ));
         }
         rules.max_volume = Some(v);
     }
@@ -1353,33 +1372,46 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         rules.power_of_two = false;
     }
     let shown = a.kv_int("max")?.unwrap_or(20).clamp(1, 100_000) as usize;
-    let (what, extents, n_out, targets): (String, Vec<i64>, usize, Vec<(String, Vec<IndexingMap>)>) =
-        match hlo_name(s, a) {
-            Some((name, sp)) => {
-                let (comp, root) = hlo_root(s, &name)
-                    .ok_or_else(|| Diagnostic::at(format!("no computation `{name}`"), sp))?;
-                let reaches_dot = crate::hlo::fusion::reverse_topological(comp, &[root])
-                    .iter()
-                    .filter(|&&i| comp.instrs[i].opcode == "dot")
-                    .count()
-                    == 1;
-                let (space, reached) =
-                    tile::fusion::instruction_maps(&s.hlo.module, comp, root, reaches_dot)
-                        .map_err(|e| Diagnostic::at(e, sp))?;
-                let targets = reached
-                    .into_iter()
-                    .map(|r| (comp.instrs[r.id].name.clone(), r.maps))
-                    .collect();
-                (name, space.extents(), space.out.len(), targets)
-            }
-            None => {
-                let m = a.map(s, 0)?;
-                let c = if a.flag("k") { m.ranges.len() } else { 0 };
-                let pm = tile::fusion::promote(&m, c).map_err(|e| Diagnostic::at(e, a.span()))?;
-                let ext = pm.dims.iter().map(|d| d.bounds.hi.saturating_add(1)).collect();
-                ("the map".to_string(), ext, m.dims.len(), vec![("operand 0".to_string(), vec![pm])])
-            }
-        };
+    let (what, extents, n_out, targets): (
+        String,
+        Vec<i64>,
+        usize,
+        Vec<(String, Vec<IndexingMap>)>,
+    ) = match hlo_name(s, a) {
+        Some((name, sp)) => {
+            let (comp, root) = hlo_root(s, &name)
+                .ok_or_else(|| Diagnostic::at(format!("no computation `{name}`"), sp))?;
+            let reaches_dot = crate::hlo::fusion::reverse_topological(comp, &[root])
+                .iter()
+                .filter(|&&i| comp.instrs[i].opcode == "dot")
+                .count()
+                == 1;
+            let (space, reached) =
+                tile::fusion::instruction_maps(&s.hlo.module, comp, root, reaches_dot)
+                    .map_err(|e| Diagnostic::at(e, sp))?;
+            let targets = reached
+                .into_iter()
+                .map(|r| (comp.instrs[r.id].name.clone(), r.maps))
+                .collect();
+            (name, space.extents(), space.out.len(), targets)
+        }
+        None => {
+            let m = a.map(s, 0)?;
+            let c = if a.flag("k") { m.ranges.len() } else { 0 };
+            let pm = tile::fusion::promote(&m, c).map_err(|e| Diagnostic::at(e, a.span()))?;
+            let ext = pm
+                .dims
+                .iter()
+                .map(|d| d.bounds.hi.saturating_add(1))
+                .collect();
+            (
+                "the map".to_string(),
+                ext,
+                m.dims.len(),
+                vec![("operand 0".to_string(), vec![pm])],
+            )
+        }
+    };
     let names: Vec<String> = (0..extents.len())
         .map(|i| {
             if i < n_out {

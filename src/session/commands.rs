@@ -33,7 +33,11 @@ pub fn groups() -> Vec<(&'static str, &'static str, &'static [Command])> {
         ("algebra", "map algebra", &super::cmd_map::COMMANDS[..]),
         ("hlo", "HLO indexing", &super::cmd_hlo::COMMANDS[..]),
         ("pictures", "pictures", &super::cmd_plot::COMMANDS[..]),
-        ("gpu", "GPU mappings, kernels, benchmarks", &super::cmd_gpu::COMMANDS[..]),
+        (
+            "gpu",
+            "GPU mappings, kernels, benchmarks",
+            &super::cmd_gpu::COMMANDS[..],
+        ),
         ("tiling", "tiles", &super::cmd_tile::COMMANDS[..]),
         ("session", "the session", &super::cmd_session::COMMANDS[..]),
         ("help", "help", &HELP[..]),

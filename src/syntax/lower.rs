@@ -633,7 +633,11 @@ impl Lower {
             Rule::minmax => {
                 let mut it = p.into_inner();
                 let f = it.next().expect("grammar: min/max has a name");
-                let op = if f.as_str() == "min" { Op::Min } else { Op::Max };
+                let op = if f.as_str() == "min" {
+                    Op::Min
+                } else {
+                    Op::Max
+                };
                 let a = self.expr(it.next().expect("grammar: min/max has two operands"))?;
                 let b = self.expr(it.next().expect("grammar: min/max has two operands"))?;
                 Ok(ExprLit::Bin(op, Box::new(a), Box::new(b), span))

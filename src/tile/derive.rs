@@ -595,9 +595,9 @@ fn finish(mut w: Work, map: &IndexingMap, result_text: &[String]) -> Result<Oper
             // of an emitter does. Only possible when every element variable of the cut is
             // the element variable of a coordinate.
             None => {
-                let in_coords = el.iter().all(|&(v, _)| {
-                    coord.iter().any(|x| x.1.is_some_and(|(u, _)| u == v))
-                });
+                let in_coords = el
+                    .iter()
+                    .all(|&(v, _)| coord.iter().any(|x| x.1.is_some_and(|(u, _)| u == v)));
                 if !in_coords {
                     return Err(NotATile::new(format!(
                         "`{text}` cuts the tile along elements that no coordinate of the tile moves with (a partial tile that is not a masked box)"
@@ -681,10 +681,7 @@ fn build(
             let _ = off;
             if let Some((v, _)) = var {
                 let lo = w.bounds[*v as usize].lo;
-                by.push((
-                    *v,
-                    Expr::var(n as u32 + kpos).add(Expr::constant(lo)),
-                ));
+                by.push((*v, Expr::var(n as u32 + kpos).add(Expr::constant(lo))));
                 kpos += 1;
             }
         }

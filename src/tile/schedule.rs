@@ -164,7 +164,9 @@ pub fn check(s: &Schedule, limit: u64) -> Result<u64, String> {
             let ti = crate::expr::eval(s.tile_index.results[i], &point)
                 .map_err(|e| format!("pid {pid}: {e}"))?;
             if !Interval::new(0, s.grid[i] - 1).contains(ti) {
-                return Err(format!("pid {pid} gives tile index {ti} along {i}, outside the grid"));
+                return Err(format!(
+                    "pid {pid} gives tile index {ti} along {i}, outside the grid"
+                ));
             }
             flat = flat * s.grid[i] + ti;
         }

@@ -56,7 +56,11 @@ pub type Targets = [(String, Vec<IndexingMap>)];
 /// The sizes to try along one dimension of `extent` under `rules`.
 pub fn options(extent: i64, rules: &Rules) -> Vec<i64> {
     let mut v: Vec<i64> = match &rules.only {
-        Some(u) => u.iter().copied().filter(|&z| z >= 1 && z <= extent).collect(),
+        Some(u) => u
+            .iter()
+            .copied()
+            .filter(|&z| z >= 1 && z <= extent)
+            .collect(),
         None => {
             let cap = rules.max_size.map_or(extent, |m| m.min(extent));
             let mut v = vec![];
@@ -255,7 +259,8 @@ pub fn conditions(
     if out.len() == before {
         out.push((
             "every tensor".to_string(),
-            "a tile at any sizes (no divisibility needed; a partial last tile is clipped)".to_string(),
+            "a tile at any sizes (no divisibility needed; a partial last tile is clipped)"
+                .to_string(),
         ));
     }
     out

@@ -370,8 +370,10 @@ pub fn tune(
             dst.copy_from_slice(&src);
             std::hint::black_box(&mut dst);
         }));
-        let mut refs: Vec<&mut dyn FnMut()> =
-            fns.iter_mut().map(|f| &mut **f as &mut dyn FnMut()).collect();
+        let mut refs: Vec<&mut dyn FnMut()> = fns
+            .iter_mut()
+            .map(|f| &mut **f as &mut dyn FnMut())
+            .collect();
         interleave(opts, &mut refs, &mut |_, _| {})?
     };
     for (k, _, _) in &kernels {
@@ -398,12 +400,8 @@ pub fn tune(
         .cloned()
         .ok_or_else(|| MapError::Other("nothing was timed".into()))?;
     // The winner against the default, again, in rounds of their own.
-    let best = (1..rows.len()).min_by(|&a, &b| {
-        rows[a]
-            .timing
-            .median_s
-            .total_cmp(&rows[b].timing.median_s)
-    });
+    let best = (1..rows.len())
+        .min_by(|&a, &b| rows[a].timing.median_s.total_cmp(&rows[b].timing.median_s));
     let recheck = match best {
         Some(b) => {
             progress(cands.len() + 2, total, "re-measure the best");

@@ -80,7 +80,11 @@ pub fn set_threads(threads: usize) -> usize {
     }
 }
 
-fn run_cc(c: &std::path::Path, so: &std::path::Path, openmp: bool) -> Result<std::process::Output, MapError> {
+fn run_cc(
+    c: &std::path::Path,
+    so: &std::path::Path,
+    openmp: bool,
+) -> Result<std::process::Output, MapError> {
     let mut cmd = std::process::Command::new(compiler());
     cmd.args(["-O3", "-march=native", "-fPIC", "-shared", "-std=c11"]);
     if openmp {
@@ -207,7 +211,10 @@ pub fn tiled_variants(
     if !naive {
         kernels.push((label.clone(), emit_tiled_with(spec, tile, false)?));
     }
-    kernels.push((format!("{label}, naive"), emit_tiled_with(spec, tile, true)?));
+    kernels.push((
+        format!("{label}, naive"),
+        emit_tiled_with(spec, tile, true)?,
+    ));
     kernels.push((
         if naive { "untiled, naive" } else { "untiled" }.to_string(),
         emit(spec, naive)?,
@@ -251,8 +258,15 @@ pub fn run_kernels(
             dst.copy_from_slice(&src);
             std::hint::black_box(&mut dst);
         }));
-        let mut refs: Vec<&mut dyn FnMut()> = fns.iter_mut().map(|f| &mut **f as &mut dyn FnMut()).collect();
-        let pb = bar(opts, (opts.reps.max(1) * refs.len()) as u64, "interleaved rounds");
+        let mut refs: Vec<&mut dyn FnMut()> = fns
+            .iter_mut()
+            .map(|f| &mut **f as &mut dyn FnMut())
+            .collect();
+        let pb = bar(
+            opts,
+            (opts.reps.max(1) * refs.len()) as u64,
+            "interleaved rounds",
+        );
         let t = super::interleave(opts, &mut refs, &mut |i, _| pb.set_position(i));
         pb.finish_and_clear();
         t?

@@ -344,7 +344,11 @@ pub fn compare_lines(o: &Outcome) -> Vec<(String, String)> {
                 ms(v.timing.max_s),
                 o.gbps(&v.timing),
                 o.copy_pct(&v.timing),
-                if v.verified { "verified" } else { "NOT verified" }
+                if v.verified {
+                    "verified"
+                } else {
+                    "NOT verified"
+                }
             ),
         ));
         let ratio = Ratio::paired(&v.timing.samples, &main.timing.samples);

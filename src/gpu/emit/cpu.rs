@@ -9,8 +9,8 @@ use super::{
     c_binary, c_ident, c_unary, helper_functions, input_params, outside, simplified, substitute,
     BodyWriter, Emitted, Target, C_HELPERS,
 };
-use crate::gpu::spec::{BinOp, Body, ElemType, UnOp};
 use crate::expr::Expr;
+use crate::gpu::spec::{BinOp, Body, ElemType, UnOp};
 use crate::gpu::spec::{KernelSpec, Tensor};
 use crate::interval::Interval;
 use crate::map::{IndexingMap, Variable};
@@ -167,10 +167,19 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
     decl.push(format!("{ty} *restrict out"));
     src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
     // The tiled transpose keeps its two in-tile loops inside each thread's share.
-    let extents: Vec<i64> = lm.dims.iter().map(|v| v.bounds.hi - v.bounds.lo + 1).collect();
+    let extents: Vec<i64> = lm
+        .dims
+        .iter()
+        .map(|v| v.bounds.hi - v.bounds.lo + 1)
+        .collect();
     let keep_inside = if depth >= 4 { 2 } else { 1 };
     let elements = spec.output.num_elements()?;
-    src += &parallel_for(&extents, depth.saturating_sub(keep_inside).max(1), 1, elements);
+    src += &parallel_for(
+        &extents,
+        depth.saturating_sub(keep_inside).max(1),
+        1,
+        elements,
+    );
     for (k, v) in lm.dims.iter().enumerate() {
         src += &format!(
             "{}for (int64_t {1} = {2}; {1} <= {3}; ++{1}) {{\n",
@@ -276,7 +285,10 @@ pub fn row_map(out: &Tensor) -> Result<Option<IndexingMap>, MapError> {
             .ok_or_else(|| MapError::Overflow("the output size".into()))?;
     }
     let m = IndexingMap::new(
-        vec![Variable::new("r", 0, rows - 1), Variable::new("c", 0, cols - 1)],
+        vec![
+            Variable::new("r", 0, rows - 1),
+            Variable::new("c", 0, cols - 1),
+        ],
         vec![],
         vec![],
         results,
@@ -313,7 +325,8 @@ pub const C_EXPF: &str = "static inline float ix_expf(float x) {
 fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>, MapError> {
     let mut has_reduce = false;
     for f in &spec.functions {
-        f.body.visit(&mut |b| has_reduce |= matches!(b, Body::Reduce { .. }));
+        f.body
+            .visit(&mut |b| has_reduce |= matches!(b, Body::Reduce { .. }));
     }
     if !has_reduce || spec.root_reduction().is_some() {
         return Ok(None);
@@ -353,7 +366,11 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
         spec.output.shape_text(),
     );
     src += "#include <stdint.h>\n#include <math.h>\n\n";
-    if w.lines.iter().chain(&rows.hoisted).any(|l| l.contains("ix_expf")) {
+    if w.lines
+        .iter()
+        .chain(&rows.hoisted)
+        .any(|l| l.contains("ix_expf"))
+    {
         src += C_EXPF;
     }
     src += C_HELPERS;
@@ -362,7 +379,12 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
     decl.push(format!("{ty} *restrict out"));
     src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
     let (r, c) = (&lm.dims[0], &lm.dims[1]);
-    src += &parallel_for(&[r.bounds.hi - r.bounds.lo + 1], 1, 1, spec.output.num_elements()?);
+    src += &parallel_for(
+        &[r.bounds.hi - r.bounds.lo + 1],
+        1,
+        1,
+        spec.output.num_elements()?,
+    );
     src += &format!(
         "  for (int64_t r = {}; r <= {}; ++r) {{\n",
         r.bounds.lo, r.bounds.hi
@@ -409,7 +431,12 @@ impl Rows<'_> {
     }
 
     /// A C expression for `b` at the index `ctx` gives (`ctx`'s variable 0 is the row `r`).
-    fn expr(&mut self, w: &mut BodyWriter, b: &Body, ctx: &IndexingMap) -> Result<String, MapError> {
+    fn expr(
+        &mut self,
+        w: &mut BodyWriter,
+        b: &Body,
+        ctx: &IndexingMap,
+    ) -> Result<String, MapError> {
         let ty = self.spec.output.elem.c_name();
         Ok(match b {
             Body::Const(_) | Body::Load { .. } => w.body(b, ctx, &self.params.clone())?,
@@ -458,7 +485,11 @@ impl Rows<'_> {
                         Expr::var(0)
                     }
                 };
-                let results: Vec<Expr> = m.results.iter().map(|r| r.substitute(&mut rename)).collect();
+                let results: Vec<Expr> = m
+                    .results
+                    .iter()
+                    .map(|r| r.substitute(&mut rename))
+                    .collect();
                 let constraints: Vec<_> = m.constraints[ctx.constraints.len()..]
                     .iter()
                     .map(|&(e, iv)| (e.substitute(&mut rename), iv))
