@@ -263,6 +263,90 @@ fn launch_for(s: &Session, a: &Args) -> Result<(KernelSpec, Launch), Diagnostic>
 }
 
 fn launch_with(spec: &KernelSpec, m: &Mapping, a: &Args) -> Result<Launch, Diagnostic> {
+    let l = choose_launch(spec, m, a)?;
+    options_apply(spec, &l, a)?;
+    Ok(l)
+}
+
+/// Options given on the command line that the chosen strategy does not use are said, not
+/// ignored (issue 17): a tiled transpose always runs 32x32 tiles on blocks of 128 threads,
+/// one element per thread and tile row; a reduction reads one element per thread and step,
+/// and is a reduction whatever `tiled=` says; a row reduction gives each row a warp.
+fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnostic> {
+    let what = match l.strategy {
+        Strategy::Loop => return Ok(()),
+        Strategy::TiledTranspose { .. } => "a tiled transpose",
+        Strategy::RowReduction => "a row reduction",
+        Strategy::ColumnReduction => "a column reduction",
+    };
+    let reduction = what != "a tiled transpose";
+    let unused = |key: &str, why: String, help: &str| {
+        Err(Diagnostic::at(
+            format!("`{key}=` does not apply: {} is {what}; {why}", spec.name),
+            span_of(a, key),
+        )
+        .with_help(help.to_string()))
+    };
+    let loop_help = "`tiled=false` launches a plain loop, which takes block=, vector= and unroll=";
+    let red_help = "a reduction's launch takes block= only";
+    if let Some(b) = a.kv_int("block")? {
+        if b != l.block[0] {
+            if !reduction {
+                return unused(
+                    "block",
+                    format!(
+                        "its 32x32 tiles run on blocks of {} threads, not {b}",
+                        l.block[0]
+                    ),
+                    loop_help,
+                );
+            }
+            if l.strategy == Strategy::RowReduction {
+                return unused(
+                    "block",
+                    format!(
+                        "each row gets a warp of 32 threads, so block={b} would run as block {}",
+                        l.block[0]
+                    ),
+                    "give block= a multiple of 32",
+                );
+            }
+        }
+    }
+    for key in ["vector", "unroll"] {
+        if let Some(v) = a.kv_int(key)? {
+            if v != 1 {
+                let why = if reduction {
+                    format!("each thread reads one element per step, so {key}={v} would be ignored")
+                } else {
+                    format!(
+                        "each thread moves one element per tile row, so {key}={v} would be ignored"
+                    )
+                };
+                return unused(key, why, if reduction { red_help } else { loop_help });
+            }
+        }
+    }
+    if reduction && a.kv("tiled").is_some() {
+        return unused(
+            "tiled",
+            "a reduction is launched as one whatever `tiled=` says".to_string(),
+            red_help,
+        );
+    }
+    Ok(())
+}
+
+/// The GPU launch's options given on the command line: `block=`, `vector=`, `unroll=`, `tiled=`.
+fn gpu_only_keys(a: &Args) -> Vec<String> {
+    ["block", "vector", "unroll", "tiled"]
+        .into_iter()
+        .filter(|k| a.kv(k).is_some())
+        .map(|k| format!("{k}="))
+        .collect()
+}
+
+fn choose_launch(spec: &KernelSpec, m: &Mapping, a: &Args) -> Result<Launch, Diagnostic> {
     launch::choose(spec, m.config, m.tiled).map_err(|e| {
         let key = ["vector", "block", "unroll", "tiled"]
             .into_iter()
@@ -457,6 +541,17 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             e
         }
         Target::Cpu => match &m.tile {
+            _ if !gpu_only_keys(a).is_empty() => {
+                let keys = gpu_only_keys(a);
+                let key = keys[0].trim_end_matches('=');
+                return Err(Diagnostic::at(
+                    format!(
+                        "`{key}=` does not apply: a CPU kernel runs the loop nest, not a GPU launch"
+                    ),
+                    span_of(a, key),
+                )
+                .with_help("`tile=` tiles the CPU loop nest; target=cuda takes block=, vector=, unroll= and tiled="));
+            }
             Some(tile) => {
                 check_tile(&spec, &m, a)?;
                 crate::tile::tune::emit_tiled_with(&spec, tile, naive).map_err(err)?
@@ -504,6 +599,8 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let mut notes = Vec::new();
     if on_gpu {
         no_tile_here(a, "on the GPU the kernel runs the launch")?;
+        // block=, vector=, unroll= and tiled= that the launch would not use are errors.
+        launch_with(&spec, &m, a)?;
         if let Some(t) = &m.tile {
             notes.push((
                 "mapping".to_string(),
@@ -518,6 +615,19 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     } else {
         check_tile(&spec, &m, a)?;
+        // The GPU launch's options given alongside a CPU tile are said, not ignored (without
+        // a tile, the note after the figures says the launch does not apply).
+        let keys = gpu_only_keys(a);
+        if !keys.is_empty() && m.tile.is_some() {
+            notes.push((
+                "mapping".to_string(),
+                format!(
+                    "{} set{} the GPU launch; on the CPU the kernel runs the loop nest tiled by tile=",
+                    keys.join(" "),
+                    if keys.len() == 1 { "s" } else { "" },
+                ),
+            ));
+        }
     }
     let threads = match a.kv_int("threads")? {
         None => 0,
@@ -609,7 +719,9 @@ fn mapping_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let mut m = mapping_of(s, a)?;
     if let Some(Arg::Word(..)) = a.items().next() {
         let spec = spec(s, a)?;
-        launch_with(&spec, &m, a)?;
+        // A mapping is a value (its block may serve `tiled=false` or a CPU tile later): the
+        // launch must exist, but options the default strategy would not use are kept.
+        choose_launch(&spec, &m, a)?;
         check_tile(&spec, &m, a)?;
         m.fusion = Some(spec.name.clone());
         m.origin = None;
