@@ -4,7 +4,10 @@
 Run it through `scripts/bench-isl` (it makes the venv `target/isl-venv` with islpy from PyPI
 and builds the bench in release mode); options:
 
-    scripts/bench-isl [--rounds N] [--chunk K] [--only GROUP,...] [--smoke]
+    scripts/bench-isl [--rounds N] [--chunk K] [--only GROUP,...] [--smoke [--strict]]
+
+(`--smoke` is what scripts/test-all runs, with `--strict`: 3 maps per group in a debug build,
+every isl output converted back and checked, seconds.)
 
 Two persistent processes, one per side, each timing only the simplification of an already
 parsed map:
@@ -29,7 +32,9 @@ parsed back; isl's output converted from isl's `floor()`/`mod` syntax to ours an
 A result isl leaves piecewise (several pieces: min/max) costs the sum of its pieces plus one
 select per extra piece. Each converted isl output is checked equal to the input by brute
 force over the domain (every point up to 2M, else 200,000 drawn from the box) in the ixmap
-worker; piecewise outputs are checked by isl itself (`is_equal`), and say so.
+worker; piecewise outputs are checked by isl itself (`is_equal`), and say so. isl's exact
+division `(x)/2` (x a multiple of 2 on the domain) becomes `x floordiv 2`; a result with no
+piece at all means isl found the domain empty (ixmap prints KNOWN EMPTY): cost 0 for both.
 
 The table goes to stdout; the per-map details (both outputs, times, costs) to
 target/simplify-isl-report.txt and target/simplify-isl.json.
@@ -75,6 +80,7 @@ class IslExprParser:
     def __init__(self, text):
         self.t = tokens(text)
         self.i = 0
+        self.in_floor = False  # directly inside floor(...): `/` ends the numerator
 
     def peek(self):
         return self.t[self.i] if self.i < len(self.t) else ("end", None)
@@ -120,9 +126,12 @@ class IslExprParser:
 
     def factor(self):
         e = self.primary()
-        while self.peek() == ("name", "mod"):
-            self.take()
-            e = ("mod", e, self.take("int")[1])
+        while self.peek() == ("name", "mod") or (
+                self.peek() == ("op", "/") and not self.in_floor):
+            # `(x)/2`: isl's exact division, where the domain makes x a multiple of 2; as
+            # floordiv (the brute-force check confirms it on the domain).
+            op = "mod" if self.take()[1] == "mod" else "floordiv"
+            e = (op, e, self.take("int")[1])
         return e
 
     def primary(self):
@@ -133,7 +142,9 @@ class IslExprParser:
         if k == "name" and v in ("floor", "ceil"):
             self.take()
             self.take("op", "(")
+            outer, self.in_floor = self.in_floor, True
             x = self.sum()
+            self.in_floor = outer
             self.take("op", "/")
             d = self.take("int")[1]
             self.take("op", ")")
@@ -141,9 +152,13 @@ class IslExprParser:
         if k == "name" and v in ("min", "max"):
             self.take()
             self.take("op", "(")
+            outer, self.in_floor = self.in_floor, False
             a = self.sum()
+            self.in_floor = outer
             self.take("op", ",")
+            outer, self.in_floor = self.in_floor, False
             b = self.sum()
+            self.in_floor = outer
             self.take("op", ")")
             return (v, a, b)
         if k == "name":
@@ -153,7 +168,9 @@ class IslExprParser:
             self.take()
             return ("neg", self.primary())
         self.take("op", "(")
+        outer, self.in_floor = self.in_floor, False
         e = self.sum()
+        self.in_floor = outer
         self.take("op", ")")
         return e
 
@@ -205,7 +222,8 @@ class Worker:
     def __init__(self, smoke):
         cmd = ["cargo", "bench", "-q", "--bench", "simplify", "--", "--isl-worker"]
         if smoke:
-            cmd.append("--smoke")  # the worker keeps the first 3 maps of each group
+            # A debug build (what CI has built already), the first 3 maps of each group.
+            cmd = ["cargo", "test", "-q", "--bench", "simplify", "--", "--isl-worker", "--smoke"]
         self.p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True, bufsize=1)
         self.maps = json.loads(self.p.stdout.readline())["maps"]
@@ -238,7 +256,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--chunk", type=int, default=16)
     ap.add_argument("--only", default="")
-    ap.add_argument("--smoke", action="store_true", help="3 maps per group, 2 rounds")
+    ap.add_argument("--smoke", action="store_true",
+                    help="3 maps per group, 2 rounds, a debug build (seconds)")
+    ap.add_argument("--strict", action="store_true",
+                    help="exit 1 unless every isl output converts and checks equal (CI)")
     args = ap.parse_args()
     if args.smoke:
         args.rounds = 2
@@ -336,7 +357,13 @@ def main():
                 row[name] = v
                 continue
             v["pieces"] = pieces
-            if all(p == 1 for p in pieces):
+            if pieces and all(p == 0 for p in pieces):
+                # No piece at all: isl found the domain empty (ixmap: KNOWN EMPTY, cost 0).
+                v["ours"] = "KNOWN EMPTY"
+                v["cost"] = [0, 0]
+                v["equal"] = bool(isl_obj[i][1].is_empty())
+                v["checked_by"] = "isl is_empty (empty domain)"
+            elif all(p == 1 for p in pieces):
                 chk = w.ask(f"check {i} " + ";".join(exprs))
                 v["ours"] = ", ".join(exprs)
                 if "err" in chk:
@@ -357,7 +384,7 @@ def main():
                             break
                         div += chk["cost"][0]
                         ops += chk["cost"][1]
-                    ops += p - 1
+                    ops += max(p - 1, 0)
                 v["ours"] = str(exprs)
                 v["cost"] = [div, ops]
                 mpa, dom = isl_obj[i][0], isl_obj[i][1]
@@ -415,7 +442,7 @@ def main():
     bad = [r for r in rows if r["gist"].get("equal") is False]
     if bad:
         say(f"WARNING: {len(bad)} isl outputs differ from the input at some point "
-            f"(a conversion bug?): maps {[r['i'] for r in bad][:20]}")
+            f"(a conversion bug?): corpus lines {[r['i'] + 1 for r in bad][:20]}")
     pw = sum(1 for r in rows if any(p > 1 for p in r["gist"].get("pieces", [1])))
     say(f"isl outputs left piecewise: {pw}; ixmap runs stopped by a bound: "
         f"{sum(1 for r in rows if r['limit_hit'])}")
@@ -447,11 +474,11 @@ def main():
         f"(div, ops)):")
     for r in isl_cheaper[:25]:
         name, c = r["isl_best"]
-        say(f"  #{r['i']} {r['group']}: {tuple(r['ixmap_cost'])} vs {tuple(c)} ({name})  "
+        say(f"  line {r['i'] + 1} {r['group']}: {tuple(r['ixmap_cost'])} vs {tuple(c)} ({name})  "
             f"isl: {short(r[name]['ours'])}")
     say(f"maps where isl is faster than ixmap ({len(isl_faster)}; ixmap µs vs isl µs):")
     for r in isl_faster[:25]:
-        say(f"  #{r['i']} {r['group']}: {us(r['t_ixmap'])} vs {us(r['t_gist'])}  "
+        say(f"  line {r['i'] + 1} {r['group']}: {us(r['t_ixmap'])} vs {us(r['t_gist'])}  "
             f"{short(r['src'])}")
     say(f"(every map, both outputs and times: target/simplify-isl-report.txt; "
         f"{time.time() - t0:.0f} s)")
@@ -462,11 +489,11 @@ def main():
     with open(os.path.join(ROOT, "target", "simplify-isl.json"), "w") as f:
         json.dump({"rows": rows, "skipped": skipped}, f, indent=1, default=str)
     with open(os.path.join(ROOT, "target", "simplify-isl-report.txt"), "w") as f:
-        f.write(text + "\n\nEvery map (index in the corpus, group, times in µs: ixmap / "
+        f.write(text + "\n\nEvery map (line in the corpus, group, times in µs: ixmap / "
                 "isl gist; costs (div, ops)):\n")
         for r in rows:
             best = r["isl_best"]
-            f.write(f"\n#{r['i']} {r['group']}  ixmap {us(r['t_ixmap'])}  isl "
+            f.write(f"\nline {r['i'] + 1} {r['group']}  ixmap {us(r['t_ixmap'])}  isl "
                     f"{us(r['t_gist'])}  cost ixmap {r['ixmap_cost']} isl "
                     f"{best[1] if best else None} ({best[0] if best else 'no checked output'})"
                     f"  -> {who_cheaper(r)}\n  in:    {r['src']}\n  ixmap: {r['ixmap']}\n"
@@ -474,7 +501,14 @@ def main():
             if r["gist+coalesce"].get("ours") != r["gist"].get("ours"):
                 f.write(f"  isl+c: {r['gist+coalesce'].get('ours', r['gist+coalesce'].get('err'))}\n")
         for i, why in sorted(skipped.items()):
-            f.write(f"\n#{i} not given to isl: {why}\n  in: {maps[i]['src']}\n")
+            f.write(f"\nline {i + 1} not given to isl: {why}\n  in: {maps[i]['src']}\n")
+    if args.strict:
+        failed = [r["i"] for r in rows
+                  if any(r[v].get("equal") is not True for v in ("gist", "gist+coalesce"))]
+        if failed or not rows:
+            print(f"FAILED: isl outputs not converted or not equal to the input: maps {failed}"
+                  f" (details in target/simplify-isl-report.txt)", file=sys.stderr)
+            sys.exit(1)
 
 
 def who_cheaper(r):
