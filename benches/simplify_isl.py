@@ -224,6 +224,10 @@ class Worker:
         if smoke:
             # A debug build (what CI has built already), the first 3 maps of each group.
             cmd = ["cargo", "test", "-q", "--bench", "simplify", "--", "--isl-worker", "--smoke"]
+        if os.environ.get("IXMAP_ISL_WORKER_BIN"):
+            # The bench binary itself (e.g. target/release/deps/simplify-HASH), without
+            # cargo: no cargo lock held while the benchmark runs.
+            cmd = [os.environ["IXMAP_ISL_WORKER_BIN"], "--isl-worker"] + cmd[cmd.index("--isl-worker") + 1:]
         self.p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True, bufsize=1)
         self.maps = json.loads(self.p.stdout.readline())["maps"]
