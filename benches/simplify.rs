@@ -296,10 +296,9 @@ mod isl_worker {
                             (Op::FloorDiv, _) => format!("floor({x}/{k})"),
                             (Op::CeilDiv, _) => format!("ceil({x}/{k})"),
                             (_, true) => format!("({x} mod {k})"),
-                            (_, false) => format!(
-                                "({} + (floor({x}/{k})*{k}))",
-                                isl_expr(a, names)?
-                            ),
+                            (_, false) => {
+                                format!("({} + (floor({x}/{k})*{k}))", isl_expr(a, names)?)
+                            }
                         }
                     }
                 }
