@@ -5,17 +5,18 @@
 //! `f32[20,40,300]`, block 128 and vector 4 (each thread writes 4 contiguous elements):
 //!
 //! ```text
-//! (th_x, th_y, th_z, bl_x, bl_y, bl_z)[vector_elem] -> (
+//! (th_x, th_y, th_z, bl_x, bl_y, bl_z)[unroll_id] -> (
 //!     (bl_x * 128 + th_x) floordiv 3000,
 //!     ((bl_x * 128 + th_x) floordiv 75) mod 40,
-//!     ((bl_x * 128 + th_x) mod 75) * 4 + vector_elem),
-//! domain: th_x in [0, 127], ..., bl_x in [0, 468], ..., vector_elem in [0, 3],
+//!     ((bl_x * 128 + th_x) mod 75) * 4 + unroll_id),
+//! domain: th_x in [0, 127], ..., bl_x in [0, 468], ..., unroll_id in [0, 3],
 //!         bl_x * 128 + th_x in [0, 59999]
 //! ```
 //!
 //! Four strategies, as XLA's emitters use them:
 //! - **loop**: consecutive threads take consecutive vectors of the output in its physical
-//!   order (`unroll` repeats this with a stride of the whole grid);
+//!   order (`unroll_id` runs over a vector; `chunk_id` repeats this with a stride of the
+//!   whole grid, for `unroll` or when the grid is capped);
 //! - **tiled transpose**: a block moves a 32×32 tile through shared memory, reading rows of
 //!   the input and writing rows of the output, so both sides are contiguous across a warp;
 //! - **row reduction**: a warp per output element, lanes striding the reduced row by 32;
@@ -31,14 +32,19 @@ use crate::map::{compose, IndexingMap, Variable};
 use crate::simplify::{simplify, SimplifyLimits};
 use crate::MapError;
 
-/// What the user chose: threads per block, elements per thread in one vector, and how many
-/// vectors a thread handles.
+/// What the user chose: threads per block, elements per thread in one vector (XLA's
+/// `unroll_id`), how many vectors a thread handles (XLA's `chunk_id`, a whole grid apart),
+/// and the most blocks the grid may have (more elements than that become more chunks).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct LaunchConfig {
     pub block: i64,
     pub vector: i64,
     pub unroll: i64,
+    pub max_blocks: i64,
 }
+
+/// CUDA's limit on `gridDim.x`: 2^31 - 1 blocks.
+pub const MAX_GRID: i64 = i32::MAX as i64;
 
 impl Default for LaunchConfig {
     fn default() -> Self {
@@ -46,6 +52,7 @@ impl Default for LaunchConfig {
             block: 128,
             vector: 1,
             unroll: 1,
+            max_blocks: MAX_GRID,
         }
     }
 }
@@ -163,11 +170,23 @@ fn check_config(cfg: &LaunchConfig) -> Result<(), MapError> {
             cfg.unroll
         )));
     }
+    if !(1..=MAX_GRID).contains(&cfg.max_blocks) {
+        return Err(MapError::Other(format!(
+            "max_blocks={} is not in [1, {MAX_GRID}]",
+            cfg.max_blocks
+        )));
+    }
     Ok(())
 }
 
-/// The loop emitter's mapping of `out`: threads walk the output in physical order, each
-/// writing `vector` contiguous elements, `unroll` times with a stride of the whole grid.
+/// The loop emitter's mapping of `out`, in XLA's form: threads walk the output in physical
+/// order, each writing `vector` contiguous elements (`unroll_id`); when a thread handles
+/// several vectors (`unroll`, or more elements than `max_blocks` blocks cover), it loops
+/// over `chunk_id`, a whole grid apart:
+///
+/// ```text
+/// linear = ((chunk_id * grid + bl_x) * block + th_x) * vector + unroll_id
+/// ```
 pub fn loop_launch(out: &Tensor, cfg: LaunchConfig) -> Result<Launch, MapError> {
     check_config(&cfg)?;
     let n = out.num_elements()?;
@@ -189,32 +208,27 @@ pub fn loop_launch(out: &Tensor, cfg: LaunchConfig) -> Result<Launch, MapError> 
     let vectors = n / cfg.vector;
     let threads = ceil_div(vectors, cfg.unroll);
     let block = cfg.block.min(threads);
-    let grid = ceil_div(threads, block);
-    if grid > i64::from(i32::MAX) {
-        return Err(MapError::Other(format!(
-            "{} needs {grid} blocks, more than a grid holds",
-            out.name
-        )));
-    }
+    let grid = ceil_div(threads, block).min(cfg.max_blocks);
+    let stride = grid
+        .checked_mul(block)
+        .ok_or_else(|| overflow("the grid"))?;
+    let chunks = ceil_div(vectors, stride);
     let dims = thread_dims([block, 1, 1], [grid, 1, 1]);
     let mut ranges = Vec::new();
     let mut t = bl_x().mul(c(block)).add(th_x());
     let nd = dims.len() as u32;
-    if cfg.unroll > 1 {
-        ranges.push(Variable::new("unroll_id", 0, cfg.unroll - 1));
-        let stride = grid
-            .checked_mul(block)
-            .ok_or_else(|| overflow("the grid"))?;
+    if chunks > 1 {
+        ranges.push(Variable::new("chunk_id", 0, chunks - 1));
         t = Expr::var(nd).mul(c(stride)).add(t);
     }
-    let vector_elem = if cfg.vector > 1 {
-        ranges.push(Variable::new("vector_elem", 0, cfg.vector - 1));
+    let unroll_id = if cfg.vector > 1 {
+        ranges.push(Variable::new("unroll_id", 0, cfg.vector - 1));
         Some(Expr::var(nd + ranges.len() as u32 - 1))
     } else {
         None
     };
     let mut parts = delinearize(t, &sizes)?;
-    if let (Some(v), Some(last)) = (vector_elem, parts.last_mut()) {
+    if let (Some(v), Some(last)) = (unroll_id, parts.last_mut()) {
         *last = last.mul(c(cfg.vector)).add(v);
     }
     let mut results = vec![Expr::constant(0); out.rank()];
@@ -232,6 +246,17 @@ pub fn loop_launch(out: &Tensor, cfg: LaunchConfig) -> Result<Launch, MapError> 
         read_map: map,
         read_from: 0,
     })
+}
+
+impl Launch {
+    /// How many vectors each thread of a loop handles, a grid apart (`chunk_id`'s extent).
+    pub fn chunks(&self) -> i64 {
+        self.write_map
+            .ranges
+            .iter()
+            .find(|v| v.name == "chunk_id")
+            .map_or(1, |v| v.bounds.hi - v.bounds.lo + 1)
+    }
 }
 
 /// The output dims of a transpose worth tiling: `a`, the output dim read along the minor
@@ -358,6 +383,7 @@ pub fn transpose_launch(out: &Tensor, a: usize, b: usize) -> Result<Launch, MapE
             block: 128,
             vector: 1,
             unroll: 1,
+            ..Default::default()
         },
         block: [128, 1, 1],
         grid: [grid, 1, 1],
@@ -481,6 +507,13 @@ pub fn reduction_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, 
     })
 }
 
+/// XLA's rule for tiling a transpose whose tiled dims have extents `da` and `db`: both at
+/// least 16, or both at least 8 with at least 64 × 128 elements in the tile plane; a
+/// smaller transpose wastes most of each 32×32 tile and runs as a loop.
+pub fn worth_tiling(da: i64, db: i64) -> bool {
+    (da >= 16 && db >= 16) || (da >= 8 && db >= 8 && da.saturating_mul(db) >= 64 * 128)
+}
+
 /// Which strategy XLA would pick for this kernel, unless `tiled` says otherwise.
 pub fn choose(
     spec: &KernelSpec,
@@ -492,7 +525,10 @@ pub fn choose(
     }
     if tiled != Some(false) {
         if let Some((a, b)) = transpose_dims(spec)? {
-            return transpose_launch(&spec.output, a, b);
+            let (da, db) = (spec.output.dims[a], spec.output.dims[b]);
+            if tiled == Some(true) || worth_tiling(da, db) {
+                return transpose_launch(&spec.output, a, b);
+            }
         }
         if tiled == Some(true) {
             return Err(MapError::Other(format!(
@@ -519,15 +555,16 @@ mod tests {
                 block: 128,
                 vector: 4,
                 unroll: 1,
+                ..Default::default()
             },
         )
         .expect("launch");
         assert_eq!(
             l.write_map.to_string(),
-            "(th_x, th_y, th_z, bl_x, bl_y, bl_z)[vector_elem] -> ((bl_x * 128 + th_x) floordiv 3000, \
-             ((bl_x * 128 + th_x) floordiv 75) mod 40, ((bl_x * 128 + th_x) mod 75) * 4 + vector_elem), \
+            "(th_x, th_y, th_z, bl_x, bl_y, bl_z)[unroll_id] -> ((bl_x * 128 + th_x) floordiv 3000, \
+             ((bl_x * 128 + th_x) floordiv 75) mod 40, ((bl_x * 128 + th_x) mod 75) * 4 + unroll_id), \
              domain: th_x in [0, 127], th_y in [0, 0], th_z in [0, 0], bl_x in [0, 468], bl_y in [0, 0], \
-             bl_z in [0, 0], vector_elem in [0, 3], bl_x * 128 + th_x in [0, 59999], is_simplified: true"
+             bl_z in [0, 0], unroll_id in [0, 3], bl_x * 128 + th_x in [0, 59999], is_simplified: true"
         );
     }
 
@@ -541,6 +578,7 @@ mod tests {
                     block: 32,
                     vector: 2,
                     unroll: 1,
+                    ..Default::default()
                 },
             ),
             (
@@ -549,6 +587,7 @@ mod tests {
                     block: 8,
                     vector: 1,
                     unroll: 3,
+                    ..Default::default()
                 },
             ),
             (
@@ -557,6 +596,26 @@ mod tests {
                     block: 16,
                     vector: 4,
                     unroll: 2,
+                    ..Default::default()
+                },
+            ),
+            // A capped grid: 105 vectors over 3 blocks of 8 threads, 5 chunks each.
+            (
+                vec![5, 7, 6],
+                LaunchConfig {
+                    block: 8,
+                    vector: 2,
+                    unroll: 1,
+                    max_blocks: 3,
+                },
+            ),
+            (
+                vec![1000],
+                LaunchConfig {
+                    block: 32,
+                    vector: 1,
+                    unroll: 2,
+                    max_blocks: 4,
                 },
             ),
         ] {
