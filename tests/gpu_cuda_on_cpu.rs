@@ -111,4 +111,25 @@ fn xla_launch_strategies_run_on_the_cpu_verified() {
                 .unwrap_or_else(|e| panic!("{} naive={naive}: {e}", spec.name));
         }
     }
+    // Reductions: rows of 16 read 4 at a time (4 lanes per row, 8 rows per warp), 2 at a
+    // time (8 lanes), and rows of 45 (a warp per row); a column reduction through the
+    // 32×32 tile with several blocks of columns and several tiles of rows.
+    for (spec, vector, lanes) in [
+        (specs::reduce(100, 16, true), 4, 4),
+        (specs::reduce(40, 16, true), 2, 8),
+        (specs::reduce(7, 45, true), 1, 32),
+        (specs::reduce(70, 45, false), 1, 32),
+    ] {
+        let cfg = LaunchConfig {
+            vector,
+            ..Default::default()
+        };
+        let l = launch::choose(&spec, cfg, None).expect("reduction launch");
+        assert_eq!(l.row_threads, lanes, "{} vector={vector}", spec.name);
+        for naive in [false, true] {
+            check_width(&spec, &l, naive, naive).unwrap_or_else(|e| {
+                panic!("{} {:?} vector={vector} naive={naive}: {e}", spec.name, l.strategy)
+            });
+        }
+    }
 }

@@ -98,6 +98,9 @@ pub struct Launch {
     /// coordinates; for a reduction, the element of the reduced operand.
     pub read_map: IndexingMap,
     pub read_from: usize,
+    /// Row reductions: the lanes that share one row (32, or fewer for short rows, which
+    /// put several rows in a warp); 1 for the other strategies.
+    pub row_threads: i64,
 }
 
 fn thread_dims(block: [i64; 3], grid: [i64; 3]) -> Vec<Variable> {
@@ -245,6 +248,7 @@ pub fn loop_launch(out: &Tensor, cfg: LaunchConfig) -> Result<Launch, MapError> 
         write_map: map.clone(),
         read_map: map,
         read_from: 0,
+        row_threads: 1,
     })
 }
 
@@ -390,6 +394,7 @@ pub fn transpose_launch(out: &Tensor, a: usize, b: usize) -> Result<Launch, MapE
         write_map,
         read_map,
         read_from: 0,
+        row_threads: 1,
     })
 }
 
@@ -399,7 +404,6 @@ pub fn reduction_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, 
     let (rmap, callee) = spec
         .root_reduction()
         .ok_or_else(|| MapError::Other(format!("{} is not a reduction", spec.name)))?;
-    let callee_dims = spec.functions[callee].dims.clone();
     // Each callee dim is an output dim (kept) or a range variable (reduced).
     let nd = rmap.dims.len() as u32;
     let mut kept_of: Vec<Option<usize>> = Vec::new();
@@ -433,48 +437,120 @@ pub fn reduction_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, 
         .try_fold(1i64, |x, &y| x.checked_mul(y))
         .ok_or_else(|| overflow("the reduction"))?;
     let row = *reduced_of.last().unwrap_or(&None) != None;
-    let ranges;
-    let (block, grid, out_lin, red_lin, write_constraints);
     let nv = 6u32;
     if row {
-        let rows_per_block = (cfg.block / WARP).max(1);
-        block = rows_per_block * WARP;
-        grid = ceil_div(n_out, rows_per_block);
-        out_lin = bl_x().mul(c(rows_per_block)).add(th_x().floordiv(c(WARP)));
-        ranges = vec![Variable::new("col", 0, ceil_div(n_red, WARP) - 1)];
-        red_lin = th_x().modulo(c(WARP)).add(Expr::var(nv).mul(c(WARP)));
-        write_constraints = vec![(th_x().modulo(c(WARP)), Interval::point(0))];
+        // XLA's row reduction: a row's elements are read `vector` at a time (unroll_id);
+        // a short row whose vectors divide the warp gets that many lanes, so one warp
+        // reduces 32 / lanes rows at once (a row of 16 read 4 at a time: 4 lanes, 8 rows).
+        if n_red % cfg.vector != 0 {
+            return Err(MapError::Other(format!(
+                "vector={} does not divide the reduced row ({n_red} elements)",
+                cfg.vector
+            )));
+        }
+        let per_row = n_red / cfg.vector;
+        let row_threads = if per_row < WARP && WARP % per_row == 0 {
+            per_row
+        } else {
+            WARP
+        };
+        let warps = (cfg.block / WARP).max(1);
+        let rows_per_block = warps * (WARP / row_threads);
+        let block = warps * WARP;
+        let grid = ceil_div(n_out, rows_per_block);
+        let out_lin = bl_x()
+            .mul(c(rows_per_block))
+            .add(th_x().floordiv(c(row_threads)));
+        let mut rs = vec![Variable::new("col", 0, ceil_div(per_row, row_threads) - 1)];
+        let mut lin = th_x()
+            .modulo(c(row_threads))
+            .add(Expr::var(nv).mul(c(row_threads)));
+        if cfg.vector > 1 {
+            rs.push(Variable::new("unroll_id", 0, cfg.vector - 1));
+            lin = lin.mul(c(cfg.vector)).add(Expr::var(nv + 1));
+        }
+        let lane0 = vec![(th_x().modulo(c(row_threads)), Interval::point(0))];
+        finish_reduction(
+            spec,
+            cfg,
+            callee,
+            &rmap,
+            (&kept_of, &reduced_of),
+            (&out_sizes, &red_sizes, n_out, n_red),
+            (block, grid, row_threads, rs),
+            (out_lin, lin, out_lin, lane0),
+            true,
+        )
     } else {
-        block = cfg.block.min(n_out);
-        grid = ceil_div(n_out, block);
-        out_lin = bl_x().mul(c(block)).add(th_x());
-        ranges = vec![Variable::new("row", 0, n_red - 1)];
-        red_lin = Expr::var(nv);
-        write_constraints = vec![];
+        // XLA's column reduction: a block reduces 32 neighbouring columns through a 32×32
+        // tile. Thread (th_x mod 32, th_x floordiv 32) sums rows th_x floordiv 32, + 32, ..
+        // of column th_x mod 32 (a warp reads 32 neighbouring elements of one row); the
+        // partial sums go through shared memory transposed, and warp w reduces column w's
+        // 32 partial sums with shuffles; its lane 0 writes.
+        let ranges = vec![Variable::new("row", 0, ceil_div(n_red, TILE) - 1)];
+        let read_col = bl_x().mul(c(WARP)).add(th_x().modulo(c(WARP)));
+        let red_lin = Expr::var(nv).mul(c(TILE)).add(th_x().floordiv(c(WARP)));
+        // The write side: warp w holds column w.
+        let write_col = bl_x().mul(c(WARP)).add(th_x().floordiv(c(WARP)));
+        let lane0 = vec![(th_x().modulo(c(WARP)), Interval::point(0))];
+        finish_reduction(
+            spec,
+            cfg,
+            callee,
+            &rmap,
+            (&kept_of, &reduced_of),
+            (&out_sizes, &red_sizes, n_out, n_red),
+            (WARP * TILE, ceil_div(n_out, WARP), WARP, ranges),
+            (read_col, red_lin, write_col, lane0),
+            false,
+        )
     }
+}
+
+/// The maps of a reduction launch: `read_out` and `red_lin` are the output element and the
+/// reduced element a thread reads (linear), `write_out` the output element it writes.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn finish_reduction(
+    spec: &KernelSpec,
+    cfg: LaunchConfig,
+    callee: usize,
+    rmap: &IndexingMap,
+    (kept_of, reduced_of): (&[Option<usize>], &[Option<usize>]),
+    (out_sizes, red_sizes, n_out, n_red): (&[i64], &[i64], i64, i64),
+    (block, grid, row_threads, ranges): (i64, i64, i64, Vec<Variable>),
+    (read_out, red_lin, write_out, write_constraints): (Expr, Expr, Expr, Vec<(Expr, Interval)>),
+    row: bool,
+) -> Result<Launch, MapError> {
+    let nd = rmap.dims.len() as u32;
+    let callee_dims = spec.functions[callee].dims.clone();
     let dims = thread_dims([block, 1, 1], [grid, 1, 1]);
-    let out_idx = if out_sizes.is_empty() {
+    let read_idx = if out_sizes.is_empty() {
         vec![]
     } else {
-        delinearize(out_lin, &out_sizes)?
+        delinearize(read_out, out_sizes)?
     };
-    let red_idx = delinearize(red_lin, &red_sizes)?;
+    let write_idx = if out_sizes.is_empty() {
+        vec![]
+    } else {
+        delinearize(write_out, out_sizes)?
+    };
+    let red_idx = delinearize(red_lin, red_sizes)?;
     let callee_idx: Vec<Expr> = (0..callee_dims.len())
         .map(|i| match (kept_of[i], reduced_of[i]) {
-            (Some(k), _) => out_idx[k],
+            (Some(k), _) => read_idx[k],
             (_, Some(r)) => red_idx[r].add(c(rmap.ranges[r].bounds.lo)),
             _ => Expr::constant(0),
         })
         .collect();
     let mut read_constraints = vec![
-        (out_lin, Interval::new(0, n_out - 1)),
+        (read_out, Interval::new(0, n_out - 1)),
         (red_lin, Interval::new(0, n_red - 1)),
     ];
     read_constraints.extend(rmap.constraints.iter().map(|&(e, iv)| {
         (
             e.substitute(&mut |v| {
                 if v < nd {
-                    out_idx[v as usize]
+                    read_idx[v as usize]
                 } else {
                     red_idx[(v - nd) as usize]
                 }
@@ -489,9 +565,9 @@ pub fn reduction_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, 
         callee_idx,
         read_constraints,
     ));
-    let mut wc = vec![(out_lin, Interval::new(0, n_out - 1))];
+    let mut wc = vec![(write_out, Interval::new(0, n_out - 1))];
     wc.extend(write_constraints);
-    let write_map = finish(IndexingMap::new(dims, vec![], vec![], out_idx, wc));
+    let write_map = finish(IndexingMap::new(dims, vec![], vec![], write_idx, wc));
     Ok(Launch {
         strategy: if row {
             Strategy::RowReduction
@@ -504,6 +580,7 @@ pub fn reduction_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, 
         write_map,
         read_map,
         read_from: callee,
+        row_threads,
     })
 }
 

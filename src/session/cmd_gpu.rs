@@ -67,16 +67,9 @@ fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let bits = crate::gpu::cuda_cpu::check(&spec, &l, naive)
         .map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
     Ok(Value::Text(format!(
-        "{}: the CUDA kernel ({} mapping, block {}, grid {}{}{}, {bits}-bit indices) ran on the CPU; every element of {} matches the reference",
+        "{}: the CUDA kernel ({}{}, {bits}-bit indices) ran on the CPU; every element of {} matches the reference",
         spec.name,
-        l.strategy.name(),
-        l.block[0],
-        l.grid[0],
-        if l.chunks() > 1 {
-            format!(", {} chunks per thread", l.chunks())
-        } else {
-            String::new()
-        },
+        describe(&l),
         if naive { ", naive index arithmetic" } else { "" },
         spec.output.shape_text()
     )))
@@ -291,8 +284,16 @@ fn describe(l: &Launch) -> String {
         l.block[0],
         l.grid[0]
     );
-    if l.config.vector > 1 && l.strategy == Strategy::Loop {
+    if l.config.vector > 1 && matches!(l.strategy, Strategy::Loop | Strategy::RowReduction) {
         s += &format!(", vector {}", l.config.vector);
+    }
+    if l.strategy == Strategy::RowReduction && l.row_threads < 32 {
+        s += &format!(
+            ", {} lane{} per row, {} rows per warp",
+            l.row_threads,
+            if l.row_threads == 1 { "" } else { "s" },
+            32 / l.row_threads
+        );
     }
     if l.chunks() > 1 && l.strategy == Strategy::Loop {
         s += &format!(", {} chunks per thread", l.chunks());

@@ -115,6 +115,32 @@ fn guards_with(m: &IndexingMap, w: &mut BodyWriter, only_dims: bool, action: &st
     }
 }
 
+/// Guards for the thread and block ids whose bounds in `m` are narrower than the launch:
+/// the simplifier folds a constraint such as `th_x floordiv 32 in [0, 19]` into the bound
+/// of `th_x`, and the threads past it must still be switched off.
+fn dim_guards(m: &IndexingMap, launch: &Launch, w: &mut BodyWriter, action: &str) {
+    let sizes = [
+        launch.block[0],
+        launch.block[1],
+        launch.block[2],
+        launch.grid[0],
+        launch.grid[1],
+        launch.grid[2],
+    ];
+    for (d, &n) in m.dims.iter().zip(&sizes) {
+        let mut parts = Vec::new();
+        if d.bounds.lo > 0 {
+            parts.push(format!("{} < {}", d.name, d.bounds.lo));
+        }
+        if d.bounds.hi < n - 1 {
+            parts.push(format!("{} > {}", d.name, d.bounds.hi));
+        }
+        if !parts.is_empty() {
+            w.line(format!("if ({}) {action};", parts.join(" || ")));
+        }
+    }
+}
+
 fn loops_open(m: &IndexingMap, w: &mut BodyWriter) {
     for v in &m.ranges {
         if !super::I32_INDEX.contains_interval(&v.bounds) {
@@ -262,6 +288,7 @@ fn emit_with(
     match &launch.strategy {
         Strategy::Loop => {
             w.line(format!("// thread → output: {wm}"));
+            dim_guards(wm, launch, &mut w, "return");
             guards(wm, &mut w, true);
             loops_open(wm, &mut w);
             guards(wm, &mut w, false);
@@ -297,6 +324,7 @@ fn emit_with(
             w.line("{");
             w.indent += 1;
             loops_open(rm, &mut w);
+            dim_guards(rm, launch, &mut w, "continue");
             guards(rm, &mut w, false);
             guards_with(rm, &mut w, true, "continue");
             let ctx = scope(&mut w, rm, naive, "o");
@@ -326,6 +354,7 @@ fn emit_with(
             }
             w.line(format!("// phase 2, thread → output: {wm}"));
             loops_open(wm, &mut w);
+            dim_guards(wm, launch, &mut w, "continue");
             guards(wm, &mut w, false);
             guards_with(wm, &mut w, true, "continue");
             let ctx = scope(&mut w, wm, naive, "o");
@@ -357,6 +386,7 @@ fn emit_with(
                 w.indent += 1;
             }
             loops_open(rm, &mut w);
+            dim_guards(rm, launch, &mut w, "continue");
             for &(e, iv) in &rm.constraints {
                 if let Some(cond) = super::outside(e, iv, &rm.names(), &rm.bounds()) {
                     w.line(format!("if ({cond}) continue;"));
@@ -390,8 +420,21 @@ fn emit_with(
                 w.indent -= 1;
                 w.line("} while (0);");
             }
-            if launch.strategy == Strategy::RowReduction {
-                w.line("for (int off = 16; off > 0; off /= 2) {");
+            if launch.strategy == Strategy::ColumnReduction {
+                // The block's 32×32 partial sums, transposed through shared memory (33
+                // columns: the column read hits 32 banks): warp w takes column w's sums.
+                w.line(format!("__shared__ {ty} tile[{TILE}][{}];", TILE + 1));
+                w.line(format!("tile[th_x / {TILE}][th_x % {TILE}] = acc;"));
+                w.line("__syncthreads();");
+                w.line(format!("acc = tile[th_x % {TILE}][th_x / {TILE}];"));
+            }
+            if launch.row_threads > 1 {
+                // A tree over the row's lanes: lane 0 of each group of `row_threads` ends
+                // with the sum of its group (several rows per warp when rows are short).
+                w.line(format!(
+                    "for (int off = {}; off > 0; off /= 2) {{",
+                    launch.row_threads / 2
+                ));
                 w.line(format!(
                     "  const {ty} other = __shfl_down_sync(0xffffffffu, acc, off);"
                 ));
@@ -402,6 +445,7 @@ fn emit_with(
                 w.line("}");
             }
             w.line(format!("// thread → output: {wm}"));
+            dim_guards(wm, launch, &mut w, "return");
             guards(wm, &mut w, true);
             let ctx = scope(&mut w, wm, naive, "o");
             let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
