@@ -128,7 +128,10 @@ fn xla_launch_strategies_run_on_the_cpu_verified() {
         assert_eq!(l.row_threads, lanes, "{} vector={vector}", spec.name);
         for naive in [false, true] {
             check_width(&spec, &l, naive, naive).unwrap_or_else(|e| {
-                panic!("{} {:?} vector={vector} naive={naive}: {e}", spec.name, l.strategy)
+                panic!(
+                    "{} {:?} vector={vector} naive={naive}: {e}",
+                    spec.name, l.strategy
+                )
             });
         }
     }
