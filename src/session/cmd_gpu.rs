@@ -17,42 +17,42 @@ use crate::syntax::{suggest, Arg, Diagnostic, Span};
 pub static COMMANDS: [Command; 6] = [
     Command {
         name: "threads",
-        usage: "threads FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false]",
+        usage: "threads FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false]",
         summary: "the thread/block-id → output map of a launch, and thread-id → every input",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); threads add0 block=128 vector=4",
         run: threads,
     },
     Command {
         name: "coalescing",
-        usage: "coalescing FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false]",
+        usage: "coalescing FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false]",
         summary: "per operand: sectors and lines per warp load against the ideal, the worst warp, and a verdict",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); coalescing add0 vector=4",
         run: coalescing_cmd,
     },
     Command {
         name: "emit",
-        usage: "emit FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false] [tile=(n, ...)] [target=cuda|cpu] [naive]",
+        usage: "emit FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [target=cuda|cpu] [naive]",
         summary: "the kernel source for that mapping: CUDA C, or C for the host compiler",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); emit add0 target=cpu",
         run: emit_cmd,
     },
     Command {
         name: "bench",
-        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [reps=N] [threads=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false] [tile=(n, ...)]",
+        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [reps=N] [threads=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)]",
         summary: "runs the kernel, checks every element against the reference, times it against a copy",
         example: "p0 = f32[64, 64] parameter(0); p1 = f32[64, 64] parameter(1); add0 = f32[64, 64] add(p0, p1); bench add0 device=cpu reps=3",
         run: bench_cmd,
     },
     Command {
         name: "mapping",
-        usage: "mapping [FUSION] [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false] [tile=(n, ...)]",
+        usage: "mapping [FUSION] [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)]",
         summary: "a mapping to reuse: the GPU launch and the CPU tiling that threads, coalescing, emit and bench take as mapping=NAME",
         example: "p0 = f32[64, 64] parameter(0); t = f32[64, 64] transpose(p0), dimensions={1, 0}; mapping t tile=(32, 16) block=256",
         run: mapping_cmd,
     },
     Command {
         name: "check",
-        usage: "check FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false] [naive]",
+        usage: "check FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [naive]",
         summary: "runs the emitted CUDA source on the CPU (threads of a block as real threads) and checks every element",
         example: "p0 = f32[40, 70] parameter(0); t = f32[70, 40] transpose(p0), dimensions={1, 0}; check t",
         run: check_cmd,
@@ -64,14 +64,12 @@ pub static COMMANDS: [Command; 6] = [
 fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let naive = a.flag("naive");
     let (spec, l) = launch_for(s, a)?;
-    crate::gpu::cuda_cpu::check(&spec, &l, naive)
+    let bits = crate::gpu::cuda_cpu::check(&spec, &l, naive)
         .map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
     Ok(Value::Text(format!(
-        "{}: the CUDA kernel ({} mapping, block {}, grid {}{}) ran on the CPU; every element of {} matches the reference",
+        "{}: the CUDA kernel ({}{}, {bits}-bit indices) ran on the CPU; every element of {} matches the reference",
         spec.name,
-        l.strategy.name(),
-        l.block[0],
-        l.grid[0],
+        describe(&l),
         if naive { ", naive index arithmetic" } else { "" },
         spec.output.shape_text()
     )))
@@ -166,6 +164,7 @@ fn mapping_of(s: &Session, a: &Args) -> Result<Mapping, Diagnostic> {
         ("block", &mut m.config.block),
         ("vector", &mut m.config.vector),
         ("unroll", &mut m.config.unroll),
+        ("max_blocks", &mut m.config.max_blocks),
     ] {
         if let Some(v) = a.kv_int(key)? {
             if v < 1 {
@@ -348,7 +347,7 @@ fn gpu_only_keys(a: &Args) -> Vec<String> {
 
 fn choose_launch(spec: &KernelSpec, m: &Mapping, a: &Args) -> Result<Launch, Diagnostic> {
     launch::choose(spec, m.config, m.tiled).map_err(|e| {
-        let key = ["vector", "block", "unroll", "tiled"]
+        let key = ["vector", "block", "unroll", "max_blocks", "tiled"]
             .into_iter()
             .find(|k| {
                 e.to_string().contains(&format!("{k}="))
@@ -369,11 +368,19 @@ fn describe(l: &Launch) -> String {
         l.block[0],
         l.grid[0]
     );
-    if l.config.vector > 1 && l.strategy == Strategy::Loop {
+    if l.config.vector > 1 && matches!(l.strategy, Strategy::Loop | Strategy::RowReduction) {
         s += &format!(", vector {}", l.config.vector);
     }
-    if l.config.unroll > 1 && l.strategy == Strategy::Loop {
-        s += &format!(", unroll {}", l.config.unroll);
+    if l.strategy == Strategy::RowReduction && l.row_threads < 32 {
+        s += &format!(
+            ", {} lane{} per row, {} rows per warp",
+            l.row_threads,
+            if l.row_threads == 1 { "" } else { "s" },
+            32 / l.row_threads
+        );
+    }
+    if l.chunks() > 1 && l.strategy == Strategy::Loop {
+        s += &format!(", {} chunks per thread", l.chunks());
     }
     s
 }
