@@ -24,6 +24,8 @@
 //! * Fusion: [`fusion::output_to_input`] composes per-op maps from the root(s) to every
 //!   parameter, simplified and deduplicated ([`fusion::FusionIndexing`], one entry per root
 //!   output); [`fusion::input_to_output`] goes the other way from one parameter.
+//! * [`inline::flatten`]: nested fusions and calls inlined, tuple plumbing resolved (the
+//!   whole-computation commands analyse the flattened computation).
 //! * [`partition::partition`] (seed 003), [`linalg::fuse`] (seed 004),
 //!   [`interp`] (the reference interpreter that the soundness tests use).
 //! * [`shape::Shape::physical_to_logical`] / [`shape::Shape::logical_to_physical`]:
@@ -37,6 +39,7 @@
 pub mod attrs;
 pub mod fusion;
 pub mod groups;
+pub mod inline;
 pub mod interp;
 pub mod linalg;
 

@@ -43,12 +43,14 @@ pub static COMMANDS: [Command; 4] = [
 
 fn partition(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let comp = computation_arg(s, a)?;
+    let comp = &*flattened(&s.hlo.module, comp);
     let p = crate::hlo::partition::partition(comp);
     Ok(Value::Text(crate::hlo::partition::describe(comp, &p)))
 }
 
 fn reduction_groups(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let comp = computation_arg(s, a)?;
+    let comp = &*flattened(&s.hlo.module, comp);
     let groups = crate::hlo::groups::reduction_groups(comp);
     let name = |id: InstrId| format!("`{}`", comp.instrs[id].name);
     let mut out = format!(
@@ -66,6 +68,18 @@ fn reduction_groups(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     }
     Ok(Value::Text(out))
+}
+
+/// `comp` with its nested fusions and calls inlined (borrowed when there are none).
+fn flattened<'a>(
+    module: &crate::hlo::Module,
+    comp: &'a Computation,
+) -> std::borrow::Cow<'a, Computation> {
+    if crate::hlo::inline::has_nesting(module, comp) {
+        std::borrow::Cow::Owned(crate::hlo::inline::flatten(module, comp))
+    } else {
+        std::borrow::Cow::Borrowed(comp)
+    }
 }
 
 /// The computation a command names: a computation block, or a fusion instruction's.
@@ -267,6 +281,7 @@ fn indexing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     };
     let _ = fusion_of;
+    let comp = &*flattened(module, comp);
     let n_params = comp.parameters().len();
     let multi = comp.outputs().len() > 1;
     match from {
