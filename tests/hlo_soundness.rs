@@ -1103,3 +1103,80 @@ fn runtime_offsets_fold_through_nested_fusions() {
         }
     }
 }
+
+/// Epilogue maps against the interpreter: in a random fusion, one instruction `h` is
+/// marked as a hero; the same fusion with `h` replaced by a new parameter shows, run by the
+/// interpreter, exactly which root elements each element of `h` reaches. The epilogue's
+/// maps from `h`'s index to the root's must name exactly those (checked when no other
+/// hero lies between `h` and the root, where the epilogue would stop).
+#[test]
+fn epilogue_maps_match_the_interpreter() {
+    use ixmap::hlo::epilogue;
+    let mut rng = Rng(0xe1109e);
+    let mut checked = 0;
+    for case in 0..150 {
+        let (src, _) = random_fusion(&mut rng, 7);
+        let (ws, name) = build(&src);
+        let comp = ws.module.computation(&name).expect("defined");
+        let candidates: Vec<usize> = (0..comp.instrs.len())
+            .filter(|&i| comp.instrs[i].name.starts_with('v'))
+            .collect();
+        let h = candidates[rng.int(0, candidates.len() as i64 - 1) as usize];
+        let users = comp.users();
+        // Instructions reachable from h through users: no other hero among them.
+        let mut stack = users[h].clone();
+        let mut between_hero = false;
+        let mut seen = BTreeSet::new();
+        while let Some(v) = stack.pop() {
+            if seen.insert(v) {
+                between_hero |= epilogue::is_hero(comp, v);
+                stack.extend(users[v].iter().copied());
+            }
+        }
+        if between_hero {
+            continue;
+        }
+        let es = epilogue::epilogues(comp, &[h]);
+        if !seen.contains(&comp.root) && h != comp.root {
+            // h is dead code: the outputs never reach it, so it is no hero.
+            assert!(es.iter().all(|e| e.hero != h), "case {case}\n{src}");
+            continue;
+        }
+        let e = es.iter().find(|e| e.hero == h).expect("h is a hero");
+        assert_eq!(e.roots, vec![comp.root], "case {case}\n{src}");
+        // The fusion with h replaced by parameter 2.
+        let hn = &comp.instrs[h].name;
+        let hs = shape(comp.instrs[h].dims());
+        let cut: Vec<String> = src
+            .lines()
+            .map(|l| {
+                let t = l.trim_start().trim_start_matches("ROOT ");
+                if t.starts_with(&format!("{hn} = ")) {
+                    let root = if l.contains("ROOT ") { "ROOT " } else { "" };
+                    format!(" {root}{hn} = {hs} parameter(2)")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        let cut = cut.join("\n");
+        let (ws2, name2) = build(&cut);
+        let comp2 = ws2.module.computation(&name2).expect("defined");
+        let ps = params(comp2, &mut rng);
+        let out = run_outputs(&ws2.module, comp2, &ps).expect("runs")[0].clone();
+        for x in all_indices(comp.instrs[h].dims()) {
+            let actual: BTreeSet<Vec<i64>> = all_indices(&out.dims)
+                .into_iter()
+                .filter(|o| out.at(o).deps.contains(&(2, x.clone())))
+                .collect();
+            let predicted = image_all(&e.maps[0], &x, None);
+            assert_eq!(
+                actual, predicted,
+                "case {case}: hero {hn} {x:?} → root\n{src}\nmaps: {:#?}",
+                e.maps[0]
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 30, "too few epilogue cases: {checked}");
+}

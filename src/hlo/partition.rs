@@ -37,6 +37,8 @@ pub enum Cut {
     DifferentIndices(Vec<(InstrId, IndexingMap)>),
     /// A user's indexing is unknown.
     UnknownIndexing(InstrId),
+    /// Marked as a subgraph root by the caller (as XLA's emitters mark their heroes).
+    Marked,
 }
 
 #[derive(Clone, Debug)]
@@ -55,6 +57,13 @@ pub struct Partition {
 }
 
 pub fn partition(comp: &Computation) -> Partition {
+    partition_with_roots(comp, &[])
+}
+
+/// The partition with `extra` instructions forced to root functions of their own (XLA's
+/// `is_subgraph_root`: the reduction and transpose emitters mark their heroes so each hero
+/// is computed once, by its own scheme, and its users call it).
+pub fn partition_with_roots(comp: &Computation, extra: &[InstrId]) -> Partition {
     let order = reverse_topological(comp, &[comp.root]);
     let n = comp.instrs.len();
     let users = comp.users();
@@ -74,6 +83,8 @@ pub fn partition(comp: &Computation) -> Partition {
         us.dedup();
         let cut = if id == comp.root {
             Some(Cut::ComputationRoot)
+        } else if extra.contains(&id) {
+            Some(Cut::Marked)
         } else {
             let groups: Vec<Option<usize>> = us.iter().map(|&u| function_of[u]).collect();
             if groups.iter().any(|g| *g != groups[0]) || groups.is_empty() {
@@ -165,6 +176,7 @@ pub fn describe(comp: &Computation, p: &Partition) -> String {
                 )
             }
             Cut::UnknownIndexing(u) => format!("the indexing of its user {} is unknown", name(*u)),
+            Cut::Marked => "marked as a subgraph root (roots=)".to_string(),
         };
         out.push(format!("  cut: {why}"));
         out.push(format!("  signature: {}", signature(comp, f)));
