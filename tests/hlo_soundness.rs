@@ -830,6 +830,8 @@ fn zero_sized_shapes_give_known_empty_maps() {
         ("a = f32[0,5,4] parameter(0)\n k = f32[3,4,2] parameter(1)\n ROOT r = f32[0,3,2] convolution(a, k), window={size=3}, dim_labels=b0f_0io->b0f", false, &[]),
         ("a = f32[2,5,0] parameter(0)\n k = f32[3,0,2] parameter(1)\n ROOT r = f32[2,3,2] convolution(a, k), window={size=3}, dim_labels=b0f_0io->b0f", false, &[]),
         ("a = f32[0] parameter(0)\n b = s32[2] parameter(1)\n ROOT r = (f32[0], s32[2]) tuple(a, b)", false, &[]),
+        ("a = f32[5,4] parameter(0)\n i = s32[0,1] parameter(1)\n u = f32[0,4] parameter(2)\n ROOT r = f32[5,4] scatter(a, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1", true, &[]),
+        ("a = f32[5,0] parameter(0)\n i = s32[2,1] parameter(1)\n u = f32[2,0] parameter(2)\n ROOT r = f32[5,0] scatter(a, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1", true, &[]),
         ("a = (f32[0], s32[2]) parameter(0)\n ROOT r = f32[0] get-tuple-element(a), index=0", false, &[]),
     ];
     let mut rng = Rng(0x5eed);
