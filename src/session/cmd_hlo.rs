@@ -86,10 +86,8 @@ fn name_list(comp: &Computation, a: &Args, key: &str) -> Result<Vec<InstrId>, Di
         .into_iter()
         .map(|(w, sp)| {
             comp.find(&w).ok_or_else(|| {
-                let mut d = Diagnostic::at(
-                    format!("no instruction named `{w}` in `{}`", comp.name),
-                    sp,
-                );
+                let mut d =
+                    Diagnostic::at(format!("no instruction named `{w}` in `{}`", comp.name), sp);
                 if let Some(x) = suggest(&w, comp.instrs.iter().map(|i| i.name.as_str())) {
                     d = d.with_help(format!("did you mean `{x}`?"));
                 }
