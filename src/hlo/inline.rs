@@ -19,7 +19,8 @@
 //!
 //! Inlined instructions are named `FUSION/NAME`. Instructions no output reads are dropped;
 //! the computation's own parameters all stay. A callee that calls itself (directly or
-//! not), or whose parameter count differs from the call's operands, stays an opaque call.
+//! not), or whose parameters differ in number or shape from the call's operands, stays an
+//! opaque call.
 
 use super::{Computation, Instr, InstrId, Module};
 
@@ -94,7 +95,12 @@ fn emit(
             .map(|&o| id_of[o].expect("operands come first"))
             .collect();
         if let Some(c) = callee(module, ins) {
-            let fits = c.parameters().len() == operands.len()
+            let cp = c.parameters();
+            let fits = cp.len() == operands.len()
+                && cp
+                    .iter()
+                    .zip(&operands)
+                    .all(|(&q, &o)| c.instrs[q].shape.dims() == out[o].shape.dims())
                 && !stack.contains(&c.name)
                 && stack.len() < MAX_DEPTH;
             if fits {
