@@ -172,8 +172,18 @@ pub fn not_read() -> MapSet {
     vec![m]
 }
 
-/// Output-to-input maps of every output of the computation to every parameter.
+/// Output-to-input maps of every output of the computation to every parameter. Nested
+/// fusions and calls are inlined first ([`super::inline::flatten`]), so the outputs are
+/// those of the flattened computation: a root that is a multi-output fusion counts as
+/// its elements.
 pub fn output_to_input(module: &Module, comp: &Computation) -> FusionIndexing {
+    let flat;
+    let comp = if super::inline::has_nesting(module, comp) {
+        flat = super::inline::flatten(module, comp);
+        &flat
+    } else {
+        comp
+    };
     FusionIndexing {
         outputs: comp
             .outputs()
@@ -183,7 +193,19 @@ pub fn output_to_input(module: &Module, comp: &Computation) -> FusionIndexing {
     }
 }
 
-/// Input-to-output maps from parameter number `p` to every output of the computation.
+/// Input-to-output maps from parameter number `p` to every output of the computation,
+/// through nested fusions and calls in `module` (inlined first, as for
+/// [`output_to_input`]).
+pub fn input_to_output_in(module: &Module, comp: &Computation, p: usize) -> Vec<MapSet> {
+    if super::inline::has_nesting(module, comp) {
+        input_to_output(&super::inline::flatten(module, comp), p)
+    } else {
+        input_to_output(comp, p)
+    }
+}
+
+/// Input-to-output maps from parameter number `p` to every output of the computation
+/// (nested fusions stay opaque: see [`input_to_output_in`]).
 pub fn input_to_output(comp: &Computation, p: usize) -> Vec<MapSet> {
     let params = comp.parameters();
     let outputs = comp.outputs();
