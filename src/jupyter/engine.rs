@@ -10,7 +10,8 @@
 //! ```
 
 use crate::render::{self, Style};
-use crate::session::{commands, Session, Value};
+use crate::session::{commands, Session};
+use crate::value::Value;
 use crate::syntax;
 use serde_json::{json, Map, Value as Json};
 

@@ -1,7 +1,8 @@
 //! Typed access to a command's arguments: maps (literal, bound name or nested command),
 //! flags, `key=value` options, tuples.
 
-use super::{Session, Value};
+use super::Session;
+use crate::value::Value;
 use crate::map::IndexingMap;
 use crate::syntax::{Arg, ArgGroup, CommandCall, Diagnostic, Span};
 

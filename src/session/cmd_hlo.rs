@@ -2,7 +2,8 @@
 //! (instruction lines, computation blocks, `HloModule` texts) in the session.
 
 use super::commands::Command;
-use super::{Args, Indexing, OperandMaps, Session, Value};
+use super::{Args, Session};
+use crate::value::{Indexing, OperandMaps, Value};
 use crate::hlo::fusion;
 use crate::hlo::ops::{self, MapSet};
 use crate::hlo::parse::parse_hlo;

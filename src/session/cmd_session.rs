@@ -1,7 +1,8 @@
 //! Commands about the session itself: `vars`, `reset`, `load FILE`, `save FILE`.
 
 use super::commands::Command;
-use super::{Args, Session, Value};
+use super::{Args, Session};
+use crate::value::Value;
 use crate::syntax::{Arg, Diagnostic};
 use crate::value::{Loaded, Table};
 

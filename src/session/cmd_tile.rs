@@ -2,11 +2,13 @@
 //! each operand the output reads, and how often).
 
 use super::commands::Command;
-use super::{Args, Session, Table, Value};
+use super::{Args, Session};
+use crate::value::tile::join;
+use crate::value::{Table, Value};
 use crate::map::{IndexingMap, Limits};
 use crate::syntax::{Arg, Diagnostic};
 use crate::tile::symbolic::{self, Size};
-use crate::tile::{self, check::Verdict, OperandTile};
+use crate::tile::{self, OperandTile};
 
 pub static COMMANDS: [Command; 5] = [
     Command {
@@ -227,13 +229,6 @@ fn sizes(a: &Args) -> Result<Vec<Size>, Diagnostic> {
     }
 }
 
-fn join(xs: &[i64]) -> String {
-    xs.iter()
-        .map(|x| x.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let given = sizes(a)?;
     let whole = a.kv("k").is_some() || a.after("at").is_some() || a.flag("every");
@@ -350,111 +345,55 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         notes: vec![],
     };
     let single_map = ops.len() == 1 && ops[0].maps.len() == 1;
+    let limits = Limits {
+        max_points: CHECK_LIMIT,
+    };
     let mut checked = 0u64;
     let mut unchecked = 0usize;
     for op in &ops {
-        let mut derived: Vec<(IndexingMap, OperandTile)> = Vec::new();
-        for m in &op.maps {
-            match tile::derive(m, &sizes).map_err(|mut e| {
-                let lim = Limits {
-                    max_points: CHECK_LIMIT,
+        // The library derives every map's tile, checks it by enumeration, and keeps one
+        // tile when it contains the others.
+        let set = match tile::fusion::tile_set(&op.maps, &sizes, &limits) {
+            Ok(set) => set,
+            // A wrong tile is a bug in ixmap; say so rather than print it as fact.
+            Err(e) if single_map || e.error.to_string().starts_with("internal error") => {
+                let why = if single_map {
+                    e.error.to_string()
+                } else {
+                    format!("operand {}: {}", op.label, e.error)
                 };
-                if let Some(which) = tile::check::first_non_box(m, &sizes, &lim) {
-                    e.reason.push_str(&format!("; e.g. {which}"));
-                }
-                e
-            }) {
-                Ok(x) => derived.push((m.clone(), x)),
-                Err(e) if single_map => return Err(Diagnostic::at(e.to_string(), a.span())),
-                Err(e) => {
-                    t.rows
-                        .push(vec![op.label.clone(), "-".into(), "not a tile".into()]);
-                    t.notes.push(format!("{}: {e}", section_name(&op.label)));
-                    derived.clear();
-                    break;
-                }
+                return Err(Diagnostic::at(why, a.span()));
             }
-        }
-        if derived.is_empty() {
-            continue;
-        }
-        // One tile when one of them contains the others; otherwise one per map.
-        let cover = (0..derived.len()).find(|&i| {
-            derived
-                .iter()
-                .all(|(_, b)| tile::contains(&derived[i].1, b))
-        });
-        let shown: Vec<usize> = match cover {
-            Some(i) => vec![i],
-            None => (0..derived.len()).collect(),
+            Err(e) => {
+                t.rows
+                    .push(vec![op.label.clone(), "-".into(), "not a tile".into()]);
+                t.notes
+                    .push(format!("{}: {}", section_name(&op.label), e.error));
+                continue;
+            }
         };
-        for (n, &i) in shown.iter().enumerate() {
-            let (m, x) = &derived[i];
-            let label = if shown.len() > 1 {
-                format!("{} (map {})", op.label, n)
+        for (n, x) in set.tiles.iter().enumerate() {
+            let label = if set.tiles.len() > 1 {
+                format!("{} (map {n})", op.label)
             } else {
                 op.label.clone()
             };
-            for j in 0..x.sizes.len() {
-                t.rows.push(vec![
-                    if j == 0 { label.clone() } else { String::new() },
-                    j.to_string(),
-                    x.offsets.show_expr(x.offsets.results[j]),
-                    x.sizes[j].to_string(),
-                    x.strides[j].to_string(),
-                    if x.clips[j].is_full() {
-                        String::new()
-                    } else {
-                        x.clips[j].to_string()
-                    },
-                ]);
-            }
-            if x.sizes.is_empty() {
-                t.rows
-                    .push(vec![label.clone(), "-".into(), "scalar".into()]);
-            }
+            t.rows
+                .extend(crate::value::tile::tile_rows(&label, &[], x));
             t.notes.push(format!("{}: {}", section_name(&label), x.map));
-            if let Some(note) = crate::render::tile::mask_note(&section_name(&label), x) {
+            if let Some(note) = crate::value::tile::mask_note(&section_name(&label), x) {
                 t.notes.push(note);
             }
-            let _ = m;
         }
-        if derived.len() > 1 && cover.is_some() {
+        if set.covers > 1 {
             t.notes.push(format!(
                 "operand {} is read through {} maps; the tile shown contains the others",
-                op.label,
-                derived.len()
+                op.label, set.covers
             ));
         }
-        for (m, x) in &derived {
-            match tile::check_exact(
-                m,
-                &sizes,
-                x,
-                &Limits {
-                    max_points: CHECK_LIMIT,
-                },
-            ) {
-                Ok(Verdict::Exact { tiles }) => checked = checked.max(tiles),
-                Ok(Verdict::Differs {
-                    tile,
-                    element,
-                    only_in_map,
-                }) => {
-                    // A wrong tile is a bug in ixmap; say so rather than print it as fact.
-                    return Err(Diagnostic::at(
-                        format!(
-                            "internal error: the derived tile of operand {} differs from the map at tile ({}): element ({}) {}",
-                            op.label,
-                            join(&tile),
-                            join(&element),
-                            if only_in_map { "is read but not in the tile" } else { "is in the tile but not read" }
-                        ),
-                        a.span(),
-                    ));
-                }
-                Err(_) => unchecked += 1,
-            }
+        match set.checked {
+            Some(c) => checked = checked.max(c),
+            None => unchecked += op.maps.len(),
         }
     }
     if unchecked == 0 {
@@ -982,14 +921,23 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         let bound = format!("{}_best", crate::gpu::emit::c_ident(&name));
         let r = &rc.ratio;
         let held = r.verdict() == std::cmp::Ordering::Greater;
+        // The summary names the table's rank 1: the default when it was fastest.
+        let default_first = order.first().is_some_and(|&i| tuned.rows[i].sizes.is_none());
         t.notes.push(format!(
-            "best: tile=({}); re-measured against the default: {}; {}",
-            join(&rc.sizes),
-            r.describe(),
-            if held {
-                "the win holds"
+            "best: {}; re-measured against the default: {}; {}",
+            if default_first {
+                format!(
+                    "the default (untiled loop), rank 1; the fastest tiling is tile=({})",
+                    join(&rc.sizes)
+                )
             } else {
-                "not a reliable win over the default"
+                format!("tile=({}), rank 1", join(&rc.sizes))
+            },
+            r.describe(),
+            match (held, default_first) {
+                (true, false) => "the win holds",
+                (true, true) => "it wins there, though not in the table: rerun with more reps= to decide",
+                (false, _) => "not a reliable win over the default",
             }
         ));
         t.notes.push(format!(
@@ -1068,8 +1016,15 @@ fn tune_gpu(
         let c = rows[i].config.unwrap_or_default();
         let bound = format!("{}_best", crate::gpu::emit::c_ident(name));
         let speedup = default / rows[i].timing.median_s;
+        // The summary names the table's rank 1: the default when it was fastest.
+        let default_first = order.first().is_some_and(|&j| rows[j].config.is_none());
         t.notes.push(format!(
-            "best: block={} vector={}, {speedup:.2}x the default; bound to `{bound}`: `emit {name} mapping={bound}`, `bench {name} mapping={bound}`",
+            "best: {}block={} vector={}, {speedup:.2}x the default; bound to `{bound}`: `emit {name} mapping={bound}`, `bench {name} mapping={bound}`",
+            if default_first {
+                "the default (block=128 vector=1), rank 1; the fastest other launch is "
+            } else {
+                ""
+            },
             c.block,
             c.vector,
         ));
@@ -1228,7 +1183,7 @@ fn run_tile_fusion(s: &mut Session, a: &Args, name: &str) -> Result<Value, Diagn
             }
         }
     }
-    Ok(Value::Table(crate::render::tile::instructions(
+    Ok(Value::Table(crate::value::tile::instructions(
         &what, &space, &all, &tiles,
     )))
 }
@@ -1351,7 +1306,7 @@ fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             .collect();
         scheds.push((sc, verdict, maps));
     }
-    Ok(Value::Table(crate::render::tile::schedules(&what, &scheds)))
+    Ok(Value::Table(crate::value::tile::schedules(&what, &scheds)))
 }
 
 /// `tilings FUSION|MAP [k] [volume=N] [divide] [try=(...)] [max=N]`.
@@ -1426,7 +1381,7 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let e = tile::space::enumerate(&targets, &extents, &rules, 20_000)
         .map_err(|e| Diagnostic::at(e, a.span()))?;
     let conds = tile::space::conditions(&targets, &extents, &names, &rules);
-    Ok(Value::Table(crate::render::tile::tilings(
+    Ok(Value::Table(crate::value::tile::tilings(
         &what, &names, &extents, &conds, &e, shown,
     )))
 }

@@ -1,7 +1,8 @@
 //! The command table: one entry per command drives dispatch, `help` and completion.
 //! Each area keeps its commands in its own `cmd_*.rs` table; [`all`] chains them.
 
-use super::{Args, Session, Value};
+use super::{Args, Session};
+use crate::value::Value;
 use crate::syntax::Diagnostic;
 
 pub struct Command {

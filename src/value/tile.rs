@@ -1,8 +1,8 @@
-//! Tables for the tiling commands (`tile ... at`/`every`/`k=`, `schedule`, `tilings`): the
-//! library (`crate::tile`) computes the tiles, schedules and spaces; this file only lays
-//! them out.
+//! The tiling library's results as [`Table`] values (`tile`, `tile ... at`/`every`/`k=`,
+//! `schedule`, `tilings`): `crate::tile` computes the tiles, schedules and spaces; this file
+//! turns them into rows, once, for every command and every renderer.
 
-use crate::session::Table;
+use crate::value::Table;
 use crate::tile::fusion::{InstrTile, IterSpace, SetTile};
 use crate::tile::schedule::Schedule;
 use crate::tile::space::Enumerated;
