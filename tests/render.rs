@@ -134,7 +134,11 @@ fn domain_entries_never_break_inside_an_interval() {
     assert!(checked >= 3, "{h}");
     assert!(!h.contains(",<br>"), "{h}");
     // A map's own domain table: the interval cells never wrap either.
-    let m = html::html(&values("(d0, d1)[s0] -> (d0 * 8 + s0, d1), domain: d0 in [0, 9], d1 in [0, 15], s0 in [0, 7]")[0]);
+    let m = html::html(
+        &values(
+            "(d0, d1)[s0] -> (d0 * 8 + s0, d1), domain: d0 in [0, 9], d1 in [0, 15], s0 in [0, 7]",
+        )[0],
+    );
     for (at, _) in m.match_indices(">[0, ") {
         let td = m[..at].rfind("<td").expect("a cell");
         assert!(m[td..at].contains("white-space: nowrap"), "{m}");
@@ -159,7 +163,10 @@ fn long_launch_maps_stay_compact() {
         panic!("a bound launch is indexing")
     };
     let m = html::map(&ix.operands[0].maps[0]);
-    assert!(m.contains(">th_y, th_z, bl_y, bl_z</td>") && m.contains(">dimensions</td>"), "{m}");
+    assert!(
+        m.contains(">th_y, th_z, bl_y, bl_z</td>") && m.contains(">dimensions</td>"),
+        "{m}"
+    );
 }
 
 const KERNEL: &str = "fr {\n  p0 = f32[8,16] parameter(0)\n  p1 = f32[16,8] parameter(1)\n  e = f32[8,16] exponential(p0)\n  r = f32[16,8] reshape(e)\n  ROOT a = f32[16,8] add(r, p1)\n}\nemit fr target=cuda naive";
@@ -187,11 +194,21 @@ fn kernels_are_monospace_highlighted_and_never_wrap() {
         .max_by_key(|l| l.len())
         .expect("the kernel has comments");
     assert!(long.len() > 100, "a long comment to check: {long}");
-    let escaped = long.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
-    assert!(h.contains(&format!("font-style: italic\">{escaped}</span>")), "{h}");
+    let escaped = long
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;");
+    assert!(
+        h.contains(&format!("font-style: italic\">{escaped}</span>")),
+        "{h}"
+    );
     // The text is the source exactly.
     let body = &h[pre_at..h.find("</pre>").expect("closed")];
-    assert_eq!(text_of(&format!("{body}</pre>")).trim_end(), k.source.trim_end());
+    assert_eq!(
+        text_of(&format!("{body}</pre>")).trim_end(),
+        k.source.trim_end()
+    );
 }
 
 #[test]
@@ -209,7 +226,11 @@ fn highlighting_keeps_any_text_exactly() {
 /// The `y` of every `<text>` of font size `size`, and the bottom of every `<rect>` cell.
 fn svg_text_ys(svg: &str, size: &str) -> Vec<f64> {
     svg.lines()
-        .filter(|l| l.starts_with("<text") && l.contains(&format!("font-size=\"{size}\"")) && (size != "11" || l.contains("fill=\"#333\"")))
+        .filter(|l| {
+            l.starts_with("<text")
+                && l.contains(&format!("font-size=\"{size}\""))
+                && (size != "11" || l.contains("fill=\"#333\""))
+        })
         .map(|l| attr(l, "y"))
         .collect()
 }
@@ -235,7 +256,10 @@ fn plots_are_sized_to_what_is_read() {
     let svg = svg_of("w = (d0, d1)[s0] -> (d0 * 8 + s0, d1), domain: d0 in [0, 9], d1 in [0, 15], s0 in [0, 7]\nplot w at (1, 2)");
     let height = attr(svg.lines().next().expect("svg"), "height");
     assert!(height < 450.0, "{height} px tall");
-    assert!(svg.contains("input shown: rows 7 to 16 of 0 to 79"), "{svg}");
+    assert!(
+        svg.contains("input shown: rows 7 to 16 of 0 to 79"),
+        "{svg}"
+    );
     // Every read cell is still drawn: 8 of them, coloured.
     let read = svg
         .lines()
@@ -290,7 +314,10 @@ fn plot_axes_are_the_tensors_dimensions_and_labels_clear_the_notes() {
 fn explained_simplification_has_latex_steps() {
     let v = &values("simplify (d0, d1) -> (d0 + d1 floordiv 16, d1 mod 16), domain: d0 in [0, 6], d1 in [0, 14] explain")[0];
     let l = latex::latex(v).expect("explained maps have LaTeX");
-    assert!(l.starts_with("$$\\begin{aligned}(d_{0}, d_{1}) &\\mapsto"), "{l}");
+    assert!(
+        l.starts_with("$$\\begin{aligned}(d_{0}, d_{1}) &\\mapsto"),
+        "{l}"
+    );
     assert_eq!(l.matches("\\Rightarrow").count(), 3, "three steps: {l}");
     assert!(l.contains("\\text{interval-constant}: & \\left\\lfloor \\frac{d_{1}}{16} \\right\\rfloor \\;\\Rightarrow\\; 0"), "{l}");
     assert!(l.contains("\\text{because } d_{1} \\in [0, 14]"), "{l}");
@@ -312,21 +339,42 @@ fn no_import_runs_from_render_or_value_into_session() {
         let mut todo = vec![root.join(dir)];
         while let Some(p) = todo.pop() {
             if p.is_dir() {
-                todo.extend(std::fs::read_dir(&p).expect("dir").map(|e| e.expect("entry").path()));
+                todo.extend(
+                    std::fs::read_dir(&p)
+                        .expect("dir")
+                        .map(|e| e.expect("entry").path()),
+                );
             } else if p.extension().is_some_and(|e| e == "rs") {
-                out.push((p.display().to_string(), std::fs::read_to_string(&p).expect("read")));
+                out.push((
+                    p.display().to_string(),
+                    std::fs::read_to_string(&p).expect("read"),
+                ));
             }
         }
         out
     };
     let mut below = files("render");
     below.extend(files("value"));
-    below.push(("src/value.rs".into(), std::fs::read_to_string(root.join("value.rs")).expect("value.rs")));
+    below.push((
+        "src/value.rs".into(),
+        std::fs::read_to_string(root.join("value.rs")).expect("value.rs"),
+    ));
     for (path, text) in &below {
-        assert!(!text.contains("session::") && !text.contains("crate::repl") && !text.contains("crate::jupyter"), "{path} imports a front end or the interpreter");
+        assert!(
+            !text.contains("session::")
+                && !text.contains("crate::repl")
+                && !text.contains("crate::jupyter"),
+            "{path} imports a front end or the interpreter"
+        );
     }
-    for (path, text) in files("value").iter().chain(&[("src/value.rs".to_string(), std::fs::read_to_string(root.join("value.rs")).expect("value.rs"))]) {
-        assert!(!text.contains("render::"), "{path} reaches into the renderers");
+    for (path, text) in files("value").iter().chain(&[(
+        "src/value.rs".to_string(),
+        std::fs::read_to_string(root.join("value.rs")).expect("value.rs"),
+    )]) {
+        assert!(
+            !text.contains("render::"),
+            "{path} reaches into the renderers"
+        );
     }
     for (path, text) in files("session") {
         for (i, line) in text.lines().enumerate() {
@@ -349,10 +397,18 @@ fn tune_summary_names_the_tables_winner() {
         panic!("tune gives a table: {v:?}")
     };
     let first = t.rows.iter().find(|r| r[0] == "1").expect("a rank 1");
-    let best = t.notes.iter().find(|n| n.starts_with("best: ")).expect("a summary");
+    let best = t
+        .notes
+        .iter()
+        .find(|n| n.starts_with("best: "))
+        .expect("a summary");
     let named = match first[1].strip_prefix("tile=") {
         Some(sizes) => format!("best: tile={sizes}, rank 1;"),
         None => "best: the default (untiled loop), rank 1;".to_string(),
     };
-    assert!(best.starts_with(&named), "table's rank 1 is {}, summary: {best}", first[1]);
+    assert!(
+        best.starts_with(&named),
+        "table's rank 1 is {}, summary: {best}",
+        first[1]
+    );
 }

@@ -20,8 +20,7 @@ use std::fmt::Write;
 const TABLE: &str = r#"<table style="border-collapse: collapse; margin: 2px 0 6px 0">"#;
 const TH: &str =
     r#"<th style="text-align: left; padding: 1px 10px 1px 0; border-bottom: 1px solid #999">"#;
-const TD: &str =
-    r#"<td style="text-align: left; vertical-align: top; padding: 1px 10px 1px 0; font-family: monospace">"#;
+const TD: &str = r#"<td style="text-align: left; vertical-align: top; padding: 1px 10px 1px 0; font-family: monospace">"#;
 /// A cell whose text never breaks: an interval `[lo, hi]`, a domain entry.
 const TD_NOWRAP: &str = r#"<td style="text-align: left; vertical-align: top; padding: 1px 10px 1px 0; font-family: monospace; white-space: nowrap">"#;
 /// An item that never breaks inside (`th_x in [0, 127]`), in a cell that may wrap between items.
@@ -331,10 +330,37 @@ pub fn code_block(src: &str) -> String {
 }
 
 const C_KEYWORDS: &[&str] = &[
-    "auto", "break", "case", "const", "continue", "default", "do", "else", "extern", "for",
-    "goto", "if", "inline", "register", "restrict", "return", "sizeof", "static", "struct",
-    "switch", "typedef", "union", "volatile", "while", "__global__", "__device__",
-    "__host__", "__shared__", "__restrict__", "__syncthreads", "__launch_bounds__",
+    "auto",
+    "break",
+    "case",
+    "const",
+    "continue",
+    "default",
+    "do",
+    "else",
+    "extern",
+    "for",
+    "goto",
+    "if",
+    "inline",
+    "register",
+    "restrict",
+    "return",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "typedef",
+    "union",
+    "volatile",
+    "while",
+    "__global__",
+    "__device__",
+    "__host__",
+    "__shared__",
+    "__restrict__",
+    "__syncthreads",
+    "__launch_bounds__",
 ];
 const C_TYPES: &[&str] = &[
     "void", "char", "short", "int", "long", "float", "double", "signed", "unsigned", "bool",
@@ -362,7 +388,8 @@ pub fn highlight_c(src: &str) -> String {
     while i < b.len() {
         let rest = &src[i..];
         let c = b[i];
-        let end_of = |from: usize, pat: &str| rest[from..].find(pat).map_or(rest.len(), |k| k + from);
+        let end_of =
+            |from: usize, pat: &str| rest[from..].find(pat).map_or(rest.len(), |k| k + from);
         if rest.starts_with("//") {
             let n = end_of(0, "\n");
             span(&mut out, COMMENT, &rest[..n]);

@@ -254,7 +254,9 @@ impl<'a> TexParser<'a> {
                 return None;
             }
             let b = self.sum()?;
-            return self.eat(")").then(|| Tex::Call(f, Box::new(a), Box::new(b)));
+            return self
+                .eat(")")
+                .then(|| Tex::Call(f, Box::new(a), Box::new(b)));
         }
         if t.chars().all(|c| c.is_ascii_digit()) {
             Some(Tex::Num(t.to_string()))
@@ -372,10 +374,7 @@ pub fn explained(
         );
         if !st.why.is_empty() {
             let facts: Vec<String> = st.why.split("; ").map(fact).collect();
-            s += &format!(
-                "& \\quad\\text{{because }} {}\\\\\n",
-                facts.join(",\\; ")
-            );
+            s += &format!("& \\quad\\text{{because }} {}\\\\\n", facts.join(",\\; "));
         }
     }
     s += "\\end{array}$$";

@@ -199,11 +199,7 @@ pub fn plot(p: &Plot) -> String {
         y += 15.0;
     }
     let text_w = 2.0 * margin + 7.3 * shorten(&p.map, 110).chars().count() as f64;
-    let notes_w = lines
-        .iter()
-        .map(|l| label_px(l, 11.0))
-        .fold(0.0, f64::max)
-        + 2.0 * margin;
+    let notes_w = lines.iter().map(|l| label_px(l, 11.0)).fold(0.0, f64::max) + 2.0 * margin;
     let width = (x2 + w2 + margin).max(420.0).max(text_w).max(notes_w);
     let height = y;
     let mut out = String::new();

@@ -2,9 +2,9 @@
 //! flags, `key=value` options, tuples.
 
 use super::Session;
-use crate::value::Value;
 use crate::map::IndexingMap;
 use crate::syntax::{Arg, ArgGroup, CommandCall, Diagnostic, Span};
+use crate::value::Value;
 
 pub struct Args<'a> {
     pub call: &'a CommandCall,

@@ -4,7 +4,6 @@
 
 use super::commands::Command;
 use super::{Args, Session};
-use crate::value::{Indexing, OperandMaps, Table, Value};
 use crate::gpu::bench::{self, Device, Options};
 use crate::gpu::coalescing;
 use crate::gpu::emit::{self, Target};
@@ -14,6 +13,7 @@ use crate::gpu::mapping::Mapping;
 use crate::gpu::spec::KernelSpec;
 use crate::hlo::workspace::Target as HloTarget;
 use crate::syntax::{suggest, Arg, Diagnostic, Span};
+use crate::value::{Indexing, OperandMaps, Table, Value};
 
 pub static COMMANDS: [Command; 6] = [
     Command {

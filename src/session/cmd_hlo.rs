@@ -3,13 +3,13 @@
 
 use super::commands::Command;
 use super::{Args, Session};
-use crate::value::{Indexing, OperandMaps, Value};
 use crate::hlo::fusion;
 use crate::hlo::ops::{self, MapSet};
 use crate::hlo::parse::parse_hlo;
 use crate::hlo::workspace::Target;
 use crate::hlo::{Computation, InstrId, Shape};
 use crate::syntax::{suggest, Arg, Diagnostic, HloText, Span};
+use crate::value::{Indexing, OperandMaps, Value};
 
 pub static COMMANDS: [Command; 4] = [
     Command {

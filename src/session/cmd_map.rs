@@ -2,10 +2,10 @@
 
 use super::commands::Command;
 use super::{Args, Session};
-use crate::value::Value;
 use crate::map::{self, IndexingMap, Limits};
 use crate::simplify::{simplify as run_simplify, SimplifyLimits};
 use crate::syntax::{Arg, Diagnostic};
+use crate::value::Value;
 use crate::MapError;
 
 pub static COMMANDS: [Command; 13] = [

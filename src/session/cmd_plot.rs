@@ -14,12 +14,12 @@
 
 use super::commands::Command;
 use super::{commands, Args, Session};
-use crate::value::{Grid, Plot, Value};
 use crate::interval::Interval;
 use crate::map::IndexingMap;
 use crate::map::{DomainPoints, Limits};
 use crate::syntax::{Arg, Diagnostic};
 use crate::syntax::{ArgGroup, CommandCall};
+use crate::value::{Grid, Plot, Value};
 use std::collections::BTreeSet;
 
 pub static COMMANDS: [Command; 1] = [Command {
@@ -130,13 +130,20 @@ const CROP_MARGIN: usize = 1;
 /// picture shows those, not 80 rows. Returns the note that says what was cut.
 fn crop(g: &mut Grid) -> Option<String> {
     let read = |r: usize, c: usize| !g.cells[r * g.cols + c].is_empty();
-    let rows: Vec<usize> = (0..g.rows).filter(|&r| (0..g.cols).any(|c| read(r, c))).collect();
-    let cols: Vec<usize> = (0..g.cols).filter(|&c| (0..g.rows).any(|r| read(r, c))).collect();
+    let rows: Vec<usize> = (0..g.rows)
+        .filter(|&r| (0..g.cols).any(|c| read(r, c)))
+        .collect();
+    let cols: Vec<usize> = (0..g.cols)
+        .filter(|&c| (0..g.rows).any(|r| read(r, c)))
+        .collect();
     let (&r0, &r1) = (rows.first()?, rows.last()?);
     let (&c0, &c1) = (cols.first()?, cols.last()?);
     let span = |lo: usize, hi: usize, n: usize| -> (usize, usize) {
         if n > 16 && 2 * (hi - lo + 1) <= n {
-            (lo.saturating_sub(CROP_MARGIN), (hi + CROP_MARGIN).min(n - 1))
+            (
+                lo.saturating_sub(CROP_MARGIN),
+                (hi + CROP_MARGIN).min(n - 1),
+            )
         } else {
             (0, n - 1)
         }

@@ -2,8 +2,8 @@
 
 use super::commands::Command;
 use super::{Args, Session};
-use crate::value::Value;
 use crate::syntax::{Arg, Diagnostic};
+use crate::value::Value;
 use crate::value::{Loaded, Table};
 
 pub static COMMANDS: [Command; 4] = [

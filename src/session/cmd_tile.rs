@@ -3,12 +3,12 @@
 
 use super::commands::Command;
 use super::{Args, Session};
-use crate::value::tile::join;
-use crate::value::{Table, Value};
 use crate::map::{IndexingMap, Limits};
 use crate::syntax::{Arg, Diagnostic};
 use crate::tile::symbolic::{self, Size};
 use crate::tile::{self, OperandTile};
+use crate::value::tile::join;
+use crate::value::{Table, Value};
 
 pub static COMMANDS: [Command; 5] = [
     Command {
@@ -378,8 +378,7 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             } else {
                 op.label.clone()
             };
-            t.rows
-                .extend(crate::value::tile::tile_rows(&label, &[], x));
+            t.rows.extend(crate::value::tile::tile_rows(&label, &[], x));
             t.notes.push(format!("{}: {}", section_name(&label), x.map));
             if let Some(note) = crate::value::tile::mask_note(&section_name(&label), x) {
                 t.notes.push(note);
@@ -922,7 +921,9 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         let r = &rc.ratio;
         let held = r.verdict() == std::cmp::Ordering::Greater;
         // The summary names the table's rank 1: the default when it was fastest.
-        let default_first = order.first().is_some_and(|&i| tuned.rows[i].sizes.is_none());
+        let default_first = order
+            .first()
+            .is_some_and(|&i| tuned.rows[i].sizes.is_none());
         t.notes.push(format!(
             "best: {}; re-measured against the default: {}; {}",
             if default_first {
@@ -936,7 +937,8 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             r.describe(),
             match (held, default_first) {
                 (true, false) => "the win holds",
-                (true, true) => "it wins there, though not in the table: rerun with more reps= to decide",
+                (true, true) =>
+                    "it wins there, though not in the table: rerun with more reps= to decide",
                 (false, _) => "not a reliable win over the default",
             }
         ));

@@ -2,8 +2,8 @@
 //! Each area keeps its commands in its own `cmd_*.rs` table; [`all`] chains them.
 
 use super::{Args, Session};
-use crate::value::Value;
 use crate::syntax::Diagnostic;
+use crate::value::Value;
 
 pub struct Command {
     pub name: &'static str,

@@ -2,11 +2,11 @@
 //! `schedule`, `tilings`): `crate::tile` computes the tiles, schedules and spaces; this file
 //! turns them into rows, once, for every command and every renderer.
 
-use crate::value::Table;
 use crate::tile::fusion::{InstrTile, IterSpace, SetTile};
 use crate::tile::schedule::Schedule;
 use crate::tile::space::Enumerated;
 use crate::tile::OperandTile;
+use crate::value::Table;
 
 pub fn join(xs: &[i64]) -> String {
     xs.iter()
