@@ -3,7 +3,7 @@
 //! configuration, and returns a typed value for the front ends to render.
 
 use super::commands::Command;
-use super::{Args, Indexing, OperandMaps, Session, Table, Value};
+use super::{Args, Session};
 use crate::gpu::bench::{self, Device, Options};
 use crate::gpu::coalescing;
 use crate::gpu::emit::{self, Target};
@@ -13,6 +13,7 @@ use crate::gpu::mapping::Mapping;
 use crate::gpu::spec::KernelSpec;
 use crate::hlo::workspace::Target as HloTarget;
 use crate::syntax::{suggest, Arg, Diagnostic, Span};
+use crate::value::{Indexing, OperandMaps, Table, Value};
 
 pub static COMMANDS: [Command; 6] = [
     Command {
@@ -566,7 +567,7 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             None => emit::cpu::emit(&spec, naive).map_err(err)?,
         },
     };
-    Ok(Value::Kernel(super::Kernel {
+    Ok(Value::Kernel(crate::value::Kernel {
         name: e.name,
         target: tgt.name().into(),
         source: e.source,
@@ -680,7 +681,7 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         _ => bench::run(&spec, &opts, !naive, naive).map_err(err)?,
     };
     let main = &o.variants[0];
-    let mut b = super::Bench {
+    let mut b = crate::value::Bench {
         name: format!("{} ({})", spec.name, main.label),
         device: o.device.clone(),
         verified: o.variants.iter().all(|v| v.verified),

@@ -2,13 +2,14 @@
 //! (instruction lines, computation blocks, `HloModule` texts) in the session.
 
 use super::commands::Command;
-use super::{Args, Indexing, OperandMaps, Session, Value};
+use super::{Args, Session};
 use crate::hlo::fusion;
 use crate::hlo::ops::{self, MapSet};
 use crate::hlo::parse::parse_hlo;
 use crate::hlo::workspace::Target;
 use crate::hlo::{Computation, InstrId, Shape};
 use crate::syntax::{suggest, Arg, Diagnostic, HloText, Span};
+use crate::value::{Indexing, OperandMaps, Value};
 
 pub static COMMANDS: [Command; 5] = [
     Command {
