@@ -288,7 +288,11 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
         .with_help(help.to_string()))
     };
     let loop_help = "`tiled=false` launches a plain loop, which takes block=, vector= and unroll=";
-    let red_help = "a reduction's launch takes block= only";
+    let red_help = if l.strategy == Strategy::RowReduction {
+        "a row reduction's launch takes block= and vector= (elements per load)"
+    } else {
+        "a reduction's launch takes block= only"
+    };
     if let Some(b) = a.kv_int("block")? {
         if b != l.block[0] {
             if !reduction {
@@ -299,6 +303,16 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
                         l.block[0]
                     ),
                     loop_help,
+                );
+            }
+            if l.strategy == Strategy::ColumnReduction {
+                return unused(
+                    "block",
+                    format!(
+                        "its 32x32 tiles of columns run on blocks of {} threads, not {b}",
+                        l.block[0]
+                    ),
+                    "a column reduction's launch is fixed (XLA's 32x32 tile)",
                 );
             }
             if l.strategy == Strategy::RowReduction {
@@ -315,8 +329,13 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
     }
     for key in ["vector", "unroll"] {
         if let Some(v) = a.kv_int(key)? {
-            if v != 1 {
-                let why = if reduction {
+            // A row reduction reads `vector` elements per load (XLA's vectorized row
+            // reduction): that option is its own.
+            let honoured = key == "vector" && l.strategy == Strategy::RowReduction;
+            if v != 1 && !honoured {
+                let why = if l.strategy == Strategy::RowReduction {
+                    format!("its lanes stride along the row with no unrolled repeat, so {key}={v} would be ignored")
+                } else if reduction {
                     format!("each thread reads one element per step, so {key}={v} would be ignored")
                 } else {
                     format!(
