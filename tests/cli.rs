@@ -773,12 +773,13 @@ fn options_a_launch_does_not_use_are_errors() {
         "{}",
         stdout(&o)
     );
-    // A reduction: vector= and tiled= do not apply; a row reduction's block is whole warps.
+    // A reduction: unroll= and tiled= do not apply; a row reduction's block is whole warps
+    // (its vector= is the elements a lane loads at once: it applies, issue 14).
     let red = "add_f32 {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\nr = f32[100,200] parameter(0)\nzero = f32[] constant(0)\nrowsum = f32[100] reduce(r, zero), dimensions={1}, to_apply=add_f32\n";
     for (stmt, want) in [
         (
-            "threads rowsum vector=2",
-            "`vector=` does not apply: rowsum is a row reduction",
+            "threads rowsum unroll=2",
+            "`unroll=` does not apply: rowsum is a row reduction",
         ),
         (
             "threads rowsum tiled=false",
@@ -792,6 +793,9 @@ fn options_a_launch_does_not_use_are_errors() {
     }
     let o = run(&["-c", &format!("{red}threads rowsum block=64")]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&["-c", &format!("{red}threads rowsum vector=2")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("vector 2"), "{}", stdout(&o));
 }
 
 #[test]
