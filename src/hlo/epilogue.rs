@@ -25,11 +25,9 @@
 //! `transpose` that moves the last (minor-most logical) dimension; XLA also requires
 //! shapes its emitters tile well. Shown in `sessions/hlo/epilogues.ixm`.
 
-use super::fusion::compose_simplified;
-use super::ops::{self, MapSet};
+use super::ops::MapSet;
 use super::partition::{mlir_elem, tensor_type};
 use super::{Computation, InstrId};
-use crate::map::IndexingMap;
 use std::collections::HashSet;
 
 /// One hero's epilogue.
@@ -87,7 +85,7 @@ pub fn epilogues(comp: &Computation, extra: &[InstrId]) -> Vec<Epilogue> {
     heroes
         .iter()
         .map(|&h| {
-            let reach = forward(comp, &users, h, &|v| v != h && hero(v));
+            let reach = super::fusion::forward(comp, &users, h, &|v| v != h && hero(v));
             let roots: Vec<InstrId> = outs
                 .iter()
                 .copied()
@@ -126,51 +124,6 @@ pub fn epilogues(comp: &Computation, extra: &[InstrId]) -> Vec<Epilogue> {
             }
         })
         .collect()
-}
-
-/// Input-to-output maps from `start`'s output to every instruction it reaches through
-/// users, not passing instructions where `stop` holds; `None` where it is not reached.
-fn forward(
-    comp: &Computation,
-    users: &[Vec<InstrId>],
-    start: InstrId,
-    stop: &dyn Fn(InstrId) -> bool,
-) -> Vec<Option<MapSet>> {
-    let mut order = super::fusion::reverse_topological(comp, &comp.outputs());
-    order.reverse(); // operands before users
-    let mut sets: Vec<Option<MapSet>> = vec![None; comp.instrs.len()];
-    sets[start] = Some(vec![IndexingMap::identity(comp.instrs[start].dims())]);
-    for &id in &order {
-        let Some(set) = sets[id].clone() else {
-            continue;
-        };
-        let mut done = HashSet::new();
-        for &u in &users[id] {
-            if !done.insert(u) || stop(u) {
-                continue;
-            }
-            let ins = &comp.instrs[u];
-            if ins.opcode == "tuple" && u == comp.root {
-                continue;
-            }
-            for (k, &o) in ins.operands.iter().enumerate() {
-                if o != id {
-                    continue;
-                }
-                let step = ops::input_to_output(comp, u, k);
-                let target = sets[u].get_or_insert_with(Vec::new);
-                for m in &set {
-                    for st in &step {
-                        let c = compose_simplified(m, st);
-                        if !target.contains(&c) {
-                            target.push(c);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    sets
 }
 
 /// The epilogue function's signature (see the module documentation).
