@@ -7,11 +7,9 @@ use super::{Args, Session};
 use crate::gpu::bench::{self, Device, Options};
 use crate::gpu::coalescing;
 use crate::gpu::emit::{self, Target};
-use crate::gpu::from_hlo;
 use crate::gpu::launch::{self, thread_to_input, Launch, Strategy};
 use crate::gpu::mapping::Mapping;
 use crate::gpu::spec::KernelSpec;
-use crate::hlo::workspace::Target as HloTarget;
 use crate::syntax::{suggest, Arg, Diagnostic, Span};
 use crate::value::{Indexing, OperandMaps, Table, Value};
 
@@ -94,22 +92,9 @@ pub(super) fn fusion_name(a: &Args) -> Result<(String, Span), Diagnostic> {
 /// The kernel spec of the fusion named by the first argument.
 pub(super) fn spec(s: &Session, a: &Args) -> Result<KernelSpec, Diagnostic> {
     let (name, span) = fusion_name(a)?;
-    let module = &s.hlo.module;
-    let r = match s.hlo.resolve(&name) {
-        Some(HloTarget::Computation(c)) => from_hlo::from_computation(module, c),
-        Some(HloTarget::Instr(c, id)) => {
-            let ins = &c.instrs[id];
-            match ins
-                .attrs
-                .calls
-                .as_deref()
-                .filter(|_| ins.opcode == "fusion")
-                .and_then(|n| module.computation(n))
-            {
-                Some(f) => from_hlo::from_computation(module, f),
-                None => from_hlo::from_instr(module, c, id),
-            }
-        }
+    // The fusion's computation, as the sweep of tests/gpu_sweep.rs adapts it.
+    let r = match crate::gpu::sweep::spec_for(&s.hlo, &name) {
+        Some(r) => r,
         None => {
             let names = s.hlo.names();
             let mut d = Diagnostic::at(format!("no fusion or instruction named `{name}`"), span)
