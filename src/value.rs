@@ -50,6 +50,8 @@ pub enum Value {
     Help(Help),
     /// `load FILE`: the outcomes of the file's statements, in order.
     Loaded(Loaded),
+    /// `coalescing`: every operand's sectors per warp load, rendered as a table.
+    Coalescing(Coalescing),
 }
 
 impl Value {
@@ -73,6 +75,8 @@ impl Value {
             Value::Defined(_) => "defined",
             Value::Help(_) => "help",
             Value::Loaded(_) => "loaded",
+            // A table with a role per row (SPEC §1 named it a table first).
+            Value::Coalescing(_) => "table",
         }
     }
 }
@@ -113,20 +117,8 @@ pub struct Kernel {
     pub source: String,
 }
 
-#[derive(Clone, Debug, Default)]
-pub struct Bench {
-    pub name: String,
-    pub device: String,
-    pub verified: bool,
-    pub median_s: f64,
-    pub min_s: f64,
-    pub max_s: f64,
-    pub bytes: u64,
-    pub gbps: f64,
-    pub roofline_pct: f64,
-    /// More rows to show (naive vs simplified, copy baseline...): label and figures.
-    pub extra: Vec<(String, String)>,
-}
+/// A measured `bench`: the library's report, rendered by `render::gpu`.
+pub use crate::gpu::bench::measure::Report as Bench;
 
 #[derive(Clone, Debug)]
 pub struct Svg {
@@ -225,4 +217,13 @@ pub struct Loaded {
     /// The statements run (a transcript's inputs, or the script itself).
     pub source: String,
     pub outcomes: Vec<Outcome>,
+}
+
+/// `coalescing FUSION`: the analysis of one launch of a fusion.
+#[derive(Clone, Debug)]
+pub struct Coalescing {
+    pub fusion: String,
+    /// The launch in words (`loop, block 128, grid 6, vector 4`).
+    pub launch: String,
+    pub report: crate::gpu::coalescing::Report,
 }

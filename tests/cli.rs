@@ -737,9 +737,36 @@ fn json_entries_say_their_role() {
     let roles = v[2]["roles"].as_array().cloned().unwrap_or_default();
     assert_eq!(rows.len(), roles.len());
     assert_eq!(roles[0]["role"], "operand");
+    assert_eq!(roles[0]["operand"], 0);
     assert_eq!(roles[0]["name"], "t");
     assert_eq!(roles[1]["role"], "output");
+    assert!(roles[1].get("operand").is_none(), "{}", roles[1]);
     assert_eq!(roles[1]["name"], "tr");
+    // Two operands: each row names its operand's number, as `threads` and `indexing` do.
+    let o = run(&[
+        "--json",
+        "-c",
+        "p = f32[8,8] parameter(0); q = f32[8,8] parameter(1); s = f32[8,8] add(p, q); coalescing s",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_lines(&o);
+    let last = v.last().cloned().unwrap_or_default();
+    let roles = last["roles"].as_array().cloned().unwrap_or_default();
+    let rows = last["rows"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), roles.len(), "{last}");
+    let got: Vec<(String, Option<u64>)> = roles
+        .iter()
+        .map(|r| (r["role"].as_str().unwrap_or("").to_string(), r["operand"].as_u64()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("operand".to_string(), Some(0)),
+            ("operand".to_string(), Some(1)),
+            ("output".to_string(), None),
+        ],
+        "{last}"
+    );
 }
 
 #[test]

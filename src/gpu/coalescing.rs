@@ -46,6 +46,8 @@ pub struct WarpLoad {
 #[derive(Clone, Debug, PartialEq)]
 pub struct OperandReport {
     pub label: String,
+    /// Which input this is (`Some(K)` for operand K), or `None` for the output's write.
+    pub operand: Option<usize>,
     pub tensor: Tensor,
     /// Thread ids → element offset in memory.
     pub offsets: IndexingMap,
@@ -91,14 +93,16 @@ pub fn analyse(spec: &KernelSpec, launch: &Launch) -> Result<Report, MapError> {
         } else {
             t.name.clone()
         };
-        operands.push(analyse_one(
+        let mut one = analyse_one(
             label,
             t,
             &to_input,
             reads_through_tile(spec, launch, acc),
             launch,
             &blocks,
-        )?);
+        )?;
+        one.operand = Some(acc.input);
+        operands.push(one);
     }
     operands.push(analyse_one(
         format!("{} (write)", spec.output.name),
@@ -170,6 +174,7 @@ fn analyse_one(
     let nwarps = (launch.block[0] + WARP - 1) / WARP;
     let mut rep = OperandReport {
         label,
+        operand: None,
         tensor: t.clone(),
         offsets: offsets.clone(),
         through_tile,

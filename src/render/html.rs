@@ -195,15 +195,16 @@ pub fn table(t: &Table) -> String {
 }
 
 fn bench(b: &Bench) -> String {
+    let h = super::gpu::bench_head(b);
     let mut t = Table {
-        title: Some(format!("{} on {}", b.name, b.device)),
+        title: Some(format!("{} on {}", h.name, h.device)),
         headers: vec!["figure".into(), "value".into()],
         ..Table::default()
     };
     let mut add = |k: &str, v: String| t.rows.push(vec![k.into(), v]);
     add(
         "verified",
-        if b.verified {
+        if h.verified {
             "yes".into()
         } else {
             "NO".into()
@@ -211,15 +212,15 @@ fn bench(b: &Bench) -> String {
     );
     add(
         "median",
-        format!("{} ms", crate::gpu::bench::ms(b.median_s)),
+        format!("{} ms", crate::gpu::bench::ms(h.median_s)),
     );
-    add("min", format!("{} ms", crate::gpu::bench::ms(b.min_s)));
-    add("max", format!("{} ms", crate::gpu::bench::ms(b.max_s)));
-    add("bytes moved", b.bytes.to_string());
-    add("bandwidth", format!("{:.2} GB/s", b.gbps));
-    add("of copy bandwidth", format!("{:.1}%", b.roofline_pct));
-    for (k, v) in &b.extra {
-        add(k, v.clone());
+    add("min", format!("{} ms", crate::gpu::bench::ms(h.min_s)));
+    add("max", format!("{} ms", crate::gpu::bench::ms(h.max_s)));
+    add("bytes moved", h.bytes.to_string());
+    add("bandwidth", format!("{:.2} GB/s", h.gbps));
+    add("of copy bandwidth", format!("{:.1}%", h.roofline_pct));
+    for (k, v) in super::gpu::bench_lines(b) {
+        add(&k, v);
     }
     table(&t)
 }
@@ -236,6 +237,7 @@ pub fn html(v: &Value) -> String {
             format!("<code style=\"color: {c}; font-weight: bold\">{b}</code>")
         }
         Value::Table(t) => table(t),
+        Value::Coalescing(c) => table(&super::gpu::coalescing_table(c)),
         Value::Kernel(k) => format!(
             "<details open><summary>kernel <code>{}</code> ({})</summary>{}</details>",
             escape(&k.name),

@@ -84,25 +84,23 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
         Value::Table(t) => {
             obj.insert("headers".into(), json!(t.headers));
             obj.insert("rows".into(), json!(t.rows));
-            // `coalescing`: each row's role, the written output or a read operand.
-            if t.title
-                .as_deref()
-                .is_some_and(|x| x.starts_with("coalescing of "))
-                && t.headers.first().is_some_and(|h| h == "operand")
-            {
-                let roles: Vec<Json> = t
-                    .rows
-                    .iter()
-                    .map(|r| {
-                        let cell = r.first().map_or("", String::as_str);
-                        match cell.strip_suffix(" (write)") {
-                            Some(name) => json!({"role": "output", "name": name}),
-                            None => json!({"role": "operand", "name": cell}),
-                        }
-                    })
-                    .collect();
-                obj.insert("roles".into(), json!(roles));
-            }
+        }
+        Value::Coalescing(c) => {
+            let t = super::gpu::coalescing_table(c);
+            obj.insert("headers".into(), json!(t.headers));
+            obj.insert("rows".into(), json!(t.rows));
+            // Each row's role, as `threads` and `indexing` give theirs: the written output,
+            // or operand K (with the operand's name).
+            let roles: Vec<Json> = c
+                .report
+                .operands
+                .iter()
+                .map(|o| match o.operand {
+                    Some(k) => json!({"role": "operand", "operand": k, "name": o.tensor.name}),
+                    None => json!({"role": "output", "name": o.tensor.name}),
+                })
+                .collect();
+            obj.insert("roles".into(), json!(roles));
         }
         Value::Kernel(k) => {
             obj.insert("name".into(), json!(k.name));
@@ -110,14 +108,15 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
             obj.insert("source".into(), json!(k.source));
         }
         Value::Bench(b) => {
-            obj.insert("device".into(), json!(b.device));
-            obj.insert("verified".into(), json!(b.verified));
-            obj.insert("median_s".into(), json!(b.median_s));
-            obj.insert("min_s".into(), json!(b.min_s));
-            obj.insert("max_s".into(), json!(b.max_s));
-            obj.insert("bytes".into(), json!(b.bytes));
-            obj.insert("gbps".into(), json!(b.gbps));
-            obj.insert("roofline_pct".into(), json!(b.roofline_pct));
+            let h = super::gpu::bench_head(b);
+            obj.insert("device".into(), json!(h.device));
+            obj.insert("verified".into(), json!(h.verified));
+            obj.insert("median_s".into(), json!(h.median_s));
+            obj.insert("min_s".into(), json!(h.min_s));
+            obj.insert("max_s".into(), json!(h.max_s));
+            obj.insert("bytes".into(), json!(h.bytes));
+            obj.insert("gbps".into(), json!(h.gbps));
+            obj.insert("roofline_pct".into(), json!(h.roofline_pct));
         }
         Value::Mapping(m) => {
             obj.insert("fusion".into(), json!(m.fusion));

@@ -222,6 +222,7 @@ fn text_plain(v: &Value, style: Style) -> String {
             }
         }
         Value::Table(t) => table(t, style),
+        Value::Coalescing(c) => table(&super::gpu::coalescing_table(c), style),
         Value::Kernel(k) => format!("kernel {} ({}):\n{}", k.name, k.target, indent(&k.source)),
         Value::Bench(b) => bench(b),
         Value::Mapping(m) => mapping(m),
@@ -393,22 +394,23 @@ fn mapping(m: &crate::gpu::mapping::Mapping) -> String {
 }
 
 fn bench(b: &Bench) -> String {
+    let h = super::gpu::bench_head(b);
     let mut s = format!(
         "{} on {}: median {} ms (min {}, max {}), {:.2} GB/s, {:.1}% of copy bandwidth, {}",
-        b.name,
-        b.device,
-        crate::gpu::bench::ms(b.median_s),
-        crate::gpu::bench::ms(b.min_s),
-        crate::gpu::bench::ms(b.max_s),
-        b.gbps,
-        b.roofline_pct,
-        if b.verified {
+        h.name,
+        h.device,
+        crate::gpu::bench::ms(h.median_s),
+        crate::gpu::bench::ms(h.min_s),
+        crate::gpu::bench::ms(h.max_s),
+        h.gbps,
+        h.roofline_pct,
+        if h.verified {
             "verified"
         } else {
             "NOT verified"
         }
     );
-    for (k, v) in &b.extra {
+    for (k, v) in super::gpu::bench_lines(b) {
         s += &format!("\n  {k}: {v}");
     }
     s

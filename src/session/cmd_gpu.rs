@@ -4,14 +4,14 @@
 
 use super::commands::Command;
 use super::{Args, Session};
-use crate::gpu::bench::{self, Device, Options};
+use crate::gpu::bench::{self, Device};
 use crate::gpu::coalescing;
 use crate::gpu::emit::{self, Target};
 use crate::gpu::launch::{self, thread_to_input, Launch, Strategy};
 use crate::gpu::mapping::Mapping;
 use crate::gpu::spec::KernelSpec;
 use crate::syntax::{suggest, Arg, Diagnostic, Span};
-use crate::value::{Indexing, OperandMaps, Table, Value};
+use crate::value::{Indexing, OperandMaps, Value};
 
 pub static COMMANDS: [Command; 6] = [
     Command {
@@ -442,83 +442,13 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 fn coalescing_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     no_tile_here(a, "`coalescing` counts the GPU launch's warps")?;
     let (spec, l) = launch_for(s, a)?;
-    let r = coalescing::analyse(&spec, &l).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
-    let mut t = Table {
-        title: Some(format!(
-            "coalescing of {} ({}); {} warp{} checked{}",
-            spec.name,
-            describe(&l),
-            r.warps_checked,
-            if r.warps_checked == 1 { "" } else { "s" },
-            if r.sampled { ", sampled" } else { "" }
-        )),
-        headers: [
-            "operand",
-            "layout",
-            "sectors/load",
-            "ideal",
-            "lines/load",
-            "ideal",
-            "verdict",
-            "XLA's rule",
-        ]
-        .map(String::from)
-        .to_vec(),
-        ..Default::default()
-    };
-    for o in &r.operands {
-        let per = |x: u64| {
-            if o.loads == 0 {
-                "0".to_string()
-            } else {
-                format!("{:.1}", x as f64 / o.loads as f64)
-            }
-        };
-        t.rows.push(vec![
-            o.label.clone(),
-            o.tensor.shape_text(),
-            per(o.sectors),
-            per(o.ideal_sectors),
-            per(o.lines),
-            per(o.ideal_lines),
-            if o.coalesced {
-                "coalesced".into()
-            } else {
-                "NOT coalesced".into()
-            },
-            if o.rule_coalesced {
-                "coalesced".into()
-            } else {
-                "not coalesced".into()
-            },
-        ]);
-    }
-    for o in &r.operands {
-        t.notes.push(format!("{}: offset {}", o.label, o.offsets));
-        if let Some(w) = &o.worst {
-            let at = if w.at.is_empty() {
-                String::new()
-            } else {
-                format!(" at {}", w.at)
-            };
-            t.notes.push(format!(
-                "  worst warp: block {} warp {}{at}: {} sectors for {} elements (ideal {})",
-                w.block, w.warp, w.sectors, w.elements, w.ideal
-            ));
-        }
-        if o.through_tile {
-            t.notes.push("  read through the shared-memory tile: rows of the input, so a warp reads 128 contiguous bytes".into());
-        }
-        if o.coalesced != o.rule_coalesced {
-            let stride = o.th_x_stride.unwrap_or(0);
-            t.notes.push(if o.coalesced {
-                format!("  XLA's rule looks only at the stride in th_x ({stride} elements); the count shows the warp's bytes still fall in few sectors")
-            } else {
-                format!("  XLA's rule sees stride {stride} in th_x and calls it coalesced; the count shows warps that straddle rows or skip elements")
-            });
-        }
-    }
-    Ok(Value::Table(t))
+    let report =
+        coalescing::analyse(&spec, &l).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
+    Ok(Value::Coalescing(crate::value::Coalescing {
+        fusion: spec.name.clone(),
+        launch: describe(&l),
+        report,
+    }))
 }
 
 /// The target `emit` writes for: `target=` if given, else the CPU for a mapping with a CPU
@@ -608,38 +538,12 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Device::Cpu => false,
         Device::Auto => bench::cuda::available().is_ok(),
     };
-    let mut notes = Vec::new();
     if on_gpu {
         no_tile_here(a, "on the GPU the kernel runs the launch")?;
         // block=, vector=, unroll= and tiled= that the launch would not use are errors.
         launch_with(&spec, &m, a)?;
-        if let Some(t) = &m.tile {
-            notes.push((
-                "mapping".to_string(),
-                format!(
-                    "its CPU tile ({}) does not apply on the GPU; the launch is block={} vector={} unroll={}",
-                    join(t),
-                    m.config.block,
-                    m.config.vector,
-                    m.config.unroll
-                ),
-            ));
-        }
     } else {
         check_tile(&spec, &m, a)?;
-        // The GPU launch's options given alongside a CPU tile are said, not ignored (without
-        // a tile, the note after the figures says the launch does not apply).
-        let keys = gpu_only_keys(a);
-        if !keys.is_empty() && m.tile.is_some() {
-            notes.push((
-                "mapping".to_string(),
-                format!(
-                    "{} set{} the GPU launch; on the CPU the kernel runs the loop nest tiled by tile=",
-                    keys.join(" "),
-                    if keys.len() == 1 { "s" } else { "" },
-                ),
-            ));
-        }
     }
     let threads = match a.kv_int("threads")? {
         None => 0,
@@ -657,16 +561,15 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             span_of(a, "threads"),
         ));
     }
-    let opts = Options {
-        device: if on_gpu { Device::Gpu } else { Device::Cpu },
+    let req = bench::measure::Request {
+        mapping: m,
+        on_gpu,
+        naive,
         reps,
-        warmups: 2,
-        progress: true,
-        config: m.config,
-        tiled: m.tiled,
         threads,
+        launch_keys: gpu_only_keys(a),
     };
-    let err = |e: crate::MapError| {
+    let report = bench::measure::measure(&spec, &req).map_err(|e| {
         Diagnostic::at(
             e.to_string(),
             if device == Device::Gpu {
@@ -675,53 +578,8 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 a.span()
             },
         )
-    };
-    let o = match (&m.tile, on_gpu) {
-        // The tiled loop nest against the untiled loop, measured in the same run.
-        (Some(tile), false) => {
-            let kernels = bench::cpu::tiled_variants(&spec, tile, naive).map_err(err)?;
-            bench::cpu::run_kernels(&spec, &opts, kernels).map_err(err)?
-        }
-        _ => bench::run(&spec, &opts, !naive, naive).map_err(err)?,
-    };
-    let main = &o.variants[0];
-    let mut b = crate::value::Bench {
-        name: format!("{} ({})", spec.name, main.label),
-        device: o.device.clone(),
-        verified: o.variants.iter().all(|v| v.verified),
-        median_s: main.timing.median_s,
-        min_s: main.timing.min_s,
-        max_s: main.timing.max_s,
-        bytes: o.bytes,
-        gbps: o.gbps(&main.timing),
-        roofline_pct: o.copy_pct(&main.timing),
-        extra: notes,
-    };
-    let launch_given = m.config != Mapping::default().config || m.tiled.is_some();
-    if on_gpu && launch_given {
-        b.extra.push(("launch".into(), m.args()));
-    } else if !on_gpu && m.tile.is_none() && launch_given {
-        b.extra.push((
-            "mapping".into(),
-            format!(
-                "{} is a GPU launch; on the CPU the kernel is the untiled loop (a CPU mapping is tile=(...))",
-                m.args()
-            ),
-        ));
-    }
-    b.extra.extend(bench::compare_lines(&o));
-    b.extra.push((
-        "reps".into(),
-        format!(
-            "{reps} {} after 2 warm-ups; every output element checked against the reference",
-            if on_gpu {
-                "repetitions"
-            } else {
-                "rounds, variants and copy interleaved"
-            }
-        ),
-    ));
-    Ok(Value::Bench(b))
+    })?;
+    Ok(Value::Bench(report))
 }
 
 /// `mapping [FUSION] ...`: a mapping value. With a fusion, it is checked against it (the

@@ -15,6 +15,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod measure;
 
 use super::reference::{matches, read_value, Reference};
 use super::spec::KernelSpec;
@@ -325,49 +326,4 @@ pub fn interleave(
         }
     }
     Ok(samples.into_iter().map(Timing::from_samples).collect())
-}
-
-/// The lines a bench prints under its main figure: each other variant's time, and how the
-/// main variant compares with it (the ratio and its interval, from the interleaved rounds).
-pub fn compare_lines(o: &Outcome) -> Vec<(String, String)> {
-    let mut lines = Vec::new();
-    let Some(main) = o.variants.first() else {
-        return lines;
-    };
-    for v in &o.variants[1..] {
-        lines.push((
-            v.label.clone(),
-            format!(
-                "median {} ms (min {}, max {}), {:.2} GB/s, {:.1}% of copy bandwidth, {}",
-                ms(v.timing.median_s),
-                ms(v.timing.min_s),
-                ms(v.timing.max_s),
-                o.gbps(&v.timing),
-                o.copy_pct(&v.timing),
-                if v.verified {
-                    "verified"
-                } else {
-                    "NOT verified"
-                }
-            ),
-        ));
-        let ratio = Ratio::paired(&v.timing.samples, &main.timing.samples);
-        lines.push((
-            format!("{} / {}", main.label, v.label),
-            match ratio {
-                Some(r) => r.describe(),
-                None => "not timed".to_string(),
-            },
-        ));
-    }
-    lines.push((
-        "copy".into(),
-        format!(
-            "{} bytes in {} ms, {:.2} GB/s",
-            o.bytes,
-            ms(o.copy.median_s),
-            o.gbps(&o.copy)
-        ),
-    ));
-    lines
 }

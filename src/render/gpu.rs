@@ -1,0 +1,209 @@
+//! The GPU commands' values as tables and lines: `coalescing` and `bench`. Text, HTML and
+//! JSON read the same table, so the three agree by construction.
+
+use crate::gpu::bench::measure::Note;
+use crate::gpu::bench::{ms, Ratio, Timing};
+use crate::value::{Bench, Coalescing, Table};
+
+/// `coalescing`: one row per operand (the write last), then each operand's offset map, its
+/// worst warp and what XLA's stride rule would say where it disagrees with the count.
+pub fn coalescing_table(c: &Coalescing) -> Table {
+    let r = &c.report;
+    let mut t = Table {
+        title: Some(format!(
+            "coalescing of {} ({}); {} warp{} checked{}",
+            c.fusion,
+            c.launch,
+            r.warps_checked,
+            if r.warps_checked == 1 { "" } else { "s" },
+            if r.sampled { ", sampled" } else { "" }
+        )),
+        headers: [
+            "operand",
+            "layout",
+            "sectors/load",
+            "ideal",
+            "lines/load",
+            "ideal",
+            "verdict",
+            "XLA's rule",
+        ]
+        .map(String::from)
+        .to_vec(),
+        ..Default::default()
+    };
+    for o in &r.operands {
+        let per = |x: u64| {
+            if o.loads == 0 {
+                "0".to_string()
+            } else {
+                format!("{:.1}", x as f64 / o.loads as f64)
+            }
+        };
+        t.rows.push(vec![
+            o.label.clone(),
+            o.tensor.shape_text(),
+            per(o.sectors),
+            per(o.ideal_sectors),
+            per(o.lines),
+            per(o.ideal_lines),
+            if o.coalesced {
+                "coalesced".into()
+            } else {
+                "NOT coalesced".into()
+            },
+            if o.rule_coalesced {
+                "coalesced".into()
+            } else {
+                "not coalesced".into()
+            },
+        ]);
+    }
+    for o in &r.operands {
+        t.notes.push(format!("{}: offset {}", o.label, o.offsets));
+        if let Some(w) = &o.worst {
+            let at = if w.at.is_empty() {
+                String::new()
+            } else {
+                format!(" at {}", w.at)
+            };
+            t.notes.push(format!(
+                "  worst warp: block {} warp {}{at}: {} sectors for {} elements (ideal {})",
+                w.block, w.warp, w.sectors, w.elements, w.ideal
+            ));
+        }
+        if o.through_tile {
+            t.notes.push("  read through the shared-memory tile: rows of the input, so a warp reads 128 contiguous bytes".into());
+        }
+        if o.coalesced != o.rule_coalesced {
+            let stride = o.th_x_stride.unwrap_or(0);
+            t.notes.push(if o.coalesced {
+                format!("  XLA's rule looks only at the stride in th_x ({stride} elements); the count shows the warp's bytes still fall in few sectors")
+            } else {
+                format!("  XLA's rule sees stride {stride} in th_x and calls it coalesced; the count shows warps that straddle rows or skip elements")
+            });
+        }
+    }
+    t
+}
+
+/// `bench`'s main figure: `NAME (LABEL)`, and its timings against the copy.
+pub struct BenchHead {
+    pub name: String,
+    pub device: String,
+    pub verified: bool,
+    pub median_s: f64,
+    pub min_s: f64,
+    pub max_s: f64,
+    pub bytes: u64,
+    pub gbps: f64,
+    pub roofline_pct: f64,
+}
+
+pub fn bench_head(b: &Bench) -> BenchHead {
+    let o = &b.outcome;
+    let (label, t) = match b.main() {
+        Some(m) => (m.label.as_str(), m.timing.clone()),
+        None => ("", Timing::from_samples(vec![])),
+    };
+    BenchHead {
+        name: format!("{} ({label})", b.fusion),
+        device: o.device.clone(),
+        verified: b.verified(),
+        median_s: t.median_s,
+        min_s: t.min_s,
+        max_s: t.max_s,
+        bytes: o.bytes,
+        gbps: o.gbps(&t),
+        roofline_pct: o.copy_pct(&t),
+    }
+}
+
+/// The lines under `bench`'s main figure, as (label, text): what the mapping means on
+/// this device, each other variant's time and how the main one compares with it (the
+/// paired ratio of the interleaved rounds), the copy, and how it was measured.
+pub fn bench_lines(b: &Bench) -> Vec<(String, String)> {
+    let mut lines = Vec::new();
+    for n in &b.notes {
+        lines.push(match n {
+            Note::TileOnGpu {
+                tile,
+                block,
+                vector,
+                unroll,
+            } => (
+                "mapping".to_string(),
+                format!(
+                    "its CPU tile ({}) does not apply on the GPU; the launch is block={block} vector={vector} unroll={unroll}",
+                    crate::gpu::mapping::join(tile),
+                ),
+            ),
+            Note::LaunchKeysOnCpu(keys) => (
+                "mapping".to_string(),
+                format!(
+                    "{} set{} the GPU launch; on the CPU the kernel runs the loop nest tiled by tile=",
+                    keys.join(" "),
+                    if keys.len() == 1 { "s" } else { "" },
+                ),
+            ),
+            Note::Launch(args) => ("launch".to_string(), args.clone()),
+            Note::LaunchOnCpu(args) => (
+                "mapping".to_string(),
+                format!(
+                    "{args} is a GPU launch; on the CPU the kernel is the untiled loop (a CPU mapping is tile=(...))"
+                ),
+            ),
+        });
+    }
+    let o = &b.outcome;
+    if let Some(main) = o.variants.first() {
+        for v in &o.variants[1..] {
+            lines.push((
+                v.label.clone(),
+                format!(
+                    "median {} ms (min {}, max {}), {:.2} GB/s, {:.1}% of copy bandwidth, {}",
+                    ms(v.timing.median_s),
+                    ms(v.timing.min_s),
+                    ms(v.timing.max_s),
+                    o.gbps(&v.timing),
+                    o.copy_pct(&v.timing),
+                    if v.verified {
+                        "verified"
+                    } else {
+                        "NOT verified"
+                    }
+                ),
+            ));
+            let ratio = Ratio::paired(&v.timing.samples, &main.timing.samples);
+            lines.push((
+                format!("{} / {}", main.label, v.label),
+                match ratio {
+                    Some(r) => r.describe(),
+                    None => "not timed".to_string(),
+                },
+            ));
+        }
+        lines.push((
+            "copy".into(),
+            format!(
+                "{} bytes in {} ms, {:.2} GB/s",
+                o.bytes,
+                ms(o.copy.median_s),
+                o.gbps(&o.copy)
+            ),
+        ));
+    }
+    lines.push((
+        "reps".into(),
+        format!(
+            "{} {} after 2 warm-ups; every output element checked against the reference",
+            b.reps,
+            if b.on_gpu {
+                "repetitions"
+            } else {
+                "rounds, variants and copy interleaved"
+            }
+        ),
+    ));
+    lines
+}
