@@ -7,7 +7,7 @@ use crate::map::{IndexingMap, Limits};
 use crate::syntax::{Arg, Diagnostic};
 use crate::tile::symbolic::{self, Size};
 use crate::tile::{self, OperandTile};
-use crate::value::tile::join;
+use crate::value::tile::{join, section_name};
 use crate::value::{Table, Value};
 
 pub static COMMANDS: [Command; 5] = [
@@ -453,211 +453,62 @@ fn run_tile_symbolic(
             })
             .collect(),
     };
-    // The size symbols' names, by output dimension; a repeated name is one size.
-    let mut names: Vec<String> = Vec::new();
-    for (i, z) in given.iter().enumerate() {
-        match z {
-            Size::Symbol(w) => {
-                if names.contains(w) {
-                    return Err(Diagnostic::at(
-                        format!("`{w}` names the size of two dimensions; give each its own symbol"),
-                        span,
-                    ));
-                }
-                names.push(w.clone())
+    // A repeated size name would make two dimensions one size.
+    let mut names: Vec<&String> = Vec::new();
+    for z in given {
+        if let Size::Symbol(w) = z {
+            if names.contains(&w) {
+                return Err(Diagnostic::at(
+                    format!("`{w}` names the size of two dimensions; give each its own symbol"),
+                    span,
+                ));
             }
-            Size::Fixed(v) => names.push(format!("{v}#{i}")),
+            names.push(w)
         }
     }
-    let ranges: Vec<String> = extents
-        .iter()
-        .zip(given)
-        .filter_map(|(e, z)| match z {
-            Size::Symbol(w) => Some(format!("{w} in [1, {e}]")),
-            Size::Fixed(_) => None,
-        })
-        .collect();
-    let shown: Vec<String> = given
-        .iter()
-        .map(|z| match z {
-            Size::Fixed(v) => v.to_string(),
-            Size::Symbol(w) => w.clone(),
-        })
-        .collect();
-    let origins: Vec<String> = (0..n).map(|i| format!("o{i}")).collect();
-    let mut t = Table {
-        title: Some(format!(
-            "symbolic tiles: the tile of {} starts at ({}), each o_i a multiple of its size, sizes ({}); {}",
-            tiled_what(a),
-            origins.join(", "),
-            shown.join(", "),
-            ranges.join(", ")
-        )),
-        headers: ["operand", "case", "when", "offsets", "sizes", "strides", "clips"]
-            .map(String::from)
-            .to_vec(),
-        rows: vec![],
-        notes: vec![],
-    };
     let limits = Limits {
         max_points: CHECK_LIMIT,
     };
-    let single_map = ops.len() == 1 && ops[0].maps.len() == 1;
-    let mut checked: Vec<String> = Vec::new();
-    for op in ops {
-        for (mi, m) in op.maps.iter().enumerate() {
-            let label = if op.maps.len() > 1 {
-                format!("{} (map {mi})", op.label)
-            } else {
-                op.label.clone()
-            };
-            let st = match symbolic::derive_symbolic(m, &extents, given) {
-                Ok(x) => x,
-                Err(e) if single_map => {
-                    return Err(Diagnostic::at(
-                        format!("not representable as a tile with these symbolic sizes: {e}"),
-                        span,
-                    ))
-                }
-                Err(e) => {
-                    t.rows
-                        .push(vec![label.clone(), "-".into(), "not a tile".into()]);
-                    t.notes.push(format!("{}: {e}", section_name(&label)));
-                    continue;
-                }
-            };
-            let show = |es: &[crate::expr::Expr], nm: &[String]| {
-                es.iter()
-                    .map(|&e| crate::expr::display(e, nm).to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            let verdict = symbolic::verify(m, &extents, given, &st, &limits);
-            let redundant = verdict
-                .as_ref()
-                .map(|k| k.redundant.clone())
-                .unwrap_or_default();
-            let cases: Vec<&symbolic::Case> = st
-                .cases
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !redundant.contains(i))
-                .map(|(_, c)| c)
-                .collect();
-            for (ci, c) in cases.iter().enumerate() {
-                let when = if c.conds.is_empty() {
-                    "always".to_string()
+    let maps: Vec<(String, IndexingMap)> = ops
+        .iter()
+        .flat_map(|op| {
+            op.maps.iter().enumerate().map(|(mi, m)| {
+                let label = if op.maps.len() > 1 {
+                    format!("{} (map {mi})", op.label)
                 } else {
-                    c.conds
-                        .iter()
-                        .map(|k| k.show(&names))
-                        .collect::<Vec<_>>()
-                        .join(" and ")
+                    op.label.clone()
                 };
-                let clips = c
-                    .clips
-                    .iter()
-                    .map(|iv| {
-                        if iv.is_full() {
-                            "-".to_string()
-                        } else {
-                            iv.to_string()
-                        }
-                    })
-                    .collect::<Vec<_>>();
-                t.rows.push(vec![
-                    if ci == 0 {
-                        label.clone()
-                    } else {
-                        String::new()
-                    },
-                    (ci + 1).to_string(),
-                    when,
-                    if c.offsets.is_empty() {
-                        "scalar".to_string()
-                    } else {
-                        format!("({})", show(&c.offsets, &st.offset_names))
-                    },
-                    format!("({})", show(&c.sizes, &names)),
-                    format!("({})", join(&c.strides)),
-                    if clips.iter().all(|x| x == "-") {
-                        String::new()
-                    } else {
-                        format!("({})", clips.join(", "))
-                    },
-                ]);
-            }
-            match verdict {
-                Ok(k) => {
-                    checked.push(format!(
-                        "{}: {} size choice{} enumerated{}; a case applies at {}, exact at each",
-                        section_name(&label),
-                        k.tried,
-                        if k.tried == 1 { "" } else { "s" },
-                        if k.all {
-                            " (every one)"
-                        } else {
-                            " (a spread: divisors, powers of two, others)"
-                        },
-                        k.covered,
-                    ));
-                    if !k.redundant.is_empty() {
-                        checked.push(format!(
-                            "  {} case{} left out: {} only where another case does",
-                            k.redundant.len(),
-                            if k.redundant.len() == 1 { "" } else { "s" },
-                            if k.redundant.len() == 1 {
-                                "it applies"
-                            } else {
-                                "they apply"
-                            }
-                        ));
-                    }
-                    if let Some((z, count)) = k.uncovered {
-                        checked.push(format!(
-                            "  {count} other choice{} also tile{} this operand concretely, e.g. ({}): `tile` with those numbers shows how",
-                            if count == 1 { "" } else { "s" },
-                            if count == 1 { "s" } else { "" },
-                            join(&z)
-                        ));
-                    }
-                }
-                Err(e) if e.starts_with(symbolic::CANNOT) => checked.push(format!(
-                    "{}: not checked: {e}; the cases are derived, not enumerated",
-                    section_name(&label)
-                )),
-                Err(e) => {
-                    return Err(Diagnostic::at(
-                        format!(
-                            "internal error: the symbolic tile of {} is wrong: {e}",
-                            section_name(&label)
-                        ),
-                        a.span(),
-                    ))
-                }
+                (label, m.clone())
+            })
+        })
+        .collect();
+    let tiles = symbolic::tile_maps(&maps, &extents, given, &limits);
+    let single_map = ops.len() == 1 && ops[0].maps.len() == 1;
+    for mt in &tiles {
+        if let (Err(e), true) = (&mt.tile, single_map) {
+            return Err(Diagnostic::at(
+                format!("not representable as a tile with these symbolic sizes: {e}"),
+                span,
+            ));
+        }
+        if let Some(Err(e)) = &mt.checked {
+            if !e.starts_with(symbolic::CANNOT) {
+                return Err(Diagnostic::at(
+                    format!(
+                        "internal error: the symbolic tile of {} is wrong: {e}",
+                        section_name(&mt.label)
+                    ),
+                    a.span(),
+                ));
             }
         }
     }
-    if t.rows.iter().all(|r| r.get(6).is_none_or(|c| c.is_empty())) {
-        for r in &mut t.rows {
-            r.truncate(6);
-        }
-        t.headers.truncate(6);
-    }
-    if t.headers.len() == 7 {
-        t.notes.push(
-            "clips: each operand tile is cut to these intervals (the part of the output an operand covers; the last, partial tile where a size does not divide its extent)"
-                .into(),
-        );
-    }
-    if checked.iter().any(|c| !c.contains(": not checked: ")) {
-        t.notes.push(
-            "checked by enumeration: at each choice of sizes, every case that applies names exactly the elements the map reads, tile by tile"
-                .into(),
-        );
-    }
-    t.notes.extend(checked);
-    Ok(Value::Table(t))
+    Ok(Value::Table(crate::value::tile::symbolic(
+        &tiled_what(a),
+        &extents,
+        given,
+        &tiles,
+    )))
 }
 
 /// What `tile` cuts: the output, or with `from K` operand K.
@@ -668,57 +519,19 @@ fn tiled_what(a: &Args) -> String {
     }
 }
 
-/// `operand 0` for an operand number, the label itself otherwise (`output`).
-fn section_name(label: &str) -> String {
-    if label.starts_with(|c: char| c.is_ascii_digit()) {
-        format!("operand {label}")
-    } else {
-        label.to_string()
-    }
-}
-
-fn percent(num: u64, den: u64) -> String {
-    if den == 0 {
-        return "-".into();
-    }
-    let p = num as f64 * 100.0 / den as f64;
-    let s = format!("{p:.2}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    format!("{s}%")
-}
-
-fn ratio(num: u64, den: u64) -> String {
-    if den == 0 {
-        return "-".into();
-    }
-    if num % den == 0 {
-        return (num / den).to_string();
-    }
-    format!("{:.2}", num as f64 / den as f64)
-}
-
 fn run_utilization(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    use crate::value::tile::Utilized;
     let (ops, _) = operands(s, a)?;
     let shape_arg = a.kv_tuple("shape")?;
-    let mut t = Table {
-        title: None,
-        headers: [
-            "operand", "elements", "read", "fraction", "reads", "avg", "max", "how",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: vec![],
-        notes: vec!["avg and max: reads per element read at least once".into()],
-    };
+    let mut rows = Vec::new();
     for op in &ops {
         if op.maps.is_empty() || op.maps.iter().any(|m| m.is_undefined()) {
-            t.rows
-                .push(vec![op.label.clone(), "-".into(), "UNDEFINED".into()]);
+            rows.push(Utilized::Undefined(op.label.clone()));
             continue;
         }
-        let shape = match (&op.shape, &shape_arg) {
-            (Some(s), _) => s.clone(),
-            (None, Some(s)) if ops.len() == 1 => s.clone(),
+        let (shape, implied) = match (&op.shape, &shape_arg) {
+            (Some(s), _) => (s.clone(), false),
+            (None, Some(s)) if ops.len() == 1 => (s.clone(), false),
             _ => {
                 let Some(sh) = op
                     .maps
@@ -741,28 +554,18 @@ fn run_utilization(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                         a.span(),
                     ));
                 };
-                t.notes.push(format!(
-                    "operand {}: shape [{}] taken from the largest index read; give shape=(...) for the real one",
-                    op.label,
-                    join(&sh)
-                ));
-                sh
+                (sh, true)
             }
         };
         let u = tile::utilization(&op.maps, &shape, &Limits::default())
             .map_err(|e| super::cmd_map::map_err(e, a))?;
-        t.rows.push(vec![
-            op.label.clone(),
-            u.elements.to_string(),
-            u.read.to_string(),
-            percent(u.read, u.elements),
-            u.reads.to_string(),
-            ratio(u.reads, u.read),
-            u.max_reads.to_string(),
-            u.method.to_string(),
-        ]);
+        rows.push(Utilized::Measured {
+            label: op.label.clone(),
+            utilization: u,
+            implied_shape: implied.then_some(shape),
+        });
     }
-    Ok(Value::Table(t))
+    Ok(Value::Table(crate::value::tile::utilization(&rows)))
 }
 
 /// The kernel spec of an HLO instruction or fusion named by the first argument, with that

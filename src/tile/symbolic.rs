@@ -1318,3 +1318,56 @@ fn join(xs: &[i64]) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+/// One map's symbolic tile, and what checking it by enumeration found.
+#[derive(Clone, Debug)]
+pub struct MapTile {
+    /// The operand (`0`, `1 (map 0)`, `output`).
+    pub label: String,
+    /// The tile, or why the map has none with these sizes.
+    pub tile: Result<SymbolicTile, String>,
+    /// The check of the tile (`None` where there is no tile). An error that does not start
+    /// with [`CANNOT`] is a case found wrong: a bug.
+    pub checked: Option<Result<Checked, String>>,
+}
+
+impl MapTile {
+    /// The cases the check did not find redundant, in order.
+    pub fn cases(&self) -> Vec<&Case> {
+        let Ok(st) = &self.tile else { return vec![] };
+        let redundant = match &self.checked {
+            Some(Ok(k)) => k.redundant.clone(),
+            _ => vec![],
+        };
+        st.cases
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !redundant.contains(i))
+            .map(|(_, c)| c)
+            .collect()
+    }
+}
+
+/// Derives and checks the symbolic tile of every labelled map, for an output of `extents`
+/// cut into tiles of the sizes `given`.
+pub fn tile_maps(
+    maps: &[(String, IndexingMap)],
+    extents: &[i64],
+    given: &[Size],
+    limits: &Limits,
+) -> Vec<MapTile> {
+    maps.iter()
+        .map(|(label, m)| {
+            let tile = derive_symbolic(m, extents, given);
+            let checked = tile
+                .as_ref()
+                .ok()
+                .map(|st| verify(m, extents, given, st, limits));
+            MapTile {
+                label: label.clone(),
+                tile,
+                checked,
+            }
+        })
+        .collect()
+}

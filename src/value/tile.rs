@@ -405,3 +405,264 @@ pub fn tune(
     }
     t
 }
+
+/// `operand 0` for an operand number, the label itself otherwise (`output`).
+pub fn section_name(label: &str) -> String {
+    if label.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("operand {label}")
+    } else {
+        label.to_string()
+    }
+}
+
+/// `tile ... sizes=(ts0, 8)`: per map, every case of its symbolic tile with the conditions
+/// on the sizes, and what the enumeration found. `what` is the tiled thing (`the output`).
+pub fn symbolic(
+    what: &str,
+    extents: &[i64],
+    given: &[crate::tile::symbolic::Size],
+    tiles: &[crate::tile::symbolic::MapTile],
+) -> Table {
+    use crate::tile::symbolic::{Size, CANNOT};
+    let n = given.len();
+    // The size symbols' names, by output dimension (a fixed size has a name no condition
+    // can mention).
+    let names: Vec<String> = given
+        .iter()
+        .enumerate()
+        .map(|(i, z)| match z {
+            Size::Symbol(w) => w.clone(),
+            Size::Fixed(v) => format!("{v}#{i}"),
+        })
+        .collect();
+    let ranges: Vec<String> = extents
+        .iter()
+        .zip(given)
+        .filter_map(|(e, z)| match z {
+            Size::Symbol(w) => Some(format!("{w} in [1, {e}]")),
+            Size::Fixed(_) => None,
+        })
+        .collect();
+    let shown: Vec<String> = given
+        .iter()
+        .map(|z| match z {
+            Size::Fixed(v) => v.to_string(),
+            Size::Symbol(w) => w.clone(),
+        })
+        .collect();
+    let origins: Vec<String> = (0..n).map(|i| format!("o{i}")).collect();
+    let mut t = Table {
+        title: Some(format!(
+            "symbolic tiles: the tile of {what} starts at ({}), each o_i a multiple of its size, sizes ({}); {}",
+            origins.join(", "),
+            shown.join(", "),
+            ranges.join(", ")
+        )),
+        headers: ["operand", "case", "when", "offsets", "sizes", "strides", "clips"]
+            .map(String::from)
+            .to_vec(),
+        rows: vec![],
+        notes: vec![],
+    };
+    let mut checked: Vec<String> = Vec::new();
+    for mt in tiles {
+        let label = &mt.label;
+        let st = match &mt.tile {
+            Ok(x) => x,
+            Err(e) => {
+                t.rows
+                    .push(vec![label.clone(), "-".into(), "not a tile".into()]);
+                t.notes.push(format!("{}: {e}", section_name(label)));
+                continue;
+            }
+        };
+        let show = |es: &[crate::expr::Expr], nm: &[String]| {
+            es.iter()
+                .map(|&e| crate::expr::display(e, nm).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        for (ci, c) in mt.cases().iter().enumerate() {
+            let when = if c.conds.is_empty() {
+                "always".to_string()
+            } else {
+                c.conds
+                    .iter()
+                    .map(|k| k.show(&names))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            };
+            let clips = c
+                .clips
+                .iter()
+                .map(|iv| {
+                    if iv.is_full() {
+                        "-".to_string()
+                    } else {
+                        iv.to_string()
+                    }
+                })
+                .collect::<Vec<_>>();
+            t.rows.push(vec![
+                if ci == 0 {
+                    label.clone()
+                } else {
+                    String::new()
+                },
+                (ci + 1).to_string(),
+                when,
+                if c.offsets.is_empty() {
+                    "scalar".to_string()
+                } else {
+                    format!("({})", show(&c.offsets, &st.offset_names))
+                },
+                format!("({})", show(&c.sizes, &names)),
+                format!("({})", join(&c.strides)),
+                if clips.iter().all(|x| x == "-") {
+                    String::new()
+                } else {
+                    format!("({})", clips.join(", "))
+                },
+            ]);
+        }
+        match &mt.checked {
+            Some(Ok(k)) => {
+                checked.push(format!(
+                    "{}: {} size choice{} enumerated{}; a case applies at {}, exact at each",
+                    section_name(label),
+                    k.tried,
+                    if k.tried == 1 { "" } else { "s" },
+                    if k.all {
+                        " (every one)"
+                    } else {
+                        " (a spread: divisors, powers of two, others)"
+                    },
+                    k.covered,
+                ));
+                if !k.redundant.is_empty() {
+                    checked.push(format!(
+                        "  {} case{} left out: {} only where another case does",
+                        k.redundant.len(),
+                        if k.redundant.len() == 1 { "" } else { "s" },
+                        if k.redundant.len() == 1 {
+                            "it applies"
+                        } else {
+                            "they apply"
+                        }
+                    ));
+                }
+                if let Some((z, count)) = &k.uncovered {
+                    checked.push(format!(
+                        "  {count} other choice{} also tile{} this operand concretely, e.g. ({}): `tile` with those numbers shows how",
+                        if *count == 1 { "" } else { "s" },
+                        if *count == 1 { "s" } else { "" },
+                        join(z)
+                    ));
+                }
+            }
+            Some(Err(e)) if e.starts_with(CANNOT) => checked.push(format!(
+                "{}: not checked: {e}; the cases are derived, not enumerated",
+                section_name(label)
+            )),
+            // A case found wrong is the command's error, never a table.
+            Some(Err(_)) | None => {}
+        }
+    }
+    if t.rows.iter().all(|r| r.get(6).is_none_or(|c| c.is_empty())) {
+        for r in &mut t.rows {
+            r.truncate(6);
+        }
+        t.headers.truncate(6);
+    }
+    if t.headers.len() == 7 {
+        t.notes.push(
+            "clips: each operand tile is cut to these intervals (the part of the output an operand covers; the last, partial tile where a size does not divide its extent)"
+                .into(),
+        );
+    }
+    if checked.iter().any(|c| !c.contains(": not checked: ")) {
+        t.notes.push(
+            "checked by enumeration: at each choice of sizes, every case that applies names exactly the elements the map reads, tile by tile"
+                .into(),
+        );
+    }
+    t.notes.extend(checked);
+    t
+}
+
+/// One operand of `utilization`.
+pub enum Utilized {
+    /// An operand whose map is undefined.
+    Undefined(String),
+    Measured {
+        label: String,
+        utilization: crate::tile::utilization::Utilization,
+        /// The shape taken from the largest index read, when the operand's is unknown.
+        implied_shape: Option<Vec<i64>>,
+    },
+}
+
+fn percent(num: u64, den: u64) -> String {
+    if den == 0 {
+        return "-".into();
+    }
+    let p = num as f64 * 100.0 / den as f64;
+    let s = format!("{p:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}%")
+}
+
+fn ratio(num: u64, den: u64) -> String {
+    if den == 0 {
+        return "-".into();
+    }
+    if num % den == 0 {
+        return (num / den).to_string();
+    }
+    format!("{:.2}", num as f64 / den as f64)
+}
+
+/// `utilization`: per operand, elements read at least once and reads per element.
+pub fn utilization(ops: &[Utilized]) -> Table {
+    let mut t = Table {
+        title: None,
+        headers: [
+            "operand", "elements", "read", "fraction", "reads", "avg", "max", "how",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: vec![],
+        notes: vec!["avg and max: reads per element read at least once".into()],
+    };
+    for op in ops {
+        match op {
+            Utilized::Undefined(label) => {
+                t.rows
+                    .push(vec![label.clone(), "-".into(), "UNDEFINED".into()]);
+            }
+            Utilized::Measured {
+                label,
+                utilization: u,
+                implied_shape,
+            } => {
+                if let Some(sh) = implied_shape {
+                    t.notes.push(format!(
+                        "operand {label}: shape [{}] taken from the largest index read; give shape=(...) for the real one",
+                        join(sh)
+                    ));
+                }
+                t.rows.push(vec![
+                    label.clone(),
+                    u.elements.to_string(),
+                    u.read.to_string(),
+                    percent(u.read, u.elements),
+                    u.reads.to_string(),
+                    ratio(u.reads, u.read),
+                    u.max_reads.to_string(),
+                    u.method.to_string(),
+                ]);
+            }
+        }
+    }
+    t
+}
