@@ -8,7 +8,7 @@ use crate::syntax::{Arg, Diagnostic};
 use crate::tile::symbolic::{self, Size};
 use crate::tile::{self, OperandTile};
 use crate::value::tile::{join, section_name};
-use crate::value::{Table, Value};
+use crate::value::Value;
 
 pub static COMMANDS: [Command; 5] = [
     Command {
@@ -301,115 +301,49 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     };
     let out =
         tile::output_tile(&extents, &sizes).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
-    let tiles: Vec<String> = out
-        .map
-        .dims
-        .iter()
-        .map(|d| format!("{} in {}", d.name, d.bounds))
-        .collect();
-    let offsets: Vec<String> = out
-        .offsets
-        .results
-        .iter()
-        .map(|&e| out.offsets.show_expr(e))
-        .collect();
-    let mut t = Table {
-        title: Some(format!(
-            "{}: offsets ({}), sizes ({}), strides ({}); {}",
-            match a.after("from") {
-                Some(Arg::Int(k, _)) => format!("tile of operand {k}"),
-                _ if a.kv("k").is_some() =>
-                    "iteration tile (the output's dimensions, then the K steps)".to_string(),
-                _ => "output tile".to_string(),
-            },
-            offsets.join(", "),
-            join(&sizes),
-            join(&vec![1; sizes.len()]),
-            tiles.join(", ")
-        )),
-        headers: [
-            if a.after("from").is_some() {
-                "reaches"
-            } else {
-                "operand"
-            },
-            "dim",
-            "offset",
-            "size",
-            "stride",
-            "clip",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: vec![],
-        notes: vec![],
-    };
     let single_map = ops.len() == 1 && ops[0].maps.len() == 1;
     let limits = Limits {
         max_points: CHECK_LIMIT,
     };
-    let mut checked = 0u64;
-    let mut unchecked = 0usize;
-    for op in &ops {
-        // The library derives every map's tile, checks it by enumeration, and keeps one
-        // tile when it contains the others.
-        let set = match tile::fusion::tile_set(&op.maps, &sizes, &limits) {
-            Ok(set) => set,
+    // The library derives every map's tile, checks it by enumeration, and keeps one tile
+    // when it contains the others.
+    let sets: Vec<crate::value::tile::OperandSet> = ops
+        .iter()
+        .map(|op| crate::value::tile::OperandSet {
+            label: op.label.clone(),
+            maps: op.maps.len(),
+            set: tile::fusion::tile_set(&op.maps, &sizes, &limits),
+        })
+        .collect();
+    for crate::value::tile::OperandSet { label, set, .. } in &sets {
+        if let Err(e) = set {
             // A wrong tile is a bug in ixmap; say so rather than print it as fact.
-            Err(e) if single_map || e.error.to_string().starts_with("internal error") => {
+            if single_map || e.error.to_string().starts_with("internal error") {
                 let why = if single_map {
                     e.error.to_string()
                 } else {
-                    format!("operand {}: {}", op.label, e.error)
+                    format!("operand {label}: {}", e.error)
                 };
                 return Err(Diagnostic::at(why, a.span()));
             }
-            Err(e) => {
-                t.rows
-                    .push(vec![op.label.clone(), "-".into(), "not a tile".into()]);
-                t.notes
-                    .push(format!("{}: {}", section_name(&op.label), e.error));
-                continue;
-            }
-        };
-        for (n, x) in set.tiles.iter().enumerate() {
-            let label = if set.tiles.len() > 1 {
-                format!("{} (map {n})", op.label)
-            } else {
-                op.label.clone()
-            };
-            t.rows.extend(crate::value::tile::tile_rows(&label, &[], x));
-            t.notes.push(format!("{}: {}", section_name(&label), x.map));
-            if let Some(note) = crate::value::tile::mask_note(&section_name(&label), x) {
-                t.notes.push(note);
-            }
-        }
-        if set.covers > 1 {
-            t.notes.push(format!(
-                "operand {} is read through {} maps; the tile shown contains the others",
-                op.label, set.covers
-            ));
-        }
-        match set.checked {
-            Some(c) => checked = checked.max(c),
-            None => unchecked += op.maps.len(),
         }
     }
-    if unchecked == 0 {
-        t.notes.push(format!(
-            "exact: each tile names exactly the elements the maps read ({checked} tile{} enumerated)",
-            if checked == 1 { "" } else { "s" }
-        ));
-    } else {
-        t.notes.push(format!("exactness not enumerated for {unchecked} map(s): the domain is larger than {CHECK_LIMIT} points"));
-    }
-    if t.rows.iter().all(|r| r.get(5).is_none_or(|c| c.is_empty())) {
-        t.headers.truncate(5);
-        for r in &mut t.rows {
-            r.truncate(5);
-        }
-    }
-    Ok(Value::Table(t))
+    let (what, first_column) = match a.after("from") {
+        Some(Arg::Int(k, _)) => (format!("tile of operand {k}"), "reaches"),
+        _ if a.kv("k").is_some() => (
+            "iteration tile (the output's dimensions, then the K steps)".to_string(),
+            "operand",
+        ),
+        _ => ("output tile".to_string(), "operand"),
+    };
+    Ok(Value::Table(crate::value::tile::operand_tiles(
+        &what,
+        first_column,
+        &out,
+        &sizes,
+        &sets,
+        CHECK_LIMIT,
+    )))
 }
 
 /// `tile ... sizes=(ts0, 8)`: per operand, every case of its symbolic tile with the
@@ -720,63 +654,32 @@ fn tune_gpu(
     };
     let (device, bytes, copy, rows) =
         tune::tune_launches(spec, &cands, &opts, &mut |_, _, _| {}).map_err(err)?;
-    let default = rows[0].timing.median_s;
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by(|&x, &y| rows[x].timing.median_s.total_cmp(&rows[y].timing.median_s));
-    let mut t = Table {
-        title: Some(format!(
-            "tune {name} on {device}: {} launches tried ({} filtered out), {bytes} bytes moved, every output verified",
-            cands.len(),
-            rejected.len()
-        )),
-        headers: ["rank", "mapping", "median ms", "GB/s", "% copy", "coalesced", "vs default"].map(String::from).to_vec(),
-        rows: vec![],
-        notes: vec![],
+    let tuned = tune::TunedLaunches {
+        device,
+        bytes,
+        copy,
+        rows,
+        tried: cands.len(),
+        rejected: rejected.len(),
     };
-    for (rank, &i) in order.iter().enumerate() {
-        let m = &rows[i];
-        t.rows.push(vec![
-            (rank + 1).to_string(),
-            match m.config {
-                None => "default (block=128 vector=1)".to_string(),
-                Some(c) => format!("block={} vector={}", c.block, c.vector),
-            },
-            format!("{:.4}", m.timing.median_s * 1e3),
-            format!("{:.1}", bytes as f64 / m.timing.median_s / 1e9),
-            format!("{:.1}", 100.0 * copy.median_s / m.timing.median_s),
-            format!("{}/{}", m.coalesced.0, m.coalesced.1),
-            format!("{:.2}x", default / m.timing.median_s),
-        ]);
-    }
-    if let Some(&i) = order.iter().find(|&&i| rows[i].config.is_some()) {
-        let c = rows[i].config.unwrap_or_default();
-        let bound = format!("{}_best", crate::gpu::emit::c_ident(name));
-        let speedup = default / rows[i].timing.median_s;
-        // The summary names the table's rank 1: the default when it was fastest.
-        let default_first = order.first().is_some_and(|&j| rows[j].config.is_none());
-        t.notes.push(format!(
-            "best: {}block={} vector={}, {speedup:.2}x the default; bound to `{bound}`: `emit {name} mapping={bound}`, `bench {name} mapping={bound}`",
-            if default_first {
-                "the default (block=128 vector=1), rank 1; the fastest other launch is "
-            } else {
-                ""
-            },
-            c.block,
-            c.vector,
-        ));
+    let bound = format!("{}_best", crate::gpu::emit::c_ident(name));
+    if let Some((config, speedup, _)) = tuned.best() {
         s.values.insert(
-            bound,
+            bound.clone(),
             Value::Mapping(crate::gpu::mapping::Mapping {
                 fusion: Some(name.to_string()),
-                config: c,
+                config,
                 origin: Some(format!(
-                    "tune {name} on {device}: {speedup:.2}x the default"
+                    "tune {name} on {}: {speedup:.2}x the default",
+                    tuned.device
                 )),
                 ..Default::default()
             }),
         );
     }
-    Ok(Value::Table(t))
+    Ok(Value::Table(crate::value::tile::tune_gpu(
+        name, &tuned, &bound,
+    )))
 }
 
 // ---- whole fusions: every instruction, the K loop, schedules, the space of tilings ----

@@ -581,3 +581,47 @@ pub fn tune_launches(
         last.ok_or_else(|| MapError::Other("nothing was measured".into()))?;
     Ok((device, bytes, copy, rows))
 }
+
+/// `tune` on the GPU: the launches measured (the default first) and how many candidates
+/// the coalescing filter left out.
+#[derive(Clone, Debug)]
+pub struct TunedLaunches {
+    pub device: String,
+    pub bytes: u64,
+    pub copy: Timing,
+    pub rows: Vec<MeasuredLaunch>,
+    /// Candidates measured (besides the default) and candidates filtered out.
+    pub tried: usize,
+    pub rejected: usize,
+}
+
+impl TunedLaunches {
+    /// The rows' indices, fastest (lowest median) first.
+    pub fn order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.rows.len()).collect();
+        order.sort_by(|&x, &y| {
+            self.rows[x]
+                .timing
+                .median_s
+                .total_cmp(&self.rows[y].timing.median_s)
+        });
+        order
+    }
+
+    /// The default launch's median time.
+    pub fn default_s(&self) -> f64 {
+        self.rows.first().map_or(0.0, |r| r.timing.median_s)
+    }
+
+    /// The fastest launch other than the default, its speed-up over the default, and
+    /// whether the default itself ranked first.
+    pub fn best(&self) -> Option<(crate::gpu::launch::LaunchConfig, f64, bool)> {
+        let order = self.order();
+        let &i = order.iter().find(|&&i| self.rows[i].config.is_some())?;
+        let c = self.rows[i].config?;
+        let default_first = order
+            .first()
+            .is_some_and(|&j| self.rows[j].config.is_none());
+        Some((c, self.default_s() / self.rows[i].timing.median_s, default_first))
+    }
+}

@@ -666,3 +666,151 @@ pub fn utilization(ops: &[Utilized]) -> Table {
     }
     t
 }
+
+/// `tune` on the GPU: every launch ranked by median, and the best one other than the
+/// default, bound to `bound`.
+pub fn tune_gpu(name: &str, tuned: &crate::tile::tune::TunedLaunches, bound: &str) -> Table {
+    let order = tuned.order();
+    let default = tuned.default_s();
+    let bytes = tuned.bytes;
+    let mut t = Table {
+        title: Some(format!(
+            "tune {name} on {}: {} launches tried ({} filtered out), {bytes} bytes moved, every output verified",
+            tuned.device, tuned.tried, tuned.rejected
+        )),
+        headers: ["rank", "mapping", "median ms", "GB/s", "% copy", "coalesced", "vs default"].map(String::from).to_vec(),
+        rows: vec![],
+        notes: vec![],
+    };
+    for (rank, &i) in order.iter().enumerate() {
+        let m = &tuned.rows[i];
+        t.rows.push(vec![
+            (rank + 1).to_string(),
+            match m.config {
+                None => "default (block=128 vector=1)".to_string(),
+                Some(c) => format!("block={} vector={}", c.block, c.vector),
+            },
+            format!("{:.4}", m.timing.median_s * 1e3),
+            format!("{:.1}", bytes as f64 / m.timing.median_s / 1e9),
+            format!("{:.1}", 100.0 * tuned.copy.median_s / m.timing.median_s),
+            format!("{}/{}", m.coalesced.0, m.coalesced.1),
+            format!("{:.2}x", default / m.timing.median_s),
+        ]);
+    }
+    if let Some((c, speedup, default_first)) = tuned.best() {
+        // The summary names the table's rank 1: the default when it was fastest.
+        t.notes.push(format!(
+            "best: {}block={} vector={}, {speedup:.2}x the default; bound to `{bound}`: `emit {name} mapping={bound}`, `bench {name} mapping={bound}`",
+            if default_first {
+                "the default (block=128 vector=1), rank 1; the fastest other launch is "
+            } else {
+                ""
+            },
+            c.block,
+            c.vector,
+        ));
+    }
+    t
+}
+
+/// One operand's tiles for `tile MAP sizes=(...)`.
+pub struct OperandSet {
+    pub label: String,
+    /// How many maps read the operand.
+    pub maps: usize,
+    pub set: Result<crate::tile::fusion::SetTile, crate::tile::fusion::SetError>,
+}
+
+/// `tile MAP sizes=(...)`: the output tile (`what`), then each operand's tile (or why it
+/// has none), with what the enumeration proved. Errors that are bugs never reach here.
+pub fn operand_tiles(
+    what: &str,
+    first_column: &str,
+    out: &OperandTile,
+    sizes: &[i64],
+    sets: &[OperandSet],
+    check_limit: u64,
+) -> Table {
+    let tiles: Vec<String> = out
+        .map
+        .dims
+        .iter()
+        .map(|d| format!("{} in {}", d.name, d.bounds))
+        .collect();
+    let offsets: Vec<String> = out
+        .offsets
+        .results
+        .iter()
+        .map(|&e| out.offsets.show_expr(e))
+        .collect();
+    let mut t = Table {
+        title: Some(format!(
+            "{what}: offsets ({}), sizes ({}), strides ({}); {}",
+            offsets.join(", "),
+            join(sizes),
+            join(&vec![1; sizes.len()]),
+            tiles.join(", ")
+        )),
+        headers: [first_column, "dim", "offset", "size", "stride", "clip"]
+            .map(String::from)
+            .to_vec(),
+        rows: vec![],
+        notes: vec![],
+    };
+    let mut checked = 0u64;
+    let mut unchecked = 0usize;
+    for OperandSet {
+        label: op_label,
+        maps,
+        set,
+    } in sets
+    {
+        let set = match set {
+            Ok(set) => set,
+            Err(e) => {
+                t.rows
+                    .push(vec![op_label.clone(), "-".into(), "not a tile".into()]);
+                t.notes
+                    .push(format!("{}: {}", section_name(op_label), e.error));
+                continue;
+            }
+        };
+        for (n, x) in set.tiles.iter().enumerate() {
+            let label = if set.tiles.len() > 1 {
+                format!("{op_label} (map {n})")
+            } else {
+                op_label.clone()
+            };
+            t.rows.extend(tile_rows(&label, &[], x));
+            t.notes.push(format!("{}: {}", section_name(&label), x.map));
+            if let Some(note) = mask_note(&section_name(&label), x) {
+                t.notes.push(note);
+            }
+        }
+        if set.covers > 1 {
+            t.notes.push(format!(
+                "operand {op_label} is read through {} maps; the tile shown contains the others",
+                set.covers
+            ));
+        }
+        match set.checked {
+            Some(c) => checked = checked.max(c),
+            None => unchecked += maps,
+        }
+    }
+    if unchecked == 0 {
+        t.notes.push(format!(
+            "exact: each tile names exactly the elements the maps read ({checked} tile{} enumerated)",
+            if checked == 1 { "" } else { "s" }
+        ));
+    } else {
+        t.notes.push(format!("exactness not enumerated for {unchecked} map(s): the domain is larger than {check_limit} points"));
+    }
+    if t.rows.iter().all(|r| r.get(5).is_none_or(|c| c.is_empty())) {
+        t.headers.truncate(5);
+        for r in &mut t.rows {
+            r.truncate(5);
+        }
+    }
+    t
+}
