@@ -52,6 +52,16 @@ pub enum Value {
     Loaded(Loaded),
     /// `coalescing`: every operand's sectors per warp load, rendered as a table.
     Coalescing(Coalescing),
+    /// `reduction_groups`: the reductions of a computation that XLA launches together.
+    Groups(Groups),
+    /// `fuse`: the consumer's map through the producer, and how it was composed.
+    Fused(Fused),
+    /// `show M as mlir` / `as xla`: a map in another tool's syntax.
+    Shown(Shown),
+    /// A file a command wrote (`plot ... to FILE.svg`).
+    Written(Written),
+    /// `indexing` of an instruction with no operands (a parameter, a constant, an iota).
+    NoOperands(NoOperands),
 }
 
 impl Value {
@@ -77,6 +87,11 @@ impl Value {
             Value::Loaded(_) => "loaded",
             // A table with a role per row (SPEC §1 named it a table first).
             Value::Coalescing(_) => "table",
+            Value::Groups(_) => "groups",
+            Value::Fused(_) => "fused",
+            Value::Shown(_) => "shown",
+            Value::Written(_) => "written",
+            Value::NoOperands(_) => "no_operands",
         }
     }
 }
@@ -117,7 +132,7 @@ pub struct Kernel {
     pub source: String,
 }
 
-/// A measured `bench`: the library's report, rendered by `render::gpu`.
+/// A measured `bench`: the library's report, which the renderers lay out.
 pub use crate::gpu::bench::measure::Report as Bench;
 
 #[derive(Clone, Debug)]
@@ -226,4 +241,55 @@ pub struct Coalescing {
     /// The launch in words (`loop, block 128, grid 6, vector 4`).
     pub launch: String,
     pub report: crate::gpu::coalescing::Report,
+}
+
+/// `reduction_groups C`: groups of root instructions, with the instructions they share.
+#[derive(Clone, Debug)]
+pub struct Groups {
+    pub computation: String,
+    pub groups: Vec<Group>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Group {
+    pub roots: Vec<String>,
+    pub shared: Vec<String>,
+}
+
+/// `fuse A, R, C`: the fused map and a sentence on how it was built.
+#[derive(Clone, Debug)]
+pub struct Fused {
+    pub map: IndexingMap,
+    pub how: String,
+}
+
+/// Which syntax `show ... as` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Syntax {
+    /// MLIR's `affine_map` / `#xla.indexing_map` attribute.
+    Mlir,
+    /// XLA's multi-line `ToString` form.
+    Xla,
+}
+
+#[derive(Clone, Debug)]
+pub struct Shown {
+    pub map: IndexingMap,
+    pub syntax: Syntax,
+}
+
+/// A file written by a command: where, and how many bytes.
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub path: String,
+    pub bytes: usize,
+}
+
+/// An instruction without operands: each output element depends only on its index.
+#[derive(Clone, Debug)]
+pub struct NoOperands {
+    pub name: String,
+    pub opcode: String,
+    /// The output's domain, as a map with no results.
+    pub domain: IndexingMap,
 }

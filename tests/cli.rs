@@ -850,3 +850,42 @@ fn gpu_launch_options_on_the_cpu_are_said() {
         stdout(&o)
     );
 }
+
+/// What used to be text built by the commands is a value now: its JSON has fields, and its
+/// `text` is still exactly what the plain run prints.
+#[test]
+fn reports_are_values_with_json_fields() {
+    let script = "add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = add(x, y)\n}\nf {\n  p = f32[16,64] parameter(0)\n  z = f32[] constant(0)\n  e = f32[16,64] exponential(p)\n  r0 = f32[16] reduce(e, z), dimensions={1}, to_apply=add\n  r1 = f32[16] reduce(e, z), dimensions={1}, to_apply=add\n  ROOT t = (f32[16], f32[16]) tuple(r0, r1)\n}\nreduction_groups f\nfuse (d0, d1) -> (d0, d1), (d0, d1) -> (d1, d0), (d0, d1) -> (d0, d1)\nshow (d0) -> (d0 floordiv 2), domain: d0 in [0, 7] as xla\nq = f32[4] parameter(0)\nindexing q";
+    let plain = run(&["-c", script]);
+    assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
+    let o = run(&["--json", "-c", script]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_lines(&o);
+    let by_kind = |k: &str| {
+        v.iter()
+            .find(|x| x["kind"] == k)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {k} in {v:?}"))
+    };
+    let g = by_kind("groups");
+    assert_eq!(g["computation"], "f");
+    assert_eq!(g["groups"][0]["roots"], serde_json::json!(["r0", "r1"]));
+    assert_eq!(g["groups"][0]["shared"], serde_json::json!(["e"]));
+    let f = by_kind("fused");
+    assert_eq!(f["map"], "(d0, d1) -> (d1, d0)");
+    assert!(f["how"].as_str().is_some_and(|h| h.contains("permutation")), "{f}");
+    let s = by_kind("shown");
+    assert_eq!(s["syntax"], "xla");
+    assert!(s["text"].as_str().is_some_and(|t| t.lines().count() > 1), "{s}");
+    let n = by_kind("no_operands");
+    assert_eq!(n["name"], "q");
+    assert_eq!(n["opcode"], "parameter");
+    // Each `text` is the plain run's output, in order.
+    let texts: String = v
+        .iter()
+        .filter_map(|x| x["text"].as_str())
+        .filter(|t| !t.is_empty())
+        .map(|t| format!("{t}\n"))
+        .collect();
+    assert_eq!(texts, stdout(&plain));
+}

@@ -412,3 +412,81 @@ fn tune_summary_names_the_tables_winner() {
         first[1]
     );
 }
+
+/// Commands return values; the renderers lay them out. So the interpreter builds no
+/// multi-line text: no string literal in `src/session/` holds a line break, except the
+/// `example:` lines of the command tables (HLO statements a help page runs), the help
+/// topics' prose (`TOPICS`, documentation) and the script that `save` writes (file
+/// contents, not a report). Unit tests are not looked at.
+#[test]
+fn the_interpreter_builds_no_multi_line_reports() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/session");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("src/session") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read");
+        let mut code = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or("")
+            .to_string();
+        // The help topics: blanked out, keeping the line numbers.
+        if let Some(a) = code.find("pub const TOPICS") {
+            let b = code[a..].find("\n];").map_or(code.len(), |e| a + e);
+            let blank: String = code[a..b]
+                .chars()
+                .map(|c| if c == '\n' { '\n' } else { ' ' })
+                .collect();
+            code.replace_range(a..b, &blank);
+        }
+        let code = code.as_str();
+        // String literals with the line each starts on; comments and char literals skipped.
+        let b = code.as_bytes();
+        let (mut i, mut line) = (0, 1);
+        while i < b.len() {
+            match b[i] {
+                b'\n' => line += 1,
+                b'/' if b.get(i + 1) == Some(&b'/') => {
+                    while i < b.len() && b[i] != b'\n' {
+                        i += 1;
+                    }
+                    continue;
+                }
+                b'\'' if b.get(i + 2) == Some(&b'\'') => i += 2,
+                b'\'' if b.get(i + 1) == Some(&b'\\') && b.get(i + 3) == Some(&b'\'') => i += 3,
+                b'"' => {
+                    let start = line;
+                    let mut lit = String::new();
+                    i += 1;
+                    while i < b.len() && b[i] != b'"' {
+                        if b[i] == b'\\' && i + 1 < b.len() {
+                            lit.push(b[i] as char);
+                            i += 1;
+                        }
+                        if b[i] == b'\n' {
+                            line += 1;
+                        }
+                        lit.push(b[i] as char);
+                        i += 1;
+                    }
+                    let src_line = code.lines().nth(start - 1).unwrap_or("");
+                    let allowed = src_line.trim_start().starts_with("example:")
+                        || lit.starts_with("# ixmap session, saved by `save`");
+                    if (lit.contains("\\n") || lit.contains('\n')) && !allowed {
+                        found.push(format!("{}:{start}: {src_line}", path.display()));
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "multi-line text built in the interpreter (make it a value and render it):\n{}",
+        found.join("\n")
+    );
+}

@@ -238,6 +238,13 @@ pub fn html(v: &Value) -> String {
         }
         Value::Table(t) => table(t),
         Value::Coalescing(c) => table(&super::gpu::coalescing_table(c)),
+        Value::Fused(f) => format!("{}\n<div>{}</div>", map(&f.map), escape(&f.how)),
+        Value::Groups(_) | Value::Shown(_) | Value::Written(_) | Value::NoOperands(_) => {
+            format!(
+                "<pre>{}</pre>",
+                escape(&super::text::text(v, super::Style::Plain))
+            )
+        }
         Value::Kernel(k) => format!(
             "<details open><summary>kernel <code>{}</code> ({})</summary>{}</details>",
             escape(&k.name),

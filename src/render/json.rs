@@ -151,6 +151,38 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
             obj.insert("name".into(), json!(d.name));
             obj.insert("shape".into(), json!(d.shape));
         }
+        Value::Groups(g) => {
+            obj.insert("computation".into(), json!(g.computation));
+            let gs: Vec<Json> = g
+                .groups
+                .iter()
+                .map(|x| json!({"roots": x.roots, "shared": x.shared}))
+                .collect();
+            obj.insert("groups".into(), json!(gs));
+        }
+        Value::Fused(f) => {
+            obj.insert("map".into(), json!(f.map.to_string()));
+            obj.insert("how".into(), json!(f.how));
+        }
+        Value::Shown(sh) => {
+            obj.insert(
+                "syntax".into(),
+                json!(match sh.syntax {
+                    crate::value::Syntax::Mlir => "mlir",
+                    crate::value::Syntax::Xla => "xla",
+                }),
+            );
+            obj.insert("map".into(), json!(sh.map.to_string()));
+        }
+        Value::Written(w) => {
+            obj.insert("path".into(), json!(w.path));
+            obj.insert("bytes".into(), json!(w.bytes));
+        }
+        Value::NoOperands(n) => {
+            obj.insert("name".into(), json!(n.name));
+            obj.insert("opcode".into(), json!(n.opcode));
+            obj.insert("operands".into(), json!([]));
+        }
         Value::Map(_) | Value::Text(_) | Value::None | Value::Help(_) | Value::Loaded(_) => {}
     }
 }

@@ -223,6 +223,17 @@ fn text_plain(v: &Value, style: Style) -> String {
         }
         Value::Table(t) => table(t, style),
         Value::Coalescing(c) => table(&super::gpu::coalescing_table(c), style),
+        Value::Groups(g) => groups(g),
+        Value::Fused(f) => format!("{}\n  {}", f.map, f.how),
+        Value::Shown(sh) => match sh.syntax {
+            crate::value::Syntax::Mlir => crate::map::mlir::to_mlir(&sh.map),
+            crate::value::Syntax::Xla => sh.map.to_multiline(),
+        },
+        Value::Written(w) => format!("wrote {} ({} bytes)", w.path, w.bytes),
+        Value::NoOperands(n) => format!(
+            "`{}` ({}) has no operands: each output element depends only on its index\n  {}",
+            n.name, n.opcode, n.domain
+        ),
         Value::Kernel(k) => format!("kernel {} ({}):\n{}", k.name, k.target, indent(&k.source)),
         Value::Bench(b) => bench(b),
         Value::Mapping(m) => mapping(m),
@@ -414,4 +425,27 @@ fn bench(b: &Bench) -> String {
         s += &format!("\n  {k}: {v}");
     }
     s
+}
+
+/// `N groups in `C`:` and one line per group: its roots, and what they share.
+fn groups(g: &crate::value::Groups) -> String {
+    let tick = |xs: &[String]| {
+        xs.iter()
+            .map(|x| format!("`{x}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = format!(
+        "{} group{} in `{}`:",
+        g.groups.len(),
+        if g.groups.len() == 1 { "" } else { "s" },
+        g.computation
+    );
+    for (k, grp) in g.groups.iter().enumerate() {
+        out.push_str(&format!("\n  group {k}: {}", tick(&grp.roots)));
+        if !grp.shared.is_empty() {
+            out.push_str(&format!(" (sharing {})", tick(&grp.shared)));
+        }
+    }
+    out
 }

@@ -118,22 +118,19 @@ fn reduction_groups(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let comp = computation_arg(s, a)?;
     let comp = &*flattened(&s.hlo.module, comp);
     let groups = crate::hlo::groups::reduction_groups(comp);
-    let name = |id: InstrId| format!("`{}`", comp.instrs[id].name);
-    let mut out = format!(
-        "{} group{} in `{}`:",
-        groups.len(),
-        if groups.len() == 1 { "" } else { "s" },
-        comp.name
-    );
-    for (k, g) in groups.iter().enumerate() {
-        let roots: Vec<String> = g.roots.iter().map(|&r| name(r)).collect();
-        out.push_str(&format!("\n  group {k}: {}", roots.join(", ")));
-        if !g.shared.is_empty() {
-            let shared: Vec<String> = g.shared.iter().map(|&r| name(r)).collect();
-            out.push_str(&format!(" (sharing {})", shared.join(", ")));
-        }
-    }
-    Ok(Value::Text(out))
+    let names = |ids: &[InstrId]| -> Vec<String> {
+        ids.iter().map(|&i| comp.instrs[i].name.clone()).collect()
+    };
+    Ok(Value::Groups(crate::value::Groups {
+        computation: comp.name.clone(),
+        groups: groups
+            .iter()
+            .map(|g| crate::value::Group {
+                roots: names(&g.roots),
+                shared: names(&g.shared),
+            })
+            .collect(),
+    }))
 }
 
 /// `comp` with its nested fusions and calls inlined (borrowed when there are none).
@@ -183,11 +180,10 @@ fn fuse(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let consumer = a.map(s, 2)?;
     let f = crate::hlo::linalg::fuse(&arg, &result, &consumer)
         .map_err(|e| Diagnostic::at(e, a.span()))?;
-    Ok(Value::Text(format!(
-        "{}
-  {}",
-        f.map, f.how
-    )))
+    Ok(Value::Fused(crate::value::Fused {
+        map: f.map,
+        how: f.how,
+    }))
 }
 
 /// Defines HLO text in the session; prints nothing.
@@ -423,13 +419,13 @@ fn instr_indexing(
         return Err(no_such_operand(k, 0, &format!("`{}`", ins.name), kspan));
     }
     if ins.operands.is_empty() {
-        let m = ops::finish(crate::map::IndexingMap::identity(ins.dims()));
-        let mut m = m;
+        let mut m = ops::finish(crate::map::IndexingMap::identity(ins.dims()));
         m.results.clear();
-        return Ok(Value::Text(format!(
-            "`{}` ({}) has no operands: each output element depends only on its index\n  {}",
-            ins.name, ins.opcode, m
-        )));
+        return Ok(Value::NoOperands(crate::value::NoOperands {
+            name: ins.name.clone(),
+            opcode: ins.opcode.clone(),
+            domain: m,
+        }));
     }
     match from {
         None => {

@@ -240,8 +240,14 @@ fn eval(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 fn show(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let m = a.map(s, 0)?;
     match a.after("as") {
-        Some(Arg::Word(w, _)) if w == "mlir" => Ok(Value::Text(map::mlir::to_mlir(&m))),
-        Some(Arg::Word(w, _)) if w == "xla" => Ok(Value::Text(m.to_multiline())),
+        Some(Arg::Word(w, _)) if w == "mlir" => Ok(Value::Shown(crate::value::Shown {
+            map: m,
+            syntax: crate::value::Syntax::Mlir,
+        })),
+        Some(Arg::Word(w, _)) if w == "xla" => Ok(Value::Shown(crate::value::Shown {
+            map: m,
+            syntax: crate::value::Syntax::Xla,
+        })),
         Some(other) => Err(Diagnostic::at(
             "`show` prints `as mlir` or `as xla`",
             other.span(),

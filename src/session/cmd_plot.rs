@@ -523,7 +523,10 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         let svg = crate::render::svg::plot(&picture);
         std::fs::write(&path, &svg)
             .map_err(|e| Diagnostic::at(format!("cannot write {path}: {e}"), target.span()))?;
-        return Ok(Value::Text(format!("wrote {path} ({} bytes)", svg.len())));
+        return Ok(Value::Written(crate::value::Written {
+            path,
+            bytes: svg.len(),
+        }));
     }
     Ok(Value::Plot(picture))
 }

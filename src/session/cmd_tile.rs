@@ -605,14 +605,18 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     });
     bar.finish_and_clear();
     let tuned = tuned.map_err(err)?;
-    let mut t =
-        crate::value::tile::tune(&name, &tuned, cands.len(), valid, n_rejected, reps, notes);
+    let bound = format!("{}_best", crate::gpu::emit::c_ident(&name));
+    let t = crate::value::tile::tune(
+        &name,
+        &tuned,
+        cands.len(),
+        valid,
+        n_rejected,
+        reps,
+        notes,
+        &bound,
+    );
     if let Some(rc) = &tuned.recheck {
-        let bound = format!("{}_best", crate::gpu::emit::c_ident(&name));
-        let r = &rc.ratio;
-        t.notes.push(format!(
-            "bound to `{bound}`: `emit {name} mapping={bound}`, `bench {name} mapping={bound}`"
-        ));
         s.values.insert(
             bound,
             Value::Mapping(crate::gpu::mapping::Mapping {
@@ -621,7 +625,7 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 origin: Some(format!(
                     "tune {name} on {}, re-measured: {}",
                     tuned.device,
-                    r.factor()
+                    rc.ratio.factor()
                 )),
                 ..Default::default()
             }),

@@ -319,7 +319,9 @@ pub fn tilings(
 }
 
 /// `tune` on the CPU: every tiling measured, ranked by median, then the summary that names
-/// the table's rank 1 and the re-measurement of the fastest tiling against the default.
+/// the table's rank 1 and the re-measurement of the fastest tiling against the default,
+/// which is bound to `bound`.
+#[allow(clippy::too_many_arguments)]
 pub fn tune(
     name: &str,
     tuned: &crate::tile::tune::Tuned,
@@ -328,6 +330,7 @@ pub fn tune(
     n_rejected: usize,
     reps: i64,
     notes: Vec<String>,
+    bound: &str,
 ) -> Table {
     let mut order: Vec<usize> = (0..tuned.rows.len()).collect();
     order.sort_by(|&x, &y| {
@@ -401,6 +404,9 @@ pub fn tune(
                     "it wins there, though not in the table: rerun with more reps= to decide",
                 (false, _) => "not a reliable win over the default",
             }
+        ));
+        t.notes.push(format!(
+            "bound to `{bound}`: `emit {name} mapping={bound}`, `bench {name} mapping={bound}`"
         ));
     }
     t
