@@ -574,10 +574,7 @@ fn execute(session: &mut Session, input: &str, style: Style, err_color: bool) {
         for o in session.execute_piece(input, &piece) {
             match &o.result {
                 Ok(v) => {
-                    let s = match crate::render::text::confirmation(v) {
-                        Some(line) => line,
-                        None => crate::render::text::text_width(v, style, width),
-                    };
+                    let s = crate::render::text::interactive(v, style, width);
                     if !s.is_empty() {
                         println!("{s}");
                     }

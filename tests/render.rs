@@ -490,3 +490,49 @@ fn the_interpreter_builds_no_multi_line_reports() {
         found.join("\n")
     );
 }
+
+/// A definition says what it defined (name, shape, kind) wherever someone is watching: the
+/// REPL and the notebook (its text/plain and its HTML) show the same line; scripts,
+/// transcripts and the JSON `text` stay quiet, and JSON gives the same facts as fields.
+#[test]
+fn definitions_confirm_alike_in_the_repl_and_the_notebook() {
+    use ixmap::render::text::{interactive, text, Style, WIDTH};
+    for (src, line) in [
+        (
+            "p0 = f32[4,8] parameter(0)",
+            "defined instruction p0: f32[4,8] (parameter)",
+        ),
+        (
+            "add_f32 {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}",
+            "defined computation add_f32: f32[] (3 instructions, root s)",
+        ),
+    ] {
+        let v = value(src);
+        assert_eq!(interactive(&v, Style::Plain, WIDTH), line, "{src}");
+        assert_eq!(text(&v, Style::Plain), "", "scripts stay quiet: {src}");
+        let b = ixmap::jupyter::engine::bundle(&v);
+        assert_eq!(b["text/plain"], line, "{src}");
+        assert!(
+            b["text/html"].as_str().is_some_and(|h| h.contains(line)),
+            "{src}: {b}"
+        );
+        let j = ixmap::render::json::outcome(
+            &ixmap::value::Outcome {
+                stmt: 1,
+                span: ixmap::syntax::Span { start: 0, end: 0 },
+                bound: None,
+                result: Ok(v.clone()),
+            },
+            src,
+            1,
+        );
+        assert_eq!(j["text"], "");
+        let ixmap::Value::Defined(d) = &v else {
+            panic!("{src} defines: {v:?}")
+        };
+        assert_eq!(j["name"], d.name.as_str());
+        assert_eq!(j["shape"], d.shape.as_str());
+        assert_eq!(j["defined"], d.kind);
+        assert_eq!(j["detail"], d.detail.as_str());
+    }
+}

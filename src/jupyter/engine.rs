@@ -54,11 +54,19 @@ impl Default for Engine {
     }
 }
 
-/// The MIME bundle of a value: text/plain always, text/html, text/latex for maps,
+/// The MIME bundle of a value: text/plain always (a definition's confirmation line), text/html, text/latex for maps,
 /// image/svg+xml for pictures.
 pub fn bundle(v: &Value) -> Json {
     let mut data = Map::new();
-    data.insert("text/plain".into(), json!(render::text(v, Style::Plain)));
+    // A definition is confirmed in one line, as the REPL does.
+    data.insert(
+        "text/plain".into(),
+        json!(render::text::interactive(
+            v,
+            Style::Plain,
+            render::text::WIDTH
+        )),
+    );
     let html = render::html(v);
     if !html.is_empty() {
         data.insert("text/html".into(), json!(html));

@@ -150,6 +150,7 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
             obj.insert("defined".into(), json!(d.kind));
             obj.insert("name".into(), json!(d.name));
             obj.insert("shape".into(), json!(d.shape));
+            obj.insert("detail".into(), json!(d.detail));
         }
         Value::Groups(g) => {
             obj.insert("computation".into(), json!(g.computation));

@@ -51,6 +51,16 @@ pub fn text_width(v: &Value, style: Style, width: usize) -> String {
     }
 }
 
+/// What an interactive front end (the REPL, the notebook) shows for a value: a
+/// definition's one-line confirmation, else the value's text at `width` columns. Scripts,
+/// transcripts and `--json` print [`text`], where definitions stay quiet.
+pub fn interactive(v: &Value, style: Style, width: usize) -> String {
+    match confirmation(v) {
+        Some(line) => line,
+        None => text_width(v, style, width),
+    }
+}
+
 /// The one line the REPL and the notebook print when an HLO statement defines something.
 pub fn confirmation(v: &Value) -> Option<String> {
     match v {
