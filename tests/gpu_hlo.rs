@@ -62,7 +62,7 @@ fn every_transcript_fusion_is_verified_on_the_cpu() {
     ] {
         let out = s.execute(&format!("bench {name} device=cpu reps=1"));
         match &out[0].result {
-            Ok(Value::Bench(b)) => assert!(b.verified, "{name}"),
+            Ok(Value::Bench(b)) => assert!(b.verified(), "{name}"),
             other => panic!("{name}: {other:?}"),
         }
     }
