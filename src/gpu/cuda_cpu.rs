@@ -25,11 +25,11 @@ pub fn translation_unit(spec: &KernelSpec, launch: &Launch, source: &str, entry:
         .inputs
         .iter()
         .enumerate()
-        .map(|(k, t)| format!("(const {} *)args[{k}]", t.elem.c_name()))
+        .map(|(k, t)| format!("(const {} *)args[{k}]", t.elem.cuda_name()))
         .collect();
     args.push(format!(
         "({} *)args[{}]",
-        spec.output.elem.c_name(),
+        spec.output.elem.cuda_name(),
         spec.inputs.len()
     ));
     format!(
@@ -71,6 +71,13 @@ pub fn check_width(
     let so = dir.join("kernel.so");
     let result = (|| {
         std::fs::write(&cc, &tu).map_err(|e| err(format!("{}: {e}", cc.display())))?;
+        // The kernel's `#include <cuda_fp16.h>` / `<cuda_bf16.h>`: the header above already
+        // has what they would declare.
+        for h in ["cuda_fp16.h", "cuda_bf16.h"] {
+            let p = dir.join(h);
+            std::fs::write(&p, "#pragma once\n")
+                .map_err(|e| err(format!("{}: {e}", p.display())))?;
+        }
         let out = std::process::Command::new(compiler())
             .args([
                 "-std=c++17",
@@ -82,6 +89,8 @@ pub fn check_width(
                 "-o",
             ])
             .arg(&so)
+            .arg("-I")
+            .arg(&dir)
             .arg(&cc)
             .output()
             .map_err(|e| err(format!("cannot run `{}`: {e}", compiler())))?;

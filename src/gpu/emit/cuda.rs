@@ -14,6 +14,7 @@
 use super::{
     c_expr, c_ident, helper_functions, input_params, simplified, BodyWriter, Emitted, Target,
 };
+use super::types;
 use crate::gpu::launch::{reads_through_tile, Launch, Strategy, TILE};
 use crate::gpu::spec::{Body, KernelSpec};
 use crate::map::IndexingMap;
@@ -240,7 +241,7 @@ fn emit_with(
 ) -> Result<Emitted, MapError> {
     super::refuse_empty(spec)?;
     let name = c_ident(&spec.name);
-    let ty = spec.output.elem.c_name();
+    let out_elem = spec.output.elem;
     let mut src = format!(
         "// {} for CUDA: {} = {}, {} mapping, block {}, grid {}; index arithmetic {}, {}.\n",
         spec.name,
@@ -282,6 +283,7 @@ fn emit_with(
         .join(", ");
     let mut w = BodyWriter::new(spec, naive, 1);
     w.index_ty = index_ty;
+    w.cuda = true;
     let wm = &launch.write_map;
     let out_strides = spec.output.strides()?;
     let out_id = IndexingMap::identity(&spec.output.dims);
@@ -295,7 +297,7 @@ fn emit_with(
             let ctx = scope(&mut w, wm, naive, "o");
             let v = w.body(&spec.functions[0].body, &ctx, &params)?;
             let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
-            w.line(format!("out[{k}] = {v};"));
+            w.line(format!("out[{k}] = {};", types::store(out_elem, &v, true)));
             loops_close(wm, &mut w);
         }
         Strategy::TiledTranspose { .. } => {
@@ -315,7 +317,9 @@ fn emit_with(
                     }
                 }
             });
-            for k in 0..tiled.len() {
+            for (k, (input, _)) in tiled.iter().enumerate() {
+                // The tile holds loaded values (16-bit floats as float).
+                let ty = types::reg(spec.inputs[*input].elem);
                 w.line(format!("__shared__ {ty} tile{k}[{TILE}][{}];", TILE + 1));
             }
             w.line(format!(
@@ -360,18 +364,25 @@ fn emit_with(
             let ctx = scope(&mut w, wm, naive, "o");
             let v = w.body(&spec.functions[0].body, &ctx, &params)?;
             let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
-            w.line(format!("out[{k}] = {v};"));
+            w.line(format!("out[{k}] = {};", types::store(out_elem, &v, true)));
             loops_close(wm, &mut w);
         }
         Strategy::RowReduction | Strategy::ColumnReduction => {
-            let Some(Body::Reduce { op, init, func, .. }) = spec.functions.first().map(|f| &f.body)
-            else {
+            // The root is the reduction, or its conversion to the output type (a sum in
+            // f32 of f16 values, written as f16).
+            let (root, convert_to) = match spec.functions.first().map(|f| &f.body) {
+                Some(Body::Convert(to, r)) => (Some(&**r), Some(*to)),
+                r => (r, None),
+            };
+            let Some(Body::Reduce { op, init, func, .. }) = root else {
                 return Err(MapError::Other(
                     "a reduction launch needs a reduction at the root".into(),
                 ));
             };
+            let red_elem = spec.function_elem(*func);
+            let ty = types::reg(red_elem);
             let rm = &launch.read_map;
-            let acc_init = super::c_float(*init, spec.output.elem);
+            let acc_init = types::constant(*init, red_elem);
             w.line(format!("{ty} acc = {acc_init};"));
             w.line(format!("// thread → reduced element: {rm}"));
             let nd = rm.dims.len() as u32;
@@ -411,10 +422,7 @@ fn emit_with(
                 if args.is_empty() { "" } else { ", " },
                 args.join(", ")
             );
-            w.line(format!(
-                "acc = {};",
-                super::c_binary(*op, "acc", &call, spec.output.elem)
-            ));
+            w.line(format!("acc = {};", types::binary(*op, red_elem, "acc", &call)));
             loops_close(rm, &mut w);
             if one_pass {
                 w.indent -= 1;
@@ -440,7 +448,7 @@ fn emit_with(
                 ));
                 w.line(format!(
                     "  acc = {};",
-                    super::c_binary(*op, "acc", "other", spec.output.elem)
+                    types::binary(*op, red_elem, "acc", "other")
                 ));
                 w.line("}");
             }
@@ -449,11 +457,15 @@ fn emit_with(
             guards(wm, &mut w, true);
             let ctx = scope(&mut w, wm, naive, "o");
             let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
-            w.line(format!("out[{k}] = acc;"));
+            let v = match convert_to {
+                Some(to) => types::convert(red_elem, to, "acc"),
+                None => "acc".to_string(),
+            };
+            w.line(format!("out[{k}] = {};", types::store(out_elem, &v, true)));
         }
     }
     let mut decl = input_params(spec, "__restrict__");
-    decl.push(format!("{ty} *__restrict__ out"));
+    decl.push(format!("{} *__restrict__ out", types::mem(out_elem, true)));
     src += &format!(
         "extern \"C\" __global__ void __launch_bounds__({}) {name}({}) {{\n",
         launch.block[0],
@@ -471,10 +483,36 @@ fn emit_with(
         prelude += SPECIALS;
     }
     prelude += &super::used_helpers(&src).replace("static inline", "__device__ static inline");
+    prelude += &types::helpers(&src, true);
     if !prelude.is_empty() {
         prelude += "\n";
     }
     src.insert_str(prelude_at, &prelude);
+    // The 16-bit float types' headers (found by NVRTC with --include-path, see nvcc.rs),
+    // and the integer types the kernel names beyond int32_t and int64_t.
+    let mut head = String::new();
+    if src.contains("__half") || src.contains("half_rn") {
+        head += "#include <cuda_fp16.h>\n";
+    }
+    if src.contains("bfloat16") {
+        head += "#include <cuda_bf16.h>\n";
+    }
+    for (t, def) in [
+        ("int8_t", "signed char"),
+        ("int16_t", "short"),
+        ("uint8_t", "unsigned char"),
+        ("uint16_t", "unsigned short"),
+        ("uint32_t", "unsigned int"),
+        ("uint64_t", "unsigned long long"),
+    ] {
+        if super::mentions_word(&src, t) {
+            head += &format!("typedef {def} {t};\n");
+        }
+    }
+    if !head.is_empty() {
+        let at = src.find("typedef long long int64_t;").unwrap_or(0);
+        src.insert_str(at, &head);
+    }
     Ok(Emitted {
         name: spec.name.clone(),
         target: Target::Cuda,
