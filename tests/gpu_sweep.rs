@@ -135,19 +135,34 @@ fn cuda_kernels(f: &Found) -> (Vec<Kernel>, Vec<String>) {
 
 /// Kernels of one NVRTC program: each in its own namespace (the helpers are file-local),
 /// its entry renamed to be unique, and a `#line` naming it so diagnostics say which.
+/// `#include` lines (cuda_fp16.h, cuda_bf16.h) go first, outside every namespace.
 fn batch_source(batch: &[(usize, &Kernel)]) -> String {
     let mut s = String::new();
+    let mut includes = String::new();
     for (i, k) in batch {
         let src = k.emitted.source.replace(
             &format!(" {}(", k.emitted.entry),
             &format!(" {}__k{i}(", k.emitted.entry),
         );
+        let mut body = String::new();
+        for l in src.lines() {
+            if l.starts_with("#include ") {
+                if !includes.contains(l) {
+                    includes += l;
+                    includes.push('\n');
+                }
+            } else {
+                body += l;
+                body.push('\n');
+            }
+        }
+        let src = body;
         s += &format!(
             "#line 1 \"kernel {i}: {}\"\nnamespace k{i} {{\n{src}}}\n",
             k.origin.replace('"', "'")
         );
     }
-    s
+    includes + &s
 }
 
 #[test]

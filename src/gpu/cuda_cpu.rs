@@ -25,11 +25,11 @@ pub fn translation_unit(spec: &KernelSpec, launch: &Launch, source: &str, entry:
         .inputs
         .iter()
         .enumerate()
-        .map(|(k, t)| format!("(const {} *)args[{k}]", t.elem.cuda_name()))
+        .map(|(k, t)| format!("(const {} *)args[{k}]", arg_type(t.elem)))
         .collect();
     args.push(format!(
         "({} *)args[{}]",
-        spec.output.elem.cuda_name(),
+        arg_type(spec.output.elem),
         spec.inputs.len()
     ));
     format!(
@@ -38,6 +38,17 @@ pub fn translation_unit(spec: &KernelSpec, launch: &Launch, source: &str, entry:
         launch.block[0],
         args.join(", ")
     )
+}
+
+/// The type of a kernel argument outside the kernel's namespace: the integer types are
+/// the kernel's own typedefs (`ixk::uint64_t` is `unsigned long long`, which `<stdint.h>`'s
+/// need not be).
+fn arg_type(t: crate::gpu::spec::ElemType) -> String {
+    if t.is_int() {
+        format!("ixk::{}", t.c_name())
+    } else {
+        t.cuda_name().to_string()
+    }
 }
 
 /// The host C++ compiler: `$CXX`, else `c++`.

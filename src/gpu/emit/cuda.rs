@@ -240,7 +240,11 @@ fn emit_with(
     index_ty: &'static str,
 ) -> Result<Emitted, MapError> {
     super::refuse_empty(spec)?;
-    let name = c_ident(&spec.name);
+    let mut name = c_ident(&spec.name);
+    // Names cuda_fp16.h and cuda_bf16.h declare.
+    if ["half", "half2", "nv_bfloat16", "nv_bfloat162"].contains(&name.as_str()) {
+        name += "_kernel";
+    }
     let out_elem = spec.output.elem;
     let mut src = format!(
         "// {} for CUDA: {} = {}, {} mapping, block {}, grid {}; index arithmetic {}, {}.\n",
