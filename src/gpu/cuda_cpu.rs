@@ -120,19 +120,33 @@ pub fn check_width(
             *lib.get::<Launch>(b"ix_launch")
                 .map_err(|e| err(format!("no ix_launch: {e}")))?
         };
-        let mut inputs = make_inputs(spec)?;
+        let inputs = make_inputs(spec)?;
         let want = reference_output(spec, &inputs)?;
+        // Buffers 16-byte aligned, as the GPU's are (more): the kernel's 128-bit loads and
+        // stores need it.
+        let aligned = |bytes: &[u8]| -> Vec<u128> {
+            let mut v = vec![0u128; bytes.len().div_ceil(16)];
+            // SAFETY: `v` has at least `bytes.len()` bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, bytes.len())
+            };
+            v
+        };
+        let mut bufs: Vec<Vec<u128>> = inputs.iter().map(|b| aligned(b)).collect();
         // Every byte set, so an element no thread writes reads as NaN (or -1) and fails.
-        let mut out = vec![0xffu8; spec.output.num_bytes()? as usize];
-        let mut ptrs: Vec<*mut std::ffi::c_void> = inputs
+        let out_len = spec.output.num_bytes()? as usize;
+        let mut out_buf = aligned(&vec![0xffu8; out_len]);
+        let mut ptrs: Vec<*mut std::ffi::c_void> = bufs
             .iter_mut()
             .map(|b| b.as_mut_ptr() as *mut std::ffi::c_void)
             .collect();
-        ptrs.push(out.as_mut_ptr() as *mut std::ffi::c_void);
+        ptrs.push(out_buf.as_mut_ptr() as *mut std::ffi::c_void);
         // SAFETY: the arguments are the inputs then the output, sized from the spec's
         // tensors, as the kernel's parameters are declared.
         unsafe { f(ptrs.as_mut_ptr()) };
-        verify(spec, &out, &want).map(|()| bits)
+        // SAFETY: `out_buf` holds at least `out_len` initialised bytes.
+        let out = unsafe { std::slice::from_raw_parts(out_buf.as_ptr() as *const u8, out_len) };
+        verify(spec, out, &want).map(|()| bits)
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result

@@ -8,6 +8,7 @@
 //   before the threads start;
 // - __shared__ is `static`: one copy, shared by the threads of the running block;
 // - __syncthreads() is a barrier of the block's threads;
+// - float4, int4, uint4, double2, longlong2, ulonglong2: 16-byte aligned structs;
 // - __half / __nv_bfloat16: 16 bits with bit-exact round-to-nearest-even conversions;
 // - __shfl_down_sync(mask, v, d): lane i gets lane i + d's value (its own when i + d is past
 //   the warp), through a buffer and two barriers, so every thread of the block must call it
@@ -24,6 +25,14 @@
 #define __launch_bounds__(n)
 
 struct ix_uint3 { unsigned x, y, z; };
+
+// CUDA's 16-byte vector types (the kernels' 128-bit loads and stores).
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(16) double2 { double x, y; };
+struct alignas(16) longlong2 { long long x, y; };
+struct alignas(16) ulonglong2 { unsigned long long x, y; };
 static thread_local ix_uint3 threadIdx, blockIdx;
 static ix_uint3 blockDim, gridDim;
 
