@@ -349,10 +349,12 @@ fn vector_loads_are_128_bit_where_the_maps_prove_contiguity() {
         }
         assert_eq!(e.source.contains("128-bit store"), vec_out, "{}", e.source);
         if has_cxx() {
-            for naive in [false, true] {
-                cuda_cpu::check(&spec, &launch, naive)
-                    .unwrap_or_else(|err| panic!("{name} vector={vector}: {err}\n{}", e.source));
-            }
+            cuda_cpu::check(&spec, &launch, false)
+                .unwrap_or_else(|err| panic!("{name} vector={vector}: {err}\n{}", e.source));
+        }
+        if has_cxx() && name == "vadd" && vector == 4 {
+            cuda_cpu::check(&spec, &launch, true)
+                .unwrap_or_else(|err| panic!("{name} vector={vector} naive: {err}"));
             // Chunks and an unroll around the vectors.
             let cfg = LaunchConfig {
                 unroll: 3,

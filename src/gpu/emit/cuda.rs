@@ -311,6 +311,11 @@ fn vector_loop(
     if vector < 2 || wm.ranges.last().is_none_or(|v| v.name != "unroll_id") {
         return Ok(false);
     }
+    // The thread's own guards are checked once for the whole vector.
+    let u = (wm.dims.len() + wm.ranges.len() - 1) as u32;
+    if wm.constraints.iter().any(|(c, _)| c.uses_var(u)) {
+        return Ok(false);
+    }
     let wide = |t: ElemType| t.bytes() * vector == 16;
     let mut loads: Vec<(usize, IndexingMap, String)> = Vec::new();
     let mut failed = Vec::new();
