@@ -127,8 +127,8 @@ fn every_type_runs_as_c_on_the_cpu_verified() {
         ..Default::default()
     };
     for spec in all_specs() {
-        let o = bench::run(&spec, &opts, true, false)
-            .unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+        let o =
+            bench::run(&spec, &opts, true, false).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
         assert_eq!(o.variants.len(), 2, "{}", spec.name);
         assert!(o.variants.iter().all(|v| v.verified), "{}", spec.name);
     }
@@ -194,7 +194,11 @@ fn every_type_compiles_with_nvrtc_and_ptxas_without_warnings() {
         );
         if let (Some(ptx), Some(pt)) = (c.ptx, ptxas.as_deref()) {
             let a = nvcc::ptxas(pt, &ptx, sm, &tmp).expect("ptxas runs");
-            assert!(a.ok && a.diagnostics.is_empty(), "{sm}: {:?}", a.diagnostics);
+            assert!(
+                a.ok && a.diagnostics.is_empty(),
+                "{sm}: {:?}",
+                a.diagnostics
+            );
             assert_eq!(a.kernels.len(), n, "{sm}: every kernel assembled");
         }
     }
@@ -244,7 +248,10 @@ fn run_converter(src: &str, ext: &str, compiler: &str, floats: &[f32]) -> Vec<(u
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let input: String = floats.iter().map(|f| format!("{:08x}\n", f.to_bits())).collect();
+    let input: String = floats
+        .iter()
+        .map(|f| format!("{:08x}\n", f.to_bits()))
+        .collect();
     let in_file = dir.join("in.txt");
     std::fs::write(&in_file, input).expect("write");
     let out = std::process::Command::new(&exe)

@@ -128,7 +128,11 @@ pub fn check_width(
             let mut v = vec![0u128; bytes.len().div_ceil(16)];
             // SAFETY: `v` has at least `bytes.len()` bytes.
             unsafe {
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, bytes.len())
+                std::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    v.as_mut_ptr() as *mut u8,
+                    bytes.len(),
+                )
             };
             v
         };

@@ -162,7 +162,11 @@ impl<'a> Builder<'a> {
             // Constants are carried as f64: an integer that f64 does not hold exactly would
             // silently change.
             if elem.is_int() {
-                let t = lit.trim().trim_start_matches('{').trim_end_matches('}').trim();
+                let t = lit
+                    .trim()
+                    .trim_start_matches('{')
+                    .trim_end_matches('}')
+                    .trim();
                 let exact = t.parse::<i128>().ok().is_some_and(|i| v as i128 == i);
                 if !exact {
                     return Err(format!(

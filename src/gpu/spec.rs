@@ -488,7 +488,8 @@ impl KernelSpec {
     /// The element type of `b`'s value in function `func` (a bare constant takes the type
     /// of what it meets: the other operand, else the function's type).
     pub fn elem_of(&self, func: usize, b: &Body) -> ElemType {
-        self.elem_in(b, 0).unwrap_or_else(|| self.function_elem(func))
+        self.elem_in(b, 0)
+            .unwrap_or_else(|| self.function_elem(func))
     }
 
     /// The element type function `func` computes: the output's for the root, else its

@@ -6,8 +6,8 @@
 //! README for why a compiler rather than a JIT).
 
 use super::{
-    c_ident, helper_functions, input_params, outside, simplified, substitute, types,
-    BodyWriter, Emitted, Target, C_HELPERS,
+    c_ident, helper_functions, input_params, outside, simplified, substitute, types, BodyWriter,
+    Emitted, Target, C_HELPERS,
 };
 use crate::expr::Expr;
 use crate::gpu::spec::{BinOp, Body, ElemType, UnOp};
@@ -162,7 +162,10 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
         &spec.output.strides()?,
         "out",
     )?;
-    w.line(format!("out[{k}] = {};", types::store(spec.output.elem, &v, false)));
+    w.line(format!(
+        "out[{k}] = {};",
+        types::store(spec.output.elem, &v, false)
+    ));
     let mut decl = input_params(spec, "restrict");
     decl.push(format!("{ty} *restrict out"));
     src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
@@ -358,7 +361,10 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
         &spec.output.strides()?,
         "out",
     )?;
-    w.line(format!("out[{k}] = {};", types::store(spec.output.elem, &v, false)));
+    w.line(format!(
+        "out[{k}] = {};",
+        types::store(spec.output.elem, &v, false)
+    ));
     let mut src = format!(
         "// {} for the CPU: {} = {}, row by row: the reductions once per row, then the row's elements; index arithmetic from the simplified maps.\n",
         spec.name,
@@ -485,7 +491,10 @@ impl Rows<'_> {
                 let x = self.expr_t(w, a, ctx, ct)?;
                 let y = self.expr_t(w, b2, ctx, ct)?;
                 let v = self.fresh("v");
-                w.line(format!("const bool {v} = {};", types::compare(*dir, &x, &y)));
+                w.line(format!(
+                    "const bool {v} = {};",
+                    types::compare(*dir, &x, &y)
+                ));
                 v
             }
             Body::Select(c, a, b2) => {

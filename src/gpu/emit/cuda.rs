@@ -11,12 +11,12 @@
 //!
 //! Compiled at run time with NVRTC (`bench/cuda.rs`).
 
+use super::types;
 use super::{
     c_expr, c_ident, helper_functions, input_params, simplified, BodyWriter, Emitted, Target,
 };
-use super::types;
-use crate::gpu::launch::{reads_through_tile, Launch, Strategy, TILE};
 use crate::expr::{Expr, ExprKind, Op};
+use crate::gpu::launch::{reads_through_tile, Launch, Strategy, TILE};
 use crate::gpu::spec::{Body, ElemType, KernelSpec};
 use crate::map::IndexingMap;
 use crate::MapError;
@@ -328,10 +328,7 @@ fn vector_loop(
             if !wide(t.elem) {
                 return;
             }
-            match t
-                .strides()
-                .and_then(|st| vector_base(wm, map, &st, vector))
-            {
+            match t.strides().and_then(|st| vector_base(wm, map, &st, vector)) {
                 Ok(Some(base)) => loads.push((*input, map.clone(), base)),
                 Ok(None) => {}
                 Err(e) => failed.push(e),
@@ -391,7 +388,12 @@ fn vector_loop(
             types::mem(out.elem, true)
         )),
         None => {
-            let k = w.offset(wm, &IndexingMap::identity(&out.dims), &out.strides()?, "out")?;
+            let k = w.offset(
+                wm,
+                &IndexingMap::identity(&out.dims),
+                &out.strides()?,
+                "out",
+            )?;
             w.line(format!("out[{k}] = {stored};"));
         }
     }
@@ -629,7 +631,10 @@ fn emit_with(
                 if args.is_empty() { "" } else { ", " },
                 args.join(", ")
             );
-            w.line(format!("acc = {};", types::binary(*op, red_elem, "acc", &call)));
+            w.line(format!(
+                "acc = {};",
+                types::binary(*op, red_elem, "acc", &call)
+            ));
             loops_close(rm, &mut w);
             if one_pass {
                 w.indent -= 1;

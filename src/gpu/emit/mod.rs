@@ -310,7 +310,9 @@ pub fn finish_types(mut src: String) -> String {
     if mentions_word(&src, "bool") {
         head += "#include <stdbool.h>\n";
     }
-    let at = src.find("#include <math.h>\n").map(|i| i + "#include <math.h>\n".len());
+    let at = src
+        .find("#include <math.h>\n")
+        .map(|i| i + "#include <math.h>\n".len());
     if let Some(at) = at {
         src.insert_str(at, &format!("{head}{helpers}"));
     }
@@ -729,7 +731,10 @@ impl<'a> BodyWriter<'a> {
                 let y = self.body_t(b2, ctx, params, t)?;
                 let v = self.fresh("t");
                 let ty = types::reg(t);
-                self.line(format!("const {ty} {v} = {};", types::binary(*op, t, &x, &y)));
+                self.line(format!(
+                    "const {ty} {v} = {};",
+                    types::binary(*op, t, &x, &y)
+                ));
                 v
             }
             Body::Convert(to, a) => {
@@ -745,7 +750,10 @@ impl<'a> BodyWriter<'a> {
                 let x = self.body_t(a, ctx, params, ct)?;
                 let y = self.body_t(b2, ctx, params, ct)?;
                 let v = self.fresh("t");
-                self.line(format!("const bool {v} = {};", types::compare(*dir, &x, &y)));
+                self.line(format!(
+                    "const bool {v} = {};",
+                    types::compare(*dir, &x, &y)
+                ));
                 v
             }
             Body::Select(c, a, b2) => {

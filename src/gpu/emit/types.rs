@@ -252,7 +252,11 @@ pub fn helpers(src: &str, cuda: bool) -> String {
             } else {
                 "x"
             };
-            let sign = if t == ElemType::S64 { "x < 0 ? -d : d" } else { "d" };
+            let sign = if t == ElemType::S64 {
+                "x < 0 ? -d : d"
+            } else {
+                "d"
+            };
             out += &format!(
                 "{q} double {name}({} x) {{ uint64_t m = {abs}; int sh = 0; while ((m >> sh) >= (1ull << 53)) ++sh; const uint64_t k = (m >> sh) | ((m & ((1ull << sh) - 1)) != 0); const double d = (double)k * (double)(1ull << sh); return {sign}; }}\n",
                 t.c_name()
@@ -280,7 +284,12 @@ pub fn helpers(src: &str, cuda: bool) -> String {
         let c = t.c_name();
         if uses(&format!("ix_div_{n}")) {
             let ovf = if t.is_signed_int() {
-                format!("({x} == {min} && {y} == -1) ? {x} : ", x = "a", y = "b", min = min_literal(t))
+                format!(
+                    "({x} == {min} && {y} == -1) ? {x} : ",
+                    x = "a",
+                    y = "b",
+                    min = min_literal(t)
+                )
             } else {
                 String::new()
             };
@@ -292,7 +301,9 @@ pub fn helpers(src: &str, cuda: bool) -> String {
             } else {
                 String::new()
             };
-            out += &format!("{q} {c} ix_rem_{n}({c} a, {c} b) {{ return b == 0 ? a : {ovf}({c})(a % b); }}\n");
+            out += &format!(
+                "{q} {c} ix_rem_{n}({c} a, {c} b) {{ return b == 0 ? a : {ovf}({c})(a % b); }}\n"
+            );
         }
         if uses(&format!("ix_f2i_{n}")) {
             let (lo, hi) = match t {
@@ -306,12 +317,15 @@ pub fn helpers(src: &str, cuda: bool) -> String {
                 _ => ("0.0", "18446744073709551615.0"),
             };
             let (min, max) = if t.is_signed_int() {
-                (min_literal(t).to_string(), match t {
-                    ElemType::S8 => "(int8_t)127".to_string(),
-                    ElemType::S16 => "(int16_t)32767".to_string(),
-                    ElemType::S32 => "2147483647".to_string(),
-                    _ => "9223372036854775807LL".to_string(),
-                })
+                (
+                    min_literal(t).to_string(),
+                    match t {
+                        ElemType::S8 => "(int8_t)127".to_string(),
+                        ElemType::S16 => "(int16_t)32767".to_string(),
+                        ElemType::S32 => "2147483647".to_string(),
+                        _ => "9223372036854775807LL".to_string(),
+                    },
+                )
             } else {
                 (format!("({c})0"), format!("({c})-1"))
             };
