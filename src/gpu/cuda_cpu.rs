@@ -25,11 +25,11 @@ pub fn translation_unit(spec: &KernelSpec, launch: &Launch, source: &str, entry:
         .inputs
         .iter()
         .enumerate()
-        .map(|(k, t)| format!("(const {} *)args[{k}]", t.elem.c_name()))
+        .map(|(k, t)| format!("(const {} *)args[{k}]", arg_type(t.elem)))
         .collect();
     args.push(format!(
         "({} *)args[{}]",
-        spec.output.elem.c_name(),
+        arg_type(spec.output.elem),
         spec.inputs.len()
     ));
     format!(
@@ -38,6 +38,17 @@ pub fn translation_unit(spec: &KernelSpec, launch: &Launch, source: &str, entry:
         launch.block[0],
         args.join(", ")
     )
+}
+
+/// The type of a kernel argument outside the kernel's namespace: the integer types are
+/// the kernel's own typedefs (`ixk::uint64_t` is `unsigned long long`, which `<stdint.h>`'s
+/// need not be).
+fn arg_type(t: crate::gpu::spec::ElemType) -> String {
+    if t.is_int() {
+        format!("ixk::{}", t.c_name())
+    } else {
+        t.cuda_name().to_string()
+    }
 }
 
 /// The host C++ compiler: `$CXX`, else `c++`.
@@ -71,6 +82,13 @@ pub fn check_width(
     let so = dir.join("kernel.so");
     let result = (|| {
         std::fs::write(&cc, &tu).map_err(|e| err(format!("{}: {e}", cc.display())))?;
+        // The kernel's `#include <cuda_fp16.h>` / `<cuda_bf16.h>`: the header above already
+        // has what they would declare.
+        for h in ["cuda_fp16.h", "cuda_bf16.h"] {
+            let p = dir.join(h);
+            std::fs::write(&p, "#pragma once\n")
+                .map_err(|e| err(format!("{}: {e}", p.display())))?;
+        }
         let out = std::process::Command::new(compiler())
             .args([
                 "-std=c++17",
@@ -82,6 +100,8 @@ pub fn check_width(
                 "-o",
             ])
             .arg(&so)
+            .arg("-I")
+            .arg(&dir)
             .arg(&cc)
             .output()
             .map_err(|e| err(format!("cannot run `{}`: {e}", compiler())))?;
@@ -100,19 +120,37 @@ pub fn check_width(
             *lib.get::<Launch>(b"ix_launch")
                 .map_err(|e| err(format!("no ix_launch: {e}")))?
         };
-        let mut inputs = make_inputs(spec)?;
+        let inputs = make_inputs(spec)?;
         let want = reference_output(spec, &inputs)?;
+        // Buffers 16-byte aligned, as the GPU's are (more): the kernel's 128-bit loads and
+        // stores need it.
+        let aligned = |bytes: &[u8]| -> Vec<u128> {
+            let mut v = vec![0u128; bytes.len().div_ceil(16)];
+            // SAFETY: `v` has at least `bytes.len()` bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    v.as_mut_ptr() as *mut u8,
+                    bytes.len(),
+                )
+            };
+            v
+        };
+        let mut bufs: Vec<Vec<u128>> = inputs.iter().map(|b| aligned(b)).collect();
         // Every byte set, so an element no thread writes reads as NaN (or -1) and fails.
-        let mut out = vec![0xffu8; spec.output.num_bytes()? as usize];
-        let mut ptrs: Vec<*mut std::ffi::c_void> = inputs
+        let out_len = spec.output.num_bytes()? as usize;
+        let mut out_buf = aligned(&vec![0xffu8; out_len]);
+        let mut ptrs: Vec<*mut std::ffi::c_void> = bufs
             .iter_mut()
             .map(|b| b.as_mut_ptr() as *mut std::ffi::c_void)
             .collect();
-        ptrs.push(out.as_mut_ptr() as *mut std::ffi::c_void);
+        ptrs.push(out_buf.as_mut_ptr() as *mut std::ffi::c_void);
         // SAFETY: the arguments are the inputs then the output, sized from the spec's
         // tensors, as the kernel's parameters are declared.
         unsafe { f(ptrs.as_mut_ptr()) };
-        verify(spec, &out, &want).map(|()| bits)
+        // SAFETY: `out_buf` holds at least `out_len` initialised bytes.
+        let out = unsafe { std::slice::from_raw_parts(out_buf.as_ptr() as *const u8, out_len) };
+        verify(spec, out, &want).map(|()| bits)
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result

@@ -8,6 +8,8 @@
 //   before the threads start;
 // - __shared__ is `static`: one copy, shared by the threads of the running block;
 // - __syncthreads() is a barrier of the block's threads;
+// - float4, int4, uint4, double2, longlong2, ulonglong2: 16-byte aligned structs;
+// - __half / __nv_bfloat16: 16 bits with bit-exact round-to-nearest-even conversions;
 // - __shfl_down_sync(mask, v, d): lane i gets lane i + d's value (its own when i + d is past
 //   the warp), through a buffer and two barriers, so every thread of the block must call it
 //   (as every thread of ixmap's row reductions does).
@@ -23,6 +25,14 @@
 #define __launch_bounds__(n)
 
 struct ix_uint3 { unsigned x, y, z; };
+
+// CUDA's 16-byte vector types (the kernels' 128-bit loads and stores).
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(16) double2 { double x, y; };
+struct alignas(16) longlong2 { long long x, y; };
+struct alignas(16) ulonglong2 { unsigned long long x, y; };
 static thread_local ix_uint3 threadIdx, blockIdx;
 static ix_uint3 blockDim, gridDim;
 
@@ -51,6 +61,42 @@ static ix_barrier *ix_block_barrier;
 static inline void __syncthreads() { ix_block_barrier->wait(); }
 
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
+
+// The 16-bit float types as their bits, with the conversions the emitted kernels call,
+// rounding to nearest even bit for bit as the GPU does (cuda_fp16.h, cuda_bf16.h). The
+// kernel's `#include <cuda_fp16.h>` and `<cuda_bf16.h>` find empty files of ours.
+struct __half { unsigned short x; };
+struct __nv_bfloat16 { unsigned short x; };
+static inline float __half2float(__half h) {
+  const unsigned s = (unsigned)(h.x & 0x8000u) << 16, e = (h.x >> 10) & 0x1fu, m = h.x & 0x3ffu;
+  if (e == 0) { const float f = (float)m * 5.9604644775390625e-8f; return s ? -f : f; }
+  return __int_as_float((int)(s | (e == 31 ? 0x7f800000u | (m << 13) : ((e + 112u) << 23) | (m << 13))));
+}
+static inline __half __float2half_rn(float f) {
+  const unsigned u = (unsigned)__float_as_int(f), s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  __half h;
+  if (a > 0x7f800000u) { h.x = (unsigned short)(s | 0x7e00u); return h; }
+  if (a >= 0x477ff000u) { h.x = (unsigned short)(s | 0x7c00u); return h; }  // from 65520: inf
+  if (a < 0x38800000u) {  // below 2^-14: a subnormal, m * 2^-24
+    const float x = __int_as_float((int)a) * 16777216.0f;
+    unsigned i = (unsigned)x;
+    const float r = x - (float)i;
+    if (r > 0.5f || (r == 0.5f && (i & 1u))) ++i;
+    h.x = (unsigned short)(s | i);
+    return h;
+  }
+  h.x = (unsigned short)(s | ((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13));
+  return h;
+}
+static inline float __bfloat162float(__nv_bfloat16 h) { return __int_as_float((int)((unsigned)h.x << 16)); }
+static inline __nv_bfloat16 __float2bfloat16_rn(float f) {
+  const unsigned u = (unsigned)__float_as_int(f);
+  __nv_bfloat16 h;
+  h.x = (u & 0x7fffffffu) > 0x7f800000u ? (unsigned short)((u >> 16) | 0x40u)
+                                        : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  return h;
+}
 static inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i, 8); return f; }
 
 template <class T> static T __shfl_down_sync(unsigned, T v, int delta) {

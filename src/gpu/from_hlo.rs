@@ -15,7 +15,7 @@
 //!   r  = f32[128,32] reshape(p0')  ...       load p1 (d0, d1) -> (d1))
 //! ```
 
-use super::spec::{BinOp, Body, ElemType, Function, KernelSpec, Tensor, UnOp};
+use super::spec::{BinOp, Body, CmpDir, ElemType, Function, KernelSpec, Tensor, UnOp};
 use crate::hlo::{ops, Computation, Instr, InstrId, Module, Shape};
 use crate::map::{compose, IndexingMap};
 use crate::simplify::{simplify, SimplifyLimits};
@@ -28,7 +28,7 @@ fn tensor(name: &str, shape: &Shape) -> Result<Tensor, String> {
     }
     let elem = ElemType::from_hlo(shape.elem()).ok_or_else(|| {
         format!(
-            "`{name}` has element type {}; kernels are emitted for f32, f64 and s32",
+            "`{name}` has element type {}; kernels are emitted for pred, s8-s64, u8-u64, f16, bf16, f32 and f64",
             shape.elem()
         )
     })?;
@@ -49,7 +49,6 @@ const INDEX_ONLY: &[&str] = &[
     "slice",
     "reverse",
     "copy",
-    "convert",
 ];
 
 fn parse_literal(lit: &str) -> Option<f64> {
@@ -149,14 +148,74 @@ impl<'a> Builder<'a> {
         let ins: &Instr = &self.comp.instrs[id];
         let op = ins.opcode.as_str();
         if op == "constant" {
-            let v = ins
-                .attrs
-                .literal
-                .as_deref()
-                .and_then(parse_literal)
+            let lit = ins.attrs.literal.as_deref().unwrap_or("");
+            let v = parse_literal(lit)
                 .filter(|_| ins.dims().is_empty())
                 .ok_or_else(|| format!("`{}`: only scalar constants are emitted", ins.name))?;
-            return Ok(Body::Const(v));
+            let elem = ElemType::from_hlo(ins.shape.elem()).ok_or_else(|| {
+                format!(
+                    "`{}` has element type {}, which is not emitted",
+                    ins.name,
+                    ins.shape.elem()
+                )
+            })?;
+            // Constants are carried as f64: an integer that f64 does not hold exactly would
+            // silently change.
+            if elem.is_int() {
+                let t = lit
+                    .trim()
+                    .trim_start_matches('{')
+                    .trim_end_matches('}')
+                    .trim();
+                let exact = t.parse::<i128>().ok().is_some_and(|i| v as i128 == i);
+                if !exact {
+                    return Err(format!(
+                        "`{}`: the integer constant {t} is not emitted (constants must be exact in f64, |c| <= 2^53)",
+                        ins.name
+                    ));
+                }
+            }
+            return Ok(Body::Convert(elem, Box::new(Body::Const(v))));
+        }
+        if op == "convert" && ins.operands.len() == 1 {
+            let elem = ElemType::from_hlo(ins.shape.elem()).ok_or_else(|| {
+                format!(
+                    "`{}` converts to {}, which is not emitted",
+                    ins.name,
+                    ins.shape.elem()
+                )
+            })?;
+            let m = Self::then(map, &self.op_map(id, 0)?)?;
+            let x = self.body(ins.operands[0], &m, false)?;
+            return Ok(Body::Convert(elem, Box::new(x)));
+        }
+        if op == "compare" && ins.operands.len() == 2 {
+            let dir = ins
+                .attrs
+                .other
+                .iter()
+                .find(|(k, _)| k == "direction")
+                .and_then(|(_, v)| CmpDir::from_hlo(v.trim()))
+                .ok_or_else(|| {
+                    format!(
+                        "`{}`: compare needs direction=EQ, NE, LT, LE, GT or GE",
+                        ins.name
+                    )
+                })?;
+            let m0 = Self::then(map, &self.op_map(id, 0)?)?;
+            let m1 = Self::then(map, &self.op_map(id, 1)?)?;
+            let x = self.body(ins.operands[0], &m0, false)?;
+            let y = self.body(ins.operands[1], &m1, false)?;
+            return Ok(Body::Compare(dir, Box::new(x), Box::new(y)));
+        }
+        if op == "select" && ins.operands.len() == 3 {
+            let mut parts = Vec::new();
+            for k in 0..3 {
+                let m = Self::then(map, &self.op_map(id, k)?)?;
+                parts.push(self.body(ins.operands[k], &m, false)?);
+            }
+            let (c, a, b) = (parts.remove(0), parts.remove(0), parts.remove(0));
+            return Ok(Body::Select(Box::new(c), Box::new(a), Box::new(b)));
         }
         if let Some(u) = UnOp::from_hlo(op) {
             let m = Self::then(map, &self.op_map(id, 0)?)?;
@@ -181,6 +240,10 @@ impl<'a> Builder<'a> {
             let init_id = ins.operands[1];
             let init = match self.body(init_id, &IndexingMap::identity(&[]), false)? {
                 Body::Const(v) => v,
+                Body::Convert(_, c) if matches!(*c, Body::Const(_)) => match *c {
+                    Body::Const(v) => v,
+                    _ => return Err(format!("`{}`: the init value must be a constant", ins.name)),
+                },
                 _ => return Err(format!("`{}`: the init value must be a constant", ins.name)),
             };
             let red = self.reducer(ins)?;

@@ -54,6 +54,23 @@ fn in_wheels(package: &str, rest: &str) -> Vec<PathBuf> {
     out
 }
 
+/// The folder holding `cuda_fp16.h` and `cuda_bf16.h` (NVRTC has no system headers):
+/// `IXMAP_CUDA_INCLUDE`, the `nvidia-cuda-runtime-cu12` wheel's `include/`, or
+/// `/usr/local/cuda/include`.
+pub fn cuda_include_dir() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("IXMAP_CUDA_INCLUDE") {
+        return Some(PathBuf::from(p));
+    }
+    if let Some(p) = in_wheels("cuda_runtime", "include/cuda_fp16.h")
+        .into_iter()
+        .next()
+    {
+        return p.parent().map(PathBuf::from);
+    }
+    let p = PathBuf::from("/usr/local/cuda/include");
+    p.join("cuda_fp16.h").is_file().then_some(p)
+}
+
 /// The ptxas program, if one is found.
 pub fn find_ptxas() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("IXMAP_PTXAS") {
@@ -164,9 +181,16 @@ impl Nvrtc {
         let destroy: Destroy = self.sym("nvrtcDestroyProgram")?;
         let src = CString::new(source).map_err(|_| "a NUL in the source".to_string())?;
         let cname = CString::new(name).map_err(|_| "a NUL in the name".to_string())?;
+        let mut options: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+        // The 16-bit float types' headers, for kernels that include them.
+        if source.contains("#include <cuda_") {
+            if let Some(dir) = cuda_include_dir() {
+                options.push(format!("--include-path={}", dir.display()));
+            }
+        }
         let opts: Vec<CString> = options
             .iter()
-            .map(|o| CString::new(*o).map_err(|_| "a NUL in an option".to_string()))
+            .map(|o| CString::new(o.as_str()).map_err(|_| "a NUL in an option".to_string()))
             .collect::<Result<_, _>>()?;
         let opt_ptrs: Vec<*const c_char> = opts.iter().map(|o| o.as_ptr()).collect();
         let mut prog: *mut std::ffi::c_void = std::ptr::null_mut();

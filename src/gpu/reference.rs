@@ -7,10 +7,15 @@
 //! element reads a whole row's sum of a whole row's max, costs the work of the HLO (each
 //! instruction once per element) rather than the product of the row lengths.
 //!
-//! Arithmetic follows the element type: for `f32` every operation is rounded to `f32`,
-//! which for `+ - * /` gives exactly the IEEE single-precision result C computes.
+//! Arithmetic follows the element type of each node, exactly: for `f32` every operation is
+//! rounded to `f32`, which for `+ - * /` gives exactly the IEEE single-precision result C
+//! computes; `f16` and `bf16` compute in `f32` and round to nearest even after each
+//! operation (as XLA does); integers wrap to their width, with XLA's division semantics
+//! (`x / 0 = -1`, `x % 0 = x`, `MIN / -1 = MIN`, `MIN % -1 = 0`). Values are [`Scalar`]s:
+//! an `f64` for floats (every `f16`, `bf16`, `f32` value is one exactly) and an `i64` for
+//! integers (`u64` as its bits), so 64-bit integers stay exact.
 
-use super::spec::{BinOp, Body, ElemType, KernelSpec, Tensor, UnOp};
+use super::spec::{BinOp, Body, CmpDir, ElemType, KernelSpec, Tensor, UnOp};
 use crate::map::compiled::Compiled;
 use crate::map::enumerate::for_each_in_box;
 use crate::map::IndexingMap;
@@ -28,7 +33,9 @@ pub fn input_value(k: usize, i: i64) -> f64 {
     h as f64 / 64.0 - 8.0
 }
 
-/// Fills the inputs of `spec` with [`input_value`], as raw bytes in each tensor's layout.
+/// Fills the inputs of `spec` with [`input_value`], as raw bytes in each tensor's layout:
+/// converted to each input's type ([`Scalar::from_f64`]: integers truncate and wrap, so an
+/// unsigned input also holds large values; `pred` is the value's parity, `bf16` rounds).
 pub fn make_inputs(spec: &KernelSpec) -> Result<Vec<Vec<u8>>, MapError> {
     spec.inputs
         .iter()
@@ -37,30 +44,271 @@ pub fn make_inputs(spec: &KernelSpec) -> Result<Vec<Vec<u8>>, MapError> {
             let n = t.num_elements()?;
             let mut buf = Vec::with_capacity(t.num_bytes()? as usize);
             for i in 0..n {
-                push_value(&mut buf, t.elem, input_value(k, i));
+                let v = input_value(k, i);
+                let x = if t.elem == ElemType::Pred {
+                    Scalar::I(((v * 64.0) as i64).rem_euclid(2))
+                } else {
+                    Scalar::from_f64(t.elem, v)
+                };
+                push_scalar(&mut buf, t.elem, x);
             }
             Ok(buf)
         })
         .collect()
 }
 
-fn push_value(buf: &mut Vec<u8>, elem: ElemType, v: f64) {
+/// A value of some element type: floats as `f64` (already rounded to their type), integers
+/// and `pred` as `i64`, sign-extended for signed types and zero-extended for unsigned ones
+/// (`u64` as its bits).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Scalar {
+    F(f64),
+    I(i64),
+}
+
+impl Scalar {
+    /// The value as `f64` (for display and tolerances; `u64` beyond 2^53 rounds).
+    pub fn to_f64(self, elem: ElemType) -> f64 {
+        match self {
+            Scalar::F(x) => x,
+            Scalar::I(i) => wide(elem, i) as f64,
+        }
+    }
+    /// The integer value, exact (`u64` as unsigned).
+    fn int(self, elem: ElemType) -> i128 {
+        match self {
+            Scalar::I(i) => wide(elem, i),
+            Scalar::F(x) => x as i128,
+        }
+    }
+    fn float(self, elem: ElemType) -> f64 {
+        match self {
+            Scalar::F(x) => x,
+            Scalar::I(i) => wide(elem, i) as f64,
+        }
+    }
+    /// `v` converted to `elem` as HLO's `convert` from f64 does.
+    pub fn from_f64(elem: ElemType, v: f64) -> Scalar {
+        convert(ElemType::F64, elem, Scalar::F(v))
+    }
+    pub fn is_true(self) -> bool {
+        match self {
+            Scalar::I(i) => i != 0,
+            Scalar::F(x) => x != 0.0,
+        }
+    }
+}
+
+impl std::fmt::Display for Scalar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scalar::F(x) => write!(f, "{x}"),
+            Scalar::I(i) => write!(f, "{i}"),
+        }
+    }
+}
+
+/// An integer of type `elem`, widened exactly.
+fn wide(elem: ElemType, i: i64) -> i128 {
+    if elem == ElemType::U64 {
+        i as u64 as i128
+    } else {
+        i as i128
+    }
+}
+
+/// `x` wrapped to the width of the integer type `elem` (two's complement), in canonical form.
+pub fn wrap(elem: ElemType, x: i128) -> i64 {
+    let b = elem.bits();
+    if elem.is_signed_int() {
+        let sh = 128 - b;
+        ((x << sh) >> sh) as i64
+    } else if b >= 64 {
+        x as u64 as i64
+    } else {
+        (x & ((1i128 << b) - 1)) as i64
+    }
+}
+
+/// The smallest and largest values of an integer type.
+fn int_range(elem: ElemType) -> (i128, i128) {
+    let b = elem.bits();
+    if elem.is_signed_int() {
+        (-(1i128 << (b - 1)), (1i128 << (b - 1)) - 1)
+    } else {
+        (0, (1i128 << b) - 1)
+    }
+}
+
+/// Significand bits (with the implicit one) and exponent range of a float type.
+fn format(elem: ElemType) -> (u32, i32, i32) {
     match elem {
-        ElemType::F32 => buf.extend_from_slice(&(v as f32).to_le_bytes()),
-        ElemType::F64 => buf.extend_from_slice(&v.to_le_bytes()),
-        ElemType::S32 => buf.extend_from_slice(&(v as i32).to_le_bytes()),
+        ElemType::F16 => (11, -14, 15),
+        ElemType::BF16 => (8, -126, 127),
+        ElemType::F32 => (24, -126, 127),
+        _ => (53, -1022, 1023),
+    }
+}
+
+/// `x` rounded to nearest even in the float type `elem` (subnormals and overflow to
+/// infinity included), as an `f64`.
+pub fn round_float(elem: ElemType, x: f64) -> f64 {
+    if elem == ElemType::F64 || !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    if elem == ElemType::F32 {
+        return x as f32 as f64;
+    }
+    let (p, emin, emax) = format(elem);
+    let bits = x.to_bits();
+    let e = (((bits >> 52) & 0x7ff) as i32 - 1023).max(-1023);
+    let q = (e.max(emin) - (p as i32 - 1)) as f64;
+    let quantum = q.exp2();
+    let r = (x / quantum).round_ties_even() * quantum;
+    if r.abs() >= ((emax + 1) as f64).exp2() {
+        return if r > 0.0 {
+            f64::INFINITY
+        } else {
+            f64::NEG_INFINITY
+        };
+    }
+    r
+}
+
+/// The integer `x` rounded to nearest even in the float type `elem` (one rounding, exact
+/// for every 64-bit integer).
+fn int_to_float(elem: ElemType, x: i128) -> f64 {
+    let (p, _, _) = format(elem);
+    let m = x.unsigned_abs();
+    let len = 128 - m.leading_zeros();
+    let v = if len <= p {
+        m as f64
+    } else {
+        let sh = len - p;
+        let q = m >> sh;
+        let rem = m & ((1u128 << sh) - 1);
+        let half = 1u128 << (sh - 1);
+        let q = if rem > half || (rem == half && q & 1 == 1) {
+            q + 1
+        } else {
+            q
+        };
+        (q as f64) * (sh as f64).exp2()
+    };
+    round_float(elem, if x < 0 { -v } else { v })
+}
+
+/// HLO's `convert` of `x`, of type `from`, to type `to`.
+pub fn convert(from: ElemType, to: ElemType, x: Scalar) -> Scalar {
+    if to == ElemType::Pred {
+        return Scalar::I(x.is_true() as i64);
+    }
+    if from.is_float() {
+        let f = x.float(from);
+        if to.is_float() {
+            return Scalar::F(round_float(to, f));
+        }
+        // Toward zero, saturating at the type's ends; NaN gives 0.
+        if f.is_nan() {
+            return Scalar::I(0);
+        }
+        let (lo, hi) = int_range(to);
+        let t = f.trunc();
+        let i = if t <= lo as f64 {
+            lo
+        } else if t >= hi as f64 {
+            hi
+        } else {
+            t as i128
+        };
+        return Scalar::I(wrap(to, i));
+    }
+    let i = x.int(from);
+    if to.is_float() {
+        Scalar::F(int_to_float(to, i))
+    } else {
+        Scalar::I(wrap(to, i))
+    }
+}
+
+fn push_scalar(buf: &mut Vec<u8>, elem: ElemType, v: Scalar) {
+    match elem {
+        ElemType::F32 => buf.extend_from_slice(&(v.float(elem) as f32).to_le_bytes()),
+        ElemType::F64 => buf.extend_from_slice(&v.float(elem).to_le_bytes()),
+        ElemType::F16 | ElemType::BF16 => {
+            buf.extend_from_slice(&half_bits(elem, v.float(elem)).to_le_bytes())
+        }
+        _ => {
+            let i = v.int(elem) as u64;
+            buf.extend_from_slice(&i.to_le_bytes()[..elem.bytes() as usize]);
+        }
+    }
+}
+
+/// The 16 bits of `x` (a value of `f16` or `bf16`, already rounded to it).
+pub fn half_bits(elem: ElemType, x: f64) -> u16 {
+    let f = round_float(elem, x) as f32;
+    if elem == ElemType::BF16 {
+        let b = f.to_bits();
+        if f.is_nan() {
+            return ((b >> 16) as u16) | 0x40;
+        }
+        return (b >> 16) as u16;
+    }
+    let b = f.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    if f.is_nan() {
+        return sign | 0x7e00;
+    }
+    let a = f.abs();
+    if a.is_infinite() {
+        return sign | 0x7c00;
+    }
+    if a < 2f32.powi(-14) {
+        // Subnormal: a multiple of 2^-24.
+        return sign | ((a as f64) * 16_777_216.0) as u16;
+    }
+    let e = ((b >> 23) & 0xff) as i32 - 127;
+    let m = (b >> 13) & 0x3ff;
+    sign | (((e + 15) as u16) << 10) | m as u16
+}
+
+/// The value of `f16`/`bf16` bits.
+pub fn half_value(elem: ElemType, h: u16) -> f64 {
+    if elem == ElemType::BF16 {
+        return f32::from_bits((h as u32) << 16) as f64;
+    }
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let e = ((h >> 10) & 0x1f) as i32;
+    let m = (h & 0x3ff) as f64;
+    sign * match e {
+        0 => m * (-24f64).exp2(),
+        31 if m == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        _ => (1.0 + m / 1024.0) * ((e - 15) as f64).exp2(),
     }
 }
 
 /// Element `i` (physical offset) of a buffer of type `elem`.
-pub fn read_value(buf: &[u8], elem: ElemType, i: usize) -> f64 {
+pub fn read_scalar(buf: &[u8], elem: ElemType, i: usize) -> Scalar {
     let b = elem.bytes() as usize;
     let s = &buf[i * b..(i + 1) * b];
+    let mut w = [0u8; 8];
+    w[..b].copy_from_slice(s);
+    let u = u64::from_le_bytes(w);
     match elem {
-        ElemType::F32 => f32::from_le_bytes([s[0], s[1], s[2], s[3]]) as f64,
-        ElemType::F64 => f64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]),
-        ElemType::S32 => i32::from_le_bytes([s[0], s[1], s[2], s[3]]) as f64,
+        ElemType::F32 => Scalar::F(f32::from_bits(u as u32) as f64),
+        ElemType::F64 => Scalar::F(f64::from_bits(u)),
+        ElemType::F16 | ElemType::BF16 => Scalar::F(half_value(elem, u as u16)),
+        // C's bool is 0 or 1; any other byte is read as it is (and fails the check).
+        ElemType::Pred => Scalar::I(u as i64),
+        _ => Scalar::I(wrap(elem, u as i128)),
     }
+}
+
+/// Element `i` (physical offset) of a buffer of type `elem`, as `f64`.
+pub fn read_value(buf: &[u8], elem: ElemType, i: usize) -> f64 {
+    read_scalar(buf, elem, i).to_f64(elem)
 }
 
 /// The interpreter over a spec and its input buffers.
@@ -79,13 +327,15 @@ pub struct Reference<'a> {
     /// `compiled`): those dimensions, and the values computed so far by their coordinates.
     /// A softmax's row max is a reduction inside the body of `exp(x - max)`, evaluated at
     /// every element of the row: this keeps it one pass per row, not one per element.
-    reduce_memo: HashMap<usize, (Vec<usize>, RefCell<HashMap<Vec<i64>, f64>>)>,
+    reduce_memo: HashMap<usize, (Vec<usize>, RefCell<HashMap<Vec<i64>, Scalar>>)>,
+    /// The element type of every node of the bodies (keyed by its address).
+    types: HashMap<usize, ElemType>,
 }
 
 /// Values of one function, filled on demand: `known[k]` says `values[k]` is computed.
 struct Memo {
     dims: Vec<i64>,
-    values: Vec<f64>,
+    values: Vec<Scalar>,
     known: Vec<bool>,
 }
 
@@ -111,16 +361,18 @@ impl<'a> Reference<'a> {
                     .filter(|&n| i > 0 && n <= MEMO_LIMIT)?;
                 Some(RefCell::new(Memo {
                     dims: f.dims.clone(),
-                    values: vec![0.0; n as usize],
+                    values: vec![Scalar::I(0); n as usize],
                     known: vec![false; n as usize],
                 }))
             })
             .collect();
         let mut compiled = HashMap::new();
         let mut reduce_memo = HashMap::new();
-        for f in &spec.functions {
+        let mut types = HashMap::new();
+        for (fi, f) in spec.functions.iter().enumerate() {
             let nd = f.dims.len();
             f.body.visit(&mut |b| {
+                types.insert(b as *const Body as usize, spec.elem_of(fi, b));
                 if let Body::Reduce { map, .. } = b {
                     let used: Vec<usize> = (0..nd)
                         .filter(|&i| {
@@ -156,19 +408,19 @@ impl<'a> Reference<'a> {
             memo,
             compiled,
             reduce_memo,
+            types,
         })
     }
 
-    fn round(&self, v: f64) -> f64 {
-        match self.spec.output.elem {
-            ElemType::F32 => v as f32 as f64,
-            ElemType::F64 => v,
-            ElemType::S32 => v.trunc(),
-        }
+    fn ty(&self, b: &Body) -> ElemType {
+        self.types
+            .get(&(b as *const Body as usize))
+            .copied()
+            .unwrap_or(self.spec.output.elem)
     }
 
     /// Function `func` at logical index `idx` (from its table when computed before).
-    pub fn eval(&self, func: usize, idx: &[i64]) -> Result<f64, MapError> {
+    pub fn eval(&self, func: usize, idx: &[i64]) -> Result<Scalar, MapError> {
         let f = self
             .spec
             .functions
@@ -218,9 +470,10 @@ impl<'a> Reference<'a> {
         })
     }
 
-    fn body(&self, b: &Body, idx: &[i64]) -> Result<f64, MapError> {
+    fn body(&self, b: &Body, idx: &[i64]) -> Result<Scalar, MapError> {
+        let ty = self.ty(b);
         Ok(match b {
-            Body::Const(c) => *c,
+            Body::Const(c) => Scalar::from_f64(ty, *c),
             Body::Load { input, map } => {
                 let at = self.at(map, idx)?;
                 let t = &self.spec.inputs[*input];
@@ -235,7 +488,7 @@ impl<'a> Reference<'a> {
                         t.name
                     )));
                 }
-                read_value(&self.inputs[*input], t.elem, off as usize)
+                read_scalar(&self.inputs[*input], t.elem, off as usize)
             }
             Body::Call { func, map } => self.eval(*func, &self.at(map, idx)?)?,
             Body::Reduce {
@@ -252,7 +505,7 @@ impl<'a> Reference<'a> {
                         return Ok(v);
                     }
                 }
-                let mut acc = *init;
+                let mut acc = Scalar::from_f64(ty, *init);
                 let nd = idx.len();
                 let bounds = map.bounds();
                 let mut point: Vec<i64> = idx.to_vec();
@@ -261,7 +514,7 @@ impl<'a> Reference<'a> {
                     point[nd..].copy_from_slice(s);
                     if let Some(at) = self.point(map, &point)? {
                         let v = self.eval(*func, &at)?;
-                        acc = self.round(binary(*op, acc, v));
+                        acc = binary(*op, ty, acc, v)?;
                     }
                     Ok(true)
                 })?;
@@ -272,18 +525,39 @@ impl<'a> Reference<'a> {
             }
             Body::Unary(op, a) => {
                 let x = self.body(a, idx)?;
-                self.round(unary(*op, x, self.spec.output.elem))
+                unary(*op, ty, x)?
             }
             Body::Binary(op, a, b) => {
                 let x = self.body(a, idx)?;
                 let y = self.body(b, idx)?;
-                self.round(binary(*op, x, y))
+                binary(*op, ty, x, y)?
+            }
+            Body::Convert(to, a) => {
+                let x = self.body(a, idx)?;
+                convert(self.ty(a), *to, x)
+            }
+            Body::Compare(dir, a, b) => {
+                let t = self.spec.compared_elem(a, b);
+                let x = self.body(a, idx)?;
+                let y = self.body(b, idx)?;
+                Scalar::I(compare(*dir, t, x, y) as i64)
+            }
+            Body::Select(c, a, b) => {
+                // Both sides are evaluated, as the emitted code may.
+                let p = self.body(c, idx)?;
+                let x = self.body(a, idx)?;
+                let y = self.body(b, idx)?;
+                if p.is_true() {
+                    x
+                } else {
+                    y
+                }
             }
         })
     }
 
     /// Every output element, in the output's physical order.
-    pub fn output(&self) -> Result<Vec<f64>, MapError> {
+    pub fn output(&self) -> Result<Vec<Scalar>, MapError> {
         let out = &self.spec.output;
         let n = out.num_elements()?;
         let phys = out.physical_dims();
@@ -311,34 +585,83 @@ impl<'a> Reference<'a> {
     }
 }
 
-pub fn unary(op: UnOp, x: f64, elem: ElemType) -> f64 {
-    if elem == ElemType::F32 {
-        let x = x as f32;
-        return (match op {
-            UnOp::Neg => -x,
-            UnOp::Abs => x.abs(),
-            UnOp::Exp => x.exp(),
-            UnOp::Log => x.ln(),
-            UnOp::Sqrt => x.sqrt(),
-            UnOp::Tanh => x.tanh(),
-        }) as f64;
-    }
-    match op {
-        UnOp::Neg => -x,
-        UnOp::Abs => x.abs(),
-        UnOp::Exp => x.exp(),
-        UnOp::Log => x.ln(),
-        UnOp::Sqrt => x.sqrt(),
-        UnOp::Tanh => x.tanh(),
-    }
+fn not_for(what: &str, elem: ElemType) -> MapError {
+    MapError::Other(format!("{what} is not defined on {}", elem.hlo_name()))
 }
 
-pub fn binary(op: BinOp, x: f64, y: f64) -> f64 {
+/// `op x` in type `elem` (floats of 16 bits computed in f32 and rounded).
+pub fn unary(op: UnOp, elem: ElemType, x: Scalar) -> Result<Scalar, MapError> {
+    if elem.is_int() || elem == ElemType::Pred {
+        let i = x.int(elem);
+        return Ok(Scalar::I(match op {
+            UnOp::Neg => wrap(elem, -i),
+            UnOp::Abs => wrap(elem, i.abs()),
+            _ => return Err(not_for(&format!("{op:?}"), elem)),
+        }));
+    }
+    let v = x.float(elem);
+    let r = if elem == ElemType::F64 {
+        match op {
+            UnOp::Neg => -v,
+            UnOp::Abs => v.abs(),
+            UnOp::Exp => v.exp(),
+            UnOp::Log => v.ln(),
+            UnOp::Sqrt => v.sqrt(),
+            UnOp::Tanh => v.tanh(),
+        }
+    } else {
+        let f = v as f32;
+        (match op {
+            UnOp::Neg => -f,
+            UnOp::Abs => f.abs(),
+            UnOp::Exp => f.exp(),
+            UnOp::Log => f.ln(),
+            UnOp::Sqrt => f.sqrt(),
+            UnOp::Tanh => f.tanh(),
+        }) as f64
+    };
+    Ok(Scalar::F(round_float(elem, r)))
+}
+
+/// `x op y` in type `elem`: floats of 16 bits computed in f32 and rounded; integers
+/// wrapping, with XLA's division and remainder by 0 and of the minimum by -1.
+pub fn binary(op: BinOp, elem: ElemType, x: Scalar, y: Scalar) -> Result<Scalar, MapError> {
+    if elem.is_int() || elem == ElemType::Pred {
+        let (a, b) = (x.int(elem), y.int(elem));
+        let (lo, _) = int_range(elem);
+        let r = match op {
+            BinOp::Add => a + b,
+            BinOp::Sub => a - b,
+            BinOp::Mul => a.wrapping_mul(b),
+            BinOp::Div if b == 0 => -1,
+            BinOp::Div if elem.is_signed_int() && a == lo && b == -1 => lo,
+            BinOp::Div => a / b,
+            BinOp::Rem if b == 0 => a,
+            BinOp::Rem if elem.is_signed_int() && a == lo && b == -1 => 0,
+            BinOp::Rem => a % b,
+            BinOp::Max => a.max(b),
+            BinOp::Min => a.min(b),
+        };
+        return Ok(Scalar::I(wrap(elem, r)));
+    }
+    let (a, b) = (x.float(elem), y.float(elem));
+    let r = if elem == ElemType::F64 {
+        binary_f(op, a, b)
+    } else {
+        binary_f(op, a as f32 as f64, b as f32 as f64) as f32 as f64
+    };
+    Ok(Scalar::F(round_float(elem, r)))
+}
+
+/// `+ - * /` of two f32 values computed in f64 and rounded once to f32 give the f32
+/// result exactly (f64 has more than twice f32's significand bits); `fmod` is exact.
+fn binary_f(op: BinOp, x: f64, y: f64) -> f64 {
     match op {
         BinOp::Add => x + y,
         BinOp::Sub => x - y,
         BinOp::Mul => x * y,
         BinOp::Div => x / y,
+        BinOp::Rem => x % y,
         BinOp::Max => {
             if x > y {
                 x
@@ -353,6 +676,30 @@ pub fn binary(op: BinOp, x: f64, y: f64) -> f64 {
                 y
             }
         }
+    }
+}
+
+/// `x DIR y` for values of type `elem` (IEEE comparisons on floats: NaN is unordered).
+pub fn compare(dir: CmpDir, elem: ElemType, x: Scalar, y: Scalar) -> bool {
+    if elem.is_float() {
+        let (a, b) = (x.float(elem), y.float(elem));
+        return match dir {
+            CmpDir::Eq => a == b,
+            CmpDir::Ne => a != b,
+            CmpDir::Lt => a < b,
+            CmpDir::Le => a <= b,
+            CmpDir::Gt => a > b,
+            CmpDir::Ge => a >= b,
+        };
+    }
+    let (a, b) = (x.int(elem), y.int(elem));
+    match dir {
+        CmpDir::Eq => a == b,
+        CmpDir::Ne => a != b,
+        CmpDir::Lt => a < b,
+        CmpDir::Le => a <= b,
+        CmpDir::Gt => a > b,
+        CmpDir::Ge => a >= b,
     }
 }
 
@@ -403,7 +750,8 @@ mod tests {
         assert_eq!(got, want);
         // Each row sums to 1 (within f32 rounding).
         for row in got.chunks(10) {
-            assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-5, "{row:?}");
+            let sum: f64 = row.iter().map(|v| v.to_f64(ElemType::F32)).sum();
+            assert!((sum - 1.0).abs() < 1e-5, "{row:?}");
         }
     }
 }

@@ -21,41 +21,133 @@ use crate::expr::Expr;
 use crate::map::{compose, default_vars, IndexingMap, VarKind};
 use crate::MapError;
 
-/// Element types the emitters and the reference evaluator know.
+/// Element types the emitters and the reference evaluator know: XLA's `pred`, signed and
+/// unsigned integers of 8 to 64 bits, and floats of 16 (`f16`, `bf16`: stored in 16 bits,
+/// computed in `f32` and rounded to nearest even after each operation, as XLA does), 32
+/// and 64 bits.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ElemType {
+    Pred,
+    S8,
+    S16,
+    S32,
+    S64,
+    U8,
+    U16,
+    U32,
+    U64,
+    F16,
+    BF16,
     F32,
     F64,
-    S32,
 }
 
 impl ElemType {
+    /// Every element type, in XLA's order.
+    pub const ALL: [ElemType; 13] = [
+        ElemType::Pred,
+        ElemType::S8,
+        ElemType::S16,
+        ElemType::S32,
+        ElemType::S64,
+        ElemType::U8,
+        ElemType::U16,
+        ElemType::U32,
+        ElemType::U64,
+        ElemType::F16,
+        ElemType::BF16,
+        ElemType::F32,
+        ElemType::F64,
+    ];
     pub fn from_hlo(name: &str) -> Option<ElemType> {
-        match name {
-            "f32" => Some(ElemType::F32),
-            "f64" => Some(ElemType::F64),
-            "s32" => Some(ElemType::S32),
-            _ => None,
-        }
+        ElemType::ALL.into_iter().find(|t| t.hlo_name() == name)
     }
     pub fn hlo_name(self) -> &'static str {
         match self {
+            ElemType::Pred => "pred",
+            ElemType::S8 => "s8",
+            ElemType::S16 => "s16",
+            ElemType::S32 => "s32",
+            ElemType::S64 => "s64",
+            ElemType::U8 => "u8",
+            ElemType::U16 => "u16",
+            ElemType::U32 => "u32",
+            ElemType::U64 => "u64",
+            ElemType::F16 => "f16",
+            ElemType::BF16 => "bf16",
             ElemType::F32 => "f32",
             ElemType::F64 => "f64",
-            ElemType::S32 => "s32",
         }
     }
+    /// The C type of an element in memory (`f16`/`bf16` as their 16 bits in C; the CUDA
+    /// emitter names them `__half` and `__nv_bfloat16`, see [`ElemType::cuda_name`]).
     pub fn c_name(self) -> &'static str {
         match self {
+            ElemType::Pred => "bool",
+            ElemType::S8 => "int8_t",
+            ElemType::S16 => "int16_t",
+            ElemType::S32 => "int32_t",
+            ElemType::S64 => "int64_t",
+            ElemType::U8 => "uint8_t",
+            ElemType::U16 | ElemType::F16 | ElemType::BF16 => "uint16_t",
+            ElemType::U32 => "uint32_t",
+            ElemType::U64 => "uint64_t",
             ElemType::F32 => "float",
             ElemType::F64 => "double",
-            ElemType::S32 => "int32_t",
+        }
+    }
+    /// The CUDA type of an element in memory.
+    pub fn cuda_name(self) -> &'static str {
+        match self {
+            ElemType::F16 => "__half",
+            ElemType::BF16 => "__nv_bfloat16",
+            t => t.c_name(),
+        }
+    }
+    /// The type values of this element type are computed in: `f32` for `f16` and `bf16`,
+    /// itself for the others.
+    pub fn arith(self) -> ElemType {
+        match self {
+            ElemType::F16 | ElemType::BF16 => ElemType::F32,
+            t => t,
         }
     }
     pub fn bytes(self) -> i64 {
         match self {
-            ElemType::F32 | ElemType::S32 => 4,
-            ElemType::F64 => 8,
+            ElemType::Pred | ElemType::S8 | ElemType::U8 => 1,
+            ElemType::S16 | ElemType::U16 | ElemType::F16 | ElemType::BF16 => 2,
+            ElemType::F32 | ElemType::S32 | ElemType::U32 => 4,
+            ElemType::F64 | ElemType::S64 | ElemType::U64 => 8,
+        }
+    }
+    pub fn is_float(self) -> bool {
+        matches!(
+            self,
+            ElemType::F16 | ElemType::BF16 | ElemType::F32 | ElemType::F64
+        )
+    }
+    pub fn is_signed_int(self) -> bool {
+        matches!(
+            self,
+            ElemType::S8 | ElemType::S16 | ElemType::S32 | ElemType::S64
+        )
+    }
+    pub fn is_unsigned_int(self) -> bool {
+        matches!(
+            self,
+            ElemType::U8 | ElemType::U16 | ElemType::U32 | ElemType::U64
+        )
+    }
+    /// Integers of either sign (not `pred`).
+    pub fn is_int(self) -> bool {
+        self.is_signed_int() || self.is_unsigned_int()
+    }
+    /// Bits of an integer type (`pred`: 1).
+    pub fn bits(self) -> u32 {
+        if self == ElemType::Pred {
+            1
+        } else {
+            self.bytes() as u32 * 8
         }
     }
 }
@@ -166,6 +258,9 @@ impl UnOp {
     }
 }
 
+/// Binary arithmetic. On integers, `+ - *` wrap around (two's complement); `x / 0` is -1
+/// (all bits set) and `x % 0` is `x`; the most negative value `/ -1` is itself and `% -1` is
+/// 0 (XLA's integer division semantics). `Rem` on floats is C's `fmod`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum BinOp {
     Add,
@@ -174,6 +269,7 @@ pub enum BinOp {
     Div,
     Max,
     Min,
+    Rem,
 }
 
 impl BinOp {
@@ -185,8 +281,45 @@ impl BinOp {
             "divide" => BinOp::Div,
             "maximum" => BinOp::Max,
             "minimum" => BinOp::Min,
+            "remainder" => BinOp::Rem,
             _ => return None,
         })
+    }
+}
+
+/// The comparison of HLO's `compare(a, b), direction=..`: a `pred`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CmpDir {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CmpDir {
+    pub fn from_hlo(dir: &str) -> Option<CmpDir> {
+        Some(match dir {
+            "EQ" => CmpDir::Eq,
+            "NE" => CmpDir::Ne,
+            "LT" => CmpDir::Lt,
+            "LE" => CmpDir::Le,
+            "GT" => CmpDir::Gt,
+            "GE" => CmpDir::Ge,
+            _ => return None,
+        })
+    }
+    /// The C operator.
+    pub fn c_op(self) -> &'static str {
+        match self {
+            CmpDir::Eq => "==",
+            CmpDir::Ne => "!=",
+            CmpDir::Lt => "<",
+            CmpDir::Le => "<=",
+            CmpDir::Gt => ">",
+            CmpDir::Ge => ">=",
+        }
     }
 }
 
@@ -215,6 +348,15 @@ pub enum Body {
     },
     Unary(UnOp, Box<Body>),
     Binary(BinOp, Box<Body>, Box<Body>),
+    /// The value converted to an element type (HLO's `convert`): floats round to nearest
+    /// even, integers wrap to their width, a float becomes an integer toward zero with
+    /// saturation (NaN gives 0), anything becomes `pred` as `!= 0`. `Convert(t, Const(v))`
+    /// is a constant of type `t`.
+    Convert(ElemType, Box<Body>),
+    /// `a DIR b`, a `pred`.
+    Compare(CmpDir, Box<Body>, Box<Body>),
+    /// `pred ? on_true : on_false`.
+    Select(Box<Body>, Box<Body>, Box<Body>),
 }
 
 impl Body {
@@ -223,7 +365,13 @@ impl Body {
         f(self);
         match self {
             Body::Unary(_, a) => a.visit(f),
-            Body::Binary(_, a, b) => {
+            Body::Binary(_, a, b) | Body::Compare(_, a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Body::Convert(_, a) => a.visit(f),
+            Body::Select(c, a, b) => {
+                c.visit(f);
                 a.visit(f);
                 b.visit(f);
             }
@@ -323,12 +471,73 @@ impl KernelSpec {
         err.map_or(Ok(()), Err)
     }
 
-    /// The reduction at the root, if the root function is one (`reduce(...)` at the top).
+    /// The reduction at the root, if the root function is one (`reduce(...)` at the top,
+    /// possibly converted to the output's type: `convert(reduce(...))`, a reduction in
+    /// f32 of f16 values written as f16).
     pub fn root_reduction(&self) -> Option<(&IndexingMap, usize)> {
-        match &self.functions.first()?.body {
+        let mut b = &self.functions.first()?.body;
+        if let Body::Convert(_, inner) = b {
+            b = inner;
+        }
+        match b {
             Body::Reduce { map, func, .. } => Some((map, *func)),
             _ => None,
         }
+    }
+
+    /// The element type of `b`'s value in function `func` (a bare constant takes the type
+    /// of what it meets: the other operand, else the function's type).
+    pub fn elem_of(&self, func: usize, b: &Body) -> ElemType {
+        self.elem_in(b, 0)
+            .unwrap_or_else(|| self.function_elem(func))
+    }
+
+    /// The element type function `func` computes: the output's for the root, else its
+    /// body's (the output's when the body says nothing, a bare constant).
+    pub fn function_elem(&self, func: usize) -> ElemType {
+        if func == 0 {
+            return self.output.elem;
+        }
+        self.functions
+            .get(func)
+            .and_then(|f| self.elem_in(&f.body, 0))
+            .unwrap_or(self.output.elem)
+    }
+
+    /// The element type of `b`'s value, `None` for a bare constant (and what is made of
+    /// bare constants alone).
+    pub fn elem_opt(&self, b: &Body) -> Option<ElemType> {
+        self.elem_in(b, 0)
+    }
+
+    fn elem_in(&self, b: &Body, depth: usize) -> Option<ElemType> {
+        if depth > self.functions.len() + 64 {
+            return None;
+        }
+        match b {
+            Body::Const(_) => None,
+            Body::Load { input, .. } => self.inputs.get(*input).map(|t| t.elem),
+            Body::Call { func, .. } | Body::Reduce { func, .. } => {
+                if *func == 0 {
+                    return Some(self.output.elem);
+                }
+                let f = self.functions.get(*func)?;
+                self.elem_in(&f.body, depth + 1)
+            }
+            Body::Unary(_, a) => self.elem_in(a, depth + 1),
+            Body::Binary(_, a, c) | Body::Select(_, a, c) => self
+                .elem_in(a, depth + 1)
+                .or_else(|| self.elem_in(c, depth + 1)),
+            Body::Convert(t, _) => Some(*t),
+            Body::Compare(..) => Some(ElemType::Pred),
+        }
+    }
+
+    /// The type of the operands a comparison compares (`f32` when both are bare constants).
+    pub fn compared_elem(&self, a: &Body, b: &Body) -> ElemType {
+        self.elem_in(a, 0)
+            .or_else(|| self.elem_in(b, 0))
+            .unwrap_or(ElemType::F32)
     }
 
     /// Bytes read (each input once) plus bytes written.

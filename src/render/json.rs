@@ -123,6 +123,7 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
             obj.insert("block".into(), json!(m.config.block));
             obj.insert("vector".into(), json!(m.config.vector));
             obj.insert("unroll".into(), json!(m.config.unroll));
+            obj.insert("max_blocks".into(), json!(m.config.max_blocks));
             obj.insert("tiled".into(), json!(m.tiled));
             obj.insert("tile".into(), json!(m.tile));
             obj.insert("origin".into(), json!(m.origin));
@@ -215,6 +216,13 @@ pub fn role(label: &str) -> Map<String, Json> {
         e.insert("operand".into(), json!(k));
     } else if l == "output" || l.starts_with("output (") {
         e.insert("role".into(), json!("output"));
+        if let Some(desc) = l
+            .strip_prefix("output (")
+            .and_then(|d| d.strip_suffix(')'))
+            .filter(|_| label.starts_with("thread → "))
+        {
+            e.insert("launch".into(), Json::Object(launch_fields(desc)));
+        }
     } else if let Some(o) = number_after(l, "output ") {
         e.insert("role".into(), json!("output"));
         e.insert("output".into(), json!(o));
@@ -223,6 +231,35 @@ pub fn role(label: &str) -> Map<String, Json> {
         // element`: the words before any comma or parenthesis.
         let word = l.split([',', '(']).next().unwrap_or(l).trim();
         e.insert("role".into(), json!(word));
+    }
+    e
+}
+
+/// The launch a `threads` output heading describes (`loop, block 8, grid 3, vector 4, 5
+/// chunks per thread, max_blocks 3`): `{"strategy": "loop", "block": 8, "grid": 3,
+/// "vector": 4, "chunks": 5, "max_blocks": 3}`; each `NAME N` part becomes a number, `N
+/// chunks per thread` becomes `chunks`, other parts are kept as text under `notes`.
+fn launch_fields(desc: &str) -> Map<String, Json> {
+    let mut e = Map::new();
+    let mut notes = Vec::new();
+    for (k, part) in desc.split(", ").enumerate() {
+        let words: Vec<&str> = part.split(' ').collect();
+        let num = |w: &str| w.parse::<i64>().ok();
+        match words.as_slice() {
+            [name] if k == 0 => {
+                e.insert("strategy".into(), json!(name));
+            }
+            [n, "chunks", "per", "thread"] if num(n).is_some() => {
+                e.insert("chunks".into(), json!(num(n)));
+            }
+            [name, n] if num(n).is_some() => {
+                e.insert((*name).to_string(), json!(num(n)));
+            }
+            _ => notes.push(part.to_string()),
+        }
+    }
+    if !notes.is_empty() {
+        e.insert("notes".into(), json!(notes));
     }
     e
 }
@@ -243,7 +280,11 @@ mod tests {
         );
         assert_eq!(
             r("thread → output (loop, block 128, grid 6)"),
-            r#"{"role":"output"}"#
+            r#"{"role":"output","launch":{"strategy":"loop","block":128,"grid":6}}"#
+        );
+        assert_eq!(
+            r("thread → output (loop, block 8, grid 3, vector 4, 5 chunks per thread, max_blocks 3)"),
+            r#"{"role":"output","launch":{"strategy":"loop","block":8,"grid":3,"vector":4,"chunks":5,"max_blocks":3}}"#
         );
         assert_eq!(
             r("thread → operand 3 (p3)"),

@@ -386,6 +386,10 @@ fn describe(l: &Launch) -> String {
     }
     if l.chunks() > 1 && l.strategy == Strategy::Loop {
         s += &format!(", {} chunks per thread", l.chunks());
+        // The grid capped by max_blocks (not only unrolled): say so.
+        if l.grid[0] == l.config.max_blocks {
+            s += &format!(", max_blocks {}", l.config.max_blocks);
+        }
     }
     s
 }

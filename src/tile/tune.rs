@@ -212,7 +212,10 @@ pub fn emit_tiled_with(spec: &KernelSpec, sizes: &[i64], naive: bool) -> Result<
         &out.strides()?,
         "out",
     )?;
-    w.line(format!("out[{k}] = {v};"));
+    w.line(format!(
+        "out[{k}] = {};",
+        crate::gpu::emit::types::store(out.elem, &v, false)
+    ));
 
     let mut src = format!(
         "// {} for the CPU{}, tiled {}: {} = {}.\n#include <stdint.h>\n#include <math.h>\n\n",
@@ -259,7 +262,7 @@ pub fn emit_tiled_with(spec: &KernelSpec, sizes: &[i64], naive: bool) -> Result<
     Ok(Emitted {
         name: spec.name.clone(),
         target: Target::Cpu,
-        source: crate::gpu::emit::finish_epoch(src),
+        source: crate::gpu::emit::finish_types(crate::gpu::emit::finish_epoch(src)),
         entry: name,
     })
 }

@@ -17,8 +17,8 @@ pub mod cpu;
 pub mod cuda;
 pub mod measure;
 
-use super::reference::{matches, read_value, Reference};
-use super::spec::KernelSpec;
+use super::reference::{matches, read_scalar, Reference, Scalar};
+use super::spec::{ElemType, KernelSpec};
 use crate::MapError;
 
 /// Where to run.
@@ -248,17 +248,37 @@ impl Outcome {
 }
 
 /// Checks every element of `out` (raw bytes in the output's layout) against `want`.
-pub fn verify(spec: &KernelSpec, out: &[u8], want: &[f64]) -> Result<(), MapError> {
-    let tol = if spec.root_reduction().is_some() {
-        1e-4
-    } else {
-        1e-6
+pub fn verify(spec: &KernelSpec, out: &[u8], want: &[Scalar]) -> Result<(), MapError> {
+    let elem = spec.output.elem;
+    // The type a root reduction accumulates in (f32 for `convert(reduce(...))` of f16).
+    let acc = spec
+        .root_reduction()
+        .map(|(_, func)| spec.function_elem(func));
+    let in_16_bits = matches!(acc, Some(ElemType::F16 | ElemType::BF16));
+    // Floats: a relative tolerance (transcendentals differ in the last bits between
+    // libraries, a parallel reduction sums in another order); for f16 and bf16 one unit in
+    // the last place of the type (an f32 difference may round the other way), more for a
+    // reduction that accumulates in the 16-bit type. Integers and pred: exact.
+    let tol = match (elem, acc.is_some()) {
+        (ElemType::F16, _) if in_16_bits => 2e-2,
+        (ElemType::BF16, _) if in_16_bits => 1e-1,
+        (ElemType::F16, _) => 1e-3,
+        (ElemType::BF16, _) => 8e-3,
+        (_, true) => 1e-4,
+        _ => 1e-6,
     };
     for (i, &w) in want.iter().enumerate() {
-        let got = read_value(out, spec.output.elem, i);
-        if !matches(got, w, tol) {
+        let got = read_scalar(out, elem, i);
+        let ok = if elem.is_float() {
+            matches(got.to_f64(elem), w.to_f64(elem), tol)
+        } else {
+            got == w
+        };
+        if !ok {
             return Err(MapError::Other(format!(
-                "output element {i} (physical offset) is {got} but the reference says {w}: the kernel is wrong, so it has no timing"
+                "output element {i} (physical offset) is {} but the reference says {}: the kernel is wrong, so it has no timing",
+                got.to_f64(elem),
+                w.to_f64(elem)
             )));
         }
     }
@@ -266,7 +286,7 @@ pub fn verify(spec: &KernelSpec, out: &[u8], want: &[f64]) -> Result<(), MapErro
 }
 
 /// The reference output of `spec` on `inputs`, in physical order.
-pub fn reference_output(spec: &KernelSpec, inputs: &[Vec<u8>]) -> Result<Vec<f64>, MapError> {
+pub fn reference_output(spec: &KernelSpec, inputs: &[Vec<u8>]) -> Result<Vec<Scalar>, MapError> {
     Reference::new(spec, inputs)?.output()
 }
 

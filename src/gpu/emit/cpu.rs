@@ -6,8 +6,8 @@
 //! README for why a compiler rather than a JIT).
 
 use super::{
-    c_binary, c_ident, c_unary, helper_functions, input_params, outside, simplified, substitute,
-    BodyWriter, Emitted, Target, C_HELPERS,
+    c_ident, helper_functions, input_params, outside, simplified, substitute, types, BodyWriter,
+    Emitted, Target, C_HELPERS,
 };
 use crate::expr::Expr;
 use crate::gpu::spec::{BinOp, Body, ElemType, UnOp};
@@ -162,7 +162,10 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
         &spec.output.strides()?,
         "out",
     )?;
-    w.line(format!("out[{k}] = {v};"));
+    w.line(format!(
+        "out[{k}] = {};",
+        types::store(spec.output.elem, &v, false)
+    ));
     let mut decl = input_params(spec, "restrict");
     decl.push(format!("{ty} *restrict out"));
     src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
@@ -197,11 +200,11 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
         src += &format!("{}}}\n", "  ".repeat(k + 1));
     }
     src += "}\n\n";
-    src += &entry_point(spec, &name, &ty);
+    src += &entry_point(spec, &name, ty);
     Ok(Emitted {
         name: spec.name.clone(),
         target: Target::Cpu,
-        source: crate::gpu::emit::finish_epoch(src),
+        source: super::finish_types(crate::gpu::emit::finish_epoch(src)),
         entry: name,
     })
 }
@@ -358,7 +361,10 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
         &spec.output.strides()?,
         "out",
     )?;
-    w.line(format!("out[{k}] = {v};"));
+    w.line(format!(
+        "out[{k}] = {};",
+        types::store(spec.output.elem, &v, false)
+    ));
     let mut src = format!(
         "// {} for the CPU: {} = {}, row by row: the reductions once per row, then the row's elements; index arithmetic from the simplified maps.\n",
         spec.name,
@@ -407,7 +413,7 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
     Ok(Some(Emitted {
         name: spec.name.clone(),
         target: Target::Cpu,
-        source: crate::gpu::emit::finish_epoch(src),
+        source: super::finish_types(crate::gpu::emit::finish_epoch(src)),
         entry: name.to_string(),
     }))
 }
@@ -430,39 +436,81 @@ impl Rows<'_> {
         format!("{prefix}{}", self.count)
     }
 
-    /// A C expression for `b` at the index `ctx` gives (`ctx`'s variable 0 is the row `r`).
+    /// A C expression for `b` at the index `ctx` gives (`ctx`'s variable 0 is the row `r`),
+    /// of the register type of `b`'s element type (`want` for a bare constant).
     fn expr(
         &mut self,
         w: &mut BodyWriter,
         b: &Body,
         ctx: &IndexingMap,
     ) -> Result<String, MapError> {
-        let ty = self.spec.output.elem.c_name();
+        let want = self.spec.output.elem;
+        self.expr_t(w, b, ctx, want)
+    }
+
+    fn expr_t(
+        &mut self,
+        w: &mut BodyWriter,
+        b: &Body,
+        ctx: &IndexingMap,
+        want: ElemType,
+    ) -> Result<String, MapError> {
+        let t = self.spec.elem_opt(b).unwrap_or(want);
         Ok(match b {
-            Body::Const(_) | Body::Load { .. } => w.body(b, ctx, &self.params.clone())?,
+            Body::Const(c) => types::constant(*c, t),
+            Body::Load { .. } => w.body_t(b, ctx, &self.params.clone(), t)?,
             Body::Unary(op, a) => {
-                let x = self.expr(w, a, ctx)?;
-                if *op == UnOp::Exp && self.spec.output.elem == ElemType::F32 {
+                let x = self.expr_t(w, a, ctx, t)?;
+                if *op == UnOp::Exp && t == ElemType::F32 {
                     format!("ix_expf({x})")
                 } else {
-                    c_unary(*op, &x, self.spec.output.elem)
+                    types::unary(*op, t, &x)?
                 }
             }
             Body::Binary(op, a, b2) => {
-                let x = self.expr(w, a, ctx)?;
-                let y = self.expr(w, b2, ctx)?;
+                let x = self.expr_t(w, a, ctx, t)?;
+                let y = self.expr_t(w, b2, ctx, t)?;
                 let v = self.fresh("v");
                 w.line(format!(
-                    "const {ty} {v} = {};",
-                    c_binary(*op, &x, &y, self.spec.output.elem)
+                    "const {} {v} = {};",
+                    types::reg(t),
+                    types::binary(*op, t, &x, &y)
                 ));
+                v
+            }
+            Body::Convert(to, a) => {
+                if let Body::Const(c) = **a {
+                    return Ok(types::constant(c, *to));
+                }
+                let from = self.spec.elem_opt(a).unwrap_or(*to);
+                let x = self.expr_t(w, a, ctx, from)?;
+                types::convert(from, *to, &x)
+            }
+            Body::Compare(dir, a, b2) => {
+                let ct = self.spec.compared_elem(a, b2);
+                let x = self.expr_t(w, a, ctx, ct)?;
+                let y = self.expr_t(w, b2, ctx, ct)?;
+                let v = self.fresh("v");
+                w.line(format!(
+                    "const bool {v} = {};",
+                    types::compare(*dir, &x, &y)
+                ));
+                v
+            }
+            Body::Select(c, a, b2) => {
+                let p = self.expr_t(w, c, ctx, ElemType::Pred)?;
+                let x = self.expr_t(w, a, ctx, t)?;
+                let y = self.expr_t(w, b2, ctx, t)?;
+                let v = self.fresh("v");
+                w.line(format!("const {} {v} = {p} ? {x} : {y};", types::reg(t)));
                 v
             }
             Body::Call { func, map } => {
                 let inner = substitute(ctx, map)?;
                 let f = &self.spec.functions[*func];
                 w.line(format!("// {} at {}", f.name, simplified(&inner)));
-                self.expr(w, &f.body, &inner)?
+                let ft = self.spec.function_elem(*func);
+                self.expr_t(w, &f.body, &inner, ft)?
             }
             Body::Reduce {
                 op,
@@ -523,21 +571,24 @@ impl Rows<'_> {
                     }
                 }
                 let f = &self.spec.functions[*func];
-                let x = self.expr(&mut body, &f.body, &canon)?;
+                let x = self.expr_t(&mut body, &f.body, &canon, t)?;
                 let acc = self.fresh("row");
-                body.line(format!(
-                    "{acc} = {};",
-                    c_binary(*op, &acc, &x, self.spec.output.elem)
-                ));
+                body.line(format!("{acc} = {};", types::binary(*op, t, &acc, &x)));
                 let pad = |k: usize| "  ".repeat(k);
                 self.hoisted.push(format!(
-                    "{}{ty} {acc} = {};",
+                    "{}{} {acc} = {};",
                     pad(2),
-                    super::c_float(*init, self.spec.output.elem)
+                    types::reg(t),
+                    types::constant(*init, t)
                 ));
                 self.hoisted
                     .push(format!("{}// reduce {} over {shown}", pad(2), f.name));
+                // Lanes combine with the plain operator at the end: only where that is the
+                // type's own (not for 16-bit floats, rounded after each step, nor for
+                // integer sums, which wrap).
+                let plain = t == ElemType::F32 || t == ElemType::F64;
                 let clause = match op {
+                    _ if !plain && !matches!(op, BinOp::Max | BinOp::Min) => None,
                     BinOp::Add => Some("+"),
                     BinOp::Mul => Some("*"),
                     BinOp::Max => Some("max"),

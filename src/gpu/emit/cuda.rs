@@ -11,11 +11,13 @@
 //!
 //! Compiled at run time with NVRTC (`bench/cuda.rs`).
 
+use super::types;
 use super::{
     c_expr, c_ident, helper_functions, input_params, simplified, BodyWriter, Emitted, Target,
 };
+use crate::expr::{Expr, ExprKind, Op};
 use crate::gpu::launch::{reads_through_tile, Launch, Strategy, TILE};
-use crate::gpu::spec::{Body, KernelSpec};
+use crate::gpu::spec::{Body, ElemType, KernelSpec};
 use crate::map::IndexingMap;
 use crate::MapError;
 
@@ -142,7 +144,11 @@ fn dim_guards(m: &IndexingMap, launch: &Launch, w: &mut BodyWriter, action: &str
 }
 
 fn loops_open(m: &IndexingMap, w: &mut BodyWriter) {
-    for v in &m.ranges {
+    loops_open_vars(&m.ranges, w)
+}
+
+fn loops_open_vars(vars: &[crate::map::Variable], w: &mut BodyWriter) {
+    for v in vars {
         if !super::I32_INDEX.contains_interval(&v.bounds) {
             super::index_width_needs_64();
         }
@@ -158,9 +164,94 @@ fn loops_open(m: &IndexingMap, w: &mut BodyWriter) {
     }
 }
 fn loops_close(m: &IndexingMap, w: &mut BodyWriter) {
-    for _ in &m.ranges {
+    loops_close_n(m.ranges.len(), w)
+}
+
+fn loops_close_n(n: usize, w: &mut BodyWriter) {
+    for _ in 0..n {
         w.indent -= 1;
         w.line("}");
+    }
+}
+
+/// The CUDA vector type of 16 bytes holding elements of `t`.
+fn vector_type(t: ElemType) -> &'static str {
+    match t {
+        ElemType::F32 => "float4",
+        ElemType::S32 => "int4",
+        ElemType::F64 => "double2",
+        ElemType::S64 => "longlong2",
+        ElemType::U64 => "ulonglong2",
+        _ => "uint4",
+    }
+}
+
+/// `e` as `rest + k * v` with `rest` free of variable `v`, reading the top-level sum; `None`
+/// when `v` appears elsewhere (inside a division, a product of variables, ...).
+fn split_on(e: Expr, v: u32) -> Option<(Expr, i64)> {
+    match e.kind() {
+        _ if !e.uses_var(v) => Some((e, 0)),
+        ExprKind::Var(x) if x == v => Some((Expr::constant(0), 1)),
+        ExprKind::Bin(Op::Add, a, b) => {
+            let (ra, ka) = split_on(a, v)?;
+            let (rb, kb) = split_on(b, v)?;
+            Some((ra.add(rb), ka.checked_add(kb)?))
+        }
+        ExprKind::Bin(Op::Mul, a, b) => match (a.kind(), b.as_const()) {
+            (ExprKind::Var(x), Some(k)) if x == v => Some((Expr::constant(0), k)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether `e` is a multiple of `n` for every value of its variables.
+fn multiple_of(e: Expr, n: i64) -> bool {
+    match e.kind() {
+        ExprKind::Const(c) => c % n == 0,
+        ExprKind::Bin(Op::Add, a, b) => multiple_of(a, n) && multiple_of(b, n),
+        ExprKind::Bin(Op::Mul, a, b) => multiple_of(a, n) || multiple_of(b, n),
+        _ => false,
+    }
+}
+
+/// The offset of the element a loop thread reads (or writes) through `map` at `unroll_id
+/// = 0`, as C, when the `vector` elements of `unroll_id` are contiguous and 16-byte aligned:
+/// the simplified linear offset is `base + unroll_id` with `base` free of `unroll_id` and a
+/// multiple of `vector`, and no constraint of the map depends on `unroll_id`. (Buffers
+/// start 256-byte aligned, as cudaMalloc gives them.)
+fn vector_base(
+    wm: &IndexingMap,
+    map: &IndexingMap,
+    strides: &[i64],
+    vector: i64,
+) -> Result<Option<String>, MapError> {
+    let m = super::substitute(wm, map)?;
+    let lin = m
+        .results
+        .iter()
+        .zip(strides)
+        .fold(Expr::constant(0), |acc, (&r, &st)| {
+            acc.add(r.mul(Expr::constant(st)))
+        });
+    let mut lm = m.clone();
+    lm.results = vec![lin];
+    let s = simplified(&lm);
+    if s.status != crate::map::Status::Defined || s.results.len() != 1 {
+        return Ok(None);
+    }
+    let Some(pos) = s.ranges.iter().position(|v| v.name == "unroll_id") else {
+        return Ok(None);
+    };
+    let u = (s.dims.len() + pos) as u32;
+    if s.constraints.iter().any(|(c, _)| c.uses_var(u)) {
+        return Ok(None);
+    }
+    match split_on(s.results[0], u) {
+        Some((rest, 1)) if multiple_of(rest, vector) => {
+            Ok(Some(c_expr(rest, &s.names(), &s.bounds())))
+        }
+        _ => Ok(None),
     }
 }
 
@@ -203,6 +294,120 @@ fn scope(w: &mut BodyWriter, m: &IndexingMap, naive: bool, prefix: &str) -> Inde
     )
 }
 
+/// A loop with `vector` elements per thread (`unroll_id`) whose loads and store of 16 bytes
+/// are contiguous and aligned ([`vector_base`]): each such operand read in one 128-bit load
+/// (`float4`, `int4`, `double2`, ..., `uint4` for 8- and 16-bit types) before the loop over
+/// `unroll_id`, which takes its elements from it; the output written in one 128-bit store
+/// after it. Returns false, writing nothing, when no operand qualifies (the plain loop
+/// follows).
+fn vector_loop(
+    spec: &KernelSpec,
+    launch: &Launch,
+    w: &mut BodyWriter,
+    params: &str,
+) -> Result<bool, MapError> {
+    let wm = &launch.write_map;
+    let vector = launch.config.vector;
+    if vector < 2 || wm.ranges.last().is_none_or(|v| v.name != "unroll_id") {
+        return Ok(false);
+    }
+    // The thread's own guards are checked once for the whole vector.
+    let u = (wm.dims.len() + wm.ranges.len() - 1) as u32;
+    if wm.constraints.iter().any(|(c, _)| c.uses_var(u)) {
+        return Ok(false);
+    }
+    let wide = |t: ElemType| t.bytes() * vector == 16;
+    let mut loads: Vec<(usize, IndexingMap, String)> = Vec::new();
+    let mut failed = Vec::new();
+    spec.functions[0].body.visit(&mut |b| {
+        if let Body::Load { input, map } = b {
+            if loads.iter().any(|(i, m, _)| i == input && m == map) {
+                return;
+            }
+            let t = &spec.inputs[*input];
+            if !wide(t.elem) {
+                return;
+            }
+            match t.strides().and_then(|st| vector_base(wm, map, &st, vector)) {
+                Ok(Some(base)) => loads.push((*input, map.clone(), base)),
+                Ok(None) => {}
+                Err(e) => failed.push(e),
+            }
+        }
+    });
+    if let Some(e) = failed.pop() {
+        return Err(e);
+    }
+    let out = &spec.output;
+    let out_base = if wide(out.elem) {
+        vector_base(
+            wm,
+            &IndexingMap::identity(&out.dims),
+            &out.strides()?,
+            vector,
+        )?
+    } else {
+        None
+    };
+    if loads.is_empty() && out_base.is_none() {
+        return Ok(false);
+    }
+    w.line(format!("// thread → output: {wm}"));
+    dim_guards(wm, launch, w, "return");
+    guards(wm, w, true);
+    let (outer, last) = wm.ranges.split_at(wm.ranges.len() - 1);
+    loops_open_vars(outer, w);
+    guards(wm, w, false);
+    for (k, (input, map, base)) in loads.iter().enumerate() {
+        let t = &spec.inputs[*input];
+        let vt = vector_type(t.elem);
+        w.line(format!(
+            "// p{input} ({}): {vector} elements of unroll_id in one 128-bit load ({vt})",
+            t.name
+        ));
+        w.line(format!(
+            "const {vt} v{k} = *reinterpret_cast<const {vt} *>(p{input} + {base});"
+        ));
+        let elem = format!(
+            "reinterpret_cast<const {} *>(&v{k})[unroll_id]",
+            types::mem(t.elem, true)
+        );
+        w.replaced
+            .push((*input, map.clone(), types::load(t.elem, &elem, true)));
+    }
+    let ovt = vector_type(out.elem);
+    if out_base.is_some() {
+        w.line(format!("{ovt} ov;"));
+    }
+    loops_open_vars(last, w);
+    let v = w.body(&spec.functions[0].body, wm, params)?;
+    let stored = types::store(out.elem, &v, true);
+    match &out_base {
+        Some(_) => w.line(format!(
+            "reinterpret_cast<{} *>(&ov)[unroll_id] = {stored};",
+            types::mem(out.elem, true)
+        )),
+        None => {
+            let k = w.offset(
+                wm,
+                &IndexingMap::identity(&out.dims),
+                &out.strides()?,
+                "out",
+            )?;
+            w.line(format!("out[{k}] = {stored};"));
+        }
+    }
+    loops_close_n(1, w);
+    if let Some(base) = &out_base {
+        w.line(format!(
+            "// out: {vector} elements in one 128-bit store ({ovt})"
+        ));
+        w.line(format!("*reinterpret_cast<{ovt} *>(out + {base}) = ov;"));
+    }
+    loops_close_n(outer.len(), w);
+    Ok(true)
+}
+
 /// The kernel, with 32-bit index arithmetic (`int`) when every index expression it writes
 /// stays inside `int` over its variables' bounds (as XLA does), else 64-bit (`int64_t`).
 pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, MapError> {
@@ -239,8 +444,12 @@ fn emit_with(
     index_ty: &'static str,
 ) -> Result<Emitted, MapError> {
     super::refuse_empty(spec)?;
-    let name = c_ident(&spec.name);
-    let ty = spec.output.elem.c_name();
+    let mut name = c_ident(&spec.name);
+    // Names cuda_fp16.h and cuda_bf16.h declare.
+    if ["half", "half2", "nv_bfloat16", "nv_bfloat162"].contains(&name.as_str()) {
+        name += "_kernel";
+    }
+    let out_elem = spec.output.elem;
     let mut src = format!(
         "// {} for CUDA: {} = {}, {} mapping, block {}, grid {}; index arithmetic {}, {}.\n",
         spec.name,
@@ -282,10 +491,12 @@ fn emit_with(
         .join(", ");
     let mut w = BodyWriter::new(spec, naive, 1);
     w.index_ty = index_ty;
+    w.cuda = true;
     let wm = &launch.write_map;
     let out_strides = spec.output.strides()?;
     let out_id = IndexingMap::identity(&spec.output.dims);
     match &launch.strategy {
+        Strategy::Loop if !naive && vector_loop(spec, launch, &mut w, &params)? => {}
         Strategy::Loop => {
             w.line(format!("// thread → output: {wm}"));
             dim_guards(wm, launch, &mut w, "return");
@@ -295,7 +506,7 @@ fn emit_with(
             let ctx = scope(&mut w, wm, naive, "o");
             let v = w.body(&spec.functions[0].body, &ctx, &params)?;
             let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
-            w.line(format!("out[{k}] = {v};"));
+            w.line(format!("out[{k}] = {};", types::store(out_elem, &v, true)));
             loops_close(wm, &mut w);
         }
         Strategy::TiledTranspose { .. } => {
@@ -315,7 +526,9 @@ fn emit_with(
                     }
                 }
             });
-            for k in 0..tiled.len() {
+            for (k, (input, _)) in tiled.iter().enumerate() {
+                // The tile holds loaded values (16-bit floats as float).
+                let ty = types::reg(spec.inputs[*input].elem);
                 w.line(format!("__shared__ {ty} tile{k}[{TILE}][{}];", TILE + 1));
             }
             w.line(format!(
@@ -360,18 +573,25 @@ fn emit_with(
             let ctx = scope(&mut w, wm, naive, "o");
             let v = w.body(&spec.functions[0].body, &ctx, &params)?;
             let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
-            w.line(format!("out[{k}] = {v};"));
+            w.line(format!("out[{k}] = {};", types::store(out_elem, &v, true)));
             loops_close(wm, &mut w);
         }
         Strategy::RowReduction | Strategy::ColumnReduction => {
-            let Some(Body::Reduce { op, init, func, .. }) = spec.functions.first().map(|f| &f.body)
-            else {
+            // The root is the reduction, or its conversion to the output type (a sum in
+            // f32 of f16 values, written as f16).
+            let (root, convert_to) = match spec.functions.first().map(|f| &f.body) {
+                Some(Body::Convert(to, r)) => (Some(&**r), Some(*to)),
+                r => (r, None),
+            };
+            let Some(Body::Reduce { op, init, func, .. }) = root else {
                 return Err(MapError::Other(
                     "a reduction launch needs a reduction at the root".into(),
                 ));
             };
+            let red_elem = spec.function_elem(*func);
+            let ty = types::reg(red_elem);
             let rm = &launch.read_map;
-            let acc_init = super::c_float(*init, spec.output.elem);
+            let acc_init = types::constant(*init, red_elem);
             w.line(format!("{ty} acc = {acc_init};"));
             w.line(format!("// thread → reduced element: {rm}"));
             let nd = rm.dims.len() as u32;
@@ -413,7 +633,7 @@ fn emit_with(
             );
             w.line(format!(
                 "acc = {};",
-                super::c_binary(*op, "acc", &call, spec.output.elem)
+                types::binary(*op, red_elem, "acc", &call)
             ));
             loops_close(rm, &mut w);
             if one_pass {
@@ -440,7 +660,7 @@ fn emit_with(
                 ));
                 w.line(format!(
                     "  acc = {};",
-                    super::c_binary(*op, "acc", "other", spec.output.elem)
+                    types::binary(*op, red_elem, "acc", "other")
                 ));
                 w.line("}");
             }
@@ -449,11 +669,15 @@ fn emit_with(
             guards(wm, &mut w, true);
             let ctx = scope(&mut w, wm, naive, "o");
             let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
-            w.line(format!("out[{k}] = acc;"));
+            let v = match convert_to {
+                Some(to) => types::convert(red_elem, to, "acc"),
+                None => "acc".to_string(),
+            };
+            w.line(format!("out[{k}] = {};", types::store(out_elem, &v, true)));
         }
     }
     let mut decl = input_params(spec, "__restrict__");
-    decl.push(format!("{ty} *__restrict__ out"));
+    decl.push(format!("{} *__restrict__ out", types::mem(out_elem, true)));
     src += &format!(
         "extern \"C\" __global__ void __launch_bounds__({}) {name}({}) {{\n",
         launch.block[0],
@@ -471,10 +695,36 @@ fn emit_with(
         prelude += SPECIALS;
     }
     prelude += &super::used_helpers(&src).replace("static inline", "__device__ static inline");
+    prelude += &types::helpers(&src, true);
     if !prelude.is_empty() {
         prelude += "\n";
     }
     src.insert_str(prelude_at, &prelude);
+    // The 16-bit float types' headers (found by NVRTC with --include-path, see nvcc.rs),
+    // and the integer types the kernel names beyond int32_t and int64_t.
+    let mut head = String::new();
+    if src.contains("__half") || src.contains("half_rn") {
+        head += "#include <cuda_fp16.h>\n";
+    }
+    if src.contains("bfloat16") {
+        head += "#include <cuda_bf16.h>\n";
+    }
+    for (t, def) in [
+        ("int8_t", "signed char"),
+        ("int16_t", "short"),
+        ("uint8_t", "unsigned char"),
+        ("uint16_t", "unsigned short"),
+        ("uint32_t", "unsigned int"),
+        ("uint64_t", "unsigned long long"),
+    ] {
+        if super::mentions_word(&src, t) {
+            head += &format!("typedef {def} {t};\n");
+        }
+    }
+    if !head.is_empty() {
+        let at = src.find("typedef long long int64_t;").unwrap_or(0);
+        src.insert_str(at, &head);
+    }
     Ok(Emitted {
         name: spec.name.clone(),
         target: Target::Cuda,

@@ -17,6 +17,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod types;
 
 use super::spec::{BinOp, Body, ElemType, KernelSpec, UnOp};
 use crate::expr::{Expr, ExprKind, Op};
@@ -292,6 +293,32 @@ pub fn used_helpers(body: &str) -> String {
     out
 }
 
+/// Whether `word` occurs in `src` as a whole identifier.
+pub fn mentions_word(src: &str, word: &str) -> bool {
+    let is_id = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    src.match_indices(word).any(|(i, _)| {
+        !src[..i].chars().next_back().is_some_and(is_id)
+            && !src[i + word.len()..].chars().next().is_some_and(is_id)
+    })
+}
+
+/// Host C source finished for its element types: `<stdbool.h>` when it names `bool`, and
+/// the type helpers it calls ([`types::helpers`]) after the includes.
+pub fn finish_types(mut src: String) -> String {
+    let helpers = types::helpers(&src, false);
+    let mut head = String::new();
+    if mentions_word(&src, "bool") {
+        head += "#include <stdbool.h>\n";
+    }
+    let at = src
+        .find("#include <math.h>\n")
+        .map(|i| i + "#include <math.h>\n".len());
+    if let Some(at) = at {
+        src.insert_str(at, &format!("{head}{helpers}"));
+    }
+    src
+}
+
 /// Helpers for floor-semantics division of possibly negative values.
 pub const C_HELPERS: &str = "static inline int64_t ix_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline int64_t ix_mod(int64_t a, int64_t b) { int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
@@ -403,6 +430,10 @@ pub struct BodyWriter<'a> {
     pub memo: bool,
     /// The C type of index variables: `int64_t`, or `int` where every index fits.
     pub index_ty: &'static str,
+    /// CUDA spellings of the 16-bit float conversions (`__half2float`, ...), else C's.
+    pub cuda: bool,
+    /// The function whose body is written (0: the root), for the types of its values.
+    pub func: usize,
 }
 
 /// File-scope state of host kernels with memoized reductions: a call counter, so a value
@@ -434,6 +465,8 @@ impl<'a> BodyWriter<'a> {
             replaced: vec![],
             memo: false,
             index_ty: "int64_t",
+            cuda: false,
+            func: 0,
         }
     }
     pub fn line(&mut self, s: impl AsRef<str>) {
@@ -486,8 +519,9 @@ impl<'a> BodyWriter<'a> {
         self.tmp += 1;
         format!("{prefix}{}", self.tmp)
     }
-    fn ty(&self) -> &'static str {
-        self.spec.output.elem.c_name()
+    /// The element type of `b`'s value, `want` for a bare constant.
+    fn elem(&self, b: &Body, want: ElemType) -> ElemType {
+        self.spec.elem_opt(b).unwrap_or(want)
     }
 
     /// The C offset of an input element read through `map` from the scope `ctx`, with its
@@ -547,8 +581,22 @@ impl<'a> BodyWriter<'a> {
     /// A C expression for `b` in scope `ctx`; `params` is the argument list passed to
     /// callees (the input pointers).
     pub fn body(&mut self, b: &Body, ctx: &IndexingMap, params: &str) -> Result<String, MapError> {
+        let t = self.spec.elem_of(self.func, b);
+        self.body_t(b, ctx, params, t)
+    }
+
+    /// [`BodyWriter::body`], a bare constant taking type `want`: the expression is of the
+    /// register type of `b`'s element type ([`types::reg`]).
+    pub fn body_t(
+        &mut self,
+        b: &Body,
+        ctx: &IndexingMap,
+        params: &str,
+        want: ElemType,
+    ) -> Result<String, MapError> {
+        let t = self.elem(b, want);
         Ok(match b {
-            Body::Const(c) => c_float(*c, self.spec.output.elem),
+            Body::Const(c) => types::constant(*c, t),
             Body::Load { input, map } => {
                 if let Some((_, _, e)) = self
                     .replaced
@@ -566,14 +614,14 @@ impl<'a> BodyWriter<'a> {
                     format!("{name} ({})", t.name)
                 };
                 let k = self.offset(ctx, map, &strides, &what)?;
-                format!("{name}[{k}]")
+                types::load(t.elem, &format!("{name}[{k}]"), self.cuda)
             }
             Body::Call { func, map } => {
                 let codes = self.args(ctx, map)?;
                 let shown = simplified(&substitute(ctx, map)?);
                 self.line(format!("// f{func} at {shown}"));
                 let v = self.fresh("t");
-                let ty = self.ty();
+                let ty = types::reg(self.spec.function_elem(*func));
                 self.line(format!(
                     "const {ty} {v} = f{func}({params}{}{});",
                     if codes.is_empty() { "" } else { ", " },
@@ -590,7 +638,7 @@ impl<'a> BodyWriter<'a> {
                 let m = substitute(ctx, map)?;
                 let shown = simplified(&m);
                 let acc = self.fresh("acc");
-                let ty = self.ty();
+                let ty = types::reg(t);
                 let memo = if self.memo {
                     self.memo_key(ctx, map, &m)?
                 } else {
@@ -617,15 +665,9 @@ impl<'a> BodyWriter<'a> {
                         hit.join(" && ")
                     ));
                     self.indent += 1;
-                    self.line(format!(
-                        "{acc} = {};",
-                        c_float(*init, self.spec.output.elem)
-                    ));
+                    self.line(format!("{acc} = {};", types::constant(*init, t)));
                 } else {
-                    self.line(format!(
-                        "{ty} {acc} = {};",
-                        c_float(*init, self.spec.output.elem)
-                    ));
+                    self.line(format!("{ty} {acc} = {};", types::constant(*init, t)));
                 }
                 self.line(format!("// reduce f{func} over {shown}"));
                 let n_ctx = ctx.num_vars();
@@ -664,10 +706,7 @@ impl<'a> BodyWriter<'a> {
                     if codes.is_empty() { "" } else { ", " },
                     codes.join(", ")
                 );
-                self.line(format!(
-                    "{acc} = {};",
-                    c_binary(*op, &acc, &call, self.spec.output.elem)
-                ));
+                self.line(format!("{acc} = {};", types::binary(*op, t, &acc, &call)));
                 for _ in &m.ranges[ctx.ranges.len()..] {
                     self.indent -= 1;
                     self.line("}");
@@ -684,18 +723,46 @@ impl<'a> BodyWriter<'a> {
                 acc
             }
             Body::Unary(op, a) => {
-                let x = self.body(a, ctx, params)?;
-                c_unary(*op, &x, self.spec.output.elem)
+                let x = self.body_t(a, ctx, params, t)?;
+                types::unary(*op, t, &x)?
             }
             Body::Binary(op, a, b2) => {
-                let x = self.body(a, ctx, params)?;
-                let y = self.body(b2, ctx, params)?;
+                let x = self.body_t(a, ctx, params, t)?;
+                let y = self.body_t(b2, ctx, params, t)?;
                 let v = self.fresh("t");
-                let ty = self.ty();
+                let ty = types::reg(t);
                 self.line(format!(
                     "const {ty} {v} = {};",
-                    c_binary(*op, &x, &y, self.spec.output.elem)
+                    types::binary(*op, t, &x, &y)
                 ));
+                v
+            }
+            Body::Convert(to, a) => {
+                if let Body::Const(c) = **a {
+                    return Ok(types::constant(c, *to));
+                }
+                let from = self.elem(a, *to);
+                let x = self.body_t(a, ctx, params, from)?;
+                types::convert(from, *to, &x)
+            }
+            Body::Compare(dir, a, b2) => {
+                let ct = self.spec.compared_elem(a, b2);
+                let x = self.body_t(a, ctx, params, ct)?;
+                let y = self.body_t(b2, ctx, params, ct)?;
+                let v = self.fresh("t");
+                self.line(format!(
+                    "const bool {v} = {};",
+                    types::compare(*dir, &x, &y)
+                ));
+                v
+            }
+            Body::Select(c, a, b2) => {
+                let p = self.body_t(c, ctx, params, ElemType::Pred)?;
+                let x = self.body_t(a, ctx, params, t)?;
+                let y = self.body_t(b2, ctx, params, t)?;
+                let v = self.fresh("t");
+                let ty = types::reg(t);
+                self.line(format!("const {ty} {v} = {p} ? {x} : {y};"));
                 v
             }
         })
@@ -703,35 +770,23 @@ impl<'a> BodyWriter<'a> {
 }
 
 pub fn c_float(v: f64, elem: ElemType) -> String {
-    if v.is_nan() && elem != ElemType::S32 {
+    if !elem.is_float() {
+        // Integers and pred: the constant of that type (C integer syntax).
+        return types::constant(v, elem);
+    }
+    if v.is_nan() {
         return "NAN".into();
     }
+    if v.is_infinite() {
+        return if v > 0.0 {
+            "INFINITY".into()
+        } else {
+            "-INFINITY".into()
+        };
+    }
     match elem {
-        ElemType::F32 => {
-            if v.is_infinite() {
-                if v > 0.0 {
-                    "INFINITY".into()
-                } else {
-                    "-INFINITY".into()
-                }
-            } else {
-                format!("{:?}f", v as f32)
-            }
-        }
-        ElemType::F64 => {
-            if v.is_infinite() {
-                if v > 0.0 {
-                    "INFINITY".into()
-                } else {
-                    "-INFINITY".into()
-                }
-            } else {
-                format!("{v:?}")
-            }
-        }
-        // `-2147483648` is a negated long in C: write i32::MIN as an int expression.
-        ElemType::S32 if v as i32 == i32::MIN => "(-2147483647 - 1)".into(),
-        ElemType::S32 => format!("{}", v as i32),
+        ElemType::F64 => format!("{v:?}"),
+        _ => format!("{:?}f", v as f32),
     }
 }
 
@@ -755,6 +810,7 @@ pub fn c_binary(op: BinOp, x: &str, y: &str, _elem: ElemType) -> String {
         BinOp::Div => format!("{x} / {y}"),
         BinOp::Max => format!("({x} > {y} ? {x} : {y})"),
         BinOp::Min => format!("({x} < {y} ? {x} : {y})"),
+        BinOp::Rem => format!("{x} % {y}"),
     }
 }
 
@@ -763,7 +819,11 @@ pub fn input_params(spec: &KernelSpec, restrict: &str) -> Vec<String> {
     spec.inputs
         .iter()
         .enumerate()
-        .map(|(k, t)| format!("const {} *{restrict} p{k}", t.elem.c_name()))
+        // `__restrict__` is CUDA's spelling: there the 16-bit floats are `__half`, ...
+        .map(|(k, t)| {
+            let ty = types::mem(t.elem, restrict == "__restrict__");
+            format!("const {ty} *{restrict} p{k}")
+        })
         .collect()
 }
 
@@ -777,7 +837,6 @@ pub fn helper_functions(
     index_ty: &'static str,
 ) -> Result<Vec<String>, MapError> {
     let mut out = Vec::new();
-    let ty = spec.output.elem.c_name();
     let params: String = (0..spec.inputs.len())
         .map(|k| format!("p{k}"))
         .collect::<Vec<_>>()
@@ -788,6 +847,9 @@ pub fn helper_functions(
         let mut w = BodyWriter::new(spec, naive, 1);
         w.memo = memo;
         w.index_ty = index_ty;
+        w.func = i;
+        w.cuda = qualifier.contains("__device__");
+        let ty = types::reg(spec.function_elem(i));
         if f.dims.iter().any(|&n| n - 1 > I32_INDEX.hi) {
             index_width_needs_64();
         }
