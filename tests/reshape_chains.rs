@@ -6,8 +6,11 @@
 //! - for a transpose of whole factor groups: a permutation (every result one variable);
 //! and in both cases equal, at every point, to the chain run step by step.
 //!
-//! Known gaps, asserted not to grow: a chain that does not fold (about 1 in 7), and a
-//! transpose after a detour through another factorization.
+//! Known gaps, asserted not to grow: a chain that does not fold (29 of the default 500 cases,
+//! from 154 of 1000 before the congruence analysis, the inner-mod rule and the constant tie-break;
+//! what remains is mostly adjacent digit slices of one index, `((x fd 8) mod 2) * 2 +
+//! (x fd 4) mod 2` for `(x fd 4) mod 4`), and a transpose after a detour through another
+//! factorization.
 //!
 //! Cases: `IXMAP_CHAIN_CASES` (default 500 of each kind; set it higher for a deeper run).
 
@@ -204,7 +207,7 @@ fn reshape_chains_fold_to_one_reshape() {
         }
         check_pointwise(&src, &m, &input, &steps, &out);
     }
-    // Known gap (issue 12): about one chain in seven (154 of 1000 at the time of writing) still keeps a nest the single reshape
+    // Known gap (issue 12): 29 of the default 500 chains (154 of 1000 before) still keep a nest the single reshape
     // does not have (each brute-force equal). The bound keeps it from growing; the first
     // cases are printed to work on.
     eprintln!(
@@ -212,11 +215,15 @@ fn reshape_chains_fold_to_one_reshape() {
         unfolded.len(),
         cases()
     );
-    for u in unfolded.iter().take(3) {
+    let show = std::env::var("IXMAP_CHAIN_SHOW")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    for u in unfolded.iter().take(show) {
         eprintln!("{u}");
     }
     assert!(
-        unfolded.len() * 5 <= cases(),
+        unfolded.len() * 12 <= cases(),
         "{} of {} chains not folded; first:\n{}",
         unfolded.len(),
         cases(),

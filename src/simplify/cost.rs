@@ -54,10 +54,15 @@ pub fn div_count(e: Expr) -> usize {
     }
 }
 
-/// The rank extraction minimises: `(weight, weight inside dividends, size)`, compared
-/// lexicographically. The middle term prefers `d0 * 2 + (d1 * 4 + d2) floordiv 8` to the
-/// equally heavy `(d0 * 16 + d1 * 4 + d2) floordiv 8`: less work under the division.
-pub type Rank = (u64, u64, u64);
+/// The rank extraction minimises: `(weight, weight inside dividends, size, negative
+/// constants, constants)`, compared lexicographically. The second term prefers
+/// `d0 * 2 + (d1 * 4 + d2) floordiv 8` to the equally heavy `(d0 * 16 + d1 * 4 + d2)
+/// floordiv 8`: less work under the division. The last two break the ties between forms
+/// of one shape, so equal maps reached from different inputs print alike: fewer negative
+/// constants first (`(bl_x * 128 + th_x) mod 75` stays, not `(th_x - bl_x * 22) mod 75`),
+/// then the smaller sum of magnitudes: `(d0 floordiv 2) mod 4` (6) over
+/// `(d0 mod 8) floordiv 2` (10), `(d0 * 8 + d1) mod 32` over `(d0 * 40 + d1) mod 32`.
+pub type Rank = (u64, u64, u64, u64, u64);
 
 /// The [`Rank`] of an expression.
 pub fn expr_rank(e: Expr) -> Rank {
@@ -66,8 +71,19 @@ pub fn expr_rank(e: Expr) -> Rank {
             let (ra, rb) = (expr_rank(a), expr_rank(b));
             combine(op_weight(op), op.is_div_like(), ra, rb)
         }
-        _ => (0, 0, 1),
+        ExprKind::Const(c) => leaf(Some(c)),
+        ExprKind::Var(_) => leaf(None),
     }
+}
+
+fn leaf(c: Option<i64>) -> Rank {
+    (
+        0,
+        0,
+        1,
+        u64::from(c.is_some_and(|c| c < 0)),
+        c.map_or(0, |c| c.unsigned_abs()),
+    )
 }
 
 fn combine(w: u64, div: bool, a: Rank, b: Rank) -> Rank {
@@ -76,6 +92,8 @@ fn combine(w: u64, div: bool, a: Rank, b: Rank) -> Rank {
         w.saturating_add(a.0).saturating_add(b.0),
         inner.saturating_add(a.1).saturating_add(b.1),
         1u64.saturating_add(a.2).saturating_add(b.2),
+        a.3.saturating_add(b.3),
+        a.4.saturating_add(b.4),
     )
 }
 
@@ -90,7 +108,10 @@ impl CostFunction<IxLang> for IxCost {
     {
         match enode.op() {
             Some((op, a, b)) => combine(op_weight(op), op.is_div_like(), costs(a), costs(b)),
-            None => (0, 0, 1),
+            None => leaf(match enode {
+                IxLang::Num(c) => Some(*c),
+                _ => None,
+            }),
         }
     }
 }

@@ -17,6 +17,7 @@
 //! proofs into [`Step`]s for `simplify M explain`.
 
 pub mod analysis;
+pub mod congruence;
 pub mod constraints;
 pub mod cost;
 pub mod explain;
@@ -26,6 +27,7 @@ pub mod rewrite;
 pub mod rules;
 
 use crate::expr::{Expr, ExprKind};
+use crate::interval::Interval;
 use crate::map::{remove_unused_range_symbols, IndexingMap, Status};
 
 /// Bounds on the work one simplification may do.
@@ -186,13 +188,29 @@ fn rewrite_map(
     if picked.is_empty() {
         return;
     }
-    let exprs: Vec<Expr> = picked.iter().map(|&i| all[i]).collect();
-    let (new, report) = rewrite::rewrite_exprs(&exprs, &bounds, &m.names(), limits, explain, steps);
-    out.nodes = out.nodes.max(report.nodes);
-    if report.limit_hit.is_some() {
-        out.limit_hit = report.limit_hit;
+    // The constraints are facts for the results; never for themselves (a constraint would
+    // prove itself redundant). Without constraints, one e-graph serves every expression.
+    let groups: Vec<(Vec<usize>, &[(Expr, Interval)])> = if m.constraints.is_empty() {
+        vec![(picked, &[])]
+    } else {
+        let (res, cons): (Vec<usize>, Vec<usize>) = picked.into_iter().partition(|&i| i < nr);
+        vec![(res, &m.constraints[..]), (cons, &[])]
+    };
+    let mut updates = Vec::new();
+    for (picked, facts) in groups {
+        if picked.is_empty() {
+            continue;
+        }
+        let exprs: Vec<Expr> = picked.iter().map(|&i| all[i]).collect();
+        let (new, report) =
+            rewrite::rewrite_exprs(&exprs, &bounds, facts, &m.names(), limits, explain, steps);
+        out.nodes = out.nodes.max(report.nodes);
+        if report.limit_hit.is_some() {
+            out.limit_hit = report.limit_hit;
+        }
+        updates.extend(picked.into_iter().zip(new));
     }
-    for (&i, e) in picked.iter().zip(new) {
+    for (i, e) in updates {
         if i < nr {
             m.results[i] = e;
         } else {
