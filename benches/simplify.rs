@@ -1,4 +1,4 @@
-//! Simplifier benchmark over `benches/data/simplify-corpus.txt` (341 maps: the seed
+//! Simplifier benchmark over `benches/data/simplify-corpus.txt` (433 maps: the seed
 //! examples, reshape chains, thread-id maps, random maps; regenerate with
 //! `python3 benches/data/make_corpus.py`).
 //!
@@ -10,6 +10,10 @@
 //! canonical linear form only, enumeration-free, what ixmap did before the e-graph).
 //!
 //! `cargo bench --bench simplify` (add `-- --report-only` to skip the criterion groups).
+//!
+//! With `-- --isl-worker` the binary is instead the ixmap side of `scripts/bench-isl`
+//! (`benches/simplify_isl.py`): a persistent process that times `simplify` on the parsed
+//! corpus batch by batch, as the driver asks, and checks isl's outputs by brute force.
 
 use criterion::{black_box, Criterion};
 use ixmap::map::{remove_unused_symbols, IndexingMap};
@@ -177,6 +181,10 @@ fn report(maps: &[(String, IndexingMap)]) -> String {
 }
 
 fn main() {
+    if std::env::args().any(|a| a == "--isl-worker") {
+        isl_worker::run();
+        return;
+    }
     let maps = corpus();
     let text = report(&maps);
     println!("{text}");
@@ -210,4 +218,304 @@ fn main() {
     }
     g.finish();
     c.final_summary();
+}
+
+/// The ixmap side of `benches/simplify_isl.py`: one process for the whole run, driven by
+/// lines on stdin, answering one JSON line each on stdout.
+///
+/// - at start: `{"maps": [...]}` — per map its group, source, the isl text of its results
+///   and of its domain (or why isl cannot take it), ixmap's simplified results and their
+///   cost (the cost of the printed form, parsed back as any other map text would be);
+/// - `time I J` — `[ns, ...]`: one `simplify` of each map `I..J`, already parsed;
+/// - `check I E1;E2;...` — isl's results converted to our syntax, over map `I`'s variables
+///   and domain: their cost, and whether they equal map `I` at every domain point (all
+///   points up to 2M, else 200,000 points drawn from the box);
+/// - `quit`.
+///
+/// With `--smoke`, the corpus is the first 3 maps of each group.
+mod isl_worker {
+    use ixmap::expr::{Expr, ExprKind, Op};
+    use ixmap::map::IndexingMap;
+    use ixmap::simplify::{simplify, SimplifyLimits};
+    use serde_json::json;
+    use std::io::{BufRead, Write};
+    use std::time::Instant;
+
+    /// The cost both outputs are compared by: `(floordiv/ceildiv/mod nodes, operation
+    /// nodes)`, lexicographically, summed over the results.
+    pub fn cost(m: &IndexingMap) -> (u64, u64) {
+        fn walk(e: Expr, c: &mut (u64, u64)) {
+            if let ExprKind::Bin(op, a, b) = e.kind() {
+                c.0 += u64::from(matches!(op, Op::FloorDiv | Op::CeilDiv | Op::Mod));
+                c.1 += 1;
+                walk(a, c);
+                walk(b, c);
+            }
+        }
+        let mut c = (0, 0);
+        for &r in &m.results {
+            walk(r, &mut c);
+        }
+        c
+    }
+
+    fn parse(src: &str) -> Result<IndexingMap, String> {
+        let lit = ixmap::syntax::parse_map_lit(src).map_err(|e| format!("{e:?}"))?;
+        ixmap::session::build::build_map(&lit).map_err(|e| format!("{e:?}"))
+    }
+
+    /// `e` in isl's syntax (integer coefficients and divisors must be constants).
+    fn isl_expr(e: Expr, names: &[String]) -> Result<String, String> {
+        Ok(match e.kind() {
+            ExprKind::Const(c) => format!("({c})"),
+            ExprKind::Var(v) => names[v as usize].clone(),
+            ExprKind::Bin(op, a, b) => {
+                let x = isl_expr(a, names)?;
+                let konst = |e: Expr| match e.kind() {
+                    ExprKind::Const(c) => Some(c),
+                    _ => None,
+                };
+                match op {
+                    Op::Add => format!("({x} + {})", isl_expr(b, names)?),
+                    Op::Min => format!("min({x}, {})", isl_expr(b, names)?),
+                    Op::Max => format!("max({x}, {})", isl_expr(b, names)?),
+                    Op::Mul => match (konst(a), konst(b)) {
+                        (_, Some(c)) => format!("({x}*{c})"),
+                        (Some(c), None) => format!("({}*{c})", isl_expr(b, names)?),
+                        _ => return Err("a product of two non-constants".into()),
+                    },
+                    Op::FloorDiv | Op::CeilDiv | Op::Mod => {
+                        let c = konst(b).ok_or("a non-constant divisor")?;
+                        let (x, k) = match c {
+                            0 => return Err("division by zero".into()),
+                            c if c > 0 => (x, c),
+                            // floor(a / c) = floor(-a / -c); a mod c = a - c * floor(a / c).
+                            c => (format!("(-{x})"), c.checked_neg().ok_or("divisor")?),
+                        };
+                        match (op, c > 0) {
+                            (Op::FloorDiv, _) => format!("floor({x}/{k})"),
+                            (Op::CeilDiv, _) => format!("ceil({x}/{k})"),
+                            (_, true) => format!("({x} mod {k})"),
+                            (_, false) => {
+                                format!("({} + (floor({x}/{k})*{k}))", isl_expr(a, names)?)
+                            }
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// `({ [vars] -> [results] }, { [vars] : domain })` for isl, symbols as input dims.
+    fn isl_text(m: &IndexingMap) -> Result<(String, String), String> {
+        if m.status != ixmap::map::Status::Defined {
+            return Err(format!("status {:?}", m.status));
+        }
+        let names = m.names();
+        let tuple = format!("[{}]", names.join(", "));
+        let results = m
+            .results
+            .iter()
+            .map(|&r| isl_expr(r, &names))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut conds = Vec::new();
+        for v in m.vars() {
+            let b = v.bounds;
+            if b.lo != i64::MIN {
+                conds.push(format!("{} >= {}", v.name, b.lo));
+            }
+            if b.hi != i64::MAX {
+                conds.push(format!("{} <= {}", v.name, b.hi));
+            }
+        }
+        for (e, b) in &m.constraints {
+            let x = isl_expr(*e, &names)?;
+            if b.lo != i64::MIN {
+                conds.push(format!("{x} >= {}", b.lo));
+            }
+            if b.hi != i64::MAX {
+                conds.push(format!("{x} <= {}", b.hi));
+            }
+        }
+        let dom = if conds.is_empty() {
+            format!("{{ {tuple} }}")
+        } else {
+            format!("{{ {tuple} : {} }}", conds.join(" and "))
+        };
+        Ok((format!("{{ {tuple} -> [{}] }}", results.join(", ")), dom))
+    }
+
+    /// Whether `b` (the same variables and domain as `a`) equals `a` at every domain point:
+    /// `(equal, points compared, sampled)`.
+    fn brute_equal(a: &IndexingMap, b: &IndexingMap) -> Result<(bool, u64, bool), String> {
+        let bounds = ixmap::map::enumerate::narrowed_bounds(a);
+        let mut size: u64 = 1;
+        for iv in &bounds {
+            if iv.is_empty() {
+                return Ok((true, 0, false));
+            }
+            let n = (iv.hi as i128 - iv.lo as i128 + 1) as u128;
+            size = size.saturating_mul(u64::try_from(n).unwrap_or(u64::MAX));
+        }
+        let (mut ok, mut n) = (true, 0u64);
+        let mut cmp = |p: &[i64]| -> Result<(), String> {
+            let ra = a.eval_point(p).map_err(|e| e.to_string())?;
+            if let Some(ra) = ra {
+                n += 1;
+                let rb: Vec<i64> = b
+                    .results
+                    .iter()
+                    .map(|&r| ixmap::expr::eval(r, p))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| e.to_string())?;
+                ok &= ra == rb;
+            }
+            Ok(())
+        };
+        if size <= 2_000_000 {
+            let mut err = None;
+            ixmap::map::enumerate::for_each_in_box(&bounds, &mut |p| {
+                if let Err(e) = cmp(p) {
+                    err = Some(e);
+                    return Ok(false);
+                }
+                Ok(true)
+            })
+            .map_err(|e| e.to_string())?;
+            if let Some(e) = err {
+                return Err(e);
+            }
+            Ok((ok, n, false))
+        } else {
+            // xorshift64*: a fixed sequence, so a run is reproducible.
+            let mut s: u64 = 0x9E37_79B9_7F4A_7C15;
+            let mut p = vec![0i64; bounds.len()];
+            for _ in 0..200_000 {
+                for (x, iv) in p.iter_mut().zip(&bounds) {
+                    s ^= s >> 12;
+                    s ^= s << 25;
+                    s ^= s >> 27;
+                    let r = s.wrapping_mul(0x2545_F491_4F6C_DD1D);
+                    let w = (iv.hi as i128 - iv.lo as i128 + 1) as u128;
+                    *x = (iv.lo as i128 + (r as u128 % w) as i128) as i64;
+                }
+                cmp(&p)?;
+            }
+            Ok((ok, n, true))
+        }
+    }
+
+    pub fn run() {
+        let limits = SimplifyLimits::default();
+        let maps = super::corpus();
+        let srcs: Vec<String> = {
+            let path = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/benches/data/simplify-corpus.txt"
+            );
+            let text = std::fs::read_to_string(path)
+                .or_else(|_| std::fs::read_to_string("benches/data/simplify-corpus.txt"))
+                .expect("the corpus file exists");
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| l.split_once('\t').expect("KIND<TAB>MAP").1.to_string())
+                .collect()
+        };
+        // `--smoke`: the first 3 maps of each group only.
+        let (maps, srcs): (Vec<_>, Vec<_>) = if std::env::args().any(|a| a == "--smoke") {
+            let mut seen = std::collections::HashMap::new();
+            maps.into_iter()
+                .zip(srcs)
+                .filter(|((g, _), _)| {
+                    let n = seen.entry(g.clone()).or_insert(0);
+                    *n += 1;
+                    *n <= 3
+                })
+                .unzip()
+        } else {
+            (maps, srcs)
+        };
+        let mut infos = Vec::new();
+        for ((group, m), src) in maps.iter().zip(&srcs) {
+            let s = simplify(m, &limits);
+            let out = s.map.to_string();
+            let out_cost = if s.map.is_known_empty() {
+                Ok((0, 0))
+            } else {
+                parse(&out).map(|p| cost(&p))
+            };
+            let input_cost = cost(m);
+            let (isl_in, isl_dom, isl_err) = match isl_text(m) {
+                Ok((a, b)) => (a, b, String::new()),
+                Err(e) => (String::new(), String::new(), e),
+            };
+            let results: Vec<String> = s.map.results.iter().map(|&r| s.map.show_expr(r)).collect();
+            infos.push(json!({
+                "group": group,
+                "src": src,
+                "in_cost": [input_cost.0, input_cost.1],
+                "isl_in": isl_in,
+                "isl_dom": isl_dom,
+                "isl_err": isl_err,
+                "ixmap_out": out,
+                "ixmap_results": results,
+                "ixmap_cost": out_cost.as_ref().map(|c| json!([c.0, c.1])).unwrap_or(json!(null)),
+                "ixmap_cost_err": out_cost.err().unwrap_or_default(),
+                "limit_hit": s.limit_hit,
+                "nodes": s.nodes,
+            }));
+        }
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        writeln!(out, "{}", json!({ "maps": infos })).unwrap();
+        out.flush().unwrap();
+        for line in std::io::stdin().lock().lines() {
+            let line = line.expect("stdin");
+            let mut parts = line.splitn(3, ' ');
+            let reply = match parts.next().unwrap_or("") {
+                "time" => {
+                    let i: usize = parts.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+                    let j: usize = parts
+                        .next()
+                        .and_then(|x| x.parse().ok())
+                        .unwrap_or(maps.len())
+                        .min(maps.len());
+                    let ns: Vec<u64> = maps[i..j]
+                        .iter()
+                        .map(|(_, m)| {
+                            let t = Instant::now();
+                            criterion::black_box(simplify(criterion::black_box(m), &limits));
+                            t.elapsed().as_nanos() as u64
+                        })
+                        .collect();
+                    json!(ns)
+                }
+                "check" => {
+                    let i: usize = parts.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+                    let exprs = parts.next().unwrap_or("").replace(';', ", ");
+                    let src = &srcs[i];
+                    let head = &src[..src.find(" -> ").expect("a map")];
+                    let dom = src.rfind(", domain:").map(|k| &src[k..]).unwrap_or("");
+                    let text = format!("{head} -> ({exprs}){dom}");
+                    match parse(&text) {
+                        Err(e) => json!({ "err": e, "text": text }),
+                        Ok(b) => {
+                            let c = cost(&b);
+                            match brute_equal(&maps[i].1, &b) {
+                                Ok((eq, n, sampled)) => json!({
+                                    "equal": eq, "points": n, "sampled": sampled,
+                                    "cost": [c.0, c.1],
+                                }),
+                                Err(e) => json!({ "err": e, "cost": [c.0, c.1] }),
+                            }
+                        }
+                    }
+                }
+                "quit" | "" => break,
+                other => json!({ "err": format!("unknown command {other}") }),
+            };
+            writeln!(out, "{reply}").unwrap();
+            out.flush().unwrap();
+        }
+    }
 }

@@ -8,7 +8,7 @@ or, with a Python that has jax and numpy:
     cargo build --release --bins && python3 benches/xla_cpu.py [--rounds N] [--quick]
 
 For each fusion of issue 15, ixmap writes the kernel (`emit FUSION target=cpu`), which is
-compiled exactly as `bench` compiles it (cc -O3 -march=native -fopenmp) and called through
+compiled exactly as `bench` compiles it (cc -O3 -march=native -fno-trapping-math -fopenmp) and called through
 ctypes; XLA's is the same computation under `jax.jit` on the CPU with the output buffer
 donated (each call reuses the previous output's buffer, so neither side allocates per call).
 
@@ -197,7 +197,7 @@ def compile_kernel(src, tmp, name):
         f.write(src)
     cc = os.environ.get("CC", "cc")
     subprocess.run(
-        [cc, "-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-fopenmp", "-o", so, c, "-lm"],
+        [cc, "-O3", "-march=native", "-fno-trapping-math", "-fPIC", "-shared", "-std=c11", "-fopenmp", "-o", so, c, "-lm"],
         check=True,
     )
     return ctypes.CDLL(so)
@@ -276,7 +276,9 @@ def main():
             continue
         print(f"  {case['label']}: ixmap's kernel matches XLA's output")
 
-        def run_ixmap(entry=entry, ptrs=ptrs):
+        # `ptrs` holds raw addresses only: the arrays must stay alive with it (the next
+        # case rebinds xs and out; a freed input here was a segfault in the timing rounds).
+        def run_ixmap(entry=entry, ptrs=ptrs, keep=(xs, out)):
             entry(ptrs)
 
         def run_xla(jf=jf, jxs=jxs, jout=jout):

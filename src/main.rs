@@ -184,7 +184,7 @@ fn run_source(
         let outcomes = session.execute_piece(src, &piece);
         for o in outcomes {
             if as_json {
-                println!("{}", json::outcome(&o, src, session.executed));
+                println!("{}", json::outcome_in(&o, src, session.executed, file));
             } else {
                 match &o.result {
                     Ok(v) => {
@@ -194,10 +194,7 @@ fn run_source(
                         }
                     }
                     Err(d) => {
-                        let mut r = d.render(src);
-                        if let Some(f) = file {
-                            r = r.replacen("--> ", &format!("--> {f}:"), 1);
-                        }
+                        let r = text::error_text(d, src, file);
                         eprintln!("{}", ixmap::repl::paint_error(&r, err_color));
                     }
                 }
@@ -236,6 +233,9 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
         colored::control::set_override(false);
     }
     let (mut passed, mut failed, mut skipped, mut bad_files) = (0, 0, 0, Vec::new());
+    // Files that could not be checked at all (unreadable, malformed, without cases): errors
+    // of their own, never counted as mismatching cases that `--bless` would fix.
+    let mut broken: Vec<PathBuf> = Vec::new();
     // Whether every file --bless had to write was written (and none was malformed).
     let mut blessed_ok = true;
     for f in &files {
@@ -246,7 +246,7 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("error: cannot read {}: {e}", f.display());
-                failed += 1;
+                broken.push(f.clone());
                 continue;
             }
         };
@@ -254,9 +254,7 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("error: {}:{e}", f.display());
-                failed += 1;
-                bad_files.push(f.clone());
-                blessed_ok = false;
+                broken.push(f.clone());
                 continue;
             }
         };
@@ -265,8 +263,7 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
                 "error: {}: no cases (a case is a line starting `ixmap> ` and the output after it)",
                 f.display()
             );
-            failed += 1;
-            bad_files.push(f.clone());
+            broken.push(f.clone());
             continue;
         }
         if let Some(req) = &r.skipped {
@@ -301,13 +298,25 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
     } else {
         String::new()
     };
-    if failed == 0 {
+    if !broken.is_empty() {
+        eprintln!(
+            "error: {} file{} could not be checked: {}",
+            broken.len(),
+            if broken.len() == 1 { "" } else { "s" },
+            broken
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+    if failed == 0 && broken.is_empty() {
         println!(
             "{passed} passed in {} file{}{skipped_note}.",
             files.len(),
             if files.len() == 1 { "" } else { "s" }
         );
-    } else {
+    } else if failed > 0 {
         println!(
             "{} case{} differ{} in {} file{} ({} passed{skipped_note}).",
             failed,
@@ -329,7 +338,7 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
                     .join(" ")
             );
             // Blessing wrote what it was asked to: success, as `cargo insta accept` does.
-            if wrote_all {
+            if wrote_all && broken.is_empty() {
                 return 0;
             }
         } else {
@@ -344,7 +353,7 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
         }
         return 1;
     }
-    0
+    i32::from(!broken.is_empty())
 }
 
 /// Expected lines (`-`, red) then actual lines (`+`, green). A changed line paired with the

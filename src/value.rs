@@ -6,6 +6,8 @@
 use crate::map::IndexingMap;
 use crate::syntax::{Diagnostic, Span};
 
+pub mod tile;
+
 /// The result of one statement.
 #[derive(Clone, Debug)]
 pub struct Outcome {

@@ -479,3 +479,347 @@ fn big_numbers_and_overflow_are_errors_not_crashes() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("overflow"), "{}", stderr(&o));
 }
+
+/// A transcript whose first case is stale in one line (the other line keeps its `[..]`),
+/// whose second case is right (and must stay byte for byte, checks and all), and whose third
+/// case has an elision that no longer matches (that line is rewritten).
+const MIXED: &str = "# bless rewrites only what mismatches\n\
+\n\
+ixmap> p = f32[4,8] parameter(0)\n\
+ixmap> t = f32[8,4] transpose(p), dimensions={1,0}\n\
+ixmap> indexing t\n\
+operand 1:\n\
+\x20 (d0, d1) -> (d1, d0), domain: d0 in [0, 7], d1 in [0, [..]]\n\
+\n\
+# right as it is\n\
+ixmap> m = (d0) -> (d0 * 2), domain: d0 in [0, 3]\n\
+(d0) -> (d0 * {{[0-9]+}}), domain: d0 in [0, {{2..4}}]\n\
+\n\
+ixmap> inverse (d0, d1) -> (d1, d0), domain: d0 in [0, 3], d1 in [0, 4]\n\
+(d0, d1) -> (d1, d0), domain: d0 in [0, 9], [..]\n";
+
+const MIXED_BLESSED: &str = "# bless rewrites only what mismatches\n\
+\n\
+ixmap> p = f32[4,8] parameter(0)\n\
+ixmap> t = f32[8,4] transpose(p), dimensions={1,0}\n\
+ixmap> indexing t\n\
+operand 0:\n\
+\x20 (d0, d1) -> (d1, d0), domain: d0 in [0, 7], d1 in [0, [..]]\n\
+\n\
+# right as it is\n\
+ixmap> m = (d0) -> (d0 * 2), domain: d0 in [0, 3]\n\
+(d0) -> (d0 * {{[0-9]+}}), domain: d0 in [0, {{2..4}}]\n\
+\n\
+ixmap> inverse (d0, d1) -> (d1, d0), domain: d0 in [0, 3], d1 in [0, 4]\n\
+(d0, d1) -> (d1, d0), domain: d0 in [0, 4], d1 in [0, 3], is_simplified: true\n";
+
+#[test]
+fn bless_rewrites_only_mismatches_and_keeps_elisions() {
+    let dir = scratch("bless-mixed");
+    let f = dir.join("mixed.ixm");
+    std::fs::write(&f, MIXED).expect("write");
+    let path = f.to_str().unwrap_or_default();
+    let o = run(&["test", path]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("2 cases differ in 1 file (3 passed)."),
+        "{out}"
+    );
+    assert!(out.contains(&format!("FAIL {path}:5")), "{out}");
+    assert!(out.contains(&format!("FAIL {path}:13")), "{out}");
+    assert!(!out.contains(&format!("FAIL {path}:10")), "{out}");
+    let o = run(&["test", "--bless", path]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains(&format!("blessed: {path}")));
+    assert_eq!(std::fs::read_to_string(&f).expect("read"), MIXED_BLESSED);
+    // The blessed file passes, elisions and checks included.
+    let o = run(&["test", path]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert_eq!(stdout(&o), "5 passed in 1 file.\n");
+    // A second --bless finds nothing to write, and leaves the file alone.
+    let o = run(&["test", "--bless", path]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&f).expect("read"), MIXED_BLESSED);
+}
+
+#[test]
+fn regex_and_numeric_range_checks() {
+    let dir = scratch("checks");
+    let ok = dir.join("ok.ixm");
+    std::fs::write(
+        &ok,
+        "ixmap> m = (d0) -> (d0 * 25), domain: d0 in [0, 3]\n\
+         (d0) -> (d0 * {{2[0-9]}}), domain: d0 in [{{-1..0}}, {{2.5..3.5}}]\n",
+    )
+    .expect("write");
+    let o = run(&["test", ok.to_str().unwrap_or_default()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    // A number outside the range, and a regular expression that does not match: failures.
+    for (k, line) in [
+        "(d0) -> (d0 * {{0..24}}), domain: d0 in [0, 3]",
+        "(d0) -> (d0 * {{3[0-9]}}), domain: d0 in [0, 3]",
+        // a check matches a whole number, not a part of one
+        "(d0) -> (d0 * {{5..5}}), domain: d0 in [0, 3]",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let bad = dir.join(format!("bad{k}.ixm"));
+        let src = format!("ixmap> (d0) -> (d0 * 25), domain: d0 in [0, 3]\n{line}\n");
+        std::fs::write(&bad, &src).expect("write");
+        let o = run(&["test", bad.to_str().unwrap_or_default()]);
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{line} must not match: {}",
+            stdout(&o)
+        );
+        // --bless keeps the check only where it still matches: here it is rewritten.
+        let o = run(&["test", "--bless", bad.to_str().unwrap_or_default()]);
+        assert_eq!(o.status.code(), Some(0));
+        assert_eq!(
+            std::fs::read_to_string(&bad).expect("read"),
+            "ixmap> (d0) -> (d0 * 25), domain: d0 in [0, 3]\n(d0) -> (d0 * 25), domain: d0 in [0, 3]\n"
+        );
+    }
+}
+
+#[test]
+fn mismatch_diff_marks_the_changed_part() {
+    let dir = scratch("diff");
+    let f = dir.join("diff.ixm");
+    std::fs::write(
+        &f,
+        "ixmap> (d0) -> (d0 * 25), domain: d0 in [0, 3]\n(d0) -> (d0 * 24), domain: d0 in [0, 3]\n",
+    )
+    .expect("write");
+    let o = run(&["test", f.to_str().unwrap_or_default()]);
+    assert_eq!(o.status.code(), Some(1));
+    // Off a terminal, a `^` line under the changed characters of each paired line.
+    let want = "- (d0) -> (d0 * 24), domain: d0 in [0, 3]\n                 ^\n\
+                + (d0) -> (d0 * 25), domain: d0 in [0, 3]\n                 ^\n";
+    assert!(stdout(&o).contains(want), "{}", stdout(&o));
+}
+
+#[test]
+fn run_on_a_transcript_runs_its_statements() {
+    let dir = scratch("run-transcript");
+    let f = dir.join("t.ixm");
+    std::fs::write(
+        &f,
+        "# prose is not a statement\n\nixmap> m = (d0, d1) -> (d1, d0),\n   ...>   domain: d0 in [0, 1], d1 in [0, 2]\n(a recorded output, not a statement)\n\nixmap> is_permutation m\nfalse\n",
+    )
+    .expect("write");
+    let path = f.to_str().unwrap_or_default();
+    let o = run(&["run", path]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // The statements run (the recorded `false` is not checked: that is `ixmap test`).
+    assert_eq!(
+        stdout(&o),
+        "(d0, d1) -> (d1, d0), domain: d0 in [0, 1], d1 in [0, 2]\ntrue\n"
+    );
+    assert!(
+        stderr(&o).contains(&format!("note: {path} is a transcript: running its statements (`ixmap test {path}` checks their output)")),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn test_without_cases_is_an_error() {
+    let dir = scratch("nocases");
+    let f = dir.join("prose.ixm");
+    std::fs::write(&f, "# only prose\n# and no prompt\n").expect("write");
+    let o = run(&["test", f.to_str().unwrap_or_default()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains(&format!("error: {}: no cases", f.display())),
+        "{}",
+        stderr(&o)
+    );
+    // Not a mismatch that --bless would fix: no "differs", no bless hint.
+    assert!(!stdout(&o).contains("differ"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("--bless"), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("error: 1 file could not be checked"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["test", "--bless", f.to_str().unwrap_or_default()]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "bless cannot fix a file without cases"
+    );
+    // A folder without transcripts too.
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let o = run(&["test", empty.to_str().unwrap_or_default()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("error: no .ixm transcripts under"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn json_error_text_names_the_file_as_the_plain_run_does() {
+    let dir = scratch("json-file");
+    let f = dir.join("bad.ixm");
+    std::fs::write(&f, "(d0) -> (d0)\n\ninverse (d0) -> (d0 +)\n").expect("write");
+    let path = f.to_str().unwrap_or_default();
+    let plain = run(&["run", path]);
+    let json = run(&["run", path, "--json"]);
+    assert_eq!(plain.status.code(), Some(1));
+    assert_eq!(json.status.code(), Some(1));
+    let v = json_lines(&json);
+    assert_eq!(v.len(), 2);
+    assert_eq!(
+        v[0]["text"].as_str().unwrap_or_default().to_string() + "\n",
+        stdout(&plain)
+    );
+    let text = v[1]["text"].as_str().unwrap_or_default().to_string();
+    assert!(text.contains(&format!(" --> {path}:3:22")), "{text}");
+    assert_eq!(text + "\n", stderr(&plain));
+    assert_eq!(v[1]["line"], 3);
+    assert_eq!(v[1]["column"], 22);
+}
+
+const TRANSPOSE: &str =
+    "t = f32[64,96] parameter(0); tr = f32[96,64] transpose(t), dimensions={1,0}";
+
+#[test]
+fn json_entries_say_their_role() {
+    // `threads`: the output, the tile read, then operand 0, each with its role (the output
+    // is not `"operand": 0`).
+    let o = run(&["--json", "-c", &format!("{TRANSPOSE}; threads tr")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_lines(&o);
+    let ops = v[2]["operands"].as_array().cloned().unwrap_or_default();
+    assert_eq!(ops.len(), 3, "{ops:?}");
+    assert_eq!(ops[0]["role"], "output");
+    assert!(ops[0].get("operand").is_none(), "{}", ops[0]);
+    assert_eq!(ops[1]["role"], "tile read");
+    assert!(ops[1].get("operand").is_none(), "{}", ops[1]);
+    assert_eq!(ops[2]["role"], "operand");
+    assert_eq!(ops[2]["operand"], 0);
+    for op in &ops {
+        assert!(op["maps"].as_array().is_some_and(|m| m.len() == 1), "{op}");
+        assert!(op["label"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("thread → ")));
+    }
+    // `indexing`: operand K from the output; `from K`: the output from operand K.
+    let o = run(&[
+        "--json",
+        "-c",
+        "p = f32[4] parameter(0); q = f32[4] parameter(1); s = f32[4] add(p, q); indexing s; indexing s from 1",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_lines(&o);
+    let ops = v[3]["operands"].as_array().cloned().unwrap_or_default();
+    assert_eq!(ops.len(), 2);
+    for (k, op) in ops.iter().enumerate() {
+        assert_eq!(op["role"], "operand");
+        assert_eq!(op["operand"], k);
+    }
+    let ops = v[4]["operands"].as_array().cloned().unwrap_or_default();
+    assert_eq!(ops.len(), 1);
+    assert_eq!(ops[0]["role"], "output");
+    assert!(ops[0].get("operand").is_none(), "{}", ops[0]);
+    // `coalescing`: a role per row, the written output last.
+    let o = run(&["--json", "-c", &format!("{TRANSPOSE}; coalescing tr")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_lines(&o);
+    let rows = v[2]["rows"].as_array().cloned().unwrap_or_default();
+    let roles = v[2]["roles"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), roles.len());
+    assert_eq!(roles[0]["role"], "operand");
+    assert_eq!(roles[0]["name"], "t");
+    assert_eq!(roles[1]["role"], "output");
+    assert_eq!(roles[1]["name"], "tr");
+}
+
+#[test]
+fn options_a_launch_does_not_use_are_errors() {
+    // A tiled transpose always runs 32x32 tiles on 128 threads: block=32 is said, not
+    // silently replaced by 128.
+    for (stmt, key) in [
+        ("threads tr block=32", "block"),
+        ("coalescing tr vector=4", "vector"),
+        ("emit tr unroll=2", "unroll"),
+    ] {
+        let o = run(&["-c", &format!("{TRANSPOSE}; {stmt}")]);
+        assert_eq!(o.status.code(), Some(1), "{stmt}: {}", stdout(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!(
+                "error: `{key}=` does not apply: tr is a tiled transpose"
+            )),
+            "{err}"
+        );
+        assert!(err.contains("tiled=false"), "{err}");
+    }
+    // What the launch does use is fine: block=128 on the transpose, block=32 on a loop.
+    let o = run(&[
+        "-c",
+        &format!("{TRANSPOSE}; threads tr block=128; threads tr tiled=false block=32"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("thread → output (loop, block 32, grid 192)"),
+        "{}",
+        stdout(&o)
+    );
+    // A reduction: unroll= and tiled= do not apply; a row reduction's block is whole warps
+    // (its vector= is the elements a lane loads at once: it applies, issue 14).
+    let red = "add_f32 {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\nr = f32[100,200] parameter(0)\nzero = f32[] constant(0)\nrowsum = f32[100] reduce(r, zero), dimensions={1}, to_apply=add_f32\n";
+    for (stmt, want) in [
+        (
+            "threads rowsum unroll=2",
+            "`unroll=` does not apply: rowsum is a row reduction",
+        ),
+        (
+            "threads rowsum tiled=false",
+            "`tiled=` does not apply: rowsum is a row reduction",
+        ),
+        ("threads rowsum block=40", "block=40 would run as block 32"),
+    ] {
+        let o = run(&["-c", &format!("{red}{stmt}")]);
+        assert_eq!(o.status.code(), Some(1), "{stmt}");
+        assert!(stderr(&o).contains(want), "{stmt}: {}", stderr(&o));
+    }
+    let o = run(&["-c", &format!("{red}threads rowsum block=64")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&["-c", &format!("{red}threads rowsum vector=2")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("vector 2"), "{}", stdout(&o));
+}
+
+#[test]
+fn gpu_launch_options_on_the_cpu_are_said() {
+    let e = "p = f32[64,64] parameter(0); e = f32[64,64] exponential(p)";
+    // A CPU kernel has no launch: emit target=cpu block=64 is an error, not a silent default.
+    let o = run(&["-c", &format!("{e}; emit e target=cpu block=64")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("`block=` does not apply: a CPU kernel runs the loop nest"),
+        "{}",
+        stderr(&o)
+    );
+    // bench on the CPU with a tile and a block: the block is named as not applying.
+    let o = run(&[
+        "-c",
+        &format!("{e}; bench e device=cpu reps=1 tile=(8, 8) block=64"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(
+            "mapping: block= sets the GPU launch; on the CPU the kernel runs the loop nest tiled by tile="
+        ),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -54,6 +54,7 @@ fn cuda_source_is_cplusplus() {
                 block: 128,
                 vector: if spec.name == "reshape_add" { 2 } else { 1 },
                 unroll: 1,
+                ..Default::default()
             };
             let launch = choose(&spec, cfg, tiled).expect("launch");
             for naive in [false, true] {

@@ -830,6 +830,8 @@ fn zero_sized_shapes_give_known_empty_maps() {
         ("a = f32[0,5,4] parameter(0)\n k = f32[3,4,2] parameter(1)\n ROOT r = f32[0,3,2] convolution(a, k), window={size=3}, dim_labels=b0f_0io->b0f", false, &[]),
         ("a = f32[2,5,0] parameter(0)\n k = f32[3,0,2] parameter(1)\n ROOT r = f32[2,3,2] convolution(a, k), window={size=3}, dim_labels=b0f_0io->b0f", false, &[]),
         ("a = f32[0] parameter(0)\n b = s32[2] parameter(1)\n ROOT r = (f32[0], s32[2]) tuple(a, b)", false, &[]),
+        ("a = f32[5,4] parameter(0)\n i = s32[0,1] parameter(1)\n u = f32[0,4] parameter(2)\n ROOT r = f32[5,4] scatter(a, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1", true, &[]),
+        ("a = f32[5,0] parameter(0)\n i = s32[2,1] parameter(1)\n u = f32[2,0] parameter(2)\n ROOT r = f32[5,0] scatter(a, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1", true, &[]),
         ("a = (f32[0], s32[2]) parameter(0)\n ROOT r = f32[0] get-tuple-element(a), index=0", false, &[]),
     ];
     let mut rng = Rng(0x5eed);
@@ -978,4 +980,205 @@ fn grouped_convolutions() {
         );
         check_op(&src, &mut rng, &exact, &no_rt);
     }
+}
+
+/// Defines several HLO statements in one workspace (callees first).
+fn build_all(items: &[String]) -> Workspace {
+    let mut ws = Workspace::new();
+    for src in items {
+        let item = parse_hlo(src, 0).unwrap_or_else(|e| panic!("{}\n{src}", e.render(src)));
+        ws.define(item)
+            .unwrap_or_else(|e| panic!("{}\n{src}", e.render(src)));
+    }
+    ws
+}
+
+/// Every output of `comp` against the interpreter, both directions, exact.
+fn check_computation(ws: &Workspace, comp: &Computation, ps: &[Tensor], what: &str) {
+    let outs = run_outputs(&ws.module, comp, ps).expect("runs");
+    let fi = fusion::output_to_input(&ws.module, comp);
+    assert_eq!(fi.outputs.len(), outs.len(), "{what}");
+    for (o, out) in outs.iter().enumerate() {
+        for (p, maps) in fi.outputs[o].iter().enumerate() {
+            for idx in all_indices(&out.dims) {
+                let actual: BTreeSet<Vec<i64>> = out
+                    .at(&idx)
+                    .deps
+                    .iter()
+                    .filter(|(q, _)| *q == p)
+                    .map(|(_, i)| i.clone())
+                    .collect();
+                let predicted = image_all(maps, &idx, None);
+                assert_eq!(
+                    actual, predicted,
+                    "output {o} {idx:?} → parameter {p}\n{what}\nmaps: {maps:#?}"
+                );
+            }
+        }
+    }
+    for (p, param) in ps.iter().enumerate() {
+        let back = fusion::input_to_output_in(&ws.module, comp, p);
+        assert_eq!(back.len(), outs.len(), "{what}");
+        for (o, out) in outs.iter().enumerate() {
+            for x in all_indices(param.dims.as_slice()) {
+                let actual: BTreeSet<Vec<i64>> = all_indices(&out.dims)
+                    .into_iter()
+                    .filter(|i| out.at(i).deps.contains(&(p, x.clone())))
+                    .collect();
+                let predicted = image_all(&back[o], &x, None);
+                assert_eq!(
+                    actual, predicted,
+                    "parameter {p} {x:?} → output {o}\n{what}\nmaps: {:#?}",
+                    back[o]
+                );
+            }
+        }
+    }
+}
+
+/// Random fusions nested two levels deep, through `fusion` and `call`, with a
+/// multi-output fusion read by get-tuple-element and a tuple root that also returns a
+/// parameter: every output's maps to every parameter equal what the interpreter (which
+/// runs the nested computations as calls) reads, in both directions.
+#[test]
+fn nested_and_multi_output_fusions_match_the_interpreter() {
+    let mut rng = Rng(0x0ddba11);
+    for case in 0..40 {
+        let (a_src, d0) = random_fusion(&mut rng, 5);
+        // fb takes the same parameter shape as fa.
+        let b_src = loop {
+            let (s, d) = random_fusion(&mut rng, 5);
+            if d == d0 {
+                break s;
+            }
+        };
+        let a_src = a_src.replacen("f {", "fa {", 1);
+        let b_src = b_src.replacen("f {", "fb {", 1);
+        let pre = build_all(&[a_src.clone(), b_src.clone()]);
+        let out_of = |n: &str| {
+            let c = pre.module.computation(n).expect("defined");
+            shape(c.instrs[c.root].dims())
+        };
+        let (oa, ob, s) = (out_of("fa"), out_of("fb"), shape(&d0));
+        let mo = format!(
+            "mo {{\n q0 = {s} parameter(0)\n q1 = {s} parameter(1)\n a = {oa} fusion(q0, q1), kind=kLoop, calls=fa\n b = {ob} call(q1, q0), to_apply=fb\n ROOT t = ({oa}, {ob}) tuple(a, b)\n}}"
+        );
+        let outer = format!(
+            "outer {{\n p0 = {s} parameter(0)\n p1 = {s} parameter(1)\n m = ({oa}, {ob}) fusion(p1, p0), kind=kLoop, calls=mo\n g0 = {oa} get-tuple-element(m), index=0\n g1 = {ob} get-tuple-element(m), index=1\n n = {oa} negate(g0)\n ROOT r = ({oa}, {ob}, {s}) tuple(n, g1, p0)\n}}"
+        );
+        let ws = build_all(&[a_src.clone(), b_src.clone(), mo.clone(), outer.clone()]);
+        let comp = ws.module.computation("outer").expect("defined");
+        let ps = params(comp, &mut rng);
+        let what = format!("case {case}\n{a_src}\n{b_src}\n{mo}\n{outer}");
+        check_computation(&ws, comp, &ps, &what);
+    }
+}
+
+/// A dynamic-slice inside a nested fusion whose offset the caller computes from
+/// constants: the runtime variable folds to the offset's value, clamped into bounds as
+/// at run time, and the maps read exactly the interpreter's elements.
+#[test]
+fn runtime_offsets_fold_through_nested_fusions() {
+    let mut rng = Rng(0xc1a3);
+    let inner = "ds_inner {\n src = s32[16,3] parameter(0)\n off = s32[] parameter(1)\n zero = s32[] constant(0)\n ROOT ds = s32[4,3] dynamic-slice(src, off, zero), dynamic_slice_sizes={4,3}\n}".to_string();
+    for c in -6..=22 {
+        for via_iota in [false, true] {
+            let offset = if via_iota {
+                // element 1 of iota + (c - 1): the value c, through broadcast/add/slice/reshape
+                format!(" io = s32[3] iota(), iota_dimension=0\n k = s32[] constant({})\n kb = s32[3] broadcast(k), dimensions={{}}\n v = s32[3] add(io, kb)\n v1 = s32[1] slice(v), slice={{[1:2]}}\n o = s32[] reshape(v1)", c - 1)
+            } else {
+                format!(" o = s32[] constant({c})")
+            };
+            let outer = format!(
+                "outer {{\n p0 = s32[16,3] parameter(0)\n{offset}\n ROOT f = s32[4,3] fusion(p0, o), kind=kLoop, calls=ds_inner\n}}"
+            );
+            let ws = build_all(&[inner.clone(), outer.clone()]);
+            let comp = ws.module.computation("outer").expect("defined");
+            let fi = fusion::output_to_input(&ws.module, comp);
+            assert!(
+                fi.outputs[0][0].iter().all(|m| m.runtimes.is_empty()),
+                "the offset folds: {:?}\n{outer}",
+                fi.outputs[0][0]
+            );
+            let ps = params(comp, &mut rng);
+            check_computation(&ws, comp, &ps, &format!("{inner}\n{outer}"));
+        }
+    }
+}
+
+/// Epilogue maps against the interpreter: in a random fusion, one instruction `h` is
+/// marked as a hero; the same fusion with `h` replaced by a new parameter shows, run by the
+/// interpreter, exactly which root elements each element of `h` reaches. The epilogue's
+/// maps from `h`'s index to the root's must name exactly those (checked when no other
+/// hero lies between `h` and the root, where the epilogue would stop).
+#[test]
+fn epilogue_maps_match_the_interpreter() {
+    use ixmap::hlo::epilogue;
+    let mut rng = Rng(0xe1109e);
+    let mut checked = 0;
+    for case in 0..150 {
+        let (src, _) = random_fusion(&mut rng, 7);
+        let (ws, name) = build(&src);
+        let comp = ws.module.computation(&name).expect("defined");
+        let candidates: Vec<usize> = (0..comp.instrs.len())
+            .filter(|&i| comp.instrs[i].name.starts_with('v'))
+            .collect();
+        let h = candidates[rng.int(0, candidates.len() as i64 - 1) as usize];
+        let users = comp.users();
+        // Instructions reachable from h through users: no other hero among them.
+        let mut stack = users[h].clone();
+        let mut between_hero = false;
+        let mut seen = BTreeSet::new();
+        while let Some(v) = stack.pop() {
+            if seen.insert(v) {
+                between_hero |= epilogue::is_hero(comp, v);
+                stack.extend(users[v].iter().copied());
+            }
+        }
+        if between_hero {
+            continue;
+        }
+        let es = epilogue::epilogues(comp, &[h]);
+        if !seen.contains(&comp.root) && h != comp.root {
+            // h is dead code: the outputs never reach it, so it is no hero.
+            assert!(es.iter().all(|e| e.hero != h), "case {case}\n{src}");
+            continue;
+        }
+        let e = es.iter().find(|e| e.hero == h).expect("h is a hero");
+        assert_eq!(e.roots, vec![comp.root], "case {case}\n{src}");
+        // The fusion with h replaced by parameter 2.
+        let hn = &comp.instrs[h].name;
+        let hs = shape(comp.instrs[h].dims());
+        let cut: Vec<String> = src
+            .lines()
+            .map(|l| {
+                let t = l.trim_start().trim_start_matches("ROOT ");
+                if t.starts_with(&format!("{hn} = ")) {
+                    let root = if l.contains("ROOT ") { "ROOT " } else { "" };
+                    format!(" {root}{hn} = {hs} parameter(2)")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        let cut = cut.join("\n");
+        let (ws2, name2) = build(&cut);
+        let comp2 = ws2.module.computation(&name2).expect("defined");
+        let ps = params(comp2, &mut rng);
+        let out = run_outputs(&ws2.module, comp2, &ps).expect("runs")[0].clone();
+        for x in all_indices(comp.instrs[h].dims()) {
+            let actual: BTreeSet<Vec<i64>> = all_indices(&out.dims)
+                .into_iter()
+                .filter(|o| out.at(o).deps.contains(&(2, x.clone())))
+                .collect();
+            let predicted = image_all(&e.maps[0], &x, None);
+            assert_eq!(
+                actual, predicted,
+                "case {case}: hero {hn} {x:?} → root\n{src}\nmaps: {:#?}",
+                e.maps[0]
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 30, "too few epilogue cases: {checked}");
 }

@@ -2,7 +2,8 @@
 """Writes simplify-corpus.txt: the maps `benches/simplify.rs` times, one per line as
 `KIND<TAB>MAP`. Deterministic (fixed seed); rerun to regenerate.
 
-Kinds: seed (the seed examples), reshape (reshape chains, composed by substitution),
+Kinds: seed (the seed examples), reshape (reshape chains, composed by substitution; at
+the end of the file, chains of 2-5 reshapes with transposes and issue 12's two maps),
 thread (thread-id -> tensor maps like seed 001's), random (random trees with nested
 floordiv/mod/ceildiv by small constants, negative bounds, constraints).
 """
@@ -154,6 +155,80 @@ while count < 160:
         cons.append(f"{e} in [{lo}, {lo + rng.randint(0, 60)}]")
     head = f"({', '.join(dims)})" + (f"[{', '.join(syms)}]" if syms else "")
     out.append(("random", f"{head} -> ({', '.join(results)}), domain: {', '.join(bounds + cons)}"))
+    count += 1
+
+# Reshape/bitcast chains as fusions produce them (issue 12): 2-5 reshapes between random
+# factorizations of the same element count, some with transposes of whole dimensions in
+# between, composed output-to-input by substitution (unsimplified, as composition leaves
+# them). Half end with a reshape back to the output shape (the identity when no transpose
+# intervenes). A generator of its own, so the maps above stay as they were.
+crng = random.Random(20261124)
+
+def transpose_exprs(exprs, perm):
+    """Operand index of `y = transpose(x, dimensions=perm)` at y's index `exprs`:
+    x's dimension perm[i] is y's dimension i."""
+    res = [None] * len(exprs)
+    for i, p in enumerate(perm):
+        res[p] = exprs[i]
+    return res
+
+def random_factorization(primes, rank):
+    ps = primes[:]
+    crng.shuffle(ps)
+    rank = min(rank, len(ps))
+    cuts = sorted(crng.sample(range(1, len(ps)), rank - 1))
+    groups = [ps[a:b] for a, b in zip([0] + cuts, cuts + [len(ps)])]
+    return [math.prod(g) for g in groups]
+
+def prime_factors(n):
+    out, f = [], 2
+    while n > 1:
+        while n % f == 0:
+            out.append(f)
+            n //= f
+        f += 1
+    return out
+
+CHAIN_DIMS = [2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 64, 128]
+out.append(("reshape", "(d0, d1) -> ((d0 * 3 + d1 floordiv 32) floordiv 5), domain: d0 in [0, 99], d1 in [0, 255]"))
+out.append(("reshape", "(d0, d1) -> (((d0 * 96 + d1) floordiv 160) * 160 + ((d0 * 3 + d1 floordiv 32) mod 5) * 32 + d1 mod 32), domain: d0 in [0, 99], d1 in [0, 255]"))
+count = 0
+while count < 90:
+    start = [crng.choice(CHAIN_DIMS) for _ in range(crng.randint(2, 4))]
+    n = math.prod(start)
+    if n > 65536 or n < 24:
+        continue
+    primes = prime_factors(n)
+    n_reshapes = crng.randint(2, 5)
+    ops = ["reshape"] * n_reshapes
+    n_transposes = crng.choice([0, 0, 1, 1, 2])
+    for _ in range(n_transposes):
+        ops.insert(crng.randint(0, len(ops)), "transpose")
+    round_trip = crng.random() < 0.5
+    names = [f"d{i}" for i in range(len(start))]
+    exprs, prev = names, start
+    for k, op in enumerate(ops):
+        last = k == len(ops) - 1
+        if op == "transpose":
+            if len(prev) < 2:
+                continue
+            perm = list(range(len(prev)))
+            while perm == sorted(perm):
+                crng.shuffle(perm)
+            exprs = transpose_exprs(exprs, perm)
+            shape = [None] * len(prev)
+            for i, p in enumerate(perm):
+                shape[p] = prev[i]
+            prev = shape
+            continue
+        shape = start if (last and round_trip) else random_factorization(primes, crng.randint(1, 4))
+        step = reshape_exprs(prev, shape, [f"d{i}" for i in range(len(prev))])
+        exprs = [substitute(e, exprs) for e in step]
+        prev = shape
+    text = f"({', '.join(names)}) -> ({', '.join(exprs)}), domain: {domain(names, start)}"
+    if len(text) > 6000:
+        continue
+    out.append(("reshape", text))
     count += 1
 
 here = os.path.dirname(os.path.abspath(__file__))

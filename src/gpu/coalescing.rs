@@ -159,7 +159,7 @@ fn analyse_one(
     let vec_var = offsets
         .ranges
         .iter()
-        .position(|v| v.name == "vector_elem")
+        .position(|v| v.name == "unroll_id")
         .map(|i| nd + i);
     let load_vars: Vec<usize> = syms
         .iter()
@@ -371,6 +371,7 @@ mod tests {
                 block: 128,
                 vector: 4,
                 unroll: 1,
+                ..Default::default()
             },
         )
         .expect("launch");

@@ -45,12 +45,23 @@ pub fn compiler() -> String {
     std::env::var("CXX").unwrap_or_else(|_| "c++".to_string())
 }
 
-/// Emits `spec` for CUDA with `launch`, runs it on the CPU and checks every element.
-pub fn check(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<(), MapError> {
+/// Emits `spec` for CUDA with `launch`, runs it on the CPU and checks every element;
+/// returns the width of the kernel's index arithmetic (32 or 64 bits).
+pub fn check(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<u32, MapError> {
+    check_width(spec, launch, naive, false)
+}
+
+/// [`check`], with 64-bit index arithmetic forced when `wide` (small shapes get 32 bits).
+pub fn check_width(
+    spec: &KernelSpec,
+    launch: &Launch,
+    naive: bool,
+    wide: bool,
+) -> Result<u32, MapError> {
     if launch.block[1] != 1 || launch.block[2] != 1 || launch.grid[1] != 1 || launch.grid[2] != 1 {
         return Err(err("only 1-D grids and blocks run on the CPU".into()));
     }
-    let e = emit::cuda::emit(spec, launch, naive)?;
+    let (e, bits) = emit::cuda::emit_width(spec, launch, naive, wide)?;
     let tu = translation_unit(spec, launch, &e.source, &e.entry);
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -101,7 +112,7 @@ pub fn check(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<(), MapE
         // SAFETY: the arguments are the inputs then the output, sized from the spec's
         // tensors, as the kernel's parameters are declared.
         unsafe { f(ptrs.as_mut_ptr()) };
-        verify(spec, &out, &want)
+        verify(spec, &out, &want).map(|()| bits)
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result

@@ -1,19 +1,21 @@
 // CUDA on the CPU: enough of CUDA for ixmap's emitted kernels to compile with the host C++
 // compiler and run, unchanged, with the threads of a block as real threads.
 //
-// - threadIdx is per thread (thread_local); blockIdx, blockDim and gridDim are set before
-//   a block's threads start, and blocks run one after another;
+// - the threads of one block are real threads, started once per launch; they run the
+//   blocks one after another, meeting at a barrier between blocks (so no thread touches a
+//   block's shared memory while another still uses the previous block's);
+// - threadIdx and blockIdx are per thread (thread_local); blockDim and gridDim are set
+//   before the threads start;
 // - __shared__ is `static`: one copy, shared by the threads of the running block;
 // - __syncthreads() is a barrier of the block's threads;
 // - __shfl_down_sync(mask, v, d): lane i gets lane i + d's value (its own when i + d is past
 //   the warp), through a buffer and two barriers, so every thread of the block must call it
 //   (as every thread of ixmap's row reductions does).
-#include <cmath>
-#include <cstring>
-#include <thread>
-#include <vector>
-#include <mutex>
-#include <condition_variable>
+// Only C headers (pthreads, not <thread>): the kernel compiles in a fraction of the time.
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define __global__
 #define __device__
@@ -21,33 +23,35 @@
 #define __launch_bounds__(n)
 
 struct ix_uint3 { unsigned x, y, z; };
-static thread_local ix_uint3 threadIdx;
-static ix_uint3 blockIdx, blockDim, gridDim;
+static thread_local ix_uint3 threadIdx, blockIdx;
+static ix_uint3 blockDim, gridDim;
 
 class ix_barrier {
-  std::mutex m;
-  std::condition_variable cv;
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
   unsigned n, waiting = 0, generation = 0;
 public:
   explicit ix_barrier(unsigned count) : n(count) {}
+  ~ix_barrier() { pthread_cond_destroy(&cv); pthread_mutex_destroy(&m); }
   void wait() {
-    std::unique_lock<std::mutex> lock(m);
+    pthread_mutex_lock(&m);
     unsigned gen = generation;
     if (++waiting == n) {
       waiting = 0;
       ++generation;
-      cv.notify_all();
+      pthread_cond_broadcast(&cv);
     } else {
-      cv.wait(lock, [&] { return gen != generation; });
+      while (gen == generation) pthread_cond_wait(&cv, &m);
     }
+    pthread_mutex_unlock(&m);
   }
 };
 static ix_barrier *ix_block_barrier;
 
 static inline void __syncthreads() { ix_block_barrier->wait(); }
 
-static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
-static inline double __longlong_as_double(long long i) { double f; std::memcpy(&f, &i, 8); return f; }
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+static inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i, 8); return f; }
 
 template <class T> static T __shfl_down_sync(unsigned, T v, int delta) {
   static T buf[1024];
@@ -59,22 +63,34 @@ template <class T> static T __shfl_down_sync(unsigned, T v, int delta) {
   return r;
 }
 
-// Runs `kernel` over a 1-D grid of 1-D blocks.
+template <class F> struct ix_thread_arg {
+  F *kernel;
+  unsigned t, grid;
+};
+
+template <class F> static void *ix_thread_main(void *p) {
+  ix_thread_arg<F> *a = static_cast<ix_thread_arg<F> *>(p);
+  threadIdx = {a->t, 0, 0};
+  for (unsigned b = 0; b < a->grid; ++b) {
+    blockIdx = {b, 0, 0};
+    (*a->kernel)();
+    ix_block_barrier->wait();
+  }
+  return nullptr;
+}
+
+// Runs `kernel` over a 1-D grid of 1-D blocks (at most 1024 threads per block).
 template <class F> static void ix_launch_grid(unsigned grid, unsigned block, F kernel) {
   gridDim = {grid, 1, 1};
   blockDim = {block, 1, 1};
-  for (unsigned b = 0; b < grid; ++b) {
-    blockIdx = {b, 0, 0};
-    ix_barrier bar(block);
-    ix_block_barrier = &bar;
-    std::vector<std::thread> threads;
-    threads.reserve(block);
-    for (unsigned t = 0; t < block; ++t) {
-      threads.emplace_back([t, &kernel] {
-        threadIdx = {t, 0, 0};
-        kernel();
-      });
-    }
-    for (auto &th : threads) th.join();
+  ix_barrier bar(block);
+  ix_block_barrier = &bar;
+  static pthread_t threads[1024];
+  static ix_thread_arg<F> args[1024];
+  for (unsigned t = 0; t < block; ++t) {
+    args[t] = {&kernel, t, grid};
+    // Without all of a block's threads the barrier never opens: stop rather than hang.
+    if (pthread_create(&threads[t], nullptr, ix_thread_main<F>, &args[t]) != 0) abort();
   }
+  for (unsigned t = 0; t < block; ++t) pthread_join(threads[t], nullptr);
 }

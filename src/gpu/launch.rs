@@ -5,17 +5,18 @@
 //! `f32[20,40,300]`, block 128 and vector 4 (each thread writes 4 contiguous elements):
 //!
 //! ```text
-//! (th_x, th_y, th_z, bl_x, bl_y, bl_z)[vector_elem] -> (
+//! (th_x, th_y, th_z, bl_x, bl_y, bl_z)[unroll_id] -> (
 //!     (bl_x * 128 + th_x) floordiv 3000,
 //!     ((bl_x * 128 + th_x) floordiv 75) mod 40,
-//!     ((bl_x * 128 + th_x) mod 75) * 4 + vector_elem),
-//! domain: th_x in [0, 127], ..., bl_x in [0, 468], ..., vector_elem in [0, 3],
+//!     ((bl_x * 128 + th_x) mod 75) * 4 + unroll_id),
+//! domain: th_x in [0, 127], ..., bl_x in [0, 468], ..., unroll_id in [0, 3],
 //!         bl_x * 128 + th_x in [0, 59999]
 //! ```
 //!
 //! Four strategies, as XLA's emitters use them:
 //! - **loop**: consecutive threads take consecutive vectors of the output in its physical
-//!   order (`unroll` repeats this with a stride of the whole grid);
+//!   order (`unroll_id` runs over a vector; `chunk_id` repeats this with a stride of the
+//!   whole grid, for `unroll` or when the grid is capped);
 //! - **tiled transpose**: a block moves a 32×32 tile through shared memory, reading rows of
 //!   the input and writing rows of the output, so both sides are contiguous across a warp;
 //! - **row reduction**: a warp per output element, lanes striding the reduced row by 32;
@@ -31,14 +32,19 @@ use crate::map::{compose, IndexingMap, Variable};
 use crate::simplify::{simplify, SimplifyLimits};
 use crate::MapError;
 
-/// What the user chose: threads per block, elements per thread in one vector, and how many
-/// vectors a thread handles.
+/// What the user chose: threads per block, elements per thread in one vector (XLA's
+/// `unroll_id`), how many vectors a thread handles (XLA's `chunk_id`, a whole grid apart),
+/// and the most blocks the grid may have (more elements than that become more chunks).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct LaunchConfig {
     pub block: i64,
     pub vector: i64,
     pub unroll: i64,
+    pub max_blocks: i64,
 }
+
+/// CUDA's limit on `gridDim.x`: 2^31 - 1 blocks.
+pub const MAX_GRID: i64 = i32::MAX as i64;
 
 impl Default for LaunchConfig {
     fn default() -> Self {
@@ -46,6 +52,7 @@ impl Default for LaunchConfig {
             block: 128,
             vector: 1,
             unroll: 1,
+            max_blocks: MAX_GRID,
         }
     }
 }
@@ -91,6 +98,9 @@ pub struct Launch {
     /// coordinates; for a reduction, the element of the reduced operand.
     pub read_map: IndexingMap,
     pub read_from: usize,
+    /// Row reductions: the lanes that share one row (32, or fewer for short rows, which
+    /// put several rows in a warp); 1 for the other strategies.
+    pub row_threads: i64,
 }
 
 fn thread_dims(block: [i64; 3], grid: [i64; 3]) -> Vec<Variable> {
@@ -163,11 +173,23 @@ fn check_config(cfg: &LaunchConfig) -> Result<(), MapError> {
             cfg.unroll
         )));
     }
+    if !(1..=MAX_GRID).contains(&cfg.max_blocks) {
+        return Err(MapError::Other(format!(
+            "max_blocks={} is not in [1, {MAX_GRID}]",
+            cfg.max_blocks
+        )));
+    }
     Ok(())
 }
 
-/// The loop emitter's mapping of `out`: threads walk the output in physical order, each
-/// writing `vector` contiguous elements, `unroll` times with a stride of the whole grid.
+/// The loop emitter's mapping of `out`, in XLA's form: threads walk the output in physical
+/// order, each writing `vector` contiguous elements (`unroll_id`); when a thread handles
+/// several vectors (`unroll`, or more elements than `max_blocks` blocks cover), it loops
+/// over `chunk_id`, a whole grid apart:
+///
+/// ```text
+/// linear = ((chunk_id * grid + bl_x) * block + th_x) * vector + unroll_id
+/// ```
 pub fn loop_launch(out: &Tensor, cfg: LaunchConfig) -> Result<Launch, MapError> {
     check_config(&cfg)?;
     let n = out.num_elements()?;
@@ -189,32 +211,27 @@ pub fn loop_launch(out: &Tensor, cfg: LaunchConfig) -> Result<Launch, MapError> 
     let vectors = n / cfg.vector;
     let threads = ceil_div(vectors, cfg.unroll);
     let block = cfg.block.min(threads);
-    let grid = ceil_div(threads, block);
-    if grid > i64::from(i32::MAX) {
-        return Err(MapError::Other(format!(
-            "{} needs {grid} blocks, more than a grid holds",
-            out.name
-        )));
-    }
+    let grid = ceil_div(threads, block).min(cfg.max_blocks);
+    let stride = grid
+        .checked_mul(block)
+        .ok_or_else(|| overflow("the grid"))?;
+    let chunks = ceil_div(vectors, stride);
     let dims = thread_dims([block, 1, 1], [grid, 1, 1]);
     let mut ranges = Vec::new();
     let mut t = bl_x().mul(c(block)).add(th_x());
     let nd = dims.len() as u32;
-    if cfg.unroll > 1 {
-        ranges.push(Variable::new("unroll_id", 0, cfg.unroll - 1));
-        let stride = grid
-            .checked_mul(block)
-            .ok_or_else(|| overflow("the grid"))?;
+    if chunks > 1 {
+        ranges.push(Variable::new("chunk_id", 0, chunks - 1));
         t = Expr::var(nd).mul(c(stride)).add(t);
     }
-    let vector_elem = if cfg.vector > 1 {
-        ranges.push(Variable::new("vector_elem", 0, cfg.vector - 1));
+    let unroll_id = if cfg.vector > 1 {
+        ranges.push(Variable::new("unroll_id", 0, cfg.vector - 1));
         Some(Expr::var(nd + ranges.len() as u32 - 1))
     } else {
         None
     };
     let mut parts = delinearize(t, &sizes)?;
-    if let (Some(v), Some(last)) = (vector_elem, parts.last_mut()) {
+    if let (Some(v), Some(last)) = (unroll_id, parts.last_mut()) {
         *last = last.mul(c(cfg.vector)).add(v);
     }
     let mut results = vec![Expr::constant(0); out.rank()];
@@ -231,7 +248,19 @@ pub fn loop_launch(out: &Tensor, cfg: LaunchConfig) -> Result<Launch, MapError> 
         write_map: map.clone(),
         read_map: map,
         read_from: 0,
+        row_threads: 1,
     })
+}
+
+impl Launch {
+    /// How many vectors each thread of a loop handles, a grid apart (`chunk_id`'s extent).
+    pub fn chunks(&self) -> i64 {
+        self.write_map
+            .ranges
+            .iter()
+            .find(|v| v.name == "chunk_id")
+            .map_or(1, |v| v.bounds.hi - v.bounds.lo + 1)
+    }
 }
 
 /// The output dims of a transpose worth tiling: `a`, the output dim read along the minor
@@ -358,12 +387,14 @@ pub fn transpose_launch(out: &Tensor, a: usize, b: usize) -> Result<Launch, MapE
             block: 128,
             vector: 1,
             unroll: 1,
+            ..Default::default()
         },
         block: [128, 1, 1],
         grid: [grid, 1, 1],
         write_map,
         read_map,
         read_from: 0,
+        row_threads: 1,
     })
 }
 
@@ -373,7 +404,6 @@ pub fn reduction_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, 
     let (rmap, callee) = spec
         .root_reduction()
         .ok_or_else(|| MapError::Other(format!("{} is not a reduction", spec.name)))?;
-    let callee_dims = spec.functions[callee].dims.clone();
     // Each callee dim is an output dim (kept) or a range variable (reduced).
     let nd = rmap.dims.len() as u32;
     let mut kept_of: Vec<Option<usize>> = Vec::new();
@@ -407,48 +437,120 @@ pub fn reduction_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, 
         .try_fold(1i64, |x, &y| x.checked_mul(y))
         .ok_or_else(|| overflow("the reduction"))?;
     let row = *reduced_of.last().unwrap_or(&None) != None;
-    let ranges;
-    let (block, grid, out_lin, red_lin, write_constraints);
     let nv = 6u32;
     if row {
-        let rows_per_block = (cfg.block / WARP).max(1);
-        block = rows_per_block * WARP;
-        grid = ceil_div(n_out, rows_per_block);
-        out_lin = bl_x().mul(c(rows_per_block)).add(th_x().floordiv(c(WARP)));
-        ranges = vec![Variable::new("col", 0, ceil_div(n_red, WARP) - 1)];
-        red_lin = th_x().modulo(c(WARP)).add(Expr::var(nv).mul(c(WARP)));
-        write_constraints = vec![(th_x().modulo(c(WARP)), Interval::point(0))];
+        // XLA's row reduction: a row's elements are read `vector` at a time (unroll_id);
+        // a short row whose vectors divide the warp gets that many lanes, so one warp
+        // reduces 32 / lanes rows at once (a row of 16 read 4 at a time: 4 lanes, 8 rows).
+        if n_red % cfg.vector != 0 {
+            return Err(MapError::Other(format!(
+                "vector={} does not divide the reduced row ({n_red} elements)",
+                cfg.vector
+            )));
+        }
+        let per_row = n_red / cfg.vector;
+        let row_threads = if per_row < WARP && WARP % per_row == 0 {
+            per_row
+        } else {
+            WARP
+        };
+        let warps = (cfg.block / WARP).max(1);
+        let rows_per_block = warps * (WARP / row_threads);
+        let block = warps * WARP;
+        let grid = ceil_div(n_out, rows_per_block);
+        let out_lin = bl_x()
+            .mul(c(rows_per_block))
+            .add(th_x().floordiv(c(row_threads)));
+        let mut rs = vec![Variable::new("col", 0, ceil_div(per_row, row_threads) - 1)];
+        let mut lin = th_x()
+            .modulo(c(row_threads))
+            .add(Expr::var(nv).mul(c(row_threads)));
+        if cfg.vector > 1 {
+            rs.push(Variable::new("unroll_id", 0, cfg.vector - 1));
+            lin = lin.mul(c(cfg.vector)).add(Expr::var(nv + 1));
+        }
+        let lane0 = vec![(th_x().modulo(c(row_threads)), Interval::point(0))];
+        finish_reduction(
+            spec,
+            cfg,
+            callee,
+            &rmap,
+            (&kept_of, &reduced_of),
+            (&out_sizes, &red_sizes, n_out, n_red),
+            (block, grid, row_threads, rs),
+            (out_lin, lin, out_lin, lane0),
+            true,
+        )
     } else {
-        block = cfg.block.min(n_out);
-        grid = ceil_div(n_out, block);
-        out_lin = bl_x().mul(c(block)).add(th_x());
-        ranges = vec![Variable::new("row", 0, n_red - 1)];
-        red_lin = Expr::var(nv);
-        write_constraints = vec![];
+        // XLA's column reduction: a block reduces 32 neighbouring columns through a 32×32
+        // tile. Thread (th_x mod 32, th_x floordiv 32) sums rows th_x floordiv 32, + 32, ..
+        // of column th_x mod 32 (a warp reads 32 neighbouring elements of one row); the
+        // partial sums go through shared memory transposed, and warp w reduces column w's
+        // 32 partial sums with shuffles; its lane 0 writes.
+        let ranges = vec![Variable::new("row", 0, ceil_div(n_red, TILE) - 1)];
+        let read_col = bl_x().mul(c(WARP)).add(th_x().modulo(c(WARP)));
+        let red_lin = Expr::var(nv).mul(c(TILE)).add(th_x().floordiv(c(WARP)));
+        // The write side: warp w holds column w.
+        let write_col = bl_x().mul(c(WARP)).add(th_x().floordiv(c(WARP)));
+        let lane0 = vec![(th_x().modulo(c(WARP)), Interval::point(0))];
+        finish_reduction(
+            spec,
+            cfg,
+            callee,
+            &rmap,
+            (&kept_of, &reduced_of),
+            (&out_sizes, &red_sizes, n_out, n_red),
+            (WARP * TILE, ceil_div(n_out, WARP), WARP, ranges),
+            (read_col, red_lin, write_col, lane0),
+            false,
+        )
     }
+}
+
+/// The maps of a reduction launch: `read_out` and `red_lin` are the output element and the
+/// reduced element a thread reads (linear), `write_out` the output element it writes.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn finish_reduction(
+    spec: &KernelSpec,
+    cfg: LaunchConfig,
+    callee: usize,
+    rmap: &IndexingMap,
+    (kept_of, reduced_of): (&[Option<usize>], &[Option<usize>]),
+    (out_sizes, red_sizes, n_out, n_red): (&[i64], &[i64], i64, i64),
+    (block, grid, row_threads, ranges): (i64, i64, i64, Vec<Variable>),
+    (read_out, red_lin, write_out, write_constraints): (Expr, Expr, Expr, Vec<(Expr, Interval)>),
+    row: bool,
+) -> Result<Launch, MapError> {
+    let nd = rmap.dims.len() as u32;
+    let callee_dims = spec.functions[callee].dims.clone();
     let dims = thread_dims([block, 1, 1], [grid, 1, 1]);
-    let out_idx = if out_sizes.is_empty() {
+    let read_idx = if out_sizes.is_empty() {
         vec![]
     } else {
-        delinearize(out_lin, &out_sizes)?
+        delinearize(read_out, out_sizes)?
     };
-    let red_idx = delinearize(red_lin, &red_sizes)?;
+    let write_idx = if out_sizes.is_empty() {
+        vec![]
+    } else {
+        delinearize(write_out, out_sizes)?
+    };
+    let red_idx = delinearize(red_lin, red_sizes)?;
     let callee_idx: Vec<Expr> = (0..callee_dims.len())
         .map(|i| match (kept_of[i], reduced_of[i]) {
-            (Some(k), _) => out_idx[k],
+            (Some(k), _) => read_idx[k],
             (_, Some(r)) => red_idx[r].add(c(rmap.ranges[r].bounds.lo)),
             _ => Expr::constant(0),
         })
         .collect();
     let mut read_constraints = vec![
-        (out_lin, Interval::new(0, n_out - 1)),
+        (read_out, Interval::new(0, n_out - 1)),
         (red_lin, Interval::new(0, n_red - 1)),
     ];
     read_constraints.extend(rmap.constraints.iter().map(|&(e, iv)| {
         (
             e.substitute(&mut |v| {
                 if v < nd {
-                    out_idx[v as usize]
+                    read_idx[v as usize]
                 } else {
                     red_idx[(v - nd) as usize]
                 }
@@ -463,9 +565,9 @@ pub fn reduction_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, 
         callee_idx,
         read_constraints,
     ));
-    let mut wc = vec![(out_lin, Interval::new(0, n_out - 1))];
+    let mut wc = vec![(write_out, Interval::new(0, n_out - 1))];
     wc.extend(write_constraints);
-    let write_map = finish(IndexingMap::new(dims, vec![], vec![], out_idx, wc));
+    let write_map = finish(IndexingMap::new(dims, vec![], vec![], write_idx, wc));
     Ok(Launch {
         strategy: if row {
             Strategy::RowReduction
@@ -478,7 +580,15 @@ pub fn reduction_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, 
         write_map,
         read_map,
         read_from: callee,
+        row_threads,
     })
+}
+
+/// XLA's rule for tiling a transpose whose tiled dims have extents `da` and `db`: both at
+/// least 16, or both at least 8 with at least 64 × 128 elements in the tile plane; a
+/// smaller transpose wastes most of each 32×32 tile and runs as a loop.
+pub fn worth_tiling(da: i64, db: i64) -> bool {
+    (da >= 16 && db >= 16) || (da >= 8 && db >= 8 && da.saturating_mul(db) >= 64 * 128)
 }
 
 /// Which strategy XLA would pick for this kernel, unless `tiled` says otherwise.
@@ -492,7 +602,10 @@ pub fn choose(
     }
     if tiled != Some(false) {
         if let Some((a, b)) = transpose_dims(spec)? {
-            return transpose_launch(&spec.output, a, b);
+            let (da, db) = (spec.output.dims[a], spec.output.dims[b]);
+            if tiled == Some(true) || worth_tiling(da, db) {
+                return transpose_launch(&spec.output, a, b);
+            }
         }
         if tiled == Some(true) {
             return Err(MapError::Other(format!(
@@ -519,15 +632,16 @@ mod tests {
                 block: 128,
                 vector: 4,
                 unroll: 1,
+                ..Default::default()
             },
         )
         .expect("launch");
         assert_eq!(
             l.write_map.to_string(),
-            "(th_x, th_y, th_z, bl_x, bl_y, bl_z)[vector_elem] -> ((bl_x * 128 + th_x) floordiv 3000, \
-             ((bl_x * 128 + th_x) floordiv 75) mod 40, ((bl_x * 128 + th_x) mod 75) * 4 + vector_elem), \
+            "(th_x, th_y, th_z, bl_x, bl_y, bl_z)[unroll_id] -> ((bl_x * 128 + th_x) floordiv 3000, \
+             ((bl_x * 128 + th_x) floordiv 75) mod 40, ((bl_x * 128 + th_x) mod 75) * 4 + unroll_id), \
              domain: th_x in [0, 127], th_y in [0, 0], th_z in [0, 0], bl_x in [0, 468], bl_y in [0, 0], \
-             bl_z in [0, 0], vector_elem in [0, 3], bl_x * 128 + th_x in [0, 59999], is_simplified: true"
+             bl_z in [0, 0], unroll_id in [0, 3], bl_x * 128 + th_x in [0, 59999], is_simplified: true"
         );
     }
 
@@ -541,6 +655,7 @@ mod tests {
                     block: 32,
                     vector: 2,
                     unroll: 1,
+                    ..Default::default()
                 },
             ),
             (
@@ -549,6 +664,7 @@ mod tests {
                     block: 8,
                     vector: 1,
                     unroll: 3,
+                    ..Default::default()
                 },
             ),
             (
@@ -557,6 +673,26 @@ mod tests {
                     block: 16,
                     vector: 4,
                     unroll: 2,
+                    ..Default::default()
+                },
+            ),
+            // A capped grid: 105 vectors over 3 blocks of 8 threads, 5 chunks each.
+            (
+                vec![5, 7, 6],
+                LaunchConfig {
+                    block: 8,
+                    vector: 2,
+                    unroll: 1,
+                    max_blocks: 3,
+                },
+            ),
+            (
+                vec![1000],
+                LaunchConfig {
+                    block: 32,
+                    vector: 1,
+                    unroll: 2,
+                    max_blocks: 4,
                 },
             ),
         ] {

@@ -30,6 +30,9 @@ impl Mapping {
             "block={} vector={} unroll={}",
             self.config.block, self.config.vector, self.config.unroll
         );
+        if self.config.max_blocks != super::launch::MAX_GRID {
+            s += &format!(" max_blocks={}", self.config.max_blocks);
+        }
         if let Some(t) = self.tiled {
             s += &format!(" tiled={t}");
         }
@@ -58,6 +61,13 @@ impl Mapping {
             c.unroll,
             if c.unroll == 1 { "" } else { "s" }
         );
+        if c.max_blocks != super::launch::MAX_GRID {
+            s += &format!(
+                ", at most {} block{} (more elements become more vectors per thread)",
+                c.max_blocks,
+                if c.max_blocks == 1 { "" } else { "s" }
+            );
+        }
         match self.tiled {
             Some(true) => s += ", transposes through a shared-memory tile",
             Some(false) => s += ", no shared-memory tile",
@@ -85,6 +95,7 @@ mod tests {
                 block: 256,
                 vector: 4,
                 unroll: 2,
+                ..Default::default()
             },
             tiled: Some(false),
             tile: Some(vec![32, 64]),

@@ -11,9 +11,12 @@
 //! which for `+ - * /` gives exactly the IEEE single-precision result C computes.
 
 use super::spec::{BinOp, Body, ElemType, KernelSpec, Tensor, UnOp};
+use crate::map::compiled::Compiled;
 use crate::map::enumerate::for_each_in_box;
 use crate::map::IndexingMap;
 use crate::MapError;
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// The known contents of input `k`, element at physical offset `i`: small exact values
 /// (multiples of 1/64 in [-8, 8)) that differ between neighbours and between inputs.
@@ -67,7 +70,16 @@ pub struct Reference<'a> {
     strides: Vec<Vec<i64>>,
     /// Per function: the values computed so far, by row-major offset in its index space
     /// (`None` for the root, and for a function whose index space is too large to table).
-    memo: Vec<Option<std::cell::RefCell<Memo>>>,
+    memo: Vec<Option<RefCell<Memo>>>,
+    /// Every map of the bodies compiled once (keyed by its address in `spec`, which lives
+    /// as long as the interpreter), with a register file: evaluating a compiled map costs
+    /// a few instructions per node instead of a walk of the expression arena.
+    compiled: HashMap<usize, (Compiled, RefCell<Vec<i64>>)>,
+    /// Per reduction whose map reads only some of the function's dimensions (keyed like
+    /// `compiled`): those dimensions, and the values computed so far by their coordinates.
+    /// A softmax's row max is a reduction inside the body of `exp(x - max)`, evaluated at
+    /// every element of the row: this keeps it one pass per row, not one per element.
+    reduce_memo: HashMap<usize, (Vec<usize>, RefCell<HashMap<Vec<i64>, f64>>)>,
 }
 
 /// Values of one function, filled on demand: `known[k]` says `values[k]` is computed.
@@ -97,18 +109,53 @@ impl<'a> Reference<'a> {
                     .iter()
                     .try_fold(1i64, |acc, &d| acc.checked_mul(d.max(0)))
                     .filter(|&n| i > 0 && n <= MEMO_LIMIT)?;
-                Some(std::cell::RefCell::new(Memo {
+                Some(RefCell::new(Memo {
                     dims: f.dims.clone(),
                     values: vec![0.0; n as usize],
                     known: vec![false; n as usize],
                 }))
             })
             .collect();
+        let mut compiled = HashMap::new();
+        let mut reduce_memo = HashMap::new();
+        for f in &spec.functions {
+            let nd = f.dims.len();
+            f.body.visit(&mut |b| {
+                if let Body::Reduce { map, .. } = b {
+                    let used: Vec<usize> = (0..nd)
+                        .filter(|&i| {
+                            let v = i as u32;
+                            // A dimension matters when an expression reads it, or when
+                            // its bounds in the map cut the function's extent.
+                            map.results.iter().any(|r| r.uses_var(v))
+                                || map.constraints.iter().any(|(c, _)| c.uses_var(v))
+                                || map
+                                    .dims
+                                    .get(i)
+                                    .is_none_or(|d| d.bounds.lo > 0 || d.bounds.hi < f.dims[i] - 1)
+                        })
+                        .collect();
+                    if used.len() < nd && map.dims.len() == nd {
+                        let key = map as *const IndexingMap as usize;
+                        reduce_memo.insert(key, (used, RefCell::new(HashMap::new())));
+                    }
+                }
+                if let Body::Load { map, .. } | Body::Call { map, .. } | Body::Reduce { map, .. } =
+                    b
+                {
+                    let c = Compiled::new(map);
+                    let regs = RefCell::new(c.registers());
+                    compiled.insert(map as *const IndexingMap as usize, (c, regs));
+                }
+            });
+        }
         Ok(Reference {
             spec,
             inputs,
             strides,
             memo,
+            compiled,
+            reduce_memo,
         })
     }
 
@@ -152,8 +199,21 @@ impl<'a> Reference<'a> {
         Ok(v)
     }
 
-    fn at(map: &IndexingMap, idx: &[i64]) -> Result<Vec<i64>, MapError> {
-        map.eval_point(idx)?.ok_or_else(|| {
+    /// `map` at `point`, or `None` outside its domain (through its compiled form when the
+    /// map is one of the spec's).
+    fn point(&self, map: &IndexingMap, point: &[i64]) -> Result<Option<Vec<i64>>, MapError> {
+        match self.compiled.get(&(map as *const IndexingMap as usize)) {
+            Some((c, regs)) => {
+                let mut out = vec![0; map.results.len()];
+                let inside = c.eval(map, point, &mut regs.borrow_mut(), &mut out)?;
+                Ok(inside.then_some(out))
+            }
+            None => Ok(map.eval_point(point)?),
+        }
+    }
+
+    fn at(&self, map: &IndexingMap, idx: &[i64]) -> Result<Vec<i64>, MapError> {
+        self.point(map, idx)?.ok_or_else(|| {
             MapError::Other(format!("index ({idx:?}) is outside the domain of {map}"))
         })
     }
@@ -162,7 +222,7 @@ impl<'a> Reference<'a> {
         Ok(match b {
             Body::Const(c) => *c,
             Body::Load { input, map } => {
-                let at = Self::at(map, idx)?;
+                let at = self.at(map, idx)?;
                 let t = &self.spec.inputs[*input];
                 let off: i64 = at
                     .iter()
@@ -177,13 +237,21 @@ impl<'a> Reference<'a> {
                 }
                 read_value(&self.inputs[*input], t.elem, off as usize)
             }
-            Body::Call { func, map } => self.eval(*func, &Self::at(map, idx)?)?,
+            Body::Call { func, map } => self.eval(*func, &self.at(map, idx)?)?,
             Body::Reduce {
                 op,
                 init,
                 func,
                 map,
             } => {
+                let memo = self.reduce_memo.get(&(map as *const IndexingMap as usize));
+                let key: Option<Vec<i64>> =
+                    memo.map(|(used, _)| used.iter().map(|&i| idx[i]).collect());
+                if let (Some((_, table)), Some(k)) = (memo, &key) {
+                    if let Some(&v) = table.borrow().get(k) {
+                        return Ok(v);
+                    }
+                }
                 let mut acc = *init;
                 let nd = idx.len();
                 let bounds = map.bounds();
@@ -191,12 +259,15 @@ impl<'a> Reference<'a> {
                 point.extend(bounds[nd..].iter().map(|b| b.lo));
                 for_each_in_box(&bounds[nd..], &mut |s| {
                     point[nd..].copy_from_slice(s);
-                    if let Some(at) = map.eval_point(&point)? {
+                    if let Some(at) = self.point(map, &point)? {
                         let v = self.eval(*func, &at)?;
                         acc = self.round(binary(*op, acc, v));
                     }
                     Ok(true)
                 })?;
+                if let (Some((_, table)), Some(k)) = (memo, key) {
+                    table.borrow_mut().insert(k, acc);
+                }
                 acc
             }
             Body::Unary(op, a) => {
@@ -292,4 +363,47 @@ pub fn matches(got: f64, want: f64, tol: f64) -> bool {
     got == want
         || (got.is_nan() && want.is_nan())
         || (got - want).abs() <= tol * want.abs().max(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A softmax: the row max is a reduction inside `exp(x - max)` and the row sum one
+    /// inside the root, so both are memoized by row. The memoized reference agrees with
+    /// the plain interpretation element by element (same operations, same order).
+    #[test]
+    fn reductions_memoized_by_row_agree_with_the_plain_interpretation() {
+        let mut s = crate::session::Session::new();
+        s.execute(
+            "maxf {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT m = f32[] maximum(a, b)\n}\n\
+             addf {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\
+             sm {\n  p0 = f32[6,10] parameter(0)\n  c = f32[] constant(-inf)\n\
+             mx = f32[6] reduce(p0, c), dimensions={1}, to_apply=maxf\n\
+             b = f32[6,10] broadcast(mx), dimensions={0}\n  sub = f32[6,10] subtract(p0, b)\n\
+             e = f32[6,10] exponential(sub)\n  z = f32[] constant(0)\n\
+             sum = f32[6] reduce(e, z), dimensions={1}, to_apply=addf\n\
+             bs = f32[6,10] broadcast(sum), dimensions={0}\n  ROOT d = f32[6,10] divide(e, bs)\n}\n",
+        );
+        let spec = crate::gpu::sweep::spec_for(&s.hlo, "sm")
+            .expect("sm is defined")
+            .expect("sm adapts");
+        let inputs = make_inputs(&spec).unwrap();
+        let memoized = Reference::new(&spec, &inputs).unwrap();
+        assert_eq!(
+            memoized.reduce_memo.len(),
+            2,
+            "both reductions are memoized by row"
+        );
+        let got = memoized.output().unwrap();
+        let mut plain = Reference::new(&spec, &inputs).unwrap();
+        plain.reduce_memo.clear();
+        plain.compiled.clear();
+        let want = plain.output().unwrap();
+        assert_eq!(got, want);
+        // Each row sums to 1 (within f32 rounding).
+        for row in got.chunks(10) {
+            assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-5, "{row:?}");
+        }
+    }
 }

@@ -180,6 +180,7 @@ pub fn launches(spec: &KernelSpec) -> Vec<(String, Result<Launch, String>)> {
         vector: v,
         unroll: 2,
         block: 32,
+        ..Default::default()
     };
     push(
         format!("tiled=false vector={v} unroll=2 block=32"),

@@ -172,8 +172,18 @@ pub fn not_read() -> MapSet {
     vec![m]
 }
 
-/// Output-to-input maps of every output of the computation to every parameter.
+/// Output-to-input maps of every output of the computation to every parameter. Nested
+/// fusions and calls are inlined first ([`super::inline::flatten`]), so the outputs are
+/// those of the flattened computation: a root that is a multi-output fusion counts as
+/// its elements.
 pub fn output_to_input(module: &Module, comp: &Computation) -> FusionIndexing {
+    let flat;
+    let comp = if super::inline::has_nesting(module, comp) {
+        flat = super::inline::flatten(module, comp);
+        &flat
+    } else {
+        comp
+    };
     FusionIndexing {
         outputs: comp
             .outputs()
@@ -183,27 +193,53 @@ pub fn output_to_input(module: &Module, comp: &Computation) -> FusionIndexing {
     }
 }
 
-/// Input-to-output maps from parameter number `p` to every output of the computation.
+/// Input-to-output maps from parameter number `p` to every output of the computation,
+/// through nested fusions and calls in `module` (inlined first, as for
+/// [`output_to_input`]).
+pub fn input_to_output_in(module: &Module, comp: &Computation, p: usize) -> Vec<MapSet> {
+    if super::inline::has_nesting(module, comp) {
+        input_to_output(&super::inline::flatten(module, comp), p)
+    } else {
+        input_to_output(comp, p)
+    }
+}
+
+/// Input-to-output maps from parameter number `p` to every output of the computation
+/// (nested fusions stay opaque: see [`input_to_output_in`]).
 pub fn input_to_output(comp: &Computation, p: usize) -> Vec<MapSet> {
-    let params = comp.parameters();
     let outputs = comp.outputs();
-    let Some(&start) = params.get(p) else {
+    let Some(&start) = comp.parameters().get(p) else {
         return vec![Vec::new(); outputs.len()];
     };
-    let mut order = reverse_topological(comp, &outputs);
+    let sets = forward(comp, &comp.users(), start, &|_| false);
+    outputs
+        .iter()
+        .map(|&o| sets[o].clone().unwrap_or_default())
+        .collect()
+}
+
+/// Input-to-output maps from `start`'s output to every instruction it reaches through
+/// users, not entering instructions where `stop` holds (the epilogues stop at other heroes);
+/// `None` where it is not reached.
+pub(crate) fn forward(
+    comp: &Computation,
+    users: &[Vec<InstrId>],
+    start: InstrId,
+    stop: &dyn Fn(InstrId) -> bool,
+) -> Vec<Option<MapSet>> {
+    let mut order = reverse_topological(comp, &comp.outputs());
     order.reverse(); // operands before users
     let mut sets: Vec<Option<Set>> = vec![None; comp.instrs.len()];
     let mut s = Set::default();
     s.insert(IndexingMap::identity(comp.instrs[start].dims()));
     sets[start] = Some(s);
-    let users = comp.users();
     for &id in &order {
         let Some(set) = sets[id].clone() else {
             continue;
         };
         let mut done = HashSet::new();
         for &u in &users[id] {
-            if !done.insert(u) {
+            if !done.insert(u) || stop(u) {
                 continue;
             }
             let ins = &comp.instrs[u];
@@ -224,8 +260,5 @@ pub fn input_to_output(comp: &Computation, p: usize) -> Vec<MapSet> {
             }
         }
     }
-    outputs
-        .iter()
-        .map(|&o| sets[o].as_ref().map(|s| s.maps.clone()).unwrap_or_default())
-        .collect()
+    sets.into_iter().map(|s| s.map(|s| s.maps)).collect()
 }

@@ -24,6 +24,10 @@
 //! * Fusion: [`fusion::output_to_input`] composes per-op maps from the root(s) to every
 //!   parameter, simplified and deduplicated ([`fusion::FusionIndexing`], one entry per root
 //!   output); [`fusion::input_to_output`] goes the other way from one parameter.
+//! * [`inline::flatten`]: nested fusions and calls inlined, tuple plumbing resolved (the
+//!   whole-computation commands analyse the flattened computation).
+//! * [`epilogue::epilogues`]: heroes, the maps through their epilogues to the roots, the
+//!   epilogue subgraphs and their signatures (seed 003).
 //! * [`partition::partition`] (seed 003), [`linalg::fuse`] (seed 004),
 //!   [`interp`] (the reference interpreter that the soundness tests use).
 //! * [`shape::Shape::physical_to_logical`] / [`shape::Shape::logical_to_physical`]:
@@ -35,8 +39,10 @@
 //!   determine it ([`workspace`] infers it).
 
 pub mod attrs;
+pub mod epilogue;
 pub mod fusion;
 pub mod groups;
+pub mod inline;
 pub mod interp;
 pub mod linalg;
 

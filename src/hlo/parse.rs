@@ -263,12 +263,17 @@ impl Lower {
                         Rule::hlo_dims => {
                             for d in part.into_inner() {
                                 let t = d.as_str();
-                                if t.starts_with("<=") {
+                                if t == "?" {
                                     return Err(Diagnostic::at(
-                                        "dynamic dimensions are not supported",
+                                        "an unbounded dynamic dimension has no size to index",
                                         self.span(&d),
-                                    ));
+                                    )
+                                    .with_help("give it a bound, as in `f32[<=8]`: bounded dimensions are indexed at their bound"));
                                 }
+                                // A bounded dynamic dimension `<=N` is indexed at its
+                                // bound N, as XLA's analysis does (a dynamic shape's
+                                // dimensions are its bounds).
+                                let t = t.strip_prefix("<=").unwrap_or(t).trim();
                                 let v = t.parse::<i64>().map_err(|_| {
                                     Diagnostic::at(
                                         format!("dimension `{t}` does not fit in 64 bits"),

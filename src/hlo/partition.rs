@@ -37,6 +37,10 @@ pub enum Cut {
     DifferentIndices(Vec<(InstrId, IndexingMap)>),
     /// A user's indexing is unknown.
     UnknownIndexing(InstrId),
+    /// An element of the root tuple whose shape differs from the first element's.
+    OwnOutputShape,
+    /// Marked as a subgraph root by the caller (as XLA's emitters mark their heroes).
+    Marked,
 }
 
 #[derive(Clone, Debug)]
@@ -55,6 +59,13 @@ pub struct Partition {
 }
 
 pub fn partition(comp: &Computation) -> Partition {
+    partition_with_roots(comp, &[])
+}
+
+/// The partition with `extra` instructions forced to root functions of their own (XLA's
+/// `is_subgraph_root`: the reduction and transpose emitters mark their heroes so each hero
+/// is computed once, by its own scheme, and its users call it).
+pub fn partition_with_roots(comp: &Computation, extra: &[InstrId]) -> Partition {
     let order = reverse_topological(comp, &[comp.root]);
     let n = comp.instrs.len();
     let users = comp.users();
@@ -74,6 +85,16 @@ pub fn partition(comp: &Computation) -> Partition {
         us.dedup();
         let cut = if id == comp.root {
             Some(Cut::ComputationRoot)
+        } else if extra.contains(&id) {
+            Some(Cut::Marked)
+        } else if comp.instrs[comp.root].opcode == "tuple"
+            && us == [comp.root]
+            && ins.dims() != comp.instrs[comp.root].dims()
+        {
+            // An output of a multi-output computation whose shape differs from the first
+            // output's: it cannot share the root function's indices (seed 003: the
+            // results of one function share one index per output dimension).
+            Some(Cut::OwnOutputShape)
         } else {
             let groups: Vec<Option<usize>> = us.iter().map(|&u| function_of[u]).collect();
             if groups.iter().any(|g| *g != groups[0]) || groups.is_empty() {
@@ -165,6 +186,10 @@ pub fn describe(comp: &Computation, p: &Partition) -> String {
                 )
             }
             Cut::UnknownIndexing(u) => format!("the indexing of its user {} is unknown", name(*u)),
+            Cut::OwnOutputShape => {
+                "an output of the computation with a shape of its own".to_string()
+            }
+            Cut::Marked => "marked as a subgraph root (roots=)".to_string(),
         };
         out.push(format!("  cut: {why}"));
         out.push(format!("  signature: {}", signature(comp, f)));
@@ -220,12 +245,23 @@ pub fn signature(comp: &Computation, f: &Function) -> String {
         })
         .collect();
     args.extend((0..root.rank()).map(|j| format!("%i{j}: index")));
-    let results: Vec<String> = root
-        .shape
-        .tuple_elements()
-        .iter()
-        .map(|s| mlir_elem(s.elem()))
-        .collect();
+    let results: Vec<String> = if root.opcode == "tuple" {
+        // The root tuple's function returns the outputs that share its indices (those of
+        // another shape root functions of their own).
+        root.operands
+            .iter()
+            .map(|&o| &comp.instrs[o])
+            .filter(|o| o.dims() == root.dims())
+            .flat_map(|o| o.shape.tuple_elements().iter())
+            .map(|s| mlir_elem(s.elem()))
+            .collect()
+    } else {
+        root.shape
+            .tuple_elements()
+            .iter()
+            .map(|s| mlir_elem(s.elem()))
+            .collect()
+    };
     format!("({}) -> ({})", args.join(", "), results.join(", "))
 }
 

@@ -10,8 +10,9 @@
 //! ```
 
 use crate::render::{self, Style};
-use crate::session::{commands, Session, Value};
+use crate::session::{commands, Session};
 use crate::syntax;
+use crate::value::Value;
 use serde_json::{json, Map, Value as Json};
 
 /// What a statement sends to the notebook.

@@ -11,6 +11,7 @@
 //! ```
 
 use super::svg::escape;
+use crate::interval::Interval;
 use crate::map::{IndexingMap, Status, VarKind};
 use crate::syntax::Diagnostic;
 use crate::value::{Bench, Indexing, Table, Value};
@@ -19,13 +20,26 @@ use std::fmt::Write;
 const TABLE: &str = r#"<table style="border-collapse: collapse; margin: 2px 0 6px 0">"#;
 const TH: &str =
     r#"<th style="text-align: left; padding: 1px 10px 1px 0; border-bottom: 1px solid #999">"#;
-const TD: &str =
-    r#"<td style="text-align: left; padding: 1px 10px 1px 0; font-family: monospace">"#;
+const TD: &str = r#"<td style="text-align: left; vertical-align: top; padding: 1px 10px 1px 0; font-family: monospace">"#;
+/// A cell whose text never breaks: an interval `[lo, hi]`, a domain entry.
+const TD_NOWRAP: &str = r#"<td style="text-align: left; vertical-align: top; padding: 1px 10px 1px 0; font-family: monospace; white-space: nowrap">"#;
+/// An item that never breaks inside (`th_x in [0, 127]`), in a cell that may wrap between items.
+const NOWRAP: &str = r#"<span style="white-space: nowrap">"#;
 
 fn row(out: &mut String, cells: &[String]) {
     out.push_str("<tr>");
     for c in cells {
         let _ = write!(out, "{TD}{c}</td>");
+    }
+    out.push_str("</tr>\n");
+}
+
+/// A row whose cells at `nowrap` never break.
+fn row_nowrap(out: &mut String, cells: &[String], nowrap: &[usize]) {
+    out.push_str("<tr>");
+    for (i, c) in cells.iter().enumerate() {
+        let td = if nowrap.contains(&i) { TD_NOWRAP } else { TD };
+        let _ = write!(out, "{td}{c}</td>");
     }
     out.push_str("</tr>\n");
 }
@@ -58,28 +72,30 @@ pub fn map(m: &IndexingMap) -> String {
         }
         Status::Defined => {}
     }
-    let bounded: Vec<usize> = (0..m.num_vars())
-        .filter(|&i| !m.var(i).bounds.is_full())
-        .collect();
-    if !bounded.is_empty() || !m.constraints.is_empty() {
+    let groups = var_groups(m);
+    if !groups.is_empty() || !m.constraints.is_empty() {
         out += TABLE;
         head(&mut out, &["domain", "kind", "range"]);
-        for i in bounded {
-            let v = m.var(i);
-            let kind = match m.var_kind(i) {
+        for (names, kind, bounds) in groups {
+            let kind = match kind {
+                VarKind::Dim if names.len() > 1 => "dimensions",
                 VarKind::Dim => "dimension",
+                VarKind::Range if names.len() > 1 => "range variables",
                 VarKind::Range => "range variable",
+                VarKind::Runtime if names.len() > 1 => "runtime variables",
                 VarKind::Runtime => "runtime variable",
             };
-            row(
+            row_nowrap(
                 &mut out,
-                &[escape(&v.name), kind.into(), v.bounds.to_string()],
+                &[escape(&names.join(", ")), kind.into(), bounds.to_string()],
+                &[2],
             );
         }
         for &(e, iv) in &m.constraints {
-            row(
+            row_nowrap(
                 &mut out,
                 &[escape(&m.show_expr(e)), "constraint".into(), iv.to_string()],
+                &[2],
             );
         }
         out += "</table>";
@@ -88,6 +104,38 @@ pub fn map(m: &IndexingMap) -> String {
         out += "<div style=\"color: #666\">is_simplified: true</div>";
     }
     out + "</div>"
+}
+
+/// The bounded variables, those of one kind with the same bounds together, in order of
+/// their first member: a launch's `th_y, th_z, bl_y, bl_z` in `[0, 0]` make one entry.
+fn var_groups(m: &IndexingMap) -> Vec<(Vec<String>, VarKind, Interval)> {
+    let mut groups: Vec<(Vec<String>, VarKind, Interval)> = Vec::new();
+    for i in (0..m.num_vars()).filter(|&i| !m.var(i).bounds.is_full()) {
+        let (v, kind) = (m.var(i), m.var_kind(i));
+        match groups
+            .iter_mut()
+            .find(|(_, k, b)| *k == kind && *b == v.bounds)
+        {
+            Some(g) => g.0.push(v.name.clone()),
+            None => groups.push((vec![v.name.clone()], kind, v.bounds)),
+        }
+    }
+    groups
+}
+
+/// The domain as items that never break inside (`d0 in [0, 9]`), one per line: variables
+/// with the same bounds share a line, then the constraints.
+pub fn domain_items(m: &IndexingMap) -> Vec<String> {
+    let mut items: Vec<String> = var_groups(m)
+        .into_iter()
+        .map(|(names, _, b)| format!("{} in {b}", names.join(", ")))
+        .collect();
+    items.extend(
+        m.constraints
+            .iter()
+            .map(|&(e, iv)| format!("{} in {iv}", m.show_expr(e))),
+    );
+    items
 }
 
 fn indexing(ix: &Indexing) -> String {
@@ -107,14 +155,16 @@ fn indexing(ix: &Indexing) -> String {
             row(&mut out, &["UNDEFINED".into(), String::new()]);
         }
         for m in &op.maps {
-            let s = m.to_string();
-            let domain = s
-                .split_once(", domain: ")
-                .map_or(String::new(), |(_, d)| d.to_string());
-            row(
-                &mut out,
-                &[escape(&map_head(m)), escape(&domain).replace(", ", ",<br>")],
-            );
+            let domain = match m.status {
+                Status::Undefined => String::new(),
+                Status::KnownEmpty => "KNOWN EMPTY".into(),
+                Status::Defined => domain_items(m)
+                    .iter()
+                    .map(|d| format!("{NOWRAP}{}</span>", escape(d)))
+                    .collect::<Vec<_>>()
+                    .join("<br>"),
+            };
+            row(&mut out, &[escape(&map_head(m)), domain]);
         }
         out += "</table>\n";
     }
@@ -187,10 +237,10 @@ pub fn html(v: &Value) -> String {
         }
         Value::Table(t) => table(t),
         Value::Kernel(k) => format!(
-            "<details open><summary>kernel <code>{}</code> ({})</summary><pre>{}</pre></details>",
+            "<details open><summary>kernel <code>{}</code> ({})</summary>{}</details>",
             escape(&k.name),
             escape(&k.target),
-            escape(&k.source)
+            code_block(&k.source)
         ),
         Value::Bench(b) => bench(b),
         Value::Mapping(m) => {
@@ -266,6 +316,134 @@ pub fn html(v: &Value) -> String {
             )
         }
     }
+}
+
+/// Kernel source (C or CUDA C) as a monospace block with syntax highlighting. Lines never
+/// wrap (a long comment scrolls instead of spilling under the code), whatever the page's
+/// own style for `pre` says.
+pub fn code_block(src: &str) -> String {
+    let mut out = String::from(
+        r#"<pre class="ixmap-code" style="font-family: monospace; white-space: pre; overflow-x: auto; word-wrap: normal; overflow-wrap: normal; background: #f6f8fa; padding: 6px; line-height: 1.35">"#,
+    );
+    out += &highlight_c(src);
+    out + "</pre>"
+}
+
+const C_KEYWORDS: &[&str] = &[
+    "auto",
+    "break",
+    "case",
+    "const",
+    "continue",
+    "default",
+    "do",
+    "else",
+    "extern",
+    "for",
+    "goto",
+    "if",
+    "inline",
+    "register",
+    "restrict",
+    "return",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "typedef",
+    "union",
+    "volatile",
+    "while",
+    "__global__",
+    "__device__",
+    "__host__",
+    "__shared__",
+    "__restrict__",
+    "__syncthreads",
+    "__launch_bounds__",
+];
+const C_TYPES: &[&str] = &[
+    "void", "char", "short", "int", "long", "float", "double", "signed", "unsigned", "bool",
+    "size_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
+    "uint64_t", "float2", "float4", "int2", "int4", "half", "__half",
+];
+
+fn span(out: &mut String, style: &str, text: &str) {
+    let _ = write!(out, "<span style=\"{style}\">{}</span>", escape(text));
+}
+
+/// C (and CUDA C) tokens coloured: comments, preprocessor lines, keywords, types, numbers,
+/// strings. Everything else is escaped as is, so the text is the source exactly.
+pub fn highlight_c(src: &str) -> String {
+    const COMMENT: &str = "color: #6a737d; font-style: italic";
+    const PREPROC: &str = "color: #6f42c1";
+    const KEYWORD: &str = "color: #d73a49; font-weight: bold";
+    const TYPE: &str = "color: #005cc5";
+    const NUMBER: &str = "color: #098658";
+    const STRING: &str = "color: #032f62";
+    let mut out = String::new();
+    let b = src.as_bytes();
+    let mut i = 0;
+    let mut line_start = true;
+    while i < b.len() {
+        let rest = &src[i..];
+        let c = b[i];
+        let end_of =
+            |from: usize, pat: &str| rest[from..].find(pat).map_or(rest.len(), |k| k + from);
+        if rest.starts_with("//") {
+            let n = end_of(0, "\n");
+            span(&mut out, COMMENT, &rest[..n]);
+            i += n;
+        } else if rest.starts_with("/*") {
+            let n = (end_of(2, "*/") + 2).min(rest.len());
+            span(&mut out, COMMENT, &rest[..n]);
+            i += n;
+        } else if line_start && c == b'#' {
+            let n = end_of(0, "\n");
+            span(&mut out, PREPROC, &rest[..n]);
+            i += n;
+        } else if c == b'"' || c == b'\'' {
+            let mut n = 1;
+            while n < rest.len() && b[i + n] != c && b[i + n] != b'\n' {
+                n += if b[i + n] == b'\\' { 2 } else { 1 };
+            }
+            let mut n = (n + 1).min(rest.len());
+            while !rest.is_char_boundary(n) {
+                n += 1;
+            }
+            span(&mut out, STRING, &rest[..n]);
+            i += n;
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            let n = rest
+                .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+                .unwrap_or(rest.len());
+            let w = &rest[..n];
+            if C_KEYWORDS.contains(&w) {
+                span(&mut out, KEYWORD, w);
+            } else if C_TYPES.contains(&w) {
+                span(&mut out, TYPE, w);
+            } else {
+                out += &escape(w);
+            }
+            i += n;
+        } else if c.is_ascii_digit() {
+            let n = rest
+                .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '.'))
+                .unwrap_or(rest.len());
+            span(&mut out, NUMBER, &rest[..n]);
+            i += n;
+        } else {
+            let ch = rest.chars().next().unwrap_or(' ');
+            out += &escape(ch.encode_utf8(&mut [0; 4]));
+            i += ch.len_utf8();
+        }
+        if i > 0 && b[i - 1] == b'\n' {
+            line_start = true;
+        } else if i > 0 && !b[i - 1].is_ascii_whitespace() {
+            line_start = false;
+        }
+    }
+    out
 }
 
 /// An error as HTML: the message, where, the source line with a caret, and the help.

@@ -6,6 +6,12 @@ use crate::value::{Outcome, Value};
 use serde_json::{json, Map, Value as Json};
 
 pub fn outcome(o: &Outcome, source: &str, stmt: usize) -> Json {
+    outcome_in(o, source, stmt, None)
+}
+
+/// [`outcome`] for a statement read from `file`: error locations name the file, as the
+/// plain run prints them (` --> FILE:LINE:COL`).
+pub fn outcome_in(o: &Outcome, source: &str, stmt: usize, file: Option<&str>) -> Json {
     match &o.result {
         Ok(v) => {
             let mut obj = Map::new();
@@ -34,7 +40,10 @@ pub fn outcome(o: &Outcome, source: &str, stmt: usize) -> Json {
             if let Some(h) = &d.help {
                 obj.insert("help".into(), json!(h));
             }
-            obj.insert("text".into(), json!(d.render(source)));
+            obj.insert(
+                "text".into(),
+                json!(super::text::error_text(d, source, file)),
+            );
             Json::Object(obj)
         }
     }
@@ -61,7 +70,13 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
                     } else {
                         o.maps.iter().map(|m| m.to_string()).collect()
                     };
-                    json!({"operand": o.index, "maps": maps})
+                    let mut e = role(&o.label);
+                    if let Some(n) = &o.name {
+                        e.insert("name".into(), json!(n));
+                    }
+                    e.insert("label".into(), json!(o.label));
+                    e.insert("maps".into(), json!(maps));
+                    Json::Object(e)
                 })
                 .collect();
             obj.insert("operands".into(), json!(ops));
@@ -69,6 +84,25 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
         Value::Table(t) => {
             obj.insert("headers".into(), json!(t.headers));
             obj.insert("rows".into(), json!(t.rows));
+            // `coalescing`: each row's role, the written output or a read operand.
+            if t.title
+                .as_deref()
+                .is_some_and(|x| x.starts_with("coalescing of "))
+                && t.headers.first().is_some_and(|h| h == "operand")
+            {
+                let roles: Vec<Json> = t
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        let cell = r.first().map_or("", String::as_str);
+                        match cell.strip_suffix(" (write)") {
+                            Some(name) => json!({"role": "output", "name": name}),
+                            None => json!({"role": "operand", "name": cell}),
+                        }
+                    })
+                    .collect();
+                obj.insert("roles".into(), json!(roles));
+            }
         }
         Value::Kernel(k) => {
             obj.insert("name".into(), json!(k.name));
@@ -119,5 +153,77 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
             obj.insert("shape".into(), json!(d.shape));
         }
         Value::Map(_) | Value::Text(_) | Value::None | Value::Help(_) | Value::Loaded(_) => {}
+    }
+}
+
+/// The role of an indexing section, read from its heading (the one place that knows the
+/// headings' grammar): `{"role": "output"}` (with `"output": K` when there are several),
+/// `{"role": "operand", "operand": K}` (with `"output": K` for a multi-output computation),
+/// or, for a launch's extra sections, `{"role": "tile read"}` and
+/// `{"role": "reduced operand element"}`. `threads` headings start with `thread → `.
+pub fn role(label: &str) -> Map<String, Json> {
+    let mut e = Map::new();
+    let l = label.strip_prefix("thread → ").unwrap_or(label);
+    // `operand K` or `operand K (name)`: the number right after the word
+    let number_after = |s: &str, word: &str| -> Option<usize> {
+        let rest = s.strip_prefix(word)?;
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    };
+    if let Some((out, op)) = l.split_once(", ") {
+        if let (Some(o), Some(k)) = (number_after(out, "output "), number_after(op, "operand ")) {
+            e.insert("role".into(), json!("operand"));
+            e.insert("operand".into(), json!(k));
+            e.insert("output".into(), json!(o));
+            return e;
+        }
+    }
+    if let Some(k) = number_after(l, "operand ") {
+        e.insert("role".into(), json!("operand"));
+        e.insert("operand".into(), json!(k));
+    } else if l == "output" || l.starts_with("output (") {
+        e.insert("role".into(), json!("output"));
+    } else if let Some(o) = number_after(l, "output ") {
+        e.insert("role".into(), json!("output"));
+        e.insert("output".into(), json!(o));
+    } else {
+        // What a launch adds: `tile read, in output coordinates (...)`, `reduced operand
+        // element`: the words before any comma or parenthesis.
+        let word = l.split([',', '(']).next().unwrap_or(l).trim();
+        e.insert("role".into(), json!(word));
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_of_indexing_headings() {
+        let r = |l: &str| Json::Object(role(l)).to_string();
+        assert_eq!(r("operand 0"), r#"{"role":"operand","operand":0}"#);
+        assert_eq!(r("output"), r#"{"role":"output"}"#);
+        assert_eq!(r("output 1"), r#"{"role":"output","output":1}"#);
+        assert_eq!(
+            r("output 1, operand 2"),
+            r#"{"role":"operand","operand":2,"output":1}"#
+        );
+        assert_eq!(
+            r("thread → output (loop, block 128, grid 6)"),
+            r#"{"role":"output"}"#
+        );
+        assert_eq!(
+            r("thread → operand 3 (p3)"),
+            r#"{"role":"operand","operand":3}"#
+        );
+        assert_eq!(
+            r("thread → tile read, in output coordinates (phase 1)"),
+            r#"{"role":"tile read"}"#
+        );
+        assert_eq!(
+            r("thread → reduced operand element"),
+            r#"{"role":"reduced operand element"}"#
+        );
     }
 }

@@ -6,7 +6,6 @@ pub mod json;
 pub mod latex;
 pub mod svg;
 pub mod text;
-pub mod tile;
 
 pub use html::html;
 pub use latex::latex;

@@ -47,7 +47,7 @@ fn cell_size(p: &Plot) -> f64 {
 /// Draws the grid with its top-left corner at (x, y); returns its (width, height).
 fn grid(out: &mut String, g: &Grid, x: f64, y: f64, cell: f64) -> (f64, f64) {
     let label_w = 34.0;
-    let top = 34.0;
+    let top = 40.0;
     let _ = writeln!(
         out,
         r#"<text x="{x:.1}" y="{:.1}" font-size="13" font-weight="bold">{}</text>"#,
@@ -61,7 +61,7 @@ fn grid(out: &mut String, g: &Grid, x: f64, y: f64, cell: f64) -> (f64, f64) {
     let _ = writeln!(
         out,
         r##"<text x="{gx:.1}" y="{:.1}" font-size="10" fill="#555">{} →</text>"##,
-        y + 25.0,
+        y + 26.0,
         escape(&g.col_axis)
     );
     let kc = every(g.cols);
@@ -70,7 +70,7 @@ fn grid(out: &mut String, g: &Grid, x: f64, y: f64, cell: f64) -> (f64, f64) {
             out,
             r##"<text x="{:.1}" y="{:.1}" font-size="9" fill="#555" text-anchor="middle">{}</text>"##,
             gx + (c as f64 + 0.5) * cell,
-            gy - 2.0,
+            gy - 3.0,
             g.col0 + c as i64
         );
     }
@@ -84,15 +84,24 @@ fn grid(out: &mut String, g: &Grid, x: f64, y: f64, cell: f64) -> (f64, f64) {
             g.row0 + r as i64
         );
     }
-    let _ = writeln!(
-        out,
-        r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#555" transform="rotate(-90 {:.1} {:.1})" text-anchor="end">{} →</text>"##,
-        x + 8.0,
-        gy,
-        x + 8.0,
-        gy,
-        escape(&g.row_axis)
-    );
+    // The row axis reads downwards, as the rows count; a single row has no axis to name.
+    let row_label = !(g.rows <= 1 && g.row_axis.starts_with("(one"));
+    let row_label_len = if row_label {
+        label_px(&format!("{} →", g.row_axis), 10.0)
+    } else {
+        0.0
+    };
+    if row_label {
+        let _ = writeln!(
+            out,
+            r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#555" transform="rotate(90 {:.1} {:.1})">{} →</text>"##,
+            x + 4.0,
+            gy,
+            x + 4.0,
+            gy,
+            escape(&g.row_axis)
+        );
+    }
     for r in 0..g.rows {
         for c in 0..g.cols {
             let groups = &g.cells[r * g.cols + c];
@@ -145,12 +154,19 @@ fn grid(out: &mut String, g: &Grid, x: f64, y: f64, cell: f64) -> (f64, f64) {
             }
         }
     }
-    // Wide enough for the title too, so side-by-side grids never overlap.
-    let title_w = g.title.chars().count() as f64 * 7.5;
+    // Wide enough for the title and the column axis name, so side-by-side grids never
+    // overlap; tall enough for the row axis name, so it never runs into the notes below.
+    let title_w = label_px(&g.title, 13.0) * 1.1;
+    let col_w = label_w + label_px(&format!("{} →", g.col_axis), 10.0);
     (
-        (label_w + g.cols as f64 * cell).max(title_w),
-        top + g.rows as f64 * cell,
+        (label_w + g.cols as f64 * cell).max(title_w).max(col_w),
+        top + (g.rows as f64 * cell).max(row_label_len + 4.0),
     )
+}
+
+/// About how wide a line of sans-serif text is, in pixels (0.6 em a character, generous).
+pub fn label_px(s: &str, font_size: f64) -> f64 {
+    s.chars().count() as f64 * font_size * 0.6
 }
 
 /// The access-pattern picture of `p` as a standalone SVG document.
@@ -164,7 +180,7 @@ pub fn plot(p: &Plot) -> String {
     let x2 = margin + w1 + gap;
     let (w2, h2) = grid(&mut body, &p.to, x2, header, cell);
     // An arrow between the grids: the map.
-    let ay = header + 34.0 + 12.0;
+    let ay = header + 40.0 + 12.0;
     let _ = writeln!(
         body,
         r##"<path d="M {:.1} {ay:.1} L {:.1} {ay:.1}" stroke="#333" stroke-width="1.5" marker-end="url(#ixmap-arrow)"/>"##,
@@ -183,8 +199,7 @@ pub fn plot(p: &Plot) -> String {
         y += 15.0;
     }
     let text_w = 2.0 * margin + 7.3 * shorten(&p.map, 110).chars().count() as f64;
-    let notes_w =
-        lines.iter().map(|l| l.chars().count()).max().unwrap_or(0) as f64 * 6.2 + 2.0 * margin;
+    let notes_w = lines.iter().map(|l| label_px(l, 11.0)).fold(0.0, f64::max) + 2.0 * margin;
     let width = (x2 + w2 + margin).max(420.0).max(text_w).max(notes_w);
     let height = y;
     let mut out = String::new();

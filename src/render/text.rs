@@ -63,6 +63,16 @@ pub fn confirmation(v: &Value) -> Option<String> {
     }
 }
 
+/// A diagnostic as the plain run prints it: its location names `file` when the source came
+/// from one (` --> FILE:LINE:COL`).
+pub fn error_text(d: &crate::syntax::Diagnostic, source: &str, file: Option<&str>) -> String {
+    let r = d.render(source);
+    match file {
+        Some(f) => r.replacen("--> ", &format!("--> {f}:"), 1),
+        None => r,
+    }
+}
+
 fn loaded(l: &crate::value::Loaded, style: Style) -> String {
     let mut out: Vec<String> = Vec::new();
     for o in &l.outcomes {
@@ -73,11 +83,7 @@ fn loaded(l: &crate::value::Loaded, style: Style) -> String {
                     out.push(s);
                 }
             }
-            Err(d) => out.push(d.render(&l.source).replacen(
-                "--> ",
-                &format!("--> {}:", l.file),
-                1,
-            )),
+            Err(d) => out.push(error_text(d, &l.source, Some(&l.file))),
         }
     }
     let n = l.outcomes.len();

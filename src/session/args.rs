@@ -1,9 +1,10 @@
 //! Typed access to a command's arguments: maps (literal, bound name or nested command),
 //! flags, `key=value` options, tuples.
 
-use super::{Session, Value};
+use super::Session;
 use crate::map::IndexingMap;
 use crate::syntax::{Arg, ArgGroup, CommandCall, Diagnostic, Span};
+use crate::value::Value;
 
 pub struct Args<'a> {
     pub call: &'a CommandCall,

@@ -3,56 +3,55 @@
 //! configuration, and returns a typed value for the front ends to render.
 
 use super::commands::Command;
-use super::{Args, Indexing, OperandMaps, Session, Table, Value};
+use super::{Args, Session};
 use crate::gpu::bench::{self, Device, Options};
 use crate::gpu::coalescing;
 use crate::gpu::emit::{self, Target};
-use crate::gpu::from_hlo;
 use crate::gpu::launch::{self, thread_to_input, Launch, Strategy};
 use crate::gpu::mapping::Mapping;
 use crate::gpu::spec::KernelSpec;
-use crate::hlo::workspace::Target as HloTarget;
 use crate::syntax::{suggest, Arg, Diagnostic, Span};
+use crate::value::{Indexing, OperandMaps, Table, Value};
 
 pub static COMMANDS: [Command; 6] = [
     Command {
         name: "threads",
-        usage: "threads FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false]",
+        usage: "threads FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false]",
         summary: "the thread/block-id → output map of a launch, and thread-id → every input",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); threads add0 block=128 vector=4",
         run: threads,
     },
     Command {
         name: "coalescing",
-        usage: "coalescing FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false]",
+        usage: "coalescing FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false]",
         summary: "per operand: sectors and lines per warp load against the ideal, the worst warp, and a verdict",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); coalescing add0 vector=4",
         run: coalescing_cmd,
     },
     Command {
         name: "emit",
-        usage: "emit FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false] [tile=(n, ...)] [target=cuda|cpu] [naive]",
+        usage: "emit FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [target=cuda|cpu] [naive]",
         summary: "the kernel source for that mapping: CUDA C, or C for the host compiler",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); emit add0 target=cpu",
         run: emit_cmd,
     },
     Command {
         name: "bench",
-        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [reps=N] [threads=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false] [tile=(n, ...)]",
+        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [reps=N] [threads=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)]",
         summary: "runs the kernel, checks every element against the reference, times it against a copy",
         example: "p0 = f32[64, 64] parameter(0); p1 = f32[64, 64] parameter(1); add0 = f32[64, 64] add(p0, p1); bench add0 device=cpu reps=3",
         run: bench_cmd,
     },
     Command {
         name: "mapping",
-        usage: "mapping [FUSION] [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false] [tile=(n, ...)]",
+        usage: "mapping [FUSION] [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)]",
         summary: "a mapping to reuse: the GPU launch and the CPU tiling that threads, coalescing, emit and bench take as mapping=NAME",
         example: "p0 = f32[64, 64] parameter(0); t = f32[64, 64] transpose(p0), dimensions={1, 0}; mapping t tile=(32, 16) block=256",
         run: mapping_cmd,
     },
     Command {
         name: "check",
-        usage: "check FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [tiled=true|false] [naive]",
+        usage: "check FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [naive]",
         summary: "runs the emitted CUDA source on the CPU (threads of a block as real threads) and checks every element",
         example: "p0 = f32[40, 70] parameter(0); t = f32[70, 40] transpose(p0), dimensions={1, 0}; check t",
         run: check_cmd,
@@ -64,14 +63,12 @@ pub static COMMANDS: [Command; 6] = [
 fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let naive = a.flag("naive");
     let (spec, l) = launch_for(s, a)?;
-    crate::gpu::cuda_cpu::check(&spec, &l, naive)
+    let bits = crate::gpu::cuda_cpu::check(&spec, &l, naive)
         .map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
     Ok(Value::Text(format!(
-        "{}: the CUDA kernel ({} mapping, block {}, grid {}{}) ran on the CPU; every element of {} matches the reference",
+        "{}: the CUDA kernel ({}{}, {bits}-bit indices) ran on the CPU; every element of {} matches the reference",
         spec.name,
-        l.strategy.name(),
-        l.block[0],
-        l.grid[0],
+        describe(&l),
         if naive { ", naive index arithmetic" } else { "" },
         spec.output.shape_text()
     )))
@@ -95,22 +92,9 @@ pub(super) fn fusion_name(a: &Args) -> Result<(String, Span), Diagnostic> {
 /// The kernel spec of the fusion named by the first argument.
 pub(super) fn spec(s: &Session, a: &Args) -> Result<KernelSpec, Diagnostic> {
     let (name, span) = fusion_name(a)?;
-    let module = &s.hlo.module;
-    let r = match s.hlo.resolve(&name) {
-        Some(HloTarget::Computation(c)) => from_hlo::from_computation(module, c),
-        Some(HloTarget::Instr(c, id)) => {
-            let ins = &c.instrs[id];
-            match ins
-                .attrs
-                .calls
-                .as_deref()
-                .filter(|_| ins.opcode == "fusion")
-                .and_then(|n| module.computation(n))
-            {
-                Some(f) => from_hlo::from_computation(module, f),
-                None => from_hlo::from_instr(module, c, id),
-            }
-        }
+    // The fusion's computation, as the sweep of tests/gpu_sweep.rs adapts it.
+    let r = match crate::gpu::sweep::spec_for(&s.hlo, &name) {
+        Some(r) => r,
         None => {
             let names = s.hlo.names();
             let mut d = Diagnostic::at(format!("no fusion or instruction named `{name}`"), span)
@@ -166,6 +150,7 @@ fn mapping_of(s: &Session, a: &Args) -> Result<Mapping, Diagnostic> {
         ("block", &mut m.config.block),
         ("vector", &mut m.config.vector),
         ("unroll", &mut m.config.unroll),
+        ("max_blocks", &mut m.config.max_blocks),
     ] {
         if let Some(v) = a.kv_int(key)? {
             if v < 1 {
@@ -263,8 +248,111 @@ fn launch_for(s: &Session, a: &Args) -> Result<(KernelSpec, Launch), Diagnostic>
 }
 
 fn launch_with(spec: &KernelSpec, m: &Mapping, a: &Args) -> Result<Launch, Diagnostic> {
+    let l = choose_launch(spec, m, a)?;
+    options_apply(spec, &l, a)?;
+    Ok(l)
+}
+
+/// Options given on the command line that the chosen strategy does not use are said, not
+/// ignored (issue 17): a tiled transpose always runs 32x32 tiles on blocks of 128 threads,
+/// one element per thread and tile row; a reduction reads one element per thread and step,
+/// and is a reduction whatever `tiled=` says; a row reduction gives each row a warp.
+fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnostic> {
+    let what = match l.strategy {
+        Strategy::Loop => return Ok(()),
+        Strategy::TiledTranspose { .. } => "a tiled transpose",
+        Strategy::RowReduction => "a row reduction",
+        Strategy::ColumnReduction => "a column reduction",
+    };
+    let reduction = what != "a tiled transpose";
+    let unused = |key: &str, why: String, help: &str| {
+        Err(Diagnostic::at(
+            format!("`{key}=` does not apply: {} is {what}; {why}", spec.name),
+            span_of(a, key),
+        )
+        .with_help(help.to_string()))
+    };
+    let loop_help = "`tiled=false` launches a plain loop, which takes block=, vector= and unroll=";
+    let red_help = if l.strategy == Strategy::RowReduction {
+        "a row reduction's launch takes block= and vector= (elements per load)"
+    } else {
+        "a reduction's launch takes block= only"
+    };
+    if let Some(b) = a.kv_int("block")? {
+        if b != l.block[0] {
+            if !reduction {
+                return unused(
+                    "block",
+                    format!(
+                        "its 32x32 tiles run on blocks of {} threads, not {b}",
+                        l.block[0]
+                    ),
+                    loop_help,
+                );
+            }
+            if l.strategy == Strategy::ColumnReduction {
+                return unused(
+                    "block",
+                    format!(
+                        "its 32x32 tiles of columns run on blocks of {} threads, not {b}",
+                        l.block[0]
+                    ),
+                    "a column reduction's launch is fixed (XLA's 32x32 tile)",
+                );
+            }
+            if l.strategy == Strategy::RowReduction {
+                return unused(
+                    "block",
+                    format!(
+                        "each row gets a warp of 32 threads, so block={b} would run as block {}",
+                        l.block[0]
+                    ),
+                    "give block= a multiple of 32",
+                );
+            }
+        }
+    }
+    for key in ["vector", "unroll"] {
+        if let Some(v) = a.kv_int(key)? {
+            // A row reduction reads `vector` elements per load (XLA's vectorized row
+            // reduction): that option is its own.
+            let honoured = key == "vector" && l.strategy == Strategy::RowReduction;
+            if v != 1 && !honoured {
+                let why = if l.strategy == Strategy::RowReduction {
+                    format!("its lanes stride along the row with no unrolled repeat, so {key}={v} would be ignored")
+                } else if reduction {
+                    format!("each thread reads one element per step, so {key}={v} would be ignored")
+                } else {
+                    format!(
+                        "each thread moves one element per tile row, so {key}={v} would be ignored"
+                    )
+                };
+                return unused(key, why, if reduction { red_help } else { loop_help });
+            }
+        }
+    }
+    if reduction && a.kv("tiled").is_some() {
+        return unused(
+            "tiled",
+            "a reduction is launched as one whatever `tiled=` says".to_string(),
+            red_help,
+        );
+    }
+    Ok(())
+}
+
+/// The GPU launch's options given on the command line: `block=`, `vector=`, `unroll=`, `tiled=`.
+fn gpu_only_keys(a: &Args) -> Vec<String> {
+    ["block", "vector", "unroll", "tiled"]
+        .into_iter()
+        .filter(|k| a.kv(k).is_some())
+        .map(|k| format!("{k}="))
+        .collect()
+}
+
+fn choose_launch(spec: &KernelSpec, m: &Mapping, a: &Args) -> Result<Launch, Diagnostic> {
     launch::choose(spec, m.config, m.tiled).map_err(|e| {
-        let key = ["vector", "block", "unroll", "tiled"]
+        let key = ["vector", "block", "unroll", "max_blocks", "tiled"]
             .into_iter()
             .find(|k| {
                 e.to_string().contains(&format!("{k}="))
@@ -285,11 +373,19 @@ fn describe(l: &Launch) -> String {
         l.block[0],
         l.grid[0]
     );
-    if l.config.vector > 1 && l.strategy == Strategy::Loop {
+    if l.config.vector > 1 && matches!(l.strategy, Strategy::Loop | Strategy::RowReduction) {
         s += &format!(", vector {}", l.config.vector);
     }
-    if l.config.unroll > 1 && l.strategy == Strategy::Loop {
-        s += &format!(", unroll {}", l.config.unroll);
+    if l.strategy == Strategy::RowReduction && l.row_threads < 32 {
+        s += &format!(
+            ", {} lane{} per row, {} rows per warp",
+            l.row_threads,
+            if l.row_threads == 1 { "" } else { "s" },
+            32 / l.row_threads
+        );
+    }
+    if l.chunks() > 1 && l.strategy == Strategy::Loop {
+        s += &format!(", {} chunks per thread", l.chunks());
     }
     s
 }
@@ -457,6 +553,17 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             e
         }
         Target::Cpu => match &m.tile {
+            _ if !gpu_only_keys(a).is_empty() => {
+                let keys = gpu_only_keys(a);
+                let key = keys[0].trim_end_matches('=');
+                return Err(Diagnostic::at(
+                    format!(
+                        "`{key}=` does not apply: a CPU kernel runs the loop nest, not a GPU launch"
+                    ),
+                    span_of(a, key),
+                )
+                .with_help("`tile=` tiles the CPU loop nest; target=cuda takes block=, vector=, unroll= and tiled="));
+            }
             Some(tile) => {
                 check_tile(&spec, &m, a)?;
                 crate::tile::tune::emit_tiled_with(&spec, tile, naive).map_err(err)?
@@ -464,7 +571,7 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             None => emit::cpu::emit(&spec, naive).map_err(err)?,
         },
     };
-    Ok(Value::Kernel(super::Kernel {
+    Ok(Value::Kernel(crate::value::Kernel {
         name: e.name,
         target: tgt.name().into(),
         source: e.source,
@@ -504,6 +611,8 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let mut notes = Vec::new();
     if on_gpu {
         no_tile_here(a, "on the GPU the kernel runs the launch")?;
+        // block=, vector=, unroll= and tiled= that the launch would not use are errors.
+        launch_with(&spec, &m, a)?;
         if let Some(t) = &m.tile {
             notes.push((
                 "mapping".to_string(),
@@ -518,6 +627,19 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     } else {
         check_tile(&spec, &m, a)?;
+        // The GPU launch's options given alongside a CPU tile are said, not ignored (without
+        // a tile, the note after the figures says the launch does not apply).
+        let keys = gpu_only_keys(a);
+        if !keys.is_empty() && m.tile.is_some() {
+            notes.push((
+                "mapping".to_string(),
+                format!(
+                    "{} set{} the GPU launch; on the CPU the kernel runs the loop nest tiled by tile=",
+                    keys.join(" "),
+                    if keys.len() == 1 { "s" } else { "" },
+                ),
+            ));
+        }
     }
     let threads = match a.kv_int("threads")? {
         None => 0,
@@ -563,7 +685,7 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         _ => bench::run(&spec, &opts, !naive, naive).map_err(err)?,
     };
     let main = &o.variants[0];
-    let mut b = super::Bench {
+    let mut b = crate::value::Bench {
         name: format!("{} ({})", spec.name, main.label),
         device: o.device.clone(),
         verified: o.variants.iter().all(|v| v.verified),
@@ -609,7 +731,9 @@ fn mapping_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let mut m = mapping_of(s, a)?;
     if let Some(Arg::Word(..)) = a.items().next() {
         let spec = spec(s, a)?;
-        launch_with(&spec, &m, a)?;
+        // A mapping is a value (its block may serve `tiled=false` or a CPU tile later): the
+        // launch must exist, but options the default strategy would not use are kept.
+        choose_launch(&spec, &m, a)?;
         check_tile(&spec, &m, a)?;
         m.fusion = Some(spec.name.clone());
         m.origin = None;

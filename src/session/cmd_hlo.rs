@@ -2,15 +2,16 @@
 //! (instruction lines, computation blocks, `HloModule` texts) in the session.
 
 use super::commands::Command;
-use super::{Args, Indexing, OperandMaps, Session, Value};
+use super::{Args, Session};
 use crate::hlo::fusion;
 use crate::hlo::ops::{self, MapSet};
 use crate::hlo::parse::parse_hlo;
 use crate::hlo::workspace::Target;
 use crate::hlo::{Computation, InstrId, Shape};
 use crate::syntax::{suggest, Arg, Diagnostic, HloText, Span};
+use crate::value::{Indexing, OperandMaps, Value};
 
-pub static COMMANDS: [Command; 4] = [
+pub static COMMANDS: [Command; 5] = [
     Command {
         name: "indexing",
         usage: "indexing OP [from K] [physical]",
@@ -20,8 +21,8 @@ pub static COMMANDS: [Command; 4] = [
     },
     Command {
         name: "partition",
-        usage: "partition COMPUTATION",
-        summary: "the functions a computation splits into (an instruction joins its users only if they all read it at the same indices), and why each cut was made",
+        usage: "partition COMPUTATION [roots=NAME,...]",
+        summary: "the functions a computation splits into (an instruction joins its users only if they all read it at the same indices), and why each cut was made; `roots=` marks extra function roots (as XLA's emitters mark heroes)",
         example: "f { p = f32[4,4] parameter(0)\n l = f32[4,4] log(p)\n t = f32[4,4] transpose(l), dimensions={1,0}\n ROOT a = f32[4,4] add(l, t) }; partition f",
         run: partition,
     },
@@ -39,16 +40,83 @@ pub static COMMANDS: [Command; 4] = [
         example: "f { p = f32[4,8] parameter(0)\n z = f32[] constant(0)\n e = f32[4,8] exponential(p)\n r0 = f32[4] reduce(e, z), dimensions={1}, to_apply=add\n r1 = f32[4] reduce(p, z), dimensions={1}, to_apply=add\n ROOT t = (f32[4], f32[4]) tuple(r0, r1) }; reduction_groups f",
         run: reduction_groups,
     },
+    Command {
+        name: "epilogues",
+        usage: "epilogues COMPUTATION [heroes=NAME,...]",
+        summary: "the heroes of a fusion (reductions, transposes of the minor-most dimension; `heroes=` adds more), and for each the roots it reaches, the maps from the hero's index to theirs, the epilogue subgraph and its function signature",
+        example: "f { p = f32[4,8] parameter(0)\n z = f32[] constant(0)\n r = f32[4] reduce(p, z), dimensions={1}, to_apply=add\n ROOT n = f32[4] negate(r) }; epilogues f",
+        run: epilogues,
+    },
 ];
+
+/// Names given as `key=NAME`, `key=(A, B)`, or `key=A, B` (the later comma-separated
+/// groups of bare words), resolved in `comp`.
+fn name_list(comp: &Computation, a: &Args, key: &str) -> Result<Vec<InstrId>, Diagnostic> {
+    let mut words: Vec<(String, Span)> = Vec::new();
+    match a.kv(key) {
+        None => return Ok(Vec::new()),
+        Some(Arg::Word(w, sp)) => words.push((w.clone(), *sp)),
+        Some(Arg::Tuple(items, _)) => {
+            for it in items {
+                match it {
+                    Arg::Word(w, sp) => words.push((w.clone(), *sp)),
+                    other => {
+                        return Err(Diagnostic::at(
+                            format!("`{key}=` takes instruction names"),
+                            other.span(),
+                        ))
+                    }
+                }
+            }
+        }
+        Some(other) => {
+            return Err(Diagnostic::at(
+                format!("`{key}=` takes instruction names"),
+                other.span(),
+            ))
+        }
+    }
+    for g in a.groups().iter().skip(1) {
+        for it in &g.items {
+            if let Arg::Word(w, sp) = it {
+                words.push((w.clone(), *sp));
+            }
+        }
+    }
+    words
+        .into_iter()
+        .map(|(w, sp)| {
+            comp.find(&w).ok_or_else(|| {
+                let mut d =
+                    Diagnostic::at(format!("no instruction named `{w}` in `{}`", comp.name), sp);
+                if let Some(x) = suggest(&w, comp.instrs.iter().map(|i| i.name.as_str())) {
+                    d = d.with_help(format!("did you mean `{x}`?"));
+                }
+                d
+            })
+        })
+        .collect()
+}
+
+fn epilogues(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let comp = computation_arg(s, a)?;
+    let comp = &*flattened(&s.hlo.module, comp);
+    let extra = name_list(comp, a, "heroes")?;
+    let es = crate::hlo::epilogue::epilogues(comp, &extra);
+    Ok(Value::Text(crate::hlo::epilogue::describe(comp, &es)))
+}
 
 fn partition(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let comp = computation_arg(s, a)?;
-    let p = crate::hlo::partition::partition(comp);
+    let comp = &*flattened(&s.hlo.module, comp);
+    let extra = name_list(comp, a, "roots")?;
+    let p = crate::hlo::partition::partition_with_roots(comp, &extra);
     Ok(Value::Text(crate::hlo::partition::describe(comp, &p)))
 }
 
 fn reduction_groups(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let comp = computation_arg(s, a)?;
+    let comp = &*flattened(&s.hlo.module, comp);
     let groups = crate::hlo::groups::reduction_groups(comp);
     let name = |id: InstrId| format!("`{}`", comp.instrs[id].name);
     let mut out = format!(
@@ -66,6 +134,18 @@ fn reduction_groups(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     }
     Ok(Value::Text(out))
+}
+
+/// `comp` with its nested fusions and calls inlined (borrowed when there are none).
+fn flattened<'a>(
+    module: &crate::hlo::Module,
+    comp: &'a Computation,
+) -> std::borrow::Cow<'a, Computation> {
+    if crate::hlo::inline::has_nesting(module, comp) {
+        std::borrow::Cow::Owned(crate::hlo::inline::flatten(module, comp))
+    } else {
+        std::borrow::Cow::Borrowed(comp)
+    }
 }
 
 /// The computation a command names: a computation block, or a fusion instruction's.
@@ -267,6 +347,7 @@ fn indexing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     };
     let _ = fusion_of;
+    let comp = &*flattened(module, comp);
     let n_params = comp.parameters().len();
     let multi = comp.outputs().len() > 1;
     match from {

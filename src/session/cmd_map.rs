@@ -1,10 +1,11 @@
 //! Commands on indexing maps: simplify, compose, equal, inverse, eval, show, predicates.
 
 use super::commands::Command;
-use super::{Args, Session, Value};
+use super::{Args, Session};
 use crate::map::{self, IndexingMap, Limits};
 use crate::simplify::{simplify as run_simplify, SimplifyLimits};
 use crate::syntax::{Arg, Diagnostic};
+use crate::value::Value;
 use crate::MapError;
 
 pub static COMMANDS: [Command; 13] = [
@@ -358,7 +359,7 @@ fn ranges(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             ]
         })
         .collect();
-    Ok(Value::Table(super::Table {
+    Ok(Value::Table(crate::value::Table {
         title: None,
         headers: ["", "expression", "from bounds", "with constraints", "exact"]
             .map(String::from)

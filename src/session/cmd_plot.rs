@@ -13,12 +13,13 @@
 //! The result is a [`Value::Plot`]: the notebook shows it as SVG, the REPL as characters.
 
 use super::commands::Command;
-use super::{commands, Args, Grid, Plot, Session, Value};
+use super::{commands, Args, Session};
 use crate::interval::Interval;
 use crate::map::IndexingMap;
 use crate::map::{DomainPoints, Limits};
 use crate::syntax::{Arg, Diagnostic};
 use crate::syntax::{ArgGroup, CommandCall};
+use crate::value::{Grid, Plot, Value};
 use std::collections::BTreeSet;
 
 pub static COMMANDS: [Command; 1] = [Command {
@@ -119,6 +120,71 @@ impl Layout {
             sector: 0,
         }
     }
+}
+
+/// Rows or columns kept around the part of a grid that is read, when the picture is cut.
+const CROP_MARGIN: usize = 1;
+
+/// Cuts a large grid down to the rows and columns that are read (and a margin), when they
+/// are at most half of it: `plot w at (1, 2)` reads 8 elements of an 80 x 16 input, and the
+/// picture shows those, not 80 rows. Returns the note that says what was cut.
+fn crop(g: &mut Grid) -> Option<String> {
+    let read = |r: usize, c: usize| !g.cells[r * g.cols + c].is_empty();
+    let rows: Vec<usize> = (0..g.rows)
+        .filter(|&r| (0..g.cols).any(|c| read(r, c)))
+        .collect();
+    let cols: Vec<usize> = (0..g.cols)
+        .filter(|&c| (0..g.rows).any(|r| read(r, c)))
+        .collect();
+    let (&r0, &r1) = (rows.first()?, rows.last()?);
+    let (&c0, &c1) = (cols.first()?, cols.last()?);
+    let span = |lo: usize, hi: usize, n: usize| -> (usize, usize) {
+        if n > 16 && 2 * (hi - lo + 1) <= n {
+            (
+                lo.saturating_sub(CROP_MARGIN),
+                (hi + CROP_MARGIN).min(n - 1),
+            )
+        } else {
+            (0, n - 1)
+        }
+    };
+    let (ra, rb) = span(r0, r1, g.rows);
+    let (ca, cb) = span(c0, c1, g.cols);
+    if (ra, rb, ca, cb) == (0, g.rows - 1, 0, g.cols - 1) {
+        return None;
+    }
+    let mut said = Vec::new();
+    if (ra, rb) != (0, g.rows - 1) {
+        said.push(format!(
+            "rows {} to {} of {} to {}",
+            g.row0 + ra as i64,
+            g.row0 + rb as i64,
+            g.row0,
+            g.row0 + g.rows as i64 - 1
+        ));
+    }
+    if (ca, cb) != (0, g.cols - 1) {
+        said.push(format!(
+            "columns {} to {} of {} to {}",
+            g.col0 + ca as i64,
+            g.col0 + cb as i64,
+            g.col0,
+            g.col0 + g.cols as i64 - 1
+        ));
+    }
+    let cells = (ra..=rb)
+        .flat_map(|r| (ca..=cb).map(move |c| (r, c)))
+        .map(|(r, c)| std::mem::take(&mut g.cells[r * g.cols + c]))
+        .collect();
+    g.cells = cells;
+    g.row0 += ra as i64;
+    g.col0 += ca as i64;
+    g.rows = rb - ra + 1;
+    g.cols = cb - ca + 1;
+    Some(format!(
+        "input shown: {} (the rest is not read)",
+        said.join(", ")
+    ))
 }
 
 /// The map to draw: a map, or operand K's map of an instruction's (or `indexing`'s) result.
@@ -346,7 +412,8 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     if to.rows * to.cols > MAX_CELLS {
         return Err(too_big("input side", to.rows * to.cols, a));
     }
-    let result_names: Vec<String> = (0..m.results.len()).map(|i| format!("#{i}")).collect();
+    // The input's axes are its dimensions: `dim 0`, `dim 1` (the map's results, in order).
+    let result_names: Vec<String> = (0..m.results.len()).map(|i| format!("dim {i}")).collect();
     let mut left = from.grid("output (dimension points)".into(), &free_names);
     let mut right = to.grid("input (elements read)".into(), &result_names);
     let mut coords = vec![0i64; free.len()];
@@ -418,6 +485,11 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     }
     if !fixed.is_empty() {
         notes.push(format!("fixed: {}", fixed.join(", ")));
+    }
+    if right.sector == 0 {
+        if let Some(note) = crop(&mut right) {
+            notes.push(note);
+        }
     }
     let color_by = match color_by {
         Some((_, _, name)) => name,

@@ -1,8 +1,9 @@
 //! Commands about the session itself: `vars`, `reset`, `load FILE`, `save FILE`.
 
 use super::commands::Command;
-use super::{Args, Session, Value};
+use super::{Args, Session};
 use crate::syntax::{Arg, Diagnostic};
+use crate::value::Value;
 use crate::value::{Loaded, Table};
 
 pub static COMMANDS: [Command; 4] = [

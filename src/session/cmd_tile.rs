@@ -2,11 +2,13 @@
 //! each operand the output reads, and how often).
 
 use super::commands::Command;
-use super::{Args, Session, Table, Value};
+use super::{Args, Session};
 use crate::map::{IndexingMap, Limits};
 use crate::syntax::{Arg, Diagnostic};
 use crate::tile::symbolic::{self, Size};
-use crate::tile::{self, check::Verdict, OperandTile};
+use crate::tile::{self, OperandTile};
+use crate::value::tile::join;
+use crate::value::{Table, Value};
 
 pub static COMMANDS: [Command; 5] = [
     Command {
@@ -227,13 +229,6 @@ fn sizes(a: &Args) -> Result<Vec<Size>, Diagnostic> {
     }
 }
 
-fn join(xs: &[i64]) -> String {
-    xs.iter()
-        .map(|x| x.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let given = sizes(a)?;
     let whole = a.kv("k").is_some() || a.after("at").is_some() || a.flag("every");
@@ -350,111 +345,54 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         notes: vec![],
     };
     let single_map = ops.len() == 1 && ops[0].maps.len() == 1;
+    let limits = Limits {
+        max_points: CHECK_LIMIT,
+    };
     let mut checked = 0u64;
     let mut unchecked = 0usize;
     for op in &ops {
-        let mut derived: Vec<(IndexingMap, OperandTile)> = Vec::new();
-        for m in &op.maps {
-            match tile::derive(m, &sizes).map_err(|mut e| {
-                let lim = Limits {
-                    max_points: CHECK_LIMIT,
+        // The library derives every map's tile, checks it by enumeration, and keeps one
+        // tile when it contains the others.
+        let set = match tile::fusion::tile_set(&op.maps, &sizes, &limits) {
+            Ok(set) => set,
+            // A wrong tile is a bug in ixmap; say so rather than print it as fact.
+            Err(e) if single_map || e.error.to_string().starts_with("internal error") => {
+                let why = if single_map {
+                    e.error.to_string()
+                } else {
+                    format!("operand {}: {}", op.label, e.error)
                 };
-                if let Some(which) = tile::check::first_non_box(m, &sizes, &lim) {
-                    e.reason.push_str(&format!("; e.g. {which}"));
-                }
-                e
-            }) {
-                Ok(x) => derived.push((m.clone(), x)),
-                Err(e) if single_map => return Err(Diagnostic::at(e.to_string(), a.span())),
-                Err(e) => {
-                    t.rows
-                        .push(vec![op.label.clone(), "-".into(), "not a tile".into()]);
-                    t.notes.push(format!("{}: {e}", section_name(&op.label)));
-                    derived.clear();
-                    break;
-                }
+                return Err(Diagnostic::at(why, a.span()));
             }
-        }
-        if derived.is_empty() {
-            continue;
-        }
-        // One tile when one of them contains the others; otherwise one per map.
-        let cover = (0..derived.len()).find(|&i| {
-            derived
-                .iter()
-                .all(|(_, b)| tile::contains(&derived[i].1, b))
-        });
-        let shown: Vec<usize> = match cover {
-            Some(i) => vec![i],
-            None => (0..derived.len()).collect(),
+            Err(e) => {
+                t.rows
+                    .push(vec![op.label.clone(), "-".into(), "not a tile".into()]);
+                t.notes
+                    .push(format!("{}: {}", section_name(&op.label), e.error));
+                continue;
+            }
         };
-        for (n, &i) in shown.iter().enumerate() {
-            let (m, x) = &derived[i];
-            let label = if shown.len() > 1 {
-                format!("{} (map {})", op.label, n)
+        for (n, x) in set.tiles.iter().enumerate() {
+            let label = if set.tiles.len() > 1 {
+                format!("{} (map {n})", op.label)
             } else {
                 op.label.clone()
             };
-            for j in 0..x.sizes.len() {
-                t.rows.push(vec![
-                    if j == 0 { label.clone() } else { String::new() },
-                    j.to_string(),
-                    x.offsets.show_expr(x.offsets.results[j]),
-                    x.sizes[j].to_string(),
-                    x.strides[j].to_string(),
-                    if x.clips[j].is_full() {
-                        String::new()
-                    } else {
-                        x.clips[j].to_string()
-                    },
-                ]);
-            }
-            if x.sizes.is_empty() {
-                t.rows
-                    .push(vec![label.clone(), "-".into(), "scalar".into()]);
-            }
+            t.rows.extend(crate::value::tile::tile_rows(&label, &[], x));
             t.notes.push(format!("{}: {}", section_name(&label), x.map));
-            if let Some(note) = crate::render::tile::mask_note(&section_name(&label), x) {
+            if let Some(note) = crate::value::tile::mask_note(&section_name(&label), x) {
                 t.notes.push(note);
             }
-            let _ = m;
         }
-        if derived.len() > 1 && cover.is_some() {
+        if set.covers > 1 {
             t.notes.push(format!(
                 "operand {} is read through {} maps; the tile shown contains the others",
-                op.label,
-                derived.len()
+                op.label, set.covers
             ));
         }
-        for (m, x) in &derived {
-            match tile::check_exact(
-                m,
-                &sizes,
-                x,
-                &Limits {
-                    max_points: CHECK_LIMIT,
-                },
-            ) {
-                Ok(Verdict::Exact { tiles }) => checked = checked.max(tiles),
-                Ok(Verdict::Differs {
-                    tile,
-                    element,
-                    only_in_map,
-                }) => {
-                    // A wrong tile is a bug in ixmap; say so rather than print it as fact.
-                    return Err(Diagnostic::at(
-                        format!(
-                            "internal error: the derived tile of operand {} differs from the map at tile ({}): element ({}) {}",
-                            op.label,
-                            join(&tile),
-                            join(&element),
-                            if only_in_map { "is read but not in the tile" } else { "is in the tile but not read" }
-                        ),
-                        a.span(),
-                    ));
-                }
-                Err(_) => unchecked += 1,
-            }
+        match set.checked {
+            Some(c) => checked = checked.max(c),
+            None => unchecked += op.maps.len(),
         }
     }
     if unchecked == 0 {
@@ -930,68 +868,11 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     });
     bar.finish_and_clear();
     let tuned = tuned.map_err(err)?;
-    let mut order: Vec<usize> = (0..tuned.rows.len()).collect();
-    order.sort_by(|&x, &y| {
-        tuned.rows[x]
-            .timing
-            .median_s
-            .total_cmp(&tuned.rows[y].timing.median_s)
-    });
-    let mut t = Table {
-        title: Some(format!(
-            "tune {name} on {}: {} of {valid} valid tilings tried ({n_rejected} filtered out), {} bytes moved, {reps} interleaved round{}, every output verified",
-            tuned.device,
-            cands.len(),
-            tuned.bytes,
-            if reps == 1 { "" } else { "s" }
-        )),
-        headers: ["rank", "mapping", "median ms", "GB/s", "% copy", "runs", "vs default", "interval"].map(String::from).to_vec(),
-        rows: vec![],
-        notes,
-    };
-    for (rank, &i) in order.iter().enumerate() {
-        let m = &tuned.rows[i];
-        let (vs, ci) = match &m.vs_default {
-            None => ("-".to_string(), "-".to_string()),
-            Some(r) => (
-                match r.verdict() {
-                    std::cmp::Ordering::Equal => format!("~ ({})", r.factor()),
-                    _ => r.factor(),
-                },
-                format!("{:.2} to {:.2}", r.lo, r.hi),
-            ),
-        };
-        t.rows.push(vec![
-            (rank + 1).to_string(),
-            match &m.sizes {
-                None => "default (untiled loop)".to_string(),
-                Some(z) => format!("tile=({})", join(z)),
-            },
-            crate::gpu::bench::ms(m.timing.median_s),
-            format!("{:.2}", tuned.gbps(&m.timing)),
-            format!("{:.1}", tuned.copy_pct(&m.timing)),
-            m.min_run.map_or("-".into(), |r| format!("{r} B")),
-            vs,
-            ci,
-        ]);
-    }
-    t.notes
-        .push("runs: the shortest contiguous run any operand's tile reads (a line is 64 B)".into());
-    t.notes.push("vs default: the median over rounds of default time / this time; interval: the sign test's, about 95% (less under 6 rounds); ~ when it contains 1 or has under 90%".into());
+    let mut t =
+        crate::value::tile::tune(&name, &tuned, cands.len(), valid, n_rejected, reps, notes);
     if let Some(rc) = &tuned.recheck {
         let bound = format!("{}_best", crate::gpu::emit::c_ident(&name));
         let r = &rc.ratio;
-        let held = r.verdict() == std::cmp::Ordering::Greater;
-        t.notes.push(format!(
-            "best: tile=({}); re-measured against the default: {}; {}",
-            join(&rc.sizes),
-            r.describe(),
-            if held {
-                "the win holds"
-            } else {
-                "not a reliable win over the default"
-            }
-        ));
         t.notes.push(format!(
             "bound to `{bound}`: `emit {name} mapping={bound}`, `bench {name} mapping={bound}`"
         ));
@@ -1068,8 +949,15 @@ fn tune_gpu(
         let c = rows[i].config.unwrap_or_default();
         let bound = format!("{}_best", crate::gpu::emit::c_ident(name));
         let speedup = default / rows[i].timing.median_s;
+        // The summary names the table's rank 1: the default when it was fastest.
+        let default_first = order.first().is_some_and(|&j| rows[j].config.is_none());
         t.notes.push(format!(
-            "best: block={} vector={}, {speedup:.2}x the default; bound to `{bound}`: `emit {name} mapping={bound}`, `bench {name} mapping={bound}`",
+            "best: {}block={} vector={}, {speedup:.2}x the default; bound to `{bound}`: `emit {name} mapping={bound}`, `bench {name} mapping={bound}`",
+            if default_first {
+                "the default (block=128 vector=1), rank 1; the fastest other launch is "
+            } else {
+                ""
+            },
             c.block,
             c.vector,
         ));
@@ -1228,7 +1116,7 @@ fn run_tile_fusion(s: &mut Session, a: &Args, name: &str) -> Result<Value, Diagn
             }
         }
     }
-    Ok(Value::Table(crate::render::tile::instructions(
+    Ok(Value::Table(crate::value::tile::instructions(
         &what, &space, &all, &tiles,
     )))
 }
@@ -1351,7 +1239,7 @@ fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             .collect();
         scheds.push((sc, verdict, maps));
     }
-    Ok(Value::Table(crate::render::tile::schedules(&what, &scheds)))
+    Ok(Value::Table(crate::value::tile::schedules(&what, &scheds)))
 }
 
 /// `tilings FUSION|MAP [k] [volume=N] [divide] [try=(...)] [max=N]`.
@@ -1426,7 +1314,7 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let e = tile::space::enumerate(&targets, &extents, &rules, 20_000)
         .map_err(|e| Diagnostic::at(e, a.span()))?;
     let conds = tile::space::conditions(&targets, &extents, &names, &rules);
-    Ok(Value::Table(crate::render::tile::tilings(
+    Ok(Value::Table(crate::value::tile::tilings(
         &what, &names, &extents, &conds, &e, shown,
     )))
 }

@@ -1,8 +1,9 @@
 //! The command table: one entry per command drives dispatch, `help` and completion.
 //! Each area keeps its commands in its own `cmd_*.rs` table; [`all`] chains them.
 
-use super::{Args, Session, Value};
+use super::{Args, Session};
 use crate::syntax::Diagnostic;
+use crate::value::Value;
 
 pub struct Command {
     pub name: &'static str,

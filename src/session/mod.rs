@@ -16,10 +16,10 @@ mod cmd_plot;
 pub mod cmd_session;
 mod cmd_tile;
 pub mod commands;
-pub mod value;
 
 pub use args::Args;
-pub use value::*;
+
+use crate::value::{Outcome, Value};
 
 use crate::syntax::{self, Diagnostic, Rhs, Span, StmtKind};
 use std::collections::BTreeMap;

@@ -488,6 +488,7 @@ pub fn launch_candidates(
                 block,
                 vector,
                 unroll: 1,
+                ..Default::default()
             };
             let label = format!("block={block} vector={vector}");
             if config == LaunchConfig::default() {

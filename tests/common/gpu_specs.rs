@@ -154,3 +154,37 @@ pub fn reduce(a: i64, b: i64, row: bool) -> KernelSpec {
         ],
     }
 }
+
+/// `out = transpose(p0), dimensions=perm`: output dim `i` is input dim `perm[i]`.
+#[allow(dead_code)]
+pub fn permute(in_dims: &[i64], perm: &[usize]) -> KernelSpec {
+    let out_dims: Vec<i64> = perm.iter().map(|&p| in_dims[p]).collect();
+    let mut inv = vec![0usize; perm.len()];
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p] = i;
+    }
+    let dims: Vec<String> = (0..perm.len()).map(|i| format!("d{i}")).collect();
+    let results: Vec<String> = inv.iter().map(|&i| format!("d{i}")).collect();
+    let domain: Vec<String> = out_dims
+        .iter()
+        .enumerate()
+        .map(|(i, n)| format!("d{i} in [0, {}]", n - 1))
+        .collect();
+    let m = map(&format!(
+        "({}) -> ({}), domain: {}",
+        dims.join(", "),
+        results.join(", "),
+        domain.join(", ")
+    ));
+    let name: String = perm.iter().map(|p| p.to_string()).collect();
+    KernelSpec {
+        name: format!("transpose_{name}"),
+        inputs: vec![Tensor::row_major("p0", ElemType::F32, in_dims)],
+        output: Tensor::row_major("out", ElemType::F32, &out_dims),
+        functions: vec![Function {
+            name: "root".into(),
+            dims: out_dims.clone(),
+            body: Body::Load { input: 0, map: m },
+        }],
+    }
+}

@@ -8,6 +8,7 @@ Usage: python notebook.py execute|html   (IXMAP_BIN: the ixmap binary)
   receives a copy of the page.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,6 +56,19 @@ def html(tmp):
     assert tables >= 5, f"{tables} tables in the page"
     assert 'class="ixmap-map"' in page and ">range variable</td>" in page
     assert "Traceback" not in page and "ename" not in page
+    # Issue 17's notebook items, on the page as a user gets it:
+    # domain entries never break inside `[lo, hi]`, and unit launch ids share one entry;
+    assert not re.search(r",\s*<br\s*/?>", page), "a domain entry breaks after a comma"
+    assert "white-space: nowrap" in page
+    # (bl_x too when the launch has one block: the tour's small transpose runs as a loop of
+    # 3 blocks since XLA's tiling rule of issue 14, so bl_x has its own entry there)
+    assert re.search(r"th_y, th_z, (bl_x, )?bl_y, bl_z in \[0, 0\]", page), "unit ids grouped"
+    # kernels are monospace, highlighted, and never wrap (a long comment scrolls);
+    assert 'class="ixmap-code"' in page and "white-space: pre;" in page
+    assert "__global__</span>" in page
+    # plots are sized to what they show: none is taller than a screen.
+    heights = [float(h) for h in re.findall(r'<svg [^>]*?height="([0-9.]+)"', page)]
+    assert heights and max(heights) < 700, heights
     print(f"tour.html: {len(page)} bytes, {svgs} SVG plots, {tables} tables")
 
 

@@ -83,7 +83,7 @@ pub fn prelude(spec: &KernelSpec, naive: bool) -> Result<String, MapError> {
     let mut src = String::from(C_HELPERS);
     src += super::EPOCH_DECL;
     src += "\n";
-    for f in helper_functions(spec, naive, "static ", "restrict", true)? {
+    for f in helper_functions(spec, naive, "static ", "restrict", true, "int64_t")? {
         src += &f;
         src += "\n";
     }

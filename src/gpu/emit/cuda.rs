@@ -20,11 +20,11 @@ use crate::map::IndexingMap;
 use crate::MapError;
 
 /// The thread and block ids, as the dims of the thread-id maps name them.
-fn ids() -> Vec<String> {
+fn ids(it: &str) -> Vec<String> {
     let mut v = Vec::new();
     for (pre, var) in [("th", "threadIdx"), ("bl", "blockIdx")] {
         for c in ["x", "y", "z"] {
-            v.push(format!("  const int64_t {pre}_{c} = {var}.{c};"));
+            v.push(format!("  const {it} {pre}_{c} = {var}.{c};"));
         }
     }
     v
@@ -115,12 +115,44 @@ fn guards_with(m: &IndexingMap, w: &mut BodyWriter, only_dims: bool, action: &st
     }
 }
 
+/// Guards for the thread and block ids whose bounds in `m` are narrower than the launch:
+/// the simplifier folds a constraint such as `th_x floordiv 32 in [0, 19]` into the bound
+/// of `th_x`, and the threads past it must still be switched off.
+fn dim_guards(m: &IndexingMap, launch: &Launch, w: &mut BodyWriter, action: &str) {
+    let sizes = [
+        launch.block[0],
+        launch.block[1],
+        launch.block[2],
+        launch.grid[0],
+        launch.grid[1],
+        launch.grid[2],
+    ];
+    for (d, &n) in m.dims.iter().zip(&sizes) {
+        let mut parts = Vec::new();
+        if d.bounds.lo > 0 {
+            parts.push(format!("{} < {}", d.name, d.bounds.lo));
+        }
+        if d.bounds.hi < n - 1 {
+            parts.push(format!("{} > {}", d.name, d.bounds.hi));
+        }
+        if !parts.is_empty() {
+            w.line(format!("if ({}) {action};", parts.join(" || ")));
+        }
+    }
+}
+
 fn loops_open(m: &IndexingMap, w: &mut BodyWriter) {
     for v in &m.ranges {
-        w.line("#pragma unroll");
+        if !super::I32_INDEX.contains_interval(&v.bounds) {
+            super::index_width_needs_64();
+        }
+        // Short loops unrolled (a vector, a tile's rows); a long chunk loop left as a loop.
+        if v.bounds.hi - v.bounds.lo < 64 {
+            w.line("#pragma unroll");
+        }
         w.line(format!(
-            "for (int64_t {0} = {1}; {0} <= {2}; ++{0}) {{",
-            v.name, v.bounds.lo, v.bounds.hi
+            "for ({3} {0} = {1}; {0} <= {2}; ++{0}) {{",
+            v.name, v.bounds.lo, v.bounds.hi, w.index_ty
         ));
         w.indent += 1;
     }
@@ -143,7 +175,8 @@ fn scope(w: &mut BodyWriter, m: &IndexingMap, naive: bool, prefix: &str) -> Inde
         .collect();
     for (d, &r) in m.results.iter().enumerate() {
         w.line(format!(
-            "const int64_t {} = {};",
+            "const {} {} = {};",
+            w.index_ty,
             names[d],
             c_expr(r, &m.names(), &m.bounds())
         ));
@@ -170,12 +203,46 @@ fn scope(w: &mut BodyWriter, m: &IndexingMap, naive: bool, prefix: &str) -> Inde
     )
 }
 
+/// The kernel, with 32-bit index arithmetic (`int`) when every index expression it writes
+/// stays inside `int` over its variables' bounds (as XLA does), else 64-bit (`int64_t`).
 pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, MapError> {
+    emit_width(spec, launch, naive, false).map(|(e, _)| e)
+}
+
+/// The kernel and the width of its index arithmetic (32 or 64 bits); `wide` asks for 64
+/// bits even where 32 would do (to test that form on small shapes).
+pub fn emit_width(
+    spec: &KernelSpec,
+    launch: &Launch,
+    naive: bool,
+    wide: bool,
+) -> Result<(Emitted, u32), MapError> {
+    super::index_width_reset();
+    let ids_fit = launch
+        .grid
+        .iter()
+        .chain(&launch.block)
+        .all(|&n| n - 1 <= super::I32_INDEX.hi);
+    if ids_fit && !wide {
+        let e = emit_with(spec, launch, naive, "int")?;
+        if super::index_width_fits_32() {
+            return Ok((e, 32));
+        }
+    }
+    Ok((emit_with(spec, launch, naive, "int64_t")?, 64))
+}
+
+fn emit_with(
+    spec: &KernelSpec,
+    launch: &Launch,
+    naive: bool,
+    index_ty: &'static str,
+) -> Result<Emitted, MapError> {
     super::refuse_empty(spec)?;
     let name = c_ident(&spec.name);
     let ty = spec.output.elem.c_name();
     let mut src = format!(
-        "// {} for CUDA: {} = {}, {} mapping, block {}, grid {}; index arithmetic {}.\n",
+        "// {} for CUDA: {} = {}, {} mapping, block {}, grid {}; index arithmetic {}, {}.\n",
         spec.name,
         spec.output.name,
         spec.output.shape_text(),
@@ -186,12 +253,24 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
             "naive"
         } else {
             "from the simplified maps"
+        },
+        if index_ty == "int" {
+            "32-bit (every index fits)"
+        } else {
+            "64-bit"
         }
     );
     // NVRTC has no system headers: the integer types are declared here.
     src += "typedef long long int64_t;\ntypedef int int32_t;\n\n";
     let mut funcs = String::new();
-    for f in helper_functions(spec, naive, "__device__ static ", "__restrict__", false)? {
+    for f in helper_functions(
+        spec,
+        naive,
+        "__device__ static ",
+        "__restrict__",
+        false,
+        index_ty,
+    )? {
         funcs += &f;
         funcs += "\n";
     }
@@ -202,12 +281,14 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
         .collect::<Vec<_>>()
         .join(", ");
     let mut w = BodyWriter::new(spec, naive, 1);
+    w.index_ty = index_ty;
     let wm = &launch.write_map;
     let out_strides = spec.output.strides()?;
     let out_id = IndexingMap::identity(&spec.output.dims);
     match &launch.strategy {
         Strategy::Loop => {
             w.line(format!("// thread → output: {wm}"));
+            dim_guards(wm, launch, &mut w, "return");
             guards(wm, &mut w, true);
             loops_open(wm, &mut w);
             guards(wm, &mut w, false);
@@ -243,6 +324,7 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
             w.line("{");
             w.indent += 1;
             loops_open(rm, &mut w);
+            dim_guards(rm, launch, &mut w, "continue");
             guards(rm, &mut w, false);
             guards_with(rm, &mut w, true, "continue");
             let ctx = scope(&mut w, rm, naive, "o");
@@ -272,6 +354,7 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
             }
             w.line(format!("// phase 2, thread → output: {wm}"));
             loops_open(wm, &mut w);
+            dim_guards(wm, launch, &mut w, "continue");
             guards(wm, &mut w, false);
             guards_with(wm, &mut w, true, "continue");
             let ctx = scope(&mut w, wm, naive, "o");
@@ -303,6 +386,7 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
                 w.indent += 1;
             }
             loops_open(rm, &mut w);
+            dim_guards(rm, launch, &mut w, "continue");
             for &(e, iv) in &rm.constraints {
                 if let Some(cond) = super::outside(e, iv, &rm.names(), &rm.bounds()) {
                     w.line(format!("if ({cond}) continue;"));
@@ -336,8 +420,21 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
                 w.indent -= 1;
                 w.line("} while (0);");
             }
-            if launch.strategy == Strategy::RowReduction {
-                w.line("for (int off = 16; off > 0; off /= 2) {");
+            if launch.strategy == Strategy::ColumnReduction {
+                // The block's 32×32 partial sums, transposed through shared memory (33
+                // columns: the column read hits 32 banks): warp w takes column w's sums.
+                w.line(format!("__shared__ {ty} tile[{TILE}][{}];", TILE + 1));
+                w.line(format!("tile[th_x / {TILE}][th_x % {TILE}] = acc;"));
+                w.line("__syncthreads();");
+                w.line(format!("acc = tile[th_x % {TILE}][th_x / {TILE}];"));
+            }
+            if launch.row_threads > 1 {
+                // A tree over the row's lanes: lane 0 of each group of `row_threads` ends
+                // with the sum of its group (several rows per warp when rows are short).
+                w.line(format!(
+                    "for (int off = {}; off > 0; off /= 2) {{",
+                    launch.row_threads / 2
+                ));
                 w.line(format!(
                     "  const {ty} other = __shfl_down_sync(0xffffffffu, acc, off);"
                 ));
@@ -348,6 +445,7 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
                 w.line("}");
             }
             w.line(format!("// thread → output: {wm}"));
+            dim_guards(wm, launch, &mut w, "return");
             guards(wm, &mut w, true);
             let ctx = scope(&mut w, wm, naive, "o");
             let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
@@ -361,7 +459,7 @@ pub fn emit(spec: &KernelSpec, launch: &Launch, naive: bool) -> Result<Emitted, 
         launch.block[0],
         decl.join(", ")
     );
-    let mut body = ids();
+    let mut body = ids(index_ty);
     body.append(&mut w.lines);
     for l in prune_unused(body) {
         src += &l;

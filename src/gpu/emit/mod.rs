@@ -176,9 +176,41 @@ const RESERVED: &[&str] = &[
     "uint32_t",
 ];
 
+thread_local! {
+    /// Whether some expression [`c_expr`] wrote since [`index_width_reset`] may leave the
+    /// range of a 32-bit `int` (over the bounds of its variables, every subexpression).
+    static WIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The values a 32-bit index may take: `int`, less one at the top so `for (i = lo; i <= hi;
+/// ++i)` cannot overflow either.
+pub const I32_INDEX: Interval = Interval {
+    lo: -(i32::MAX as i64),
+    hi: i32::MAX as i64 - 1,
+};
+
+/// Starts watching the expressions written for one kernel.
+pub fn index_width_reset() {
+    WIDE.with(|w| w.set(false));
+}
+
+/// Records that some index of the kernel needs 64 bits.
+pub fn index_width_needs_64() {
+    WIDE.with(|w| w.set(true));
+}
+
+/// Whether every expression written since [`index_width_reset`] fits in a 32-bit `int`.
+pub fn index_width_fits_32() -> bool {
+    !WIDE.with(|w| w.get())
+}
+
 /// A C expression for `e`, variables named by `names`, plain `/` and `%` where the dividend
 /// is known non-negative over `bounds`, helpers with floor semantics elsewhere.
 pub fn c_expr(e: Expr, names: &[String], bounds: &[Interval]) -> String {
+    let r = range_of(e, bounds);
+    if r.lo < I32_INDEX.lo || r.hi > I32_INDEX.hi {
+        index_width_needs_64();
+    }
     match e.kind() {
         ExprKind::Const(c) => {
             if c.unsigned_abs() > i32::MAX as u64 {
@@ -369,6 +401,8 @@ pub struct BodyWriter<'a> {
     /// reduction read by every element of the row (softmax) runs once per row. Needs
     /// [`C_EPOCH`] in the source and an entry point that advances it.
     pub memo: bool,
+    /// The C type of index variables: `int64_t`, or `int` where every index fits.
+    pub index_ty: &'static str,
 }
 
 /// File-scope state of host kernels with memoized reductions: a call counter, so a value
@@ -399,6 +433,7 @@ impl<'a> BodyWriter<'a> {
             tmp: 0,
             replaced: vec![],
             memo: false,
+            index_ty: "int64_t",
         }
     }
     pub fn line(&mut self, s: impl AsRef<str>) {
@@ -488,7 +523,7 @@ impl<'a> BodyWriter<'a> {
             }
         };
         let v = self.fresh("k");
-        self.line(format!("const int64_t {v} = {code};"));
+        self.line(format!("const {} {v} = {code};", self.index_ty));
         Ok(v)
     }
 
@@ -596,9 +631,12 @@ impl<'a> BodyWriter<'a> {
                 let n_ctx = ctx.num_vars();
                 let names = m.names();
                 for v in &m.ranges[ctx.ranges.len()..] {
+                    if !I32_INDEX.contains_interval(&v.bounds) {
+                        index_width_needs_64();
+                    }
                     self.line(format!(
-                        "for (int64_t {0} = {1}; {0} <= {2}; ++{0}) {{",
-                        v.name, v.bounds.lo, v.bounds.hi
+                        "for ({3} {0} = {1}; {0} <= {2}; ++{0}) {{",
+                        v.name, v.bounds.lo, v.bounds.hi, self.index_ty
                     ));
                     self.indent += 1;
                 }
@@ -736,6 +774,7 @@ pub fn helper_functions(
     qualifier: &str,
     restrict: &str,
     memo: bool,
+    index_ty: &'static str,
 ) -> Result<Vec<String>, MapError> {
     let mut out = Vec::new();
     let ty = spec.output.elem.c_name();
@@ -748,9 +787,13 @@ pub fn helper_functions(
         let ctx = IndexingMap::identity(&f.dims);
         let mut w = BodyWriter::new(spec, naive, 1);
         w.memo = memo;
+        w.index_ty = index_ty;
+        if f.dims.iter().any(|&n| n - 1 > I32_INDEX.hi) {
+            index_width_needs_64();
+        }
         let e = w.body(&f.body, &ctx, &params)?;
         let mut decl = input_params(spec, restrict);
-        decl.extend((0..f.dims.len()).map(|d| format!("int64_t d{d}")));
+        decl.extend((0..f.dims.len()).map(|d| format!("{index_ty} d{d}")));
         let mut s = format!(
             "// {}: one element of partition {i}, at its index (d0, ..)\n",
             f.name

@@ -1,12 +1,12 @@
-//! Tables for the tiling commands (`tile ... at`/`every`/`k=`, `schedule`, `tilings`): the
-//! library (`crate::tile`) computes the tiles, schedules and spaces; this file only lays
-//! them out.
+//! The tiling library's results as [`Table`] values (`tile`, `tile ... at`/`every`/`k=`,
+//! `schedule`, `tilings`, `tune`): `crate::tile` computes the tiles, schedules, spaces and
+//! timings; this file turns them into rows, once, for every command and every renderer.
 
-use crate::session::Table;
 use crate::tile::fusion::{InstrTile, IterSpace, SetTile};
 use crate::tile::schedule::Schedule;
 use crate::tile::space::Enumerated;
 use crate::tile::OperandTile;
+use crate::value::Table;
 
 pub fn join(xs: &[i64]) -> String {
     xs.iter()
@@ -313,6 +313,94 @@ pub fn tilings(
             e.rejected.len(),
             if e.rejected.len() == 1 { "" } else { "s" },
             join(z)
+        ));
+    }
+    t
+}
+
+/// `tune` on the CPU: every tiling measured, ranked by median, then the summary that names
+/// the table's rank 1 and the re-measurement of the fastest tiling against the default.
+pub fn tune(
+    name: &str,
+    tuned: &crate::tile::tune::Tuned,
+    tried: usize,
+    valid: usize,
+    n_rejected: usize,
+    reps: i64,
+    notes: Vec<String>,
+) -> Table {
+    let mut order: Vec<usize> = (0..tuned.rows.len()).collect();
+    order.sort_by(|&x, &y| {
+        tuned.rows[x]
+            .timing
+            .median_s
+            .total_cmp(&tuned.rows[y].timing.median_s)
+    });
+    let mut t = Table {
+        title: Some(format!(
+            "tune {name} on {}: {} of {valid} valid tilings tried ({n_rejected} filtered out), {} bytes moved, {reps} interleaved round{}, every output verified",
+            tuned.device,
+            tried,
+            tuned.bytes,
+            if reps == 1 { "" } else { "s" }
+        )),
+        headers: ["rank", "mapping", "median ms", "GB/s", "% copy", "runs", "vs default", "interval"].map(String::from).to_vec(),
+        rows: vec![],
+        notes,
+    };
+    for (rank, &i) in order.iter().enumerate() {
+        let m = &tuned.rows[i];
+        let (vs, ci) = match &m.vs_default {
+            None => ("-".to_string(), "-".to_string()),
+            Some(r) => (
+                match r.verdict() {
+                    std::cmp::Ordering::Equal => format!("~ ({})", r.factor()),
+                    _ => r.factor(),
+                },
+                format!("{:.2} to {:.2}", r.lo, r.hi),
+            ),
+        };
+        t.rows.push(vec![
+            (rank + 1).to_string(),
+            match &m.sizes {
+                None => "default (untiled loop)".to_string(),
+                Some(z) => format!("tile=({})", join(z)),
+            },
+            crate::gpu::bench::ms(m.timing.median_s),
+            format!("{:.2}", tuned.gbps(&m.timing)),
+            format!("{:.1}", tuned.copy_pct(&m.timing)),
+            m.min_run.map_or("-".into(), |r| format!("{r} B")),
+            vs,
+            ci,
+        ]);
+    }
+    t.notes
+        .push("runs: the shortest contiguous run any operand's tile reads (a line is 64 B)".into());
+    t.notes.push("vs default: the median over rounds of default time / this time; interval: the sign test's, about 95% (less under 6 rounds); ~ when it contains 1 or has under 90%".into());
+    if let Some(rc) = &tuned.recheck {
+        let r = &rc.ratio;
+        let held = r.verdict() == std::cmp::Ordering::Greater;
+        // The summary names the table's rank 1: the default when it was fastest.
+        let default_first = order
+            .first()
+            .is_some_and(|&i| tuned.rows[i].sizes.is_none());
+        t.notes.push(format!(
+            "best: {}; re-measured against the default: {}; {}",
+            if default_first {
+                format!(
+                    "the default (untiled loop), rank 1; the fastest tiling is tile=({})",
+                    join(&rc.sizes)
+                )
+            } else {
+                format!("tile=({}), rank 1", join(&rc.sizes))
+            },
+            r.describe(),
+            match (held, default_first) {
+                (true, false) => "the win holds",
+                (true, true) =>
+                    "it wins there, though not in the table: rerun with more reps= to decide",
+                (false, _) => "not a reliable win over the default",
+            }
         ));
     }
     t

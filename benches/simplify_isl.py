@@ -1,0 +1,540 @@
+#!/usr/bin/env python3
+"""ixmap's simplifier against isl (islpy) on benches/data/simplify-corpus.txt, in one run.
+
+Run it through `scripts/bench-isl` (it makes the venv `target/isl-venv` with islpy from PyPI
+and builds the bench in release mode); options:
+
+    scripts/bench-isl [--rounds N] [--chunk K] [--only GROUP,...] [--smoke [--strict]]
+
+(`--smoke` is what scripts/test-all runs, with `--strict`: 3 maps per group in a debug build,
+every isl output converted back and checked, seconds.)
+
+Two persistent processes, one per side, each timing only the simplification of an already
+parsed map:
+
+- ixmap: `cargo bench --bench simplify -- --isl-worker` (benches/simplify.rs) parses the
+  corpus once and, per request, times one `simplify` of each map of a batch;
+- isl: this process parses each map's results once into a MultiPwAff over the universe,
+  intersects it with the domain (bounds and constraints, symbols as input dimensions) and
+  times `gist` with the domain; also `gist` then `coalesce`, and, for scale, the whole of
+  parse + intersect + gist from the text.
+
+The two sides alternate batch by batch (a chunk of maps on one side, then the same chunk on
+the other; which side goes first alternates by round), so load on a shared machine hits
+both alike. Per map, the time is the median over rounds; per group the table gives the
+median, p99 and max of those, and the ratio isl / ixmap (of the medians, of the p99s, and
+the median of the per-map ratios).
+
+Cost, the same for both outputs: `(div, ops)` summed over the results, compared
+lexicographically, where `div` counts floordiv/ceildiv/mod nodes and `ops` every operation
+node, both counted on the map as ixmap parses the printed text (ixmap's output printed and
+parsed back; isl's output converted from isl's `floor()`/`mod` syntax to ours and parsed).
+A result isl leaves piecewise (several pieces: min/max) costs the sum of its pieces plus one
+select per extra piece. Each converted isl output is checked equal to the input by brute
+force over the domain (every point up to 2M, else 200,000 drawn from the box) in the ixmap
+worker; piecewise outputs are checked by isl itself (`is_equal`), and say so. isl's exact
+division `(x)/2` (x a multiple of 2 on the domain) becomes `x floordiv 2`; a result with no
+piece at all means isl found the domain empty (ixmap prints KNOWN EMPTY): cost 0 for both.
+
+The table goes to stdout; the per-map details (both outputs, times, costs) to
+target/simplify-isl-report.txt and target/simplify-isl.json.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import islpy as isl
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ---------------------------------------------------------------- isl output -> our syntax
+
+TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z_0-9]*)|(.))")
+
+
+def tokens(text):
+    out = []
+    for num, name, ch in TOKEN.findall(text):
+        if num:
+            out.append(("int", int(num)))
+        elif name:
+            out.append(("name", name))
+        elif ch.strip():
+            out.append(("op", ch))
+    return out
+
+
+class IslExprParser:
+    """isl's printed quasi-affine expressions: `2d0 - 3*((d1) mod 16)`,
+    `floor((-64d0 + d1)/160)`, `ceil(...)`, `min(a, b)`, `max(a, b)`; to a tree of tuples
+    ("int", n) | ("var", name) | ("+", a, b) | ("-", a, b) | ("neg", a) | ("*", a, b) |
+    ("floordiv", a, n) | ("ceildiv", a, n) | ("mod", a, n) | ("min"/"max", a, b)."""
+
+    def __init__(self, text):
+        self.t = tokens(text)
+        self.i = 0
+        self.in_floor = False  # directly inside floor(...): `/` ends the numerator
+
+    def peek(self):
+        return self.t[self.i] if self.i < len(self.t) else ("end", None)
+
+    def take(self, kind=None, val=None):
+        tok = self.peek()
+        if (kind and tok[0] != kind) or (val is not None and tok[1] != val):
+            raise ValueError(f"isl output: expected {val or kind} at token {self.i}: {self.t}")
+        self.i += 1
+        return tok
+
+    def parse(self):
+        e = self.sum()
+        if self.peek()[0] != "end":
+            raise ValueError(f"isl output: trailing tokens {self.t[self.i:]}")
+        return e
+
+    def sum(self):
+        if self.peek() == ("op", "-"):
+            self.take()
+            e = ("neg", self.term())
+        else:
+            e = self.term()
+        while self.peek() in (("op", "+"), ("op", "-")):
+            op = self.take()[1]
+            e = (op, e, self.term())
+        return e
+
+    def starts_factor(self):
+        k, v = self.peek()
+        return k in ("int", "name") and v != "mod" or (k, v) == ("op", "(")
+
+    def term(self):
+        e = self.factor()
+        while True:
+            if self.peek() == ("op", "*"):
+                self.take()
+                e = ("*", e, self.factor())
+            elif self.starts_factor():  # isl writes `2d0` for 2 * d0
+                e = ("*", e, self.factor())
+            else:
+                return e
+
+    def factor(self):
+        e = self.primary()
+        while self.peek() == ("name", "mod") or (
+                self.peek() == ("op", "/") and not self.in_floor):
+            # `(x)/2`: isl's exact division, where the domain makes x a multiple of 2; as
+            # floordiv (the brute-force check confirms it on the domain).
+            op = "mod" if self.take()[1] == "mod" else "floordiv"
+            e = (op, e, self.take("int")[1])
+        return e
+
+    def primary(self):
+        k, v = self.peek()
+        if k == "int":
+            self.take()
+            return ("int", v)
+        if k == "name" and v in ("floor", "ceil"):
+            self.take()
+            self.take("op", "(")
+            outer, self.in_floor = self.in_floor, True
+            x = self.sum()
+            self.in_floor = outer
+            self.take("op", "/")
+            d = self.take("int")[1]
+            self.take("op", ")")
+            return ("floordiv" if v == "floor" else "ceildiv", x, d)
+        if k == "name" and v in ("min", "max"):
+            self.take()
+            self.take("op", "(")
+            outer, self.in_floor = self.in_floor, False
+            a = self.sum()
+            self.in_floor = outer
+            self.take("op", ",")
+            outer, self.in_floor = self.in_floor, False
+            b = self.sum()
+            self.in_floor = outer
+            self.take("op", ")")
+            return (v, a, b)
+        if k == "name":
+            self.take()
+            return ("var", v)
+        if (k, v) == ("op", "-"):
+            self.take()
+            return ("neg", self.primary())
+        self.take("op", "(")
+        outer, self.in_floor = self.in_floor, False
+        e = self.sum()
+        self.in_floor = outer
+        self.take("op", ")")
+        return e
+
+
+def ours(e):
+    """A tree of IslExprParser in ixmap's syntax (fully parenthesized)."""
+    k = e[0]
+    if k == "int":
+        return str(e[1])
+    if k == "var":
+        return e[1]
+    if k == "neg":
+        return f"(-{ours(e[1])})"
+    if k in ("+", "-", "*"):
+        return f"({ours(e[1])} {k} {ours(e[2])})"
+    if k in ("floordiv", "ceildiv", "mod"):
+        return f"({ours(e[1])} {k} {e[2]})"
+    if k in ("min", "max"):
+        return f"{k}({ours(e[1])}, {ours(e[2])})"
+    raise ValueError(k)
+
+
+def aff_body(aff):
+    """`(d0 + floor((d1)/16))` from `{ [d0, d1] -> [(d0 + floor((d1)/16))] }`."""
+    s = aff.to_str()
+    body = s[s.index("->") + 2:].strip()
+    assert body.startswith("[") and body.endswith("}"), s
+    return body[1:body.rindex("]")]
+
+
+def convert(mpa):
+    """isl's MultiPwAff as our syntax: ([expr per result], pieces per result); a result of
+    several pieces becomes a list of (set text, expr)."""
+    exprs, pieces = [], []
+    for i in range(mpa.dim(isl.dim_type.out)):
+        ps = mpa.get_pw_aff(i).get_pieces()
+        pieces.append(len(ps))
+        if len(ps) == 1:
+            exprs.append(ours(IslExprParser(aff_body(ps[0][1])).parse()))
+        else:
+            exprs.append([(str(st), ours(IslExprParser(aff_body(a)).parse())) for st, a in ps])
+    return exprs, pieces
+
+
+# ---------------------------------------------------------------------------- the sides
+
+
+class Worker:
+    def __init__(self, smoke):
+        cmd = ["cargo", "bench", "-q", "--bench", "simplify", "--", "--isl-worker"]
+        if smoke:
+            # A debug build (what CI has built already), the first 3 maps of each group.
+            cmd = ["cargo", "test", "-q", "--bench", "simplify", "--", "--isl-worker", "--smoke"]
+        if os.environ.get("IXMAP_ISL_WORKER_BIN"):
+            # The bench binary itself (e.g. target/release/deps/simplify-HASH), without
+            # cargo: no cargo lock held while the benchmark runs.
+            cmd = [os.environ["IXMAP_ISL_WORKER_BIN"], "--isl-worker"] + cmd[cmd.index("--isl-worker") + 1:]
+        self.p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, bufsize=1)
+        self.maps = json.loads(self.p.stdout.readline())["maps"]
+
+    def ask(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        return json.loads(self.p.stdout.readline())
+
+    def close(self):
+        try:
+            self.p.stdin.write("quit\n")
+            self.p.stdin.close()
+        except BrokenPipeError:
+            pass
+        self.p.wait()
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, round((len(xs) - 1) * p)))]
+
+
+def us(ns):
+    return f"{ns / 1000:.1f}" if ns < 1_000_000 else f"{ns / 1000:.0f}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--chunk", type=int, default=16)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--smoke", action="store_true",
+                    help="3 maps per group, 2 rounds, a debug build (seconds)")
+    ap.add_argument("--strict", action="store_true",
+                    help="exit 1 unless every isl output converts and checks equal (CI)")
+    args = ap.parse_args()
+    if args.smoke:
+        args.rounds = 2
+
+    t0 = time.time()
+    w = Worker(args.smoke)
+    maps = w.maps
+    idx = list(range(len(maps)))
+    if args.only:
+        keep = set(args.only.split(","))
+        idx = [i for i in idx if maps[i]["group"] in keep]
+
+    # isl objects, built once (untimed): results over the universe, then over the domain.
+    isl_obj = {}
+    skipped = {}
+    for i in idx:
+        m = maps[i]
+        if m["isl_err"]:
+            skipped[i] = m["isl_err"]
+            continue
+        try:
+            mpa = isl.MultiPwAff(m["isl_in"])
+            dom = isl.Set(m["isl_dom"])
+            isl_obj[i] = (mpa.intersect_domain(dom), dom, m["isl_in"], m["isl_dom"])
+        except isl.Error as e:
+            skipped[i] = f"isl rejects it: {e}"
+    run = [i for i in idx if i in isl_obj]
+
+    t_ix = {i: [] for i in run}
+    t_gist = {i: [] for i in run}
+    t_coal = {i: [] for i in run}
+    t_full = {i: [] for i in run}
+    t_call = []
+    out_gist, out_coal = {}, {}
+
+    def isl_batch(batch):
+        pc = time.perf_counter_ns
+        for i in batch:
+            mpa, dom, txt, dtxt = isl_obj[i]
+            a = pc()
+            g = mpa.gist(dom)
+            b = pc()
+            c = mpa.gist(dom).coalesce()
+            d = pc()
+            full = isl.MultiPwAff(txt).intersect_domain(isl.Set(dtxt)).gist(isl.Set(dtxt))
+            e = pc()
+            dom.is_empty()  # the cost of one islpy call that does next to nothing
+            f = pc()
+            t_gist[i].append(b - a)
+            t_coal[i].append(d - b)
+            t_full[i].append(e - d)
+            t_call.append(f - e)
+            out_gist[i], out_coal[i] = g, c
+            del full
+
+    def ix_batch(batch):
+        # One request per contiguous run of indices (the worker takes ranges).
+        j = 0
+        while j < len(batch):
+            k = j
+            while k + 1 < len(batch) and batch[k + 1] == batch[k] + 1:
+                k += 1
+            ns = w.ask(f"time {batch[j]} {batch[k] + 1}")
+            for i, t in zip(batch[j:k + 1], ns):
+                t_ix[i].append(t)
+            j = k + 1
+
+    for r in range(args.rounds):
+        for c in range(0, len(run), args.chunk):
+            batch = run[c:c + args.chunk]
+            if r % 2 == 0:
+                ix_batch(batch)
+                isl_batch(batch)
+            else:
+                isl_batch(batch)
+                ix_batch(batch)
+        print(f"round {r + 1}/{args.rounds} done ({time.time() - t0:.0f} s)", file=sys.stderr)
+
+    # Outputs: convert, check, cost.
+    rows = []
+    for i in run:
+        m = maps[i]
+        row = {"i": i, "group": m["group"], "src": m["src"], "ixmap": m["ixmap_out"],
+               "ixmap_cost": m["ixmap_cost"], "limit_hit": m["limit_hit"],
+               "t_ixmap": statistics.median(t_ix[i]), "t_gist": statistics.median(t_gist[i]),
+               "t_coalesce": statistics.median(t_coal[i]),
+               "t_parse_gist": statistics.median(t_full[i])}
+        best = None
+        for name, res in (("gist", out_gist[i]), ("gist+coalesce", out_coal[i])):
+            v = {"text": res.to_str()}
+            try:
+                exprs, pieces = convert(res)
+            except (ValueError, AssertionError) as e:
+                v["err"] = f"cannot convert: {e}"
+                row[name] = v
+                continue
+            v["pieces"] = pieces
+            if pieces and all(p == 0 for p in pieces):
+                # No piece at all: isl found the domain empty (ixmap: KNOWN EMPTY, cost 0).
+                v["ours"] = "KNOWN EMPTY"
+                v["cost"] = [0, 0]
+                v["equal"] = bool(isl_obj[i][1].is_empty())
+                v["checked_by"] = "isl is_empty (empty domain)"
+            elif all(p == 1 for p in pieces):
+                chk = w.ask(f"check {i} " + ";".join(exprs))
+                v["ours"] = ", ".join(exprs)
+                if "err" in chk:
+                    v["err"] = chk["err"]
+                else:
+                    v["cost"] = chk["cost"]
+                    v["equal"] = chk["equal"]
+                    v["points"] = chk["points"]
+                    v["sampled"] = chk["sampled"]
+            else:
+                # Piecewise: cost every piece, one select per extra piece; isl checks itself.
+                div = ops = 0
+                for e, p in zip(exprs, pieces):
+                    for piece in (e if p > 1 else [(None, e)]):
+                        chk = w.ask(f"check {i} {piece[1]}")
+                        if "cost" not in chk:
+                            v["err"] = chk.get("err", "no cost")
+                            break
+                        div += chk["cost"][0]
+                        ops += chk["cost"][1]
+                    ops += max(p - 1, 0)
+                v["ours"] = str(exprs)
+                v["cost"] = [div, ops]
+                mpa, dom = isl_obj[i][0], isl_obj[i][1]
+                v["equal"] = bool(res.intersect_domain(dom).is_equal(mpa))
+                v["checked_by"] = "isl is_equal (piecewise)"
+            row[name] = v
+            if "cost" in v and v.get("equal") and (best is None or v["cost"] < best[1]):
+                best = (name, v["cost"])
+        row["isl_best"] = best
+        rows.append(row)
+    w.close()
+
+    # ------------------------------------------------------------------------ the table
+    groups = []
+    for r in rows:
+        if r["group"] not in groups:
+            groups.append(r["group"])
+    lines = []
+    say = lines.append
+    say(f"ixmap simplify vs isl (islpy {isl_version()}), {args.rounds} rounds interleaved "
+        f"in chunks of {args.chunk}; per-map time = median over rounds; times in µs")
+    say(f"isl = MultiPwAff over the domain, gist(domain); islpy call overhead "
+        f"(a no-op call) median {us(statistics.median(t_call))} µs, included in isl's times")
+    say("")
+    hdr = (f"{'group':>8} {'maps':>4} | {'ixmap med':>9} {'p99':>8} {'max':>8} | "
+           f"{'isl med':>8} {'p99':>8} {'max':>8} | {'ratio med':>9} {'p99':>5} {'/map':>5} | "
+           f"{'+coal med':>9} {'parse+gist':>10} | {'cheaper: ixmap':>14} {'equal':>5} "
+           f"{'isl':>3} | {'isl chk':>7}")
+    say(hdr)
+    say("-" * len(hdr))
+    for g in groups + ["all"]:
+        rs = [r for r in rows if g == "all" or r["group"] == g]
+        ix = [r["t_ixmap"] for r in rs]
+        gi = [r["t_gist"] for r in rs]
+        co = [r["t_coalesce"] for r in rs]
+        fu = [r["t_parse_gist"] for r in rs]
+        ratios = [b / a for a, b in zip(ix, gi)]
+        cheaper = {"ixmap": 0, "equal": 0, "isl": 0, "n/a": 0}
+        for r in rs:
+            cheaper[who_cheaper(r)] += 1
+        ok = sum(1 for r in rs if r["gist"].get("equal") is True)
+        say(f"{g:>8} {len(rs):>4} | {us(pct(ix, .5)):>9} {us(pct(ix, .99)):>8} {us(max(ix)):>8} | "
+            f"{us(pct(gi, .5)):>8} {us(pct(gi, .99)):>8} {us(max(gi)):>8} | "
+            f"{pct(gi, .5) / pct(ix, .5):>8.1f}x {pct(gi, .99) / pct(ix, .99):>4.1f}x "
+            f"{statistics.median(ratios):>4.1f}x | {us(pct(co, .5)):>9} {us(pct(fu, .5)):>10} | "
+            f"{cheaper['ixmap']:>14} {cheaper['equal']:>5} {cheaper['isl']:>3} | "
+            f"{ok:>3}/{len(rs):<3}" + (f" (n/a {cheaper['n/a']})" if cheaper["n/a"] else ""))
+    say("")
+    say("cheaper: whose output has the lower (div, ops) cost; isl's best of gist and "
+        "gist+coalesce, among its outputs that check equal to the input")
+    say("isl chk: isl (gist) outputs checked equal to the input (brute force, or isl's own "
+        "is_equal for piecewise ones)")
+    if skipped:
+        say(f"not given to isl: {len(skipped)} maps ({sorted(set(skipped.values()))[:3]})")
+    bad = [r for r in rows if r["gist"].get("equal") is False]
+    if bad:
+        say(f"WARNING: {len(bad)} isl outputs differ from the input at some point "
+            f"(a conversion bug?): corpus lines {[r['i'] + 1 for r in bad][:20]}")
+    pw = sum(1 for r in rows if any(p > 1 for p in r["gist"].get("pieces", [1])))
+    say(f"isl outputs left piecewise: {pw}; ixmap runs stopped by a bound: "
+        f"{sum(1 for r in rows if r['limit_hit'])}")
+
+    # Goals (issue 12).
+    ix = [r["t_ixmap"] for r in rows]
+    gi = [r["t_gist"] for r in rows]
+    reshape = [r for r in rows if r["group"] == "reshape"]
+    say("")
+    say("goals (all maps unless said):")
+    goal = lambda name, ok, got: say(f"  [{'met' if ok else 'NOT MET'}] {name}: {got}")
+    goal("ixmap >= 3x faster than isl at the median", pct(gi, .5) >= 3 * pct(ix, .5),
+         f"{pct(gi, .5) / pct(ix, .5):.2f}x")
+    goal("ixmap not slower than isl at p99", pct(gi, .99) >= pct(ix, .99),
+         f"isl p99 {us(pct(gi, .99))} µs, ixmap p99 {us(pct(ix, .99))} µs")
+    goal("median <= 50 µs", pct(ix, .5) <= 50_000, f"{us(pct(ix, .5))} µs")
+    goal("p99 <= 2 ms", pct(ix, .99) <= 2_000_000, f"{us(pct(ix, .99))} µs")
+    goal("max <= 10 ms", max(ix) <= 10_000_000, f"{us(max(ix))} µs")
+    n_isl = sum(1 for r in reshape if who_cheaper(r) == "isl")
+    goal("reshape: ixmap's output as cheap as isl's on every map", n_isl == 0,
+         f"isl cheaper on {n_isl} of {len(reshape)}")
+
+    isl_cheaper = sorted((r for r in rows if who_cheaper(r) == "isl"),
+                         key=lambda r: (r["group"] != "reshape", r["i"]))
+    isl_faster = sorted((r for r in rows if r["t_gist"] < r["t_ixmap"]),
+                        key=lambda r: r["t_gist"] / r["t_ixmap"])
+    say("")
+    say(f"maps where isl's output is cheaper ({len(isl_cheaper)}; ixmap cost vs isl cost, "
+        f"(div, ops)):")
+    for r in isl_cheaper[:25]:
+        name, c = r["isl_best"]
+        say(f"  line {r['i'] + 1} {r['group']}: {tuple(r['ixmap_cost'])} vs {tuple(c)} ({name})  "
+            f"isl: {short(r[name]['ours'])}")
+    say(f"maps where isl is faster than ixmap ({len(isl_faster)}; ixmap µs vs isl µs):")
+    for r in isl_faster[:25]:
+        say(f"  line {r['i'] + 1} {r['group']}: {us(r['t_ixmap'])} vs {us(r['t_gist'])}  "
+            f"{short(r['src'])}")
+    say(f"(every map, both outputs and times: target/simplify-isl-report.txt; "
+        f"{time.time() - t0:.0f} s)")
+    text = "\n".join(lines)
+    print(text)
+
+    os.makedirs(os.path.join(ROOT, "target"), exist_ok=True)
+    with open(os.path.join(ROOT, "target", "simplify-isl.json"), "w") as f:
+        json.dump({"rows": rows, "skipped": skipped}, f, indent=1, default=str)
+    with open(os.path.join(ROOT, "target", "simplify-isl-report.txt"), "w") as f:
+        f.write(text + "\n\nEvery map (line in the corpus, group, times in µs: ixmap / "
+                "isl gist; costs (div, ops)):\n")
+        for r in rows:
+            best = r["isl_best"]
+            f.write(f"\nline {r['i'] + 1} {r['group']}  ixmap {us(r['t_ixmap'])}  isl "
+                    f"{us(r['t_gist'])}  cost ixmap {r['ixmap_cost']} isl "
+                    f"{best[1] if best else None} ({best[0] if best else 'no checked output'})"
+                    f"  -> {who_cheaper(r)}\n  in:    {r['src']}\n  ixmap: {r['ixmap']}\n"
+                    f"  isl:   {r['gist'].get('ours', r['gist'].get('err'))}\n")
+            if r["gist+coalesce"].get("ours") != r["gist"].get("ours"):
+                f.write(f"  isl+c: {r['gist+coalesce'].get('ours', r['gist+coalesce'].get('err'))}\n")
+        for i, why in sorted(skipped.items()):
+            f.write(f"\nline {i + 1} not given to isl: {why}\n  in: {maps[i]['src']}\n")
+    if args.strict:
+        failed = [r["i"] for r in rows
+                  if any(r[v].get("equal") is not True for v in ("gist", "gist+coalesce"))]
+        if failed or not rows:
+            print(f"FAILED: isl outputs not converted or not equal to the input: maps {failed}"
+                  f" (details in target/simplify-isl-report.txt)", file=sys.stderr)
+            sys.exit(1)
+
+
+def who_cheaper(r):
+    """"ixmap", "equal", "isl", or "n/a" (no checked isl output, or no ixmap cost)."""
+    if r["isl_best"] is None or r["ixmap_cost"] is None:
+        return "n/a"
+    a, b = tuple(r["ixmap_cost"]), tuple(r["isl_best"][1])
+    return "ixmap" if a < b else "isl" if b < a else "equal"
+
+
+def short(s, n=150):
+    s = str(s)
+    return s if len(s) <= n else s[:n - 3] + "..."
+
+
+def isl_version():
+    try:
+        from importlib.metadata import version
+        return version("islpy")
+    except Exception:
+        return "?"
+
+
+if __name__ == "__main__":
+    main()
