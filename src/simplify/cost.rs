@@ -55,14 +55,14 @@ pub fn div_count(e: Expr) -> usize {
 }
 
 /// The rank extraction minimises: `(weight, weight inside dividends, size, negative
-/// constants)`, compared lexicographically. The second term prefers
+/// constants, constants)`, compared lexicographically. The second term prefers
 /// `d0 * 2 + (d1 * 4 + d2) floordiv 8` to the equally heavy `(d0 * 16 + d1 * 4 + d2)
-/// floordiv 8`: less work under the division. The last breaks ties between forms of one
-/// shape toward fewer negative constants: `(d1 * -10 + 7) floordiv 9 + 3` over
-/// `(d1 * -10 - 2) floordiv 9 + 4`. The size of constants is deliberately not ranked: it
-/// would prefer `(bl_x * 3 + th_x) mod 125` to `(bl_x * 128 + th_x) mod 125`, hiding the
-/// linear index the map's other results (and the emitted kernel) share.
-pub type Rank = (u64, u64, u64, u64);
+/// floordiv 8`: less work under the division. The last two break the ties between forms
+/// of one shape, so equal maps reached from different inputs print alike: fewer negative
+/// constants first (`(bl_x * 128 + th_x) mod 75` stays, not `(th_x - bl_x * 22) mod 75`),
+/// then the smaller sum of magnitudes: `(d0 floordiv 2) mod 4` (6) over
+/// `(d0 mod 8) floordiv 2` (10), `(d0 * 8 + d1) mod 32` over `(d0 * 40 + d1) mod 32`.
+pub type Rank = (u64, u64, u64, u64, u64);
 
 /// The [`Rank`] of an expression.
 pub fn expr_rank(e: Expr) -> Rank {
@@ -82,6 +82,7 @@ fn leaf(c: Option<i64>) -> Rank {
         0,
         1,
         u64::from(c.is_some_and(|c| c < 0)),
+        c.map_or(0, |c| c.unsigned_abs()),
     )
 }
 
@@ -92,6 +93,7 @@ fn combine(w: u64, div: bool, a: Rank, b: Rank) -> Rank {
         inner.saturating_add(a.1).saturating_add(b.1),
         1u64.saturating_add(a.2).saturating_add(b.2),
         a.3.saturating_add(b.3),
+        a.4.saturating_add(b.4),
     )
 }
 
