@@ -328,6 +328,11 @@ proptest! {
         prop_assert!(out.is_known_empty() || cost(&out) <= cost(&m), "cost grew:\n {m}\n {out}");
         let explained = simplify_explained(&m, &SimplifyLimits::default()).map;
         assert_same(&m, &explained);
+        // `simplify M explain` ends at the map `simplify M` prints, and simplifying the
+        // output again prints the same text (issue 12, item 7).
+        prop_assert_eq!(explained.to_string(), out.to_string(), "explain ends elsewhere:\n {}", m);
+        let again = simplify(&out, &SimplifyLimits::default()).map;
+        prop_assert_eq!(again.to_string(), out.to_string(), "not idempotent:\n {}", m);
     }
 }
 
@@ -378,5 +383,118 @@ proptest! {
         if k > 0 {
             prop_assert!(!out.to_string().contains("floordiv"), "{text}\n => {out}");
         }
+    }
+}
+
+// ---- congruence (modulus-remainder) facts and constraint facts (issue 12) --------------
+
+#[test]
+fn congruence_folds_mod_and_divides_exactly() {
+    check(
+        "(d0) -> ((d0 * 6 + 3) mod 3, (d0 * 6 + 3) floordiv 3), domain: d0 in [0, 99]",
+        "(d0) -> (0, d0 * 2 + 1), domain: d0 in [0, 99], is_simplified: true",
+    );
+    // (d0 * 4) mod 8 is a multiple of 4: twice it is a multiple of 8.
+    check(
+        "(d0) -> ((((d0 * 4) mod 8) * 2) mod 8), domain: d0 in [0, 99]",
+        "(d0) -> (0), domain: d0 in [0, 99], is_simplified: true",
+    );
+    // min of two odd numbers is odd
+    check(
+        "(d0, d1) -> (min(d0 * 4 + 1, d1 * 6 + 3) mod 2), domain: d0 in [0, 9], d1 in [0, 9]",
+        "(d0, d1) -> (1), domain: d0 in [0, 9], d1 in [0, 9], is_simplified: true",
+    );
+}
+
+#[test]
+fn inner_mod_under_a_coarser_mod() {
+    // (d1 mod 40) * 3 and d1 * 3 differ by a multiple of 120, so of 20.
+    check(
+        "(d1, d2) -> (((d1 mod 40) * 3 + d2) mod 20), domain: d1 in [0, 119], d2 in [0, 2]",
+        "(d1, d2) -> ((d1 * 3 + d2) mod 20), domain: d1 in [0, 119], d2 in [0, 2], is_simplified: true",
+    );
+}
+
+#[test]
+fn mod_constraints_merge_by_crt() {
+    // s0 ≡ 1 (mod 3) and s0 ≡ 0 (mod 2): s0 ≡ 4 (mod 6), then rescaled.
+    check(
+        "(d0)[s0] -> (d0 + s0), domain: d0 in [0, 9], s0 in [0, 69], s0 mod 3 in [1, 1], s0 mod 2 in [0, 0]",
+        "(d0)[s0] -> (s0 * 6 + d0 + 4), domain: d0 in [0, 9], s0 in [0, 10], is_simplified: true",
+    );
+    // No integer is 1 mod 4 and 2 mod 6 (one odd, one even).
+    let m = parse("(d0)[s0] -> (d0 + s0), domain: d0 in [0, 9], s0 in [0, 69], s0 mod 4 in [1, 1], s0 mod 6 in [2, 2]");
+    assert!(simplify(&m, &SimplifyLimits::default()).map.is_known_empty());
+    // On a dimension: the constraint stays (merged), the bounds snap to it.
+    check(
+        "(d0) -> (d0), domain: d0 in [0, 99], d0 mod 4 in [3, 3], d0 mod 6 in [5, 5]",
+        "(d0) -> (d0), domain: d0 in [11, 95], d0 mod 12 in [11, 11], is_simplified: true",
+    );
+}
+
+#[test]
+fn constraint_is_a_fact_for_the_results() {
+    // The bounds alone allow d1 * 128 + d0 up to 60031; the constraint says 59999.
+    check(
+        "(d0, d1) -> ((d1 * 128 + d0) floordiv 60000, (d1 * 128 + d0) mod 60000), domain: d0 in [0, 127], d1 in [0, 999], d1 * 128 + d0 in [0, 59999]",
+        "(d0, d1) -> (0, d1 * 128 + d0), domain: d0 in [0, 127], d1 in [0, 468], d1 * 128 + d0 in [0, 59999], is_simplified: true",
+    );
+    // ... and never proves itself redundant.
+    check(
+        "(d0) -> (d0), domain: d0 in [0, 99], d0 mod 8 in [0, 3]",
+        "(d0) -> (d0), domain: d0 in [0, 99], d0 mod 8 in [0, 3], is_simplified: true",
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases() / 3, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Two or three `(k·s + j) mod c in [r, r]` constraints on one variable (merged by the
+    /// Chinese remainder theorem, solved for s, found empty), with a result that reads
+    /// the variable through a division: the same relation at every point.
+    #[test]
+    fn mod_constraint_sets_agree_pointwise(cons in prop::collection::vec((1i64..=5, -3i64..=3, 2i64..=7, 0i64..=6), 2..=3),
+                                           lo in -5i64..=3, n in 1i64..=60, symbol in any::<bool>(),
+                                           k in 1i64..=7, c in 1i64..=9) {
+        let v = if symbol { "s0" } else { "d0" };
+        let cs: Vec<String> = cons
+            .iter()
+            .map(|&(kk, j, m, r)| {
+                let sign = if j < 0 { "-" } else { "+" };
+                format!("({v} * {kk} {sign} {}) mod {m} in [{}, {}]", j.abs(), r % m, r % m)
+            })
+            .collect();
+        let (other, vb, ob) = if symbol {
+            ("d0", format!("s0 in [{lo}, {}]", lo + n), "d0 in [0, 5]".to_string())
+        } else {
+            ("s0", format!("d0 in [{lo}, {}]", lo + n), "s0 in [0, 2]".to_string())
+        };
+        let (first, second) = if symbol { (ob, vb) } else { (vb, ob) };
+        let text = format!(
+            "(d0)[s0] -> (({v} * {k} + {other}) floordiv {c} + {v} mod {c}), domain: {first}, {second}, {}",
+            cs.join(", ")
+        );
+        let m = parse(&text);
+        let out = simplify(&m, &SimplifyLimits::default()).map;
+        assert_same(&m, &out);
+        let again = simplify(&out, &SimplifyLimits::default()).map;
+        prop_assert_eq!(again.to_string(), out.to_string(), "not idempotent:\n {}", text);
+    }
+
+    /// A linear constraint used as a fact for results that divide the same sum: the same
+    /// relation at every point, and the constraint itself kept unless the bounds imply it.
+    #[test]
+    fn constraint_facts_agree_pointwise(a in 1i64..=9, b in 1i64..=5, lo in 0i64..=20, w in 0i64..=30,
+                                        c in 2i64..=40, d in 1i64..=8) {
+        let sum = format!("d0 * {a} + d1");
+        let text = format!(
+            "(d0, d1) -> (({sum}) floordiv {c}, ({sum}) mod {c}, ({sum}) floordiv {d}), domain: d0 in [0, 7], d1 in [0, {b}], {sum} in [{lo}, {}]",
+            lo + w
+        );
+        let m = parse(&text);
+        let out = simplify(&m, &SimplifyLimits::default()).map;
+        assert_same(&m, &out);
+        let again = simplify(&out, &SimplifyLimits::default()).map;
+        prop_assert_eq!(again.to_string(), out.to_string(), "not idempotent:\n {}", text);
     }
 }

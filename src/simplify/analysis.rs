@@ -13,6 +13,7 @@
 //!   class of d0 * 16 + d1:    range [0, 110], view 16·[d0] + 1·[d1] + 0
 //! ```
 
+use super::congruence::Congruence;
 use super::cost::node_weight;
 use super::language::IxLang;
 use crate::expr::arith;
@@ -94,8 +95,11 @@ impl View {
 /// What is known about one e-class.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fact {
-    /// Every member's value lies here, at every point of the variable box.
+    /// Every member's value lies here, at every point of the variable box (snapped to
+    /// `cong`: both ends are members of the congruence class).
     pub range: Interval,
+    /// Every member's value lies in this congruence class (`congruence.rs`).
+    pub cong: Congruence,
     /// The value, when known to be one.
     pub constant: Option<i64>,
     /// The weight of the cheapest member found so far.
@@ -129,8 +133,8 @@ impl Analysis<IxLang> for Facts {
 
     fn make(egraph: &EGraph, enode: &IxLang) -> Fact {
         let data = |id: Id| &egraph[id].data;
-        let (range, constant) = match enode {
-            IxLang::Num(c) => (Interval::point(*c), Some(*c)),
+        let (range, constant, cong) = match enode {
+            IxLang::Num(c) => (Interval::point(*c), Some(*c), Congruence::exact(*c)),
             IxLang::Var(v) => {
                 let r = egraph
                     .analysis
@@ -138,7 +142,7 @@ impl Analysis<IxLang> for Facts {
                     .get(v.0 as usize)
                     .copied()
                     .unwrap_or(Interval::FULL);
-                (r, None)
+                (r, None, Congruence::TOP)
             }
             n => {
                 let (op, a, b) = n.op().expect("every other node is binary");
@@ -147,10 +151,18 @@ impl Analysis<IxLang> for Facts {
                     (Some(x), Some(y)) => arith::apply(op, x, y).ok(),
                     _ => None,
                 };
-                (r, c)
+                let g = Congruence::apply(op, data(a).cong, data(b).cong);
+                (r, c, g)
             }
         };
-        let constant = constant.or((range.is_point()).then_some(range.lo));
+        let range = cong.snap(range);
+        let constant = constant
+            .or(cong.constant())
+            .or((range.is_point()).then_some(range.lo));
+        let cong = match constant {
+            Some(c) => Congruence::exact(c),
+            None => cong,
+        };
         let range = match constant {
             Some(c) => Interval::point(c),
             None => range,
@@ -170,6 +182,7 @@ impl Analysis<IxLang> for Facts {
         let view_cost = view.as_ref().map_or(u64::MAX, |v| view_cost(egraph, v));
         Fact {
             range,
+            cong,
             constant,
             weight,
             view,
@@ -179,12 +192,22 @@ impl Analysis<IxLang> for Facts {
 
     fn merge(&mut self, to: &mut Fact, from: Fact) -> DidMerge {
         let old = to.clone();
-        to.range = to.range.intersect(&from.range);
-        to.constant = to.constant.or(from.constant);
+        // Two classes that merge are equal on the domain: both congruences hold (they share
+        // no value only where the domain is empty, and then either is as good).
+        if let Some(c) = to.cong.intersect(from.cong) {
+            to.cong = c;
+        }
+        to.range = to.cong.snap(to.range.intersect(&from.range));
+        to.constant = to.constant.or(from.constant).or(to.cong.constant());
         if let Some(c) = to.constant {
             if to.range.contains(c) {
                 to.range = Interval::point(c);
             }
+            to.cong = Congruence::exact(c);
+        }
+        if to.constant.is_none() && to.range.is_point() {
+            to.constant = Some(to.range.lo);
+            to.cong = Congruence::exact(to.range.lo);
         }
         to.weight = to.weight.min(from.weight);
         if from.view.is_some() && from.view_cost < to.view_cost {
@@ -210,4 +233,27 @@ impl Analysis<IxLang> for Facts {
         let cid = egraph.add(IxLang::Num(c));
         egraph.union_trusted(id, cid, "interval-constant");
     }
+}
+
+/// Narrows the interval of class `id` to `iv` (a constraint `e in iv` of the map, a fact on
+/// the domain): the class and, when it becomes one point, its constant (unioned as
+/// `constraint-fact`). Classes added afterwards read the narrowed interval.
+pub fn narrow(egraph: &mut EGraph, id: Id, iv: Interval) {
+    let id = egraph.find(id);
+    let f = &mut egraph[id].data;
+    let r = f.cong.snap(f.range.intersect(&iv));
+    if r == f.range || r.is_empty() {
+        return;
+    }
+    f.range = r;
+    if !r.is_point() {
+        return;
+    }
+    f.constant = Some(r.lo);
+    f.cong = Congruence::exact(r.lo);
+    if egraph[id].nodes.iter().any(|n| matches!(n, IxLang::Num(_))) {
+        return;
+    }
+    let cid = egraph.add(IxLang::Num(r.lo));
+    egraph.union_trusted(id, cid, "constraint-fact");
 }

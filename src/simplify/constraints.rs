@@ -13,6 +13,7 @@
 //!
 //! Every rewrite keeps the set of points of the domain exactly as it was.
 
+use super::congruence::Congruence;
 use super::Step;
 use crate::expr::arith::{ceil_div, floor_div, modulo};
 use crate::expr::{canonical, Expr, ExprKind, Linear, Op};
@@ -77,6 +78,14 @@ pub fn simplify_constraints(m: &mut IndexingMap, steps: &mut Vec<Step>) -> bool 
         kept.push((e, iv));
     }
     m.constraints = kept;
+    match merge_mod_constraints(m, steps) {
+        Some(true) => changed = true,
+        Some(false) => {}
+        None => {
+            m.status = Status::KnownEmpty;
+            return true;
+        }
+    }
     changed |= tighten_bounds(m, steps);
     m.canonicalize();
     changed
@@ -111,7 +120,12 @@ fn rewrite_once(e: Expr, iv: Interval) -> Option<(Expr, Interval, &'static str)>
         return Some((l.div_exact(g).to_expr(), iv2, "constraint-divide-gcd"));
     }
     // x floordiv c in [lo, hi]  <=>  x in [lo·c, hi·c + c - 1]     for c > 0
+    // (k·s + j) mod c in [r, r]  <=>  s mod (c / g) in [r', r']      g = gcd(k, c), c > 0
+    //   where r' = ((r - j) / g)·(k / g)⁻¹ mod (c / g); never when g does not divide r - j
     if let [(atom, 1)] = l.terms[..] {
+        if let Some(out) = solve_mod(atom, iv) {
+            return Some(out);
+        }
         if let ExprKind::Bin(Op::FloorDiv, x, c) = atom.kind() {
             let c = c.as_const().filter(|&c| c > 0)?;
             let lo = iv.lo.checked_mul(c)?;
@@ -120,6 +134,113 @@ fn rewrite_once(e: Expr, iv: Interval) -> Option<(Expr, Interval, &'static str)>
         }
     }
     None
+}
+
+/// `(k·s + j) mod c in [r, r]` solved for `s mod c'` (`rewrite_once`), when that is a
+/// different constraint.
+fn solve_mod(atom: Expr, iv: Interval) -> Option<(Expr, Interval, &'static str)> {
+    let ExprKind::Bin(Op::Mod, x, c) = atom.kind() else {
+        return None;
+    };
+    let c = c.as_const().filter(|&c| c > 1)?;
+    if !iv.is_point() || !(0..c).contains(&iv.lo) {
+        return None;
+    }
+    let l = Linear::of(x)?;
+    let [(s, k)] = l.terms[..] else {
+        return None;
+    };
+    if k == 1 && l.constant == 0 {
+        return None;
+    }
+    let g = crate::simplify::rules::gcd(k, c);
+    let diff = iv.lo.checked_sub(l.constant)?;
+    if diff % g != 0 {
+        // k·s + j takes only values ≡ j (mod g), and r is not one of them
+        return Some((atom, Interval::new(1, 0), "constraint-mod-solve"));
+    }
+    let c2 = c / g;
+    // k / g is coprime to c2
+    let r2 = (modulo(diff / g, c2) as i128 * inverse_mod(k / g, c2) as i128 % c2 as i128) as i64;
+    let e2 = canonical(Expr::bin(Op::Mod, s, Expr::constant(c2)));
+    if c2 == 1 {
+        // every s: the constraint holds (r2 = 0 = s mod 1)
+        return Some((Expr::constant(0), Interval::point(0), "constraint-mod-solve"));
+    }
+    Some((e2, Interval::point(r2), "constraint-mod-solve"))
+}
+
+/// `a⁻¹ mod n` for `a` coprime to `n > 1` (extended Euclid).
+fn inverse_mod(a: i64, n: i64) -> i64 {
+    let (mut old_r, mut r) = (modulo(a, n) as i128, n as i128);
+    let (mut old_s, mut s) = (1i128, 0i128);
+    while r != 0 {
+        let q = old_r / r;
+        (old_r, r) = (r, old_r - q * r);
+        (old_s, s) = (s, old_s - q * s);
+    }
+    old_s.rem_euclid(n as i128) as i64
+}
+
+/// `s mod a in [r, r]` and `s mod b in [q, q]` (the same `s`) become one constraint
+/// `s mod lcm(a, b) in [r', r']` (Chinese remainder theorem). `None`: two of them share
+/// no value, the map is empty; `Some(changed)` otherwise.
+fn merge_mod_constraints(m: &mut IndexingMap, steps: &mut Vec<Step>) -> Option<bool> {
+    let names = m.names();
+    let show = |e: Expr| crate::expr::display(e, &names).to_string();
+    let mut changed = false;
+    'again: loop {
+        let cs = &m.constraints;
+        for i in 0..cs.len() {
+            let Some((x, a, r)) = point_mod(cs[i]) else {
+                continue;
+            };
+            for j in i + 1..cs.len() {
+                let Some((y, b, q)) = point_mod(cs[j]) else {
+                    continue;
+                };
+                if x != y {
+                    continue;
+                }
+                let before = format!("{} in {}, {} in {}", show(cs[i].0), cs[i].1, show(cs[j].0), cs[j].1);
+                let Some(both) = Congruence::new(a, r).intersect(Congruence::new(b, q)) else {
+                    steps.push(Step {
+                        rule: "constraint-mod-merge".into(),
+                        before,
+                        after: "KNOWN EMPTY".into(),
+                        why: format!("no integer is {r} mod {a} and {q} mod {b}"),
+                    });
+                    return None;
+                };
+                let lcm = (a / crate::simplify::rules::gcd(a, b)).checked_mul(b);
+                if Some(both.m) != lcm {
+                    continue; // the lcm overflows: keep both
+                }
+                let e = canonical(Expr::bin(Op::Mod, x, Expr::constant(both.m)));
+                let iv = Interval::point(both.r);
+                steps.push(Step {
+                    rule: "constraint-mod-merge".into(),
+                    before,
+                    after: format!("{} in {iv}", show(e)),
+                    why: String::new(),
+                });
+                m.constraints.remove(j);
+                m.constraints[i] = (e, iv);
+                changed = true;
+                continue 'again;
+            }
+        }
+        return Some(changed);
+    }
+}
+
+/// `(s, c, r)` for a constraint `s mod c in [r, r]` (`c > 0`, `0 <= r < c`).
+fn point_mod((e, iv): (Expr, Interval)) -> Option<(Expr, i64, i64)> {
+    let ExprKind::Bin(Op::Mod, x, c) = e.kind() else {
+        return None;
+    };
+    let c = c.as_const().filter(|&c| c > 0)?;
+    (iv.is_point() && (0..c).contains(&iv.lo)).then_some((x, c, iv.lo))
 }
 
 /// Variable bounds implied by constraints: `v mod c in [a, b]` moves the bounds of `v` to

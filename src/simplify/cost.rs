@@ -54,10 +54,15 @@ pub fn div_count(e: Expr) -> usize {
     }
 }
 
-/// The rank extraction minimises: `(weight, weight inside dividends, size)`, compared
-/// lexicographically. The middle term prefers `d0 * 2 + (d1 * 4 + d2) floordiv 8` to the
-/// equally heavy `(d0 * 16 + d1 * 4 + d2) floordiv 8`: less work under the division.
-pub type Rank = (u64, u64, u64);
+/// The rank extraction minimises: `(weight, weight inside dividends, size, negative
+/// constants, constants)`, compared lexicographically. The second term prefers
+/// `d0 * 2 + (d1 * 4 + d2) floordiv 8` to the equally heavy `(d0 * 16 + d1 * 4 + d2)
+/// floordiv 8`: less work under the division. The last two break the ties between forms
+/// of one shape, so equal maps reached from different inputs print alike: fewer negative
+/// constants first (`(bl_x * 128 + th_x) mod 75` stays, not `(th_x - bl_x * 22) mod 75`),
+/// then the smaller sum of magnitudes: `(d0 floordiv 2) mod 4` (6) over
+/// `(d0 mod 8) floordiv 2` (10), `(d0 * 8 + d1) mod 32` over `(d0 * 40 + d1) mod 32`.
+pub type Rank = (u64, u64, u64, u64, u64);
 
 /// The [`Rank`] of an expression.
 pub fn expr_rank(e: Expr) -> Rank {
@@ -66,8 +71,19 @@ pub fn expr_rank(e: Expr) -> Rank {
             let (ra, rb) = (expr_rank(a), expr_rank(b));
             combine(op_weight(op), op.is_div_like(), ra, rb)
         }
-        _ => (0, 0, 1),
+        ExprKind::Const(c) => leaf(Some(c)),
+        ExprKind::Var(_) => leaf(None),
     }
+}
+
+fn leaf(c: Option<i64>) -> Rank {
+    (
+        0,
+        0,
+        1,
+        u64::from(c.is_some_and(|c| c < 0)),
+        c.map_or(0, |c| c.unsigned_abs()),
+    )
 }
 
 fn combine(w: u64, div: bool, a: Rank, b: Rank) -> Rank {
@@ -76,21 +92,52 @@ fn combine(w: u64, div: bool, a: Rank, b: Rank) -> Rank {
         w.saturating_add(a.0).saturating_add(b.0),
         inner.saturating_add(a.1).saturating_add(b.1),
         1u64.saturating_add(a.2).saturating_add(b.2),
+        a.3.saturating_add(b.3),
+        a.4.saturating_add(b.4),
     )
 }
 
-/// Extraction cost: the [`Rank`] of the extracted term.
+/// A fingerprint of a term built from its operators, constants and variables alone (never
+/// from e-class ids), so it is the same in every e-graph that holds the term.
+fn term_hash(tag: u64, a: u64, b: u64) -> u64 {
+    // splitmix64's finalizer over a sequence-sensitive fold: a + b and b + a differ.
+    let mut h = tag
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(a.rotate_left(17))
+        .wrapping_add(b.rotate_left(41) ^ 0xd6e8_feb8_6659_fd93);
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// Extraction cost: the [`Rank`] of the extracted term, then the term's fingerprint. Among
+/// forms of equal rank the choice must not depend on how the e-graph numbered its classes
+/// (which differs between `simplify M` and `simplify M explain`, whose e-graph records
+/// proofs): the fingerprint decides, the same way in both. Whether an extracted form
+/// replaces the input is still decided by the [`Rank`] alone (strictly lower).
 pub struct IxCost;
 
 impl CostFunction<IxLang> for IxCost {
-    type Cost = Rank;
-    fn cost<C>(&mut self, enode: &IxLang, mut costs: C) -> Rank
+    type Cost = (Rank, u64);
+    fn cost<C>(&mut self, enode: &IxLang, mut costs: C) -> (Rank, u64)
     where
-        C: FnMut(Id) -> Rank,
+        C: FnMut(Id) -> (Rank, u64),
     {
         match enode.op() {
-            Some((op, a, b)) => combine(op_weight(op), op.is_div_like(), costs(a), costs(b)),
-            None => (0, 0, 1),
+            Some((op, a, b)) => {
+                let ((ra, ha), (rb, hb)) = (costs(a), costs(b));
+                (
+                    combine(op_weight(op), op.is_div_like(), ra, rb),
+                    term_hash(3 + op as u64, ha, hb),
+                )
+            }
+            None => match enode {
+                IxLang::Num(c) => (leaf(Some(*c)), term_hash(1, *c as u64, 0)),
+                IxLang::Var(v) => (leaf(None), term_hash(2, u64::from(v.0), 0)),
+                _ => (leaf(None), 0),
+            },
         }
     }
 }

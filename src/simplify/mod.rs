@@ -17,6 +17,7 @@
 //! proofs into [`Step`]s for `simplify M explain`.
 
 pub mod analysis;
+pub mod congruence;
 pub mod constraints;
 pub mod cost;
 pub mod explain;
@@ -26,6 +27,7 @@ pub mod rewrite;
 pub mod rules;
 
 use crate::expr::{Expr, ExprKind};
+use crate::interval::Interval;
 use crate::map::{remove_unused_range_symbols, IndexingMap, Status};
 
 /// Bounds on the work one simplification may do.
@@ -74,8 +76,9 @@ pub struct Simplified {
     pub nodes: usize,
 }
 
-/// Most rounds of the whole pipeline (each round runs only when the last changed something).
-const MAX_ROUNDS: usize = 4;
+/// Most rounds of the whole pipeline (each round runs only when the last changed something;
+/// the last round that changes nothing is what proves the result a fixpoint).
+const MAX_ROUNDS: usize = 8;
 
 /// Simplifies `map` to a fixpoint within `limits`. Never returns a map that differs from
 /// `map` at any point of its domain.
@@ -103,18 +106,23 @@ fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified 
         out.map = m;
         return out;
     }
-    let mut last_egraph_domain = None;
+    let mut last_egraph_input = None;
     for _ in 0..MAX_ROUNDS {
         let before = m.clone();
         constraints::simplify_constraints(&mut m, &mut steps);
         if m.status == Status::Defined {
             rescale::rescale_symbols(&mut m, &mut steps);
-            // The e-graph saturated on these bounds already: rerun only if the domain moved.
-            let domain = (m.bounds(), m.constraints.clone());
-            if last_egraph_domain.as_ref() != Some(&domain) || out.limit_hit.is_some() {
+            // Rerun the e-graph when the domain moved or its last run changed an expression:
+            // a run from the extracted form can reach forms the first run's bounds did not
+            // (rewriting is not confluent), and the map is final only when a run on it
+            // changes nothing, which is what makes `simplify` idempotent.
+            // Each accepted form is ranked strictly lower than the one it replaces, so this
+            // ends.
+            let state = (m.bounds(), m.constraints.clone(), m.results.clone());
+            if last_egraph_input.as_ref() != Some(&state) || out.limit_hit.is_some() {
                 rewrite_map(&mut m, limits, explain, &mut steps, &mut out);
                 m.canonicalize();
-                last_egraph_domain = Some((m.bounds(), m.constraints.clone()));
+                last_egraph_input = Some(state);
             }
         }
         if m.status == Status::Defined {
@@ -186,13 +194,29 @@ fn rewrite_map(
     if picked.is_empty() {
         return;
     }
-    let exprs: Vec<Expr> = picked.iter().map(|&i| all[i]).collect();
-    let (new, report) = rewrite::rewrite_exprs(&exprs, &bounds, &m.names(), limits, explain, steps);
-    out.nodes = out.nodes.max(report.nodes);
-    if report.limit_hit.is_some() {
-        out.limit_hit = report.limit_hit;
+    // The constraints are facts for the results; never for themselves (a constraint would
+    // prove itself redundant). Without constraints, one e-graph serves every expression.
+    let groups: Vec<(Vec<usize>, &[(Expr, Interval)])> = if m.constraints.is_empty() {
+        vec![(picked, &[])]
+    } else {
+        let (res, cons): (Vec<usize>, Vec<usize>) = picked.into_iter().partition(|&i| i < nr);
+        vec![(res, &m.constraints[..]), (cons, &[])]
+    };
+    let mut updates = Vec::new();
+    for (picked, facts) in groups {
+        if picked.is_empty() {
+            continue;
+        }
+        let exprs: Vec<Expr> = picked.iter().map(|&i| all[i]).collect();
+        let (new, report) =
+            rewrite::rewrite_exprs(&exprs, &bounds, facts, &m.names(), limits, explain, steps);
+        out.nodes = out.nodes.max(report.nodes);
+        if report.limit_hit.is_some() {
+            out.limit_hit = report.limit_hit;
+        }
+        updates.extend(picked.into_iter().zip(new));
     }
-    for (&i, e) in picked.iter().zip(new) {
+    for (i, e) in updates {
         if i < nr {
             m.results[i] = e;
         } else {

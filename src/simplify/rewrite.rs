@@ -11,7 +11,7 @@
 //!   =>  (d0, d1) -> (d0, d1)
 //! ```
 
-use super::analysis::{EGraph, Facts};
+use super::analysis::{narrow, EGraph, Facts};
 use super::cost::{expr_rank, IxCost};
 use super::explain::explain_steps;
 use super::language::{from_rec, to_rec};
@@ -34,11 +34,13 @@ pub struct RunReport {
     pub limit_hit: Option<String>,
 }
 
-/// The cheapest form of each expression under `bounds`, in order; steps are collected only
+/// The cheapest form of each expression under `bounds` and the constraint `facts` (each
+/// `e in iv` narrows the interval of the class of `e`), in order; steps are collected only
 /// when `explain` is set.
 pub fn rewrite_exprs(
     exprs: &[Expr],
     bounds: &[Interval],
+    facts: &[(Expr, Interval)],
     names: &[String],
     limits: &SimplifyLimits,
     explain: bool,
@@ -50,6 +52,14 @@ pub fn rewrite_exprs(
     if explain {
         egraph = egraph.with_explanations_enabled();
     }
+    // Smallest first, so a fact on a subterm is in place when a larger fact is added.
+    let mut facts = facts.to_vec();
+    facts.sort_by_key(|&(e, _)| crate::simplify::cost::expr_rank(e));
+    for (e, iv) in facts {
+        let id = egraph.add_expr(&to_rec(e));
+        narrow(&mut egraph, id, iv);
+    }
+    egraph.rebuild();
     let recs: Vec<_> = exprs.iter().map(|&e| to_rec(e)).collect();
     let roots: Vec<_> = recs.iter().map(|r| egraph.add_expr(r)).collect();
     let mut runner = Runner::default()

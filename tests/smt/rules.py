@@ -48,16 +48,25 @@ def cd(a, b):
 RULES = []
 
 
+def claim(name, formula, cond=True, consts=()):
+    """A fact that is not an identity (a congruence, a bound): `cond` implies `formula`."""
+    RULES.append((name, formula, z3.BoolVal(True), cond, consts))
+
+
 def rule(name, lhs, rhs, cond=True, consts=()):
     """`consts`: the rule's constants (divisors, coefficients the rule computes with)."""
     RULES.append((name, lhs, rhs, cond, consts))
 
 
 def check(claim_false, rlimit):
-    s = z3.Solver()
+    # A fresh context per check: z3's verdict within a resource limit depends on the terms
+    # a context has seen, so each claim is decided as if alone (the same verdict whatever
+    # rules come before it).
+    ctx = z3.Context()
+    s = z3.Solver(ctx=ctx)
     # A resource limit, not a time limit: the same verdict on a loaded machine.
     s.set("rlimit", rlimit)
-    s.add(claim_false)
+    s.add(claim_false.translate(ctx))
     r = s.check()
     if r == z3.sat:
         return f"counterexample: {s.model()}"
@@ -160,6 +169,49 @@ rule("linearize-cancel-mod", md(kp * fd(x, m) + k * md(x, m) + R, c), md(k * x +
 # (with the quotient found as y floordiv (a·m) = (y floordiv a) floordiv m, floordiv-nested
 # above: the rule proven for every x, at x = y floordiv a)
 
+# modulo.rs (continued)
+# (k·(x mod m) + R) mod c = (k·x + R) mod c    when c divides k·m (k·m = c·j)
+#   (x written m·q + ρ with ρ = x mod m in [0, m - 1], as the semantics check proves)
+rho = z3.Int("rho")
+rule("mod-inner-mod", md(k * rho + R, c), md(k * (m * q + rho) + R, c),
+     z3.And(c > 0, m > 0, 0 <= rho, rho < m, k * m == c * j), (c, m))
+# (k·t + R) mod c = (k·r + R) mod c    when t ∈ m·ℤ + r (t = m·u + r) and k·m = c·j
+u = z3.Int("u")
+rule("mod-congruent-term", md(k * (m * u + r) + R, c), md(k * r + R, c),
+     z3.And(c > 0, m > 0, k * m == c * j), (c, m))
+
+# congruence.rs: the transfer functions of the modulus-remainder analysis, each for every
+# member x = m·u + r of its operands' classes (the claim: the result is in the class
+# computed; "x ∈ g·ℤ + r" written (x - r) mod g = 0). gcds are stated by divisibility:
+# any common divisor g of the moduli is a modulus of the result, the gcd included.
+v, w, r1, r2, m1, m2, a1, a2, e1, e2, e3 = I("v", "w", "r1", "r2", "m1", "m2", "a1", "a2", "e1", "e2", "e3")
+X1 = g * a1 * u + r1
+Y2 = g * a2 * v + r2
+claim("congruence-add", md(X1 + Y2 - (r1 + r2), g) == 0, g > 0, (g,))
+# (m1·u + r1)(m2·v + r2) ∈ g·ℤ + r1·r2 when g divides m1·m2, m1·r2 and m2·r1
+claim("congruence-mul", md((m1 * u + r1) * (m2 * v + r2) - r1 * r2, g) == 0,
+      z3.And(g > 0, m1 * m2 == g * e1, m1 * r2 == g * e2, m2 * r1 == g * e3), (g, m1, m2))
+# (c·a·u + r) fd c = a·u + r fd c (modulus a, remainder r fd c); the same for ceildiv
+rule("congruence-floordiv", fd(c * a * u + r, c), a * u + fd(r, c), c > 0, (c,))
+rule("congruence-ceildiv", cd(c * a * u + r, c), a * u + cd(r, c), c > 0, (c,))
+# (c·a·u + r) mod c = r mod c (a constant); else x mod (g·e) ∈ g·ℤ + r for x ∈ g·ℤ + r
+rule("congruence-mod", md(c * a * u + r, c), md(r, c), c > 0, (c,))
+claim("congruence-mod", md(md(g * a * u + r, g * e) - r, g) == 0, z3.And(g > 0, e > 0), (g, e))
+# min and max are one operand: in g·ℤ + r1 when g divides both moduli and r2 - r1
+claim("congruence-minmax", md(z3.If(X1 <= Y2, X1, Y2) - r1, g) == 0,
+      z3.And(g > 0, r2 == r1 + g * t), (g,))
+claim("congruence-minmax", md(z3.If(X1 >= Y2, X1, Y2) - r1, g) == 0,
+      z3.And(g > 0, r2 == r1 + g * t), (g,))
+# snapping an interval: lo <= x for x ∈ m·ℤ + r (0 <= r < m) gives lo + ((r - lo) mod m) <= x,
+# and x <= hi gives x <= hi - ((hi - r) mod m)
+lo, hi = I("lo", "hi")
+claim("congruence-snap", lo + md(r - md(lo, m), m) <= m * u + r,
+      z3.And(m > 0, 0 <= r, r < m, lo <= m * u + r), (m,))
+claim("congruence-snap", m * u + r <= hi - md(md(hi, m) - r, m),
+      z3.And(m > 0, 0 <= r, r < m, m * u + r <= hi), (m,))
+# a constraint e in [lo, hi] of the map narrows the class of e (rewrite.rs); one point is
+# that constant
+rule("constraint-fact", a, lo, z3.And(lo <= a, a <= hi, lo == hi))
 # analysis.rs: a class whose interval is one point is that constant
 rule("interval-constant", a, q, z3.And(q <= a, a <= q))
 # min(a, b) = a when b - a >= 0 on the domain (else b when b - a <= 0), rules/minmax.rs;

@@ -25,7 +25,58 @@ pub fn rules() -> Vec<Rule> { vec![
     // (A + B floordiv c) mod d = ((c·A + B) mod (c·d)) floordiv c     when c, d > 0
     //   (B floordiv c any summand with coefficient 1, alone or in a sum)
     rw!("mod-nested-sum";       "(mod ?a ?d)"            => { Compute::new(&["?a", "?d"], nested_sum) }),
+    // (k·(x mod m) + R) mod c = (k·x + R) mod c     when c, m > 0 and c divides k·m
+    //   (k·(x mod m) = k·x - k·m·(x floordiv m), a multiple of c apart)
+    rw!("mod-inner-mod";        "(mod ?a ?c)"            => { Compute::new(&["?a", "?c"], inner_mod) }),
+    // (k·t + R) mod c = (k·r + R) mod c     when c > 0, t ∈ m·ℤ + r (congruence.rs) and c
+    //   divides k·m (k·t and k·r differ by a multiple of c)
+    rw!("mod-congruent-term";   "(mod ?a ?c)"            => { Compute::new(&["?a", "?c"], congruent_term) }),
 ]}
+
+fn inner_mod(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
+    let c = positive(egraph, ac[1])?;
+    let v = view(egraph, ac[0])?;
+    for &(t, k) in &v.terms {
+        let inner = egraph[t].nodes.iter().find_map(|n| match *n {
+            IxLang::Mod([x, mid]) => positive(egraph, mid)
+                .filter(|&m| k.checked_mul(m).is_some_and(|km| km % c == 0))
+                .map(|_| x),
+            _ => None,
+        });
+        let Some(x) = inner else { continue };
+        let out = v
+            .add(&View {
+                terms: vec![(t, k.checked_neg()?)],
+                constant: 0,
+            })?
+            .add(&view(egraph, x)?.scale(k)?)?;
+        let a = build_view(egraph, &out);
+        return Some(egraph.add(IxLang::Mod([a, ac[1]])));
+    }
+    None
+}
+
+fn congruent_term(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
+    let c = positive(egraph, ac[1])?;
+    let v = view(egraph, ac[0])?;
+    let mut out = View::constant(v.constant);
+    let mut changed = false;
+    for &(t, k) in &v.terms {
+        let g = egraph[t].data.cong;
+        let multiple = g.m > 1 && k % c != 0 && k.checked_mul(g.m).is_some_and(|km| km % c == 0);
+        if multiple {
+            out.constant = out.constant.checked_add(modulo(k.checked_mul(g.r)?, c))?;
+            changed = true;
+        } else {
+            out.terms.push((t, k));
+        }
+    }
+    if !changed {
+        return None;
+    }
+    let a = build_view(egraph, &out);
+    Some(egraph.add(IxLang::Mod([a, ac[1]])))
+}
 
 fn in_range(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
     let c = positive(egraph, ac[1])?;
