@@ -276,6 +276,7 @@ pub fn run(
     with_naive: bool,
     naive_only: bool,
 ) -> Result<Outcome, MapError> {
+    spec.single_output("bench")?;
     match opts.device {
         Device::Gpu => cuda::run(spec, opts, with_naive, naive_only),
         Device::Auto if cuda::available().is_ok() => cuda::run(spec, opts, with_naive, naive_only),
