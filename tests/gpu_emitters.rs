@@ -195,14 +195,20 @@ fn dynamic_update_slice_writes_the_update_region_once() {
         let l = launch::choose(&s, cfg, None).expect("launch");
         assert_eq!(l.strategy, Strategy::DynamicUpdateSlice);
         // rt0 in [0, 16], rt1 in [0, 22]: the clamped start indices.
-        let rt: Vec<(i64, i64)> = l.write_map.runtimes.iter().map(|v| (v.bounds.lo, v.bounds.hi)).collect();
+        let rt: Vec<(i64, i64)> = l
+            .write_map
+            .runtimes
+            .iter()
+            .map(|v| (v.bounds.lo, v.bounds.hi))
+            .collect();
         assert_eq!(rt, vec![(0, 16), (0, 22)]);
         for starts in [[0, 0], [3, 5], [16, 22]] {
             let seen = writes(&s, &l, &starts);
             let strides = [30i64, 1];
             for (off, &k) in seen.iter().enumerate() {
                 let (i, j) = (off as i64 / strides[0], off as i64 % strides[0]);
-                let inside = (starts[0]..starts[0] + 4).contains(&i) && (starts[1]..starts[1] + 8).contains(&j);
+                let inside = (starts[0]..starts[0] + 4).contains(&i)
+                    && (starts[1]..starts[1] + 8).contains(&j);
                 assert_eq!(k, inside as u32, "{cfg:?} {starts:?} at ({i}, {j})");
             }
         }
@@ -255,24 +261,32 @@ fn every_emitter_runs_on_the_cpu_verified() {
     ];
     for (name, startss) in cases {
         let s = spec(name);
-        for starts in startss {
+        for (n, starts) in startss.into_iter().enumerate() {
             let given = (!starts.is_empty()).then(|| with_starts(&s, &starts));
-            for (label, l) in sweep::launches(&s) {
+            // Naive index arithmetic with XLA's launch and the first inputs (each compile
+            // costs about a second).
+            for (k, (label, l)) in sweep::launches(&s).into_iter().enumerate() {
                 let l = l.unwrap_or_else(|e| panic!("{name} {label}: {e}"));
-                for naive in [false, true] {
+                let modes: &[bool] = if k == 0 && n == 0 {
+                    &[false, true]
+                } else {
+                    &[false]
+                };
+                for &naive in modes {
                     check_inputs(&s, &l, naive, naive, given.as_deref()).unwrap_or_else(|e| {
                         panic!("{name} {label} naive={naive} starts={starts:?}: {e}")
                     });
                     checked += 1;
                 }
             }
-            for naive in [false, true] {
+            let modes: &[bool] = if n == 0 { &[false, true] } else { &[false] };
+            for &naive in modes {
                 check_c(&s, naive, given.as_deref())
                     .unwrap_or_else(|e| panic!("{name} C naive={naive} starts={starts:?}: {e}"));
             }
         }
     }
-    assert!(checked >= 40, "{checked} CUDA kernels checked");
+    assert!(checked >= 20, "{checked} CUDA kernels checked");
 }
 
 #[test]
@@ -334,5 +348,8 @@ fn scatter_maps_follow_xla_semantics() {
     let p = spec("sc_patches");
     let l = launch::choose(&p, LaunchConfig::default(), None).unwrap();
     let w = l.write_map.to_string();
-    assert!(w.contains("rt0 in [0, 4]") && w.contains("rt1 in [0, 4]"), "{w}");
+    assert!(
+        w.contains("rt0 in [0, 4]") && w.contains("rt1 in [0, 4]"),
+        "{w}"
+    );
 }

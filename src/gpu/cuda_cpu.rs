@@ -183,7 +183,11 @@ pub unsafe fn run_verified(
         .zip(outs.iter().zip(&want))
         .enumerate()
     {
-        let tol = if spec.root_reduction().is_some() { 1e-4 } else { 1e-6 };
+        let tol = if spec.root_reduction().is_some() {
+            1e-4
+        } else {
+            1e-6
+        };
         for (i, &w) in want.iter().enumerate() {
             let g = super::reference::read_value(got, t.elem, i);
             if !super::reference::matches(g, w, tol) {

@@ -357,7 +357,10 @@ fn build_root(
     }
     match r.opcode.as_str() {
         "tuple" => {
-            let output = tensor(&comp.instrs[r.operands[0]].name, &comp.instrs[r.operands[0]].shape)?;
+            let output = tensor(
+                &comp.instrs[r.operands[0]].name,
+                &comp.instrs[r.operands[0]].shape,
+            )?;
             let mut more_outputs = Vec::new();
             for &o in &r.operands[1..] {
                 let t = tensor(&comp.instrs[o].name, &comp.instrs[o].shape)?;
@@ -468,7 +471,10 @@ fn build_root(
                 }
             }
             let op = &inputs[operand];
-            if op.dims != output.dims || op.elem != output.elem || op.minor_to_major != output.minor_to_major {
+            if op.dims != output.dims
+                || op.elem != output.elem
+                || op.minor_to_major != output.minor_to_major
+            {
                 return Err(format!(
                     "`{}`: the output of an in-place dynamic-update-slice has its operand's shape and layout",
                     r.name
@@ -476,7 +482,10 @@ fn build_root(
             }
             let ud = &b.functions[0].dims;
             if ud.len() != output.rank() || ud.iter().zip(&output.dims).any(|(u, o)| u > o) {
-                return Err(format!("`{}`: the update does not fit in the operand", r.name));
+                return Err(format!(
+                    "`{}`: the update does not fit in the operand",
+                    r.name
+                ));
             }
             Ok(KernelSpec {
                 name,
@@ -515,7 +524,10 @@ fn build_scatter(
     let operand = input(0, "operand (the output aliases it)")?;
     let indices = input(1, "indices")?;
     if inputs[indices].elem != ElemType::S32 {
-        return Err(format!("`{}`: the scatter's indices are emitted as s32", r.name));
+        return Err(format!(
+            "`{}`: the scatter's indices are emitted as s32",
+            r.name
+        ));
     }
     let op = b.reducer(r)?;
     let upd = b.function(r.operands[2])?;
@@ -531,7 +543,10 @@ fn build_scatter(
     };
     let output = tensor(&r.name, &r.shape)?;
     let op_t = &inputs[operand];
-    if op_t.dims != output.dims || op_t.elem != output.elem || op_t.minor_to_major != output.minor_to_major {
+    if op_t.dims != output.dims
+        || op_t.elem != output.elem
+        || op_t.minor_to_major != output.minor_to_major
+    {
         return Err(format!(
             "`{}`: the output of a scatter has its operand's shape and layout",
             r.name

@@ -13,7 +13,7 @@
 //!         bl_x * 128 + th_x in [0, 59999]
 //! ```
 //!
-//! Four strategies, as XLA's emitters use them:
+//! Four strategies for one output, as XLA's emitters use them:
 //! - **loop**: consecutive threads take consecutive vectors of the output in its physical
 //!   order (`unroll_id` runs over a vector; `chunk_id` repeats this with a stride of the
 //!   whole grid, for `unroll` or when the grid is capped);
@@ -22,6 +22,12 @@
 //! - **row reduction**: a warp per output element, lanes striding the reduced row by 32;
 //! - **column reduction**: a thread per output element, looping over the reduced rows, so a
 //!   warp reads 32 neighbouring columns of one row at a time.
+//!
+//! Roots that are not one element per output index run several loops ([`Launch::parts`]):
+//! a **concatenate** (a loop per operand, sized by the largest), an in-place
+//! **dynamic-update-slice** and a **scatter** (a loop over the update(s), stored through
+//! runtime variables `rt<d>`: clamped starts, or starts read from the indices). The
+//! further outputs of a tuple root share the loop or the tile of output 0.
 //!
 //! Shown running in `sessions/gpu/threads.ixm`.
 
@@ -676,7 +682,10 @@ fn with_results(
 /// ```
 pub fn concat_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, MapError> {
     let Root::Concatenate { dim, parts } = &spec.root else {
-        return Err(MapError::Other(format!("{} is not a concatenate", spec.name)));
+        return Err(MapError::Other(format!(
+            "{} is not a concatenate",
+            spec.name
+        )));
     };
     let mut largest: Option<(i64, usize)> = None;
     for (k, &(f, _)) in parts.iter().enumerate() {
@@ -707,11 +716,20 @@ pub fn concat_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, Map
             .filter(|((_, n), b)| n < b)
             .map(|((&r, &n), _)| (r, Interval::new(0, n - 1)))
             .collect();
-        let read = with_results(&base.write_map, vec![], base.write_map.results.clone(), extra);
+        let read = with_results(
+            &base.write_map,
+            vec![],
+            base.write_map.results.clone(),
+            extra,
+        );
         let mut wr = read.results.clone();
         wr[*dim] = wr[*dim].add(c(off));
         let write = with_results(&read, vec![], wr, vec![]);
-        out.push(PartLaunch { func: f, read, write });
+        out.push(PartLaunch {
+            func: f,
+            read,
+            write,
+        });
     }
     Ok(Launch {
         strategy: Strategy::Concatenate,
@@ -823,7 +841,11 @@ pub fn scatter_write(spec: &KernelSpec, read: &IndexingMap) -> Result<IndexingMa
         let mut e = w.map_or(c(0), |j| read.results[j]);
         if g.starts.contains(&o) {
             e = e.add(Expr::var(nv + runtimes.len() as u32));
-            runtimes.push(Variable::new(format!("rt{o}"), 0, spec.output.dims[o] - size));
+            runtimes.push(Variable::new(
+                format!("rt{o}"),
+                0,
+                spec.output.dims[o] - size,
+            ));
         }
         results.push(e);
     }
@@ -862,7 +884,11 @@ pub fn part_sections(
                 0,
                 vec![p.write.clone()],
             ));
-            out.push(sec(format!("thread → update ({})", f.name), 0, vec![p.read.clone()]));
+            out.push(sec(
+                format!("thread → update ({})", f.name),
+                0,
+                vec![p.read.clone()],
+            ));
         } else {
             out.push(sec(
                 format!("operand {n} ({}): thread → output ({describe})", f.name),

@@ -249,7 +249,10 @@ pub enum Root {
     /// Output 0 is the concatenation along `dim` of `parts`: (function, offset along `dim`),
     /// each function over its own index space (the operand's shape). XLA's concatenate
     /// emitter gives each operand its own loop over its slice of the output.
-    Concatenate { dim: usize, parts: Vec<(usize, i64)> },
+    Concatenate {
+        dim: usize,
+        parts: Vec<(usize, i64)>,
+    },
     /// An in-place dynamic-update-slice: output 0 is input `operand` (aliased) with
     /// function 0, over the update's shape, written at the start indices read from the
     /// scalar inputs `starts`, each clamped to `[0, dim - update_dim]` (XLA's semantics).

@@ -70,11 +70,17 @@ fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         spec.name,
         describe(&l),
         if naive { ", naive index arithmetic" } else { "" },
-        spec.outputs()
-            .iter()
-            .map(|t| t.shape_text())
-            .collect::<Vec<_>>()
-            .join(" and of ")
+        match spec.outputs().as_slice() {
+            [one] => one.shape_text(),
+            all => format!(
+                "its {} outputs ({})",
+                all.len(),
+                all.iter()
+                    .map(|t| t.shape_text())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
     )))
 }
 

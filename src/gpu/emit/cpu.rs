@@ -348,7 +348,13 @@ fn emit_parts(spec: &KernelSpec, naive: bool, name: &str) -> Result<Emitted, Map
             let wm = crate::gpu::launch::scatter_write(spec, &lm)?;
             super::scatter_starts(&mut w, &ctx)?;
             let k = super::store_offset(&mut w, &wm, &out_strides, "out")?;
-            w.line(super::combine_store(*op, spec.output.elem, &format!("out[{k}]"), &v, false));
+            w.line(super::combine_store(
+                *op,
+                spec.output.elem,
+                &format!("out[{k}]"),
+                &v,
+                false,
+            ));
             let n = part.num_elements()?;
             body += &format!("  for (int64_t i = 0; i <= {}; ++i) {{\n", n - 1);
             for l in &w.lines {
@@ -375,9 +381,20 @@ fn emit_parts(spec: &KernelSpec, naive: bool, name: &str) -> Result<Emitted, Map
                     .collect(),
             ),
         };
-        let results = lm.results.iter().zip(&shift).map(|(&r, &s)| r.add(s)).collect();
+        let results = lm
+            .results
+            .iter()
+            .zip(&shift)
+            .map(|(&r, &s)| r.add(s))
+            .collect();
         let wm = crate::simplify::simplify(
-            &IndexingMap::new(lm.dims.clone(), vec![], runtimes, results, lm.constraints.clone()),
+            &IndexingMap::new(
+                lm.dims.clone(),
+                vec![],
+                runtimes,
+                results,
+                lm.constraints.clone(),
+            ),
             &Default::default(),
         )
         .map;

@@ -324,7 +324,10 @@ fn emit_with(
             }
             for (n, p) in launch.parts.iter().enumerate() {
                 let (rm, pw) = (&p.read, &p.write);
-                w.line(format!("// part {n} (f{}): thread → its index: {rm}", p.func));
+                w.line(format!(
+                    "// part {n} (f{}): thread → its index: {rm}",
+                    p.func
+                ));
                 w.line("do {");
                 w.indent += 1;
                 dim_guards(rm, launch, &mut w, "break");
@@ -336,7 +339,13 @@ fn emit_with(
                 if let crate::gpu::spec::Root::Scatter { op, .. } = &spec.root {
                     super::scatter_starts(&mut w, &ctx)?;
                     let k = super::store_offset(&mut w, pw, &out_strides, "thread → out")?;
-                    w.line(super::combine_store(*op, spec.output.elem, &format!("out[{k}]"), &v, true));
+                    w.line(super::combine_store(
+                        *op,
+                        spec.output.elem,
+                        &format!("out[{k}]"),
+                        &v,
+                        true,
+                    ));
                 } else {
                     let k = super::store_offset(&mut w, pw, &out_strides, "thread → out")?;
                     w.line(format!("out[{k}] = {v};"));

@@ -878,7 +878,9 @@ pub fn store_offset(
         .results
         .iter()
         .zip(strides)
-        .fold(Expr::constant(0), |acc, (&r, &s)| acc.add(r.mul(Expr::constant(s))));
+        .fold(Expr::constant(0), |acc, (&r, &s)| {
+            acc.add(r.mul(Expr::constant(s)))
+        });
     let code = if w.naive {
         c_expr(lin, &m.names(), &m.bounds())
     } else {
@@ -931,7 +933,11 @@ pub fn output_params(spec: &KernelSpec, restrict: &str) -> Vec<String> {
         .iter()
         .enumerate()
         .map(|(k, t)| {
-            let n = if k == 0 { "out".to_string() } else { format!("out{k}") };
+            let n = if k == 0 {
+                "out".to_string()
+            } else {
+                format!("out{k}")
+            };
             format!("{} *{restrict} {n}", t.elem.c_name())
         })
         .collect()
@@ -944,7 +950,11 @@ pub fn dus_starts(spec: &KernelSpec, index_ty: &str) -> Vec<String> {
     let crate::gpu::spec::Root::DynamicUpdateSlice { starts, .. } = &spec.root else {
         return vec![];
     };
-    let upd = spec.functions.first().map(|f| f.dims.clone()).unwrap_or_default();
+    let upd = spec
+        .functions
+        .first()
+        .map(|f| f.dims.clone())
+        .unwrap_or_default();
     starts
         .iter()
         .enumerate()
@@ -978,7 +988,9 @@ pub fn scatter_starts(w: &mut BodyWriter, ctx: &IndexingMap) -> Result<(), MapEr
         let lin = at
             .iter()
             .zip(&strides)
-            .fold(Expr::constant(0), |acc, (&e, &st)| acc.add(e.mul(Expr::constant(st))));
+            .fold(Expr::constant(0), |acc, (&e, &st)| {
+                acc.add(e.mul(Expr::constant(st)))
+            });
         let code = if w.naive {
             c_expr(lin, &names, &bounds)
         } else {
@@ -1016,7 +1028,11 @@ pub fn combine_store(op: BinOp, elem: ElemType, target: &str, v: &str, cuda: boo
         return format!("atomicAdd(&{target}, {v});");
     }
     let (ity, to_bits, from_bits) = match elem {
-        ElemType::F64 => ("unsigned long long", "__double_as_longlong", "__longlong_as_double"),
+        ElemType::F64 => (
+            "unsigned long long",
+            "__double_as_longlong",
+            "__longlong_as_double",
+        ),
         ElemType::S32 => ("int", "", ""),
         _ => ("int", "__float_as_int", "__int_as_float"),
     };
