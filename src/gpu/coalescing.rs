@@ -74,6 +74,14 @@ pub struct Report {
 
 /// Analyses every input access and the output write of `launch`.
 pub fn analyse(spec: &KernelSpec, launch: &Launch) -> Result<Report, MapError> {
+    if !launch.parts.is_empty() || !spec.more_outputs.is_empty() {
+        return Err(MapError::Other(format!(
+            "coalescing is analysed for one loop writing one output; {} runs {} ({} output(s))",
+            spec.name,
+            launch.strategy.name(),
+            spec.outputs().len()
+        )));
+    }
     let accs = accesses(spec, launch)?;
     let blocks = pick_blocks(launch, accs.len() + 1);
     let mut operands = Vec::new();
@@ -322,6 +330,8 @@ mod tests {
         map.results.swap(0, 1);
         KernelSpec {
             name: "t".into(),
+            more_outputs: vec![],
+            root: crate::gpu::spec::Root::Elementwise,
             inputs: vec![input],
             output: Tensor::row_major("out", ElemType::F32, &[n, n]),
             functions: vec![Function {
@@ -359,6 +369,8 @@ mod tests {
         let out = Tensor::row_major("out", ElemType::F32, &[20, 40, 300]);
         let spec = KernelSpec {
             name: "e".into(),
+            more_outputs: vec![],
+            root: crate::gpu::spec::Root::Elementwise,
             inputs: vec![out.clone()],
             output: out.clone(),
             functions: vec![Function {

@@ -5,7 +5,6 @@
 //! over the launch's grid and checked element by element against the reference. A kernel
 //! that compiles for a GPU can still index wrongly; this finds it on a laptop.
 
-use super::bench::{reference_output, verify};
 use super::emit;
 use super::launch::Launch;
 use super::reference::make_inputs;
@@ -27,11 +26,13 @@ pub fn translation_unit(spec: &KernelSpec, launch: &Launch, source: &str, entry:
         .enumerate()
         .map(|(k, t)| format!("(const {} *)args[{k}]", arg_type(t.elem)))
         .collect();
-    args.push(format!(
-        "({} *)args[{}]",
-        arg_type(spec.output.elem),
-        spec.inputs.len()
-    ));
+    for (k, t) in spec.outputs().iter().enumerate() {
+        args.push(format!(
+            "({} *)args[{}]",
+            arg_type(t.elem),
+            spec.inputs.len() + k
+        ));
+    }
     format!(
         "{HEADER}\nnamespace ixk {{\n{source}}}\n\nextern \"C\" void ix_launch(void **args) {{\n  ix_launch_grid({}, {}, [&] {{ ixk::{entry}({}); }});\n}}\n",
         launch.grid[0],
@@ -68,6 +69,19 @@ pub fn check_width(
     launch: &Launch,
     naive: bool,
     wide: bool,
+) -> Result<u32, MapError> {
+    check_inputs(spec, launch, naive, wide, None)
+}
+
+/// [`check_width`] on given input buffers (each in its tensor's layout) instead of
+/// [`make_inputs`]'s: a dynamic-update-slice's start indices or a scatter's indices chosen
+/// by a test.
+pub fn check_inputs(
+    spec: &KernelSpec,
+    launch: &Launch,
+    naive: bool,
+    wide: bool,
+    given: Option<&[Vec<u8>]>,
 ) -> Result<u32, MapError> {
     if launch.block[1] != 1 || launch.block[2] != 1 || launch.grid[1] != 1 || launch.grid[2] != 1 {
         return Err(err("only 1-D grids and blocks run on the CPU".into()));
@@ -120,38 +134,110 @@ pub fn check_width(
             *lib.get::<Launch>(b"ix_launch")
                 .map_err(|e| err(format!("no ix_launch: {e}")))?
         };
-        let inputs = make_inputs(spec)?;
-        let want = reference_output(spec, &inputs)?;
-        // Buffers 16-byte aligned, as the GPU's are (more): the kernel's 128-bit loads and
-        // stores need it.
-        let aligned = |bytes: &[u8]| -> Vec<u128> {
-            let mut v = vec![0u128; bytes.len().div_ceil(16)];
-            // SAFETY: `v` has at least `bytes.len()` bytes.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    bytes.as_ptr(),
-                    v.as_mut_ptr() as *mut u8,
-                    bytes.len(),
-                )
-            };
-            v
+        let inputs = match given {
+            Some(i) => i.to_vec(),
+            None => make_inputs(spec)?,
         };
-        let mut bufs: Vec<Vec<u128>> = inputs.iter().map(|b| aligned(b)).collect();
-        // Every byte set, so an element no thread writes reads as NaN (or -1) and fails.
-        let out_len = spec.output.num_bytes()? as usize;
-        let mut out_buf = aligned(&vec![0xffu8; out_len]);
-        let mut ptrs: Vec<*mut std::ffi::c_void> = bufs
-            .iter_mut()
-            .map(|b| b.as_mut_ptr() as *mut std::ffi::c_void)
-            .collect();
-        ptrs.push(out_buf.as_mut_ptr() as *mut std::ffi::c_void);
-        // SAFETY: the arguments are the inputs then the output, sized from the spec's
-        // tensors, as the kernel's parameters are declared.
-        unsafe { f(ptrs.as_mut_ptr()) };
-        // SAFETY: `out_buf` holds at least `out_len` initialised bytes.
-        let out = unsafe { std::slice::from_raw_parts(out_buf.as_ptr() as *const u8, out_len) };
-        verify(spec, out, &want).map(|()| bits)
+        // SAFETY: the arguments are as `run_verified` requires (`ix_launch` takes the
+        // inputs then the outputs, as the kernel's parameters are declared).
+        unsafe { run_verified(spec, inputs, &mut |args| f(args.as_mut_ptr())) }.map(|()| bits)
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+/// `bytes` in a buffer aligned to 16 bytes (zero-padded to a multiple of 16).
+fn aligned(bytes: &[u8]) -> Vec<u128> {
+    let mut v = vec![0u128; bytes.len().div_ceil(16)];
+    // SAFETY: `v` has at least `bytes.len()` bytes.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, bytes.len()) };
+    v
+}
+
+/// Runs a compiled kernel on `inputs` and checks every element of every output against the
+/// reference. `call` gets the argument pointers: the inputs, then the outputs. Every output
+/// byte is set first, so an element no thread writes reads as NaN (or -1) and fails; the
+/// output of an in-place dynamic-update-slice starts as its operand (XLA aliases them).
+///
+/// # Safety
+/// `call` must run a kernel whose parameters are the spec's inputs then its outputs, with
+/// every offset inside the tensors' sizes.
+pub unsafe fn run_verified(
+    spec: &KernelSpec,
+    inputs: Vec<Vec<u8>>,
+    call: &mut dyn FnMut(&mut Vec<*mut std::ffi::c_void>),
+) -> Result<(), MapError> {
+    use super::spec::Root;
+    if inputs.len() != spec.inputs.len() {
+        return Err(err(format!(
+            "{} inputs given, {} expected",
+            inputs.len(),
+            spec.inputs.len()
+        )));
+    }
+    for (b, t) in inputs.iter().zip(&spec.inputs) {
+        if b.len() as i64 != t.num_bytes()? {
+            return Err(err(format!("input {} has the wrong byte size", t.name)));
+        }
+    }
+    let want = super::reference::Reference::new(spec, &inputs)?.outputs()?;
+    let sizes: Vec<usize> = spec
+        .outputs()
+        .iter()
+        .map(|t| Ok(t.num_bytes()? as usize))
+        .collect::<Result<_, MapError>>()?;
+    // Every output byte set, so an element no thread writes reads as NaN (or -1) and fails.
+    let mut outs: Vec<Vec<u128>> = sizes.iter().map(|&n| aligned(&vec![0xffu8; n])).collect();
+    if let Root::DynamicUpdateSlice { operand, .. } | Root::Scatter { operand, .. } = &spec.root {
+        let op = &spec.inputs[*operand];
+        if op.elem != spec.output.elem
+            || op.dims != spec.output.dims
+            || op.minor_to_major != spec.output.minor_to_major
+        {
+            return Err(err(format!(
+                "{}: the output of an in-place dynamic-update-slice or a scatter must have its operand's shape and layout",
+                spec.name
+            )));
+        }
+        outs[0] = aligned(&inputs[*operand]);
+    }
+    // Buffers 16-byte aligned, as the GPU's are (more): the kernel's 128-bit loads and
+    // stores need it.
+    let mut bufs: Vec<Vec<u128>> = inputs.iter().map(|b| aligned(b)).collect();
+    let mut ptrs: Vec<*mut std::ffi::c_void> = bufs
+        .iter_mut()
+        .chain(outs.iter_mut())
+        .map(|b| b.as_mut_ptr() as *mut std::ffi::c_void)
+        .collect();
+    call(&mut ptrs);
+    for (k, (t, (buf, want))) in spec
+        .outputs()
+        .iter()
+        .zip(outs.iter().zip(&want))
+        .enumerate()
+    {
+        // SAFETY: `buf` holds at least `sizes[k]` initialised bytes.
+        let got = unsafe { std::slice::from_raw_parts(buf.as_ptr() as *const u8, sizes[k]) };
+        if let Some((i, g, w)) = super::bench::first_mismatch(spec, k, got, want) {
+            return Err(err(format!(
+                "output {k} ({}) element {i} (physical offset) is {g} but the reference says {w}",
+                t.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The host C kernel of `spec` (the CPU emitter's source), compiled by the system C
+/// compiler and run on `given` inputs (else [`make_inputs`]'s), every element of every
+/// output checked against the reference.
+pub fn check_c(spec: &KernelSpec, naive: bool, given: Option<&[Vec<u8>]>) -> Result<(), MapError> {
+    let e = emit::cpu::emit(spec, naive)?;
+    let k = super::bench::cpu::compile(&e.source, &e.entry)?;
+    let inputs = match given {
+        Some(i) => i.to_vec(),
+        None => make_inputs(spec)?,
+    };
+    // SAFETY: the CPU entry takes the inputs then the outputs, as `run_verified` passes them.
+    unsafe { run_verified(spec, inputs, &mut |args| k.call_args(args)) }
 }

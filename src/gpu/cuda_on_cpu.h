@@ -10,6 +10,7 @@
 // - __syncthreads() is a barrier of the block's threads;
 // - float4, int4, uint4, double2, longlong2, ulonglong2: 16-byte aligned structs;
 // - __half / __nv_bfloat16: 16 bits with bit-exact round-to-nearest-even conversions;
+// - atomicAdd / atomicCAS on the host's atomic builtins;
 // - __shfl_down_sync(mask, v, d): lane i gets lane i + d's value (its own when i + d is past
 //   the warp), through a buffer and two barriers, so every thread of the block must call it
 //   (as every thread of ixmap's row reductions does).
@@ -97,7 +98,48 @@ static inline __nv_bfloat16 __float2bfloat16_rn(float f) {
                                         : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
   return h;
 }
+static inline unsigned short __half_as_ushort(__half h) { return h.x; }
+static inline __half __ushort_as_half(unsigned short u) { __half h; h.x = u; return h; }
+static inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.x; }
+static inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) { __nv_bfloat16 h; h.x = u; return h; }
 static inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i, 8); return f; }
+
+static inline long long __double_as_longlong(double f) { long long i; memcpy(&i, &f, 8); return i; }
+
+// Atomics (a scatter's combining stores), on the host's atomics (GCC's __atomic builtins):
+// atomicCAS returns the value it found, atomicAdd the value before the add.
+static inline int atomicCAS(int *a, int expected, int desired) {
+  __atomic_compare_exchange_n(a, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return expected;
+}
+static inline unsigned atomicCAS(unsigned *a, unsigned expected, unsigned desired) {
+  __atomic_compare_exchange_n(a, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return expected;
+}
+static inline unsigned long long atomicCAS(unsigned long long *a, unsigned long long expected,
+                                           unsigned long long desired) {
+  __atomic_compare_exchange_n(a, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return expected;
+}
+static inline int atomicAdd(int *a, int v) { return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); }
+static inline float atomicAdd(float *a, float v) {
+  int *p = (int *)a;
+  int old = __atomic_load_n(p, __ATOMIC_SEQ_CST), seen;
+  do {
+    seen = old;
+    old = atomicCAS(p, seen, __float_as_int(__int_as_float(seen) + v));
+  } while (seen != old);
+  return __int_as_float(seen);
+}
+static inline double atomicAdd(double *a, double v) {
+  unsigned long long *p = (unsigned long long *)a;
+  unsigned long long old = __atomic_load_n(p, __ATOMIC_SEQ_CST), seen;
+  do {
+    seen = old;
+    old = atomicCAS(p, seen, (unsigned long long)__double_as_longlong(__longlong_as_double(seen) + v));
+  } while (seen != old);
+  return __longlong_as_double(seen);
+}
 
 template <class T> static T __shfl_down_sync(unsigned, T v, int delta) {
   static T buf[1024];

@@ -15,7 +15,7 @@
 //!   r  = f32[128,32] reshape(p0')  ...       load p1 (d0, d1) -> (d1))
 //! ```
 
-use super::spec::{BinOp, Body, CmpDir, ElemType, Function, KernelSpec, Tensor, UnOp};
+use super::spec::{BinOp, Body, CmpDir, ElemType, Function, KernelSpec, Root, Tensor, UnOp};
 use crate::hlo::{ops, Computation, Instr, InstrId, Module, Shape};
 use crate::map::{compose, IndexingMap};
 use crate::simplify::{simplify, SimplifyLimits};
@@ -333,6 +333,12 @@ fn build(
     input_of: Vec<Option<usize>>,
 ) -> Result<KernelSpec, String> {
     let r = &comp.instrs[root];
+    if matches!(
+        r.opcode.as_str(),
+        "tuple" | "concatenate" | "dynamic-update-slice" | "scatter"
+    ) {
+        return build_root(module, comp, root, inputs, input_of);
+    }
     let output = tensor(&r.name, &r.shape)?;
     let mut b = Builder {
         module,
@@ -345,6 +351,8 @@ fn build(
     b.function(root)?;
     Ok(KernelSpec {
         name: comp_label(comp, root),
+        more_outputs: vec![],
+        root: crate::gpu::spec::Root::Elementwise,
         inputs,
         output,
         functions: b.functions,
@@ -357,4 +365,282 @@ fn comp_label(comp: &Computation, root: InstrId) -> String {
     } else {
         comp.instrs[root].name.clone()
     }
+}
+
+/// The roots that are not one element per output index: a tuple (a multi-output fusion,
+/// every output of one shape), a concatenate (one function per operand, XLA's emitter
+/// gives each its own loop) and an in-place dynamic-update-slice (its operand a parameter,
+/// aliased by the output; its start indices scalar parameters).
+fn build_root(
+    module: &Module,
+    comp: &Computation,
+    root: InstrId,
+    inputs: Vec<Tensor>,
+    input_of: Vec<Option<usize>>,
+) -> Result<KernelSpec, String> {
+    let r = &comp.instrs[root];
+    let mut b = Builder {
+        module,
+        comp,
+        users: comp.users(),
+        input_of,
+        func_of: vec![None; comp.instrs.len()],
+        functions: Vec::new(),
+    };
+    let name = comp_label(comp, root);
+    if r.opcode == "scatter" {
+        return build_scatter(b, r, name, inputs);
+    }
+    if r.operands.is_empty() {
+        return Err(format!("`{}` ({}) has no operands", r.name, r.opcode));
+    }
+    // Function 0 of a tuple or a concatenate is a call of the first operand's function:
+    // another operand may call that function too, and function 0 has no C function of its
+    // own (the entry point writes its body in place).
+    // When the root is its only user, its function is function 0 itself (so a transpose's
+    // loads stay in the entry point, where the tiled emitter stages them).
+    let op0 = &comp.instrs[r.operands[0]];
+    let mut u = b.users[r.operands[0]].clone();
+    u.sort_unstable();
+    u.dedup();
+    let wrap = u != [root] || r.opcode != "tuple";
+    if wrap {
+        b.functions.push(Function {
+            name: op0.name.clone(),
+            dims: op0.dims().to_vec(),
+            body: Body::Const(0.0),
+        });
+    }
+    let first = b.function(r.operands[0])?;
+    if wrap {
+        b.functions[0].body = Body::Call {
+            func: first,
+            map: IndexingMap::identity(op0.dims()),
+        };
+    }
+    match r.opcode.as_str() {
+        "tuple" => {
+            let output = tensor(
+                &comp.instrs[r.operands[0]].name,
+                &comp.instrs[r.operands[0]].shape,
+            )?;
+            let mut more_outputs = Vec::new();
+            for &o in &r.operands[1..] {
+                let t = tensor(&comp.instrs[o].name, &comp.instrs[o].shape)?;
+                if t.dims != output.dims || t.elem != output.elem {
+                    return Err(format!(
+                        "`{}`: the outputs of a tuple root are emitted when they have one shape and element type ({} is {}, {} is {})",
+                        r.name,
+                        output.name,
+                        output.shape_text(),
+                        t.name,
+                        t.shape_text()
+                    ));
+                }
+                more_outputs.push((t, b.function(o)?));
+            }
+            let top_reduce = std::iter::once(first)
+                .chain(more_outputs.iter().map(|(_, f)| *f))
+                .any(|f| match &b.functions[f].body {
+                    // A reduction converted to its output's type is one too.
+                    Body::Convert(_, r) => matches!(**r, Body::Reduce { .. }),
+                    r => matches!(r, Body::Reduce { .. }),
+                });
+            if top_reduce {
+                return Err(format!(
+                    "`{}`: multi-output reductions are not emitted",
+                    r.name
+                ));
+            }
+            Ok(KernelSpec {
+                name,
+                inputs,
+                output,
+                functions: b.functions,
+                more_outputs,
+                root: Root::Elementwise,
+            })
+        }
+        "concatenate" => {
+            let output = tensor(&r.name, &r.shape)?;
+            let dim = r
+                .attrs
+                .dimensions
+                .as_deref()
+                .and_then(|d| d.first().copied())
+                .filter(|&d| d >= 0 && (d as usize) < output.rank())
+                .ok_or_else(|| format!("`{}` has no dimension to concatenate along", r.name))?
+                as usize;
+            let mut parts = Vec::new();
+            let mut off = 0i64;
+            for (k, &o) in r.operands.iter().enumerate() {
+                let f = if k == 0 { first } else { b.function(o)? };
+                parts.push((f, off));
+                off = off
+                    .checked_add(comp.instrs[o].dims().get(dim).copied().unwrap_or(0))
+                    .ok_or_else(|| format!("`{}`: the concatenated size overflows", r.name))?;
+            }
+            if off != output.dims[dim] {
+                return Err(format!(
+                    "`{}`: the operands' sizes along dimension {dim} add up to {off}, not {}",
+                    r.name, output.dims[dim]
+                ));
+            }
+            Ok(KernelSpec {
+                name,
+                inputs,
+                output,
+                functions: b.functions,
+                more_outputs: vec![],
+                root: Root::Concatenate { dim, parts },
+            })
+        }
+        _ => {
+            // dynamic-update-slice(operand, update, start...): function 0 must be the
+            // update's, so it is made first.
+            let output = tensor(&r.name, &r.shape)?;
+            if r.operands.len() != 2 + output.rank() {
+                return Err(format!(
+                    "`{}` needs an operand, an update and {} start indices",
+                    r.name,
+                    output.rank()
+                ));
+            }
+            let operand = b.input_of[r.operands[0]].ok_or_else(|| {
+                format!(
+                    "`{}`: the operand of an in-place dynamic-update-slice is emitted when it is a parameter (the output aliases it)",
+                    r.name
+                )
+            })?;
+            let mut b = Builder {
+                module,
+                comp,
+                users: comp.users(),
+                input_of: b.input_of,
+                func_of: vec![None; comp.instrs.len()],
+                functions: Vec::new(),
+            };
+            let upd = b.function(r.operands[1])?;
+            if upd != 0 {
+                return Err(format!("`{}`: the update is not function 0", r.name));
+            }
+            let mut starts = Vec::new();
+            for &s in &r.operands[2..] {
+                let ok = comp.instrs[s].dims().is_empty();
+                match b.input_of[s] {
+                    Some(k) if ok && inputs[k].elem == ElemType::S32 => starts.push(k),
+                    _ => {
+                        return Err(format!(
+                            "`{}`: start indices are emitted when they are s32[] parameters (`{}` is not)",
+                            r.name, comp.instrs[s].name
+                        ))
+                    }
+                }
+            }
+            let op = &inputs[operand];
+            if op.dims != output.dims
+                || op.elem != output.elem
+                || op.minor_to_major != output.minor_to_major
+            {
+                return Err(format!(
+                    "`{}`: the output of an in-place dynamic-update-slice has its operand's shape and layout",
+                    r.name
+                ));
+            }
+            let ud = &b.functions[0].dims;
+            if ud.len() != output.rank() || ud.iter().zip(&output.dims).any(|(u, o)| u > o) {
+                return Err(format!(
+                    "`{}`: the update does not fit in the operand",
+                    r.name
+                ));
+            }
+            Ok(KernelSpec {
+                name,
+                inputs,
+                output,
+                functions: b.functions,
+                more_outputs: vec![],
+                root: Root::DynamicUpdateSlice { operand, starts },
+            })
+        }
+    }
+}
+
+/// scatter(operand, indices, updates): the operand and the indices parameters (the output
+/// aliases the operand), function 0 the updates' (over their shape).
+fn build_scatter(
+    mut b: Builder,
+    r: &Instr,
+    name: String,
+    inputs: Vec<Tensor>,
+) -> Result<KernelSpec, String> {
+    if r.operands.len() != 3 {
+        return Err(format!(
+            "`{}`: scatters of one operand, its indices and its updates are emitted",
+            r.name
+        ));
+    }
+    let input = |k: usize, what: &str| {
+        b.input_of[r.operands[k]].ok_or_else(|| {
+            format!(
+                "`{}`: the scatter's {what} is emitted when it is a parameter",
+                r.name
+            )
+        })
+    };
+    let operand = input(0, "operand (the output aliases it)")?;
+    let indices = input(1, "indices")?;
+    if inputs[indices].elem != ElemType::S32 {
+        return Err(format!(
+            "`{}`: the scatter's indices are emitted as s32",
+            r.name
+        ));
+    }
+    let op = b.reducer(r)?;
+    let upd = b.function(r.operands[2])?;
+    if upd != 0 {
+        return Err(format!("`{}`: the updates are not function 0", r.name));
+    }
+    let sd = r.attrs.scatter.clone().unwrap_or_default();
+    let ivd = r.attrs.gather.as_ref().map_or(0, |g| g.index_vector_dim);
+    let dims = |v: &[i64]| -> Result<Vec<usize>, String> {
+        v.iter()
+            .map(|&d| usize::try_from(d).map_err(|_| format!("`{}`: a negative dimension", r.name)))
+            .collect()
+    };
+    let output = tensor(&r.name, &r.shape)?;
+    let op_t = &inputs[operand];
+    if op_t.dims != output.dims
+        || op_t.elem != output.elem
+        || op_t.minor_to_major != output.minor_to_major
+    {
+        return Err(format!(
+            "`{}`: the output of a scatter has its operand's shape and layout",
+            r.name
+        ));
+    }
+    let spec = KernelSpec {
+        name,
+        inputs,
+        output,
+        functions: b.functions,
+        more_outputs: vec![],
+        root: Root::Scatter {
+            operand,
+            indices,
+            op,
+            update_window_dims: dims(&sd.update_window_dims)?,
+            inserted_window_dims: dims(&sd.inserted_window_dims)?,
+            scatter_dims_to_operand_dims: dims(&sd.scatter_dims_to_operand_dims)?,
+            index_vector_dim: usize::try_from(ivd)
+                .map_err(|_| format!("`{}`: a negative index_vector_dim", r.name))?,
+        },
+    };
+    if spec.scatter_geometry().is_none() {
+        return Err(format!(
+            "`{}`: the scatter's dimension numbers do not fit its shapes",
+            spec.name
+        ));
+    }
+    Ok(spec)
 }

@@ -13,7 +13,7 @@
 //!         bl_x * 128 + th_x in [0, 59999]
 //! ```
 //!
-//! Four strategies, as XLA's emitters use them:
+//! Four strategies for one output, as XLA's emitters use them:
 //! - **loop**: consecutive threads take consecutive vectors of the output in its physical
 //!   order (`unroll_id` runs over a vector; `chunk_id` repeats this with a stride of the
 //!   whole grid, for `unroll` or when the grid is capped);
@@ -23,9 +23,15 @@
 //! - **column reduction**: a thread per output element, looping over the reduced rows, so a
 //!   warp reads 32 neighbouring columns of one row at a time.
 //!
+//! Roots that are not one element per output index run several loops ([`Launch::parts`]):
+//! a **concatenate** (a loop per operand, sized by the largest), an in-place
+//! **dynamic-update-slice** and a **scatter** (a loop over the update(s), stored through
+//! runtime variables `rt<d>`: clamped starts, or starts read from the indices). The
+//! further outputs of a tuple root share the loop or the tile of output 0.
+//!
 //! Shown running in `sessions/gpu/threads.ixm`.
 
-use super::spec::{InputAccess, KernelSpec, Tensor};
+use super::spec::{InputAccess, KernelSpec, Root, Tensor};
 use crate::expr::Expr;
 use crate::interval::Interval;
 use crate::map::{compose, IndexingMap, Variable};
@@ -71,6 +77,16 @@ pub enum Strategy {
     },
     RowReduction,
     ColumnReduction,
+    /// XLA's concatenate emitter: one loop per operand over its slice of the output, all
+    /// sized by the largest operand (see [`Launch::parts`]).
+    Concatenate,
+    /// An in-place dynamic-update-slice: the loop runs over the update and writes the
+    /// output at the clamped start indices (runtime variables `rt0, ..`).
+    DynamicUpdateSlice,
+    /// A scatter: the loop runs over the updates; each combines its element into the
+    /// output at its window position plus the start indices read at run time (runtime
+    /// variables `rt<operand dim>`), atomically (updates may land on one element).
+    Scatter,
 }
 
 impl Strategy {
@@ -80,6 +96,9 @@ impl Strategy {
             Strategy::TiledTranspose { .. } => "tiled transpose",
             Strategy::RowReduction => "row reduction",
             Strategy::ColumnReduction => "column reduction",
+            Strategy::Concatenate => "concatenate",
+            Strategy::DynamicUpdateSlice => "in-place dynamic-update-slice",
+            Strategy::Scatter => "scatter",
         }
     }
 }
@@ -101,6 +120,18 @@ pub struct Launch {
     /// Row reductions: the lanes that share one row (32, or fewer for short rows, which
     /// put several rows in a warp); 1 for the other strategies.
     pub row_threads: i64,
+    /// Launches that run several loops (concatenate, dynamic-update-slice): per loop, the
+    /// function computed and its thread-id maps; empty for the other strategies.
+    pub parts: Vec<PartLaunch>,
+}
+
+/// One loop of a launch with several: function `func` is computed at `read(thread ids)`
+/// and stored into output 0 at `write(thread ids)`.
+#[derive(Clone, Debug)]
+pub struct PartLaunch {
+    pub func: usize,
+    pub read: IndexingMap,
+    pub write: IndexingMap,
 }
 
 fn thread_dims(block: [i64; 3], grid: [i64; 3]) -> Vec<Variable> {
@@ -249,6 +280,7 @@ pub fn loop_launch(out: &Tensor, cfg: LaunchConfig) -> Result<Launch, MapError> 
         read_map: map,
         read_from: 0,
         row_threads: 1,
+        parts: vec![],
     })
 }
 
@@ -317,6 +349,23 @@ pub fn thread_to_input(
         }
         Strategy::TiledTranspose { .. } | Strategy::Loop => compose(&launch.write_map, &acc.map)?,
         Strategy::RowReduction | Strategy::ColumnReduction => compose(&launch.read_map, &acc.map)?,
+        // The accesses of a concatenate are from the output (so composed with the write
+        // maps); a dynamic-update-slice's from the update (composed with the read map).
+        // The part whose slice the access covers: composed with the others' write maps,
+        // its constraint on the concatenated dimension leaves nothing.
+        Strategy::Concatenate => {
+            for p in &launch.parts {
+                let m = finish(compose(&p.write, &acc.map)?);
+                if !m.is_known_empty() {
+                    return Ok(m);
+                }
+            }
+            return Err(MapError::Other(format!(
+                "no operand of {} reads input {} through {}",
+                spec.name, acc.input, acc.map
+            )));
+        }
+        Strategy::DynamicUpdateSlice | Strategy::Scatter => compose(&launch.read_map, &acc.map)?,
     };
     Ok(finish(m))
 }
@@ -324,7 +373,7 @@ pub fn thread_to_input(
 /// The input accesses as seen by a launch: for loops and transposes from the output, for
 /// reductions from the reduced operand's index space.
 pub fn accesses(spec: &KernelSpec, launch: &Launch) -> Result<Vec<InputAccess>, MapError> {
-    if launch.read_from == 0 {
+    if launch.read_from == 0 || !launch.parts.is_empty() {
         return spec.input_accesses();
     }
     let f = spec
@@ -395,6 +444,7 @@ pub fn transpose_launch(out: &Tensor, a: usize, b: usize) -> Result<Launch, MapE
         read_map,
         read_from: 0,
         row_threads: 1,
+        parts: vec![],
     })
 }
 
@@ -581,6 +631,7 @@ fn finish_reduction(
         read_map,
         read_from: callee,
         row_threads,
+        parts: vec![],
     })
 }
 
@@ -591,12 +642,295 @@ pub fn worth_tiling(da: i64, db: i64) -> bool {
     (da >= 16 && db >= 16) || (da >= 8 && db >= 8 && da.saturating_mul(db) >= 64 * 128)
 }
 
+/// A tensor of `dims` laid out like `like` (the loop over a concatenated operand or an
+/// update walks it in the output's physical order).
+fn shaped_like(name: &str, dims: &[i64], like: &Tensor) -> Tensor {
+    Tensor {
+        name: name.to_string(),
+        elem: like.elem,
+        dims: dims.to_vec(),
+        minor_to_major: like.minor_to_major.clone(),
+    }
+}
+
+/// `base` (thread ids → an index of some shape) with `results` instead, the constraints
+/// `extra` added and the runtime variables `runtimes`.
+fn with_results(
+    base: &IndexingMap,
+    runtimes: Vec<Variable>,
+    results: Vec<Expr>,
+    extra: Vec<(Expr, Interval)>,
+) -> IndexingMap {
+    let mut constraints = base.constraints.clone();
+    constraints.extend(extra);
+    finish(IndexingMap::new(
+        base.dims.clone(),
+        base.ranges.clone(),
+        runtimes,
+        results,
+        constraints,
+    ))
+}
+
+/// XLA's concatenate emitter: the launch is the loop over the largest operand; operand
+/// `k`'s loop reads the threads' index where it lies inside operand `k`'s shape and writes
+/// it at `offset_k` along the concatenated dimension:
+///
+/// ```text
+/// operand k: thread → (loop map of the largest operand), with each coordinate < operand k's
+/// output:    thread → the same, + offset_k along `dim`
+/// ```
+pub fn concat_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, MapError> {
+    let Root::Concatenate { dim, parts } = &spec.root else {
+        return Err(MapError::Other(format!(
+            "{} is not a concatenate",
+            spec.name
+        )));
+    };
+    let mut largest: Option<(i64, usize)> = None;
+    for (k, &(f, _)) in parts.iter().enumerate() {
+        let n = spec
+            .functions
+            .get(f)
+            .ok_or_else(|| MapError::Other(format!("no function {f}")))?
+            .dims
+            .iter()
+            .try_fold(1i64, |a, &d| a.checked_mul(d))
+            .ok_or_else(|| overflow("an operand's size"))?;
+        if largest.is_none_or(|(m, _)| n > m) {
+            largest = Some((n, k));
+        }
+    }
+    let (_, big) = largest.ok_or_else(|| MapError::Other("a concatenate of nothing".into()))?;
+    let big_dims = spec.functions[parts[big].0].dims.clone();
+    let base = loop_launch(&shaped_like("largest", &big_dims, &spec.output), cfg)?;
+    let mut out = Vec::new();
+    for &(f, off) in parts {
+        let fd = &spec.functions[f].dims;
+        let extra: Vec<(Expr, Interval)> = base
+            .write_map
+            .results
+            .iter()
+            .zip(fd)
+            .zip(&big_dims)
+            .filter(|((_, n), b)| n < b)
+            .map(|((&r, &n), _)| (r, Interval::new(0, n - 1)))
+            .collect();
+        let read = with_results(
+            &base.write_map,
+            vec![],
+            base.write_map.results.clone(),
+            extra,
+        );
+        let mut wr = read.results.clone();
+        wr[*dim] = wr[*dim].add(c(off));
+        let write = with_results(&read, vec![], wr, vec![]);
+        out.push(PartLaunch {
+            func: f,
+            read,
+            write,
+        });
+    }
+    Ok(Launch {
+        strategy: Strategy::Concatenate,
+        write_map: out[0].write.clone(),
+        read_map: out[0].read.clone(),
+        read_from: out[0].func,
+        parts: out,
+        ..base
+    })
+}
+
+/// The in-place dynamic-update-slice: the loop over the update (function 0's index
+/// space); the output is written at the update's index plus the start indices, runtime
+/// variables `rt0, ..` already clamped to `[0, dim - update_dim]`.
+pub fn dus_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, MapError> {
+    if !matches!(spec.root, Root::DynamicUpdateSlice { .. }) {
+        return Err(MapError::Other(format!(
+            "{} is not a dynamic-update-slice",
+            spec.name
+        )));
+    }
+    let upd = spec
+        .functions
+        .first()
+        .ok_or_else(|| MapError::Other("no update function".into()))?
+        .dims
+        .clone();
+    if upd.len() != spec.output.rank() || upd.iter().zip(&spec.output.dims).any(|(u, o)| u > o) {
+        return Err(MapError::Other(format!(
+            "the update of {} does not fit in its output",
+            spec.name
+        )));
+    }
+    let base = loop_launch(&shaped_like("update", &upd, &spec.output), cfg)?;
+    let read = base.write_map.clone();
+    let nv = read.dims.len() + read.ranges.len();
+    let runtimes: Vec<Variable> = upd
+        .iter()
+        .zip(&spec.output.dims)
+        .enumerate()
+        .map(|(d, (u, o))| Variable::new(format!("rt{d}"), 0, o - u))
+        .collect();
+    let wr: Vec<Expr> = read
+        .results
+        .iter()
+        .enumerate()
+        .map(|(d, &r)| r.add(Expr::var((nv + d) as u32)))
+        .collect();
+    let write = with_results(&read, runtimes, wr, vec![]);
+    Ok(Launch {
+        strategy: Strategy::DynamicUpdateSlice,
+        write_map: write.clone(),
+        read_map: read.clone(),
+        read_from: 0,
+        parts: vec![PartLaunch {
+            func: 0,
+            read,
+            write,
+        }],
+        ..base
+    })
+}
+
+/// The scatter's launch: the loop over the updates (function 0's index space); update
+/// element `u` lands on operand element `start + window(u)`, where `start` holds a runtime
+/// variable `rt<o>` for each operand dimension `o` that the index vector starts (read from
+/// the indices at run time; the update is skipped unless its window fits, so the variable
+/// lies in `[0, dim - window]` wherever a write happens) and `window(u)` is `u`'s window
+/// coordinate (0 on inserted dimensions).
+pub fn scatter_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, MapError> {
+    let g = spec.scatter_geometry().ok_or_else(|| {
+        MapError::Other(format!(
+            "{}: the scatter's dimension numbers do not fit its shapes",
+            spec.name
+        ))
+    })?;
+    let _ = g;
+    let upd = spec.functions[0].dims.clone();
+    let base = loop_launch(&Tensor::row_major("updates", spec.output.elem, &upd), cfg)?;
+    let read = base.write_map.clone();
+    let write = scatter_write(spec, &read)?;
+    Ok(Launch {
+        strategy: Strategy::Scatter,
+        write_map: write.clone(),
+        read_map: read.clone(),
+        read_from: 0,
+        parts: vec![PartLaunch {
+            func: 0,
+            read,
+            write,
+        }],
+        ..base
+    })
+}
+
+/// A scatter's store map from `read` (some index space → the update element): the
+/// operand element the update lands on, with runtime variables `rt<o>` for the starts.
+pub fn scatter_write(spec: &KernelSpec, read: &IndexingMap) -> Result<IndexingMap, MapError> {
+    let g = spec.scatter_geometry().ok_or_else(|| {
+        MapError::Other(format!(
+            "{}: the scatter's dimension numbers do not fit its shapes",
+            spec.name
+        ))
+    })?;
+    let nv = (read.dims.len() + read.ranges.len()) as u32;
+    let mut runtimes = Vec::new();
+    let mut results = Vec::new();
+    for (o, &(w, size)) in g.window.iter().enumerate() {
+        let mut e = w.map_or(c(0), |j| read.results[j]);
+        if g.starts.contains(&o) {
+            e = e.add(Expr::var(nv + runtimes.len() as u32));
+            runtimes.push(Variable::new(
+                format!("rt{o}"),
+                0,
+                spec.output.dims[o] - size,
+            ));
+        }
+        results.push(e);
+    }
+    Ok(with_results(read, runtimes, results, vec![]))
+}
+
+/// What `threads` prints for a launch with several loops: per part, the thread → output
+/// map, the thread → part index map, and the thread → input maps of what the part reads.
+pub fn part_sections(
+    spec: &KernelSpec,
+    launch: &Launch,
+    describe: &str,
+) -> Result<Vec<crate::value::OperandMaps>, MapError> {
+    use crate::value::OperandMaps;
+    let mut out = Vec::new();
+    let sec = |label: String, index: usize, maps: Vec<IndexingMap>| OperandMaps {
+        label,
+        index,
+        name: None,
+        maps,
+    };
+    let dus = launch.strategy != Strategy::Concatenate;
+    let starts = if launch.strategy == Strategy::Scatter {
+        "rt<d> is the start index read for operand dimension d; an update whose window does not fit is skipped"
+    } else {
+        "rt0, .. are the start indices, clamped"
+    };
+    for (n, p) in launch.parts.iter().enumerate() {
+        let f = spec
+            .functions
+            .get(p.func)
+            .ok_or_else(|| MapError::Other(format!("no function {}", p.func)))?;
+        if dus {
+            out.push(sec(
+                format!("thread → output ({describe}; {starts})"),
+                0,
+                vec![p.write.clone()],
+            ));
+            out.push(sec(
+                format!("thread → update ({})", f.name),
+                0,
+                vec![p.read.clone()],
+            ));
+        } else {
+            out.push(sec(
+                format!("operand {n} ({}): thread → output ({describe})", f.name),
+                n,
+                vec![p.write.clone()],
+            ));
+            out.push(sec(
+                format!("operand {n} ({}): thread → operand", f.name),
+                n,
+                vec![p.read.clone()],
+            ));
+        }
+        for acc in spec.accesses_from(p.func, &IndexingMap::identity(&f.dims))? {
+            let m = finish(compose(&p.read, &acc.map)?);
+            let t = &spec.inputs[acc.input];
+            let label = if dus {
+                format!("thread → input {} ({})", acc.input, t.name)
+            } else {
+                format!("operand {n}: thread → input {} ({})", acc.input, t.name)
+            };
+            match out.iter_mut().find(|x| x.label == label) {
+                Some(x) if !x.maps.contains(&m) => x.maps.push(m),
+                Some(_) => {}
+                None => out.push(sec(label, acc.input, vec![m])),
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Which strategy XLA would pick for this kernel, unless `tiled` says otherwise.
 pub fn choose(
     spec: &KernelSpec,
     cfg: LaunchConfig,
     tiled: Option<bool>,
 ) -> Result<Launch, MapError> {
+    match spec.root {
+        Root::Concatenate { .. } => return concat_launch(spec, cfg),
+        Root::DynamicUpdateSlice { .. } => return dus_launch(spec, cfg),
+        Root::Scatter { .. } => return scatter_launch(spec, cfg),
+        Root::Elementwise => {}
+    }
     if spec.root_reduction().is_some() {
         return reduction_launch(spec, cfg);
     }

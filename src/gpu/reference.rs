@@ -306,6 +306,14 @@ pub fn read_scalar(buf: &[u8], elem: ElemType, i: usize) -> Scalar {
     }
 }
 
+/// An index read from a tensor of type `elem` (a start index of a dynamic-update-slice or
+/// a scatter), exactly, saturated to `i64` (a `u64` beyond `i64::MAX` is out of every
+/// bound, as its value is).
+fn index_value(v: Scalar, elem: ElemType) -> i64 {
+    let x = v.int(elem);
+    i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
+}
+
 /// Element `i` (physical offset) of a buffer of type `elem`, as `f64`.
 pub fn read_value(buf: &[u8], elem: ElemType, i: usize) -> f64 {
     read_scalar(buf, elem, i).to_f64(elem)
@@ -556,8 +564,189 @@ impl<'a> Reference<'a> {
         })
     }
 
+    /// Every element of every output (output 0, then a tuple root's further outputs), each
+    /// in its physical order. A concatenation takes each element from the operand whose
+    /// slice holds it; a dynamic-update-slice is the operand, with the update written at
+    /// the start indices (read from their scalar inputs, clamped to `[0, dim - update_dim]`).
+    pub fn outputs(&self) -> Result<Vec<Vec<Scalar>>, MapError> {
+        use super::spec::Root;
+        let spec = self.spec;
+        match &spec.root {
+            Root::Elementwise => {
+                let mut all = vec![self.output_of(&spec.output, 0)?];
+                for (t, f) in &spec.more_outputs {
+                    all.push(self.output_of(t, *f)?);
+                }
+                Ok(all)
+            }
+            Root::Concatenate { dim, parts } => {
+                let dim = *dim;
+                Ok(vec![self.each_index(&spec.output, &mut |idx| {
+                    for &(f, off) in parts {
+                        let n = self.spec.functions[f].dims[dim];
+                        if (off..off + n).contains(&idx[dim]) {
+                            let mut at = idx.to_vec();
+                            at[dim] -= off;
+                            return self.eval(f, &at);
+                        }
+                    }
+                    Err(MapError::Other(format!(
+                        "no operand of the concatenate holds {idx:?}"
+                    )))
+                })?])
+            }
+            Root::Scatter {
+                operand,
+                indices,
+                op,
+                ..
+            } => {
+                let g = spec.scatter_geometry().ok_or_else(|| {
+                    MapError::Other(format!(
+                        "{}: the scatter's dimension numbers do not fit its shapes",
+                        spec.name
+                    ))
+                })?;
+                let t = &spec.inputs[*operand];
+                if t.elem != spec.output.elem
+                    || t.dims != spec.output.dims
+                    || t.minor_to_major != spec.output.minor_to_major
+                {
+                    return Err(MapError::Other(format!(
+                        "{}: the output of a scatter has its operand's type, shape and layout",
+                        spec.name
+                    )));
+                }
+                let n = spec.output.num_elements()? as usize;
+                let mut out: Vec<Scalar> = (0..n)
+                    .map(|i| read_scalar(&self.inputs[*operand], t.elem, i))
+                    .collect();
+                let it = &spec.inputs[*indices];
+                let istr = &self.strides[*indices];
+                let ostr = spec.output.strides()?;
+                let upd = spec.functions[0].dims.clone();
+                let bounds: Vec<crate::interval::Interval> = upd
+                    .iter()
+                    .map(|&d| crate::interval::Interval::new(0, d - 1))
+                    .collect();
+                let rank = spec.output.rank();
+                for_each_in_box(&bounds, &mut |u| {
+                    let batch: Vec<i64> = g.batch.iter().map(|&j| u[j]).collect();
+                    let mut start = vec![0i64; rank];
+                    for (k, &o) in g.starts.iter().enumerate() {
+                        let at = g.indices_index(&batch, k as i64);
+                        let off: i64 = at.iter().zip(istr).map(|(a, b)| a * b).sum();
+                        start[o] = index_value(read_scalar(
+                            &self.inputs[*indices],
+                            it.elem,
+                            off as usize,
+                        ), it.elem);
+                    }
+                    // In i128: a start index may be any value of its type.
+                    let fits = (0..rank).all(|o| {
+                        start[o] >= 0
+                            && start[o] as i128 + g.window[o].1 as i128
+                                <= spec.output.dims[o] as i128
+                    });
+                    if fits {
+                        let off: i64 = (0..rank)
+                            .map(|o| (start[o] + g.window[o].0.map_or(0, |j| u[j])) * ostr[o])
+                            .sum();
+                        let v = self.eval(0, u)?;
+                        let cur = out[off as usize];
+                        out[off as usize] = binary(*op, spec.output.elem, cur, v)?;
+                    }
+                    Ok(true)
+                })?;
+                Ok(vec![out])
+            }
+            Root::DynamicUpdateSlice { operand, starts } => {
+                let upd = spec
+                    .functions
+                    .first()
+                    .ok_or_else(|| MapError::Other("no update function".into()))?
+                    .dims
+                    .clone();
+                let mut s = Vec::new();
+                for (d, &k) in starts.iter().enumerate() {
+                    let t = spec
+                        .inputs
+                        .get(k)
+                        .ok_or_else(|| MapError::Other(format!("no input {k}")))?;
+                    let v = index_value(read_scalar(&self.inputs[k], t.elem, 0), t.elem);
+                    s.push(v.clamp(0, spec.output.dims[d] - upd[d]));
+                }
+                let t = &spec.inputs[*operand];
+                if t.elem != spec.output.elem {
+                    return Err(MapError::Other(format!(
+                        "{}: the output of a dynamic-update-slice has its operand's type",
+                        spec.name
+                    )));
+                }
+                let strides = &self.strides[*operand];
+                Ok(vec![self.each_index(&spec.output, &mut |idx| {
+                    let inside = idx
+                        .iter()
+                        .zip(&s)
+                        .zip(&upd)
+                        .all(|((&i, &st), &u)| (st..st + u).contains(&i));
+                    if inside {
+                        let at: Vec<i64> = idx.iter().zip(&s).map(|(i, st)| i - st).collect();
+                        self.eval(0, &at)
+                    } else {
+                        let off: i64 = idx.iter().zip(strides).map(|(a, b)| a * b).sum();
+                        Ok(read_scalar(&self.inputs[*operand], t.elem, off as usize))
+                    }
+                })?])
+            }
+        }
+    }
+
+    /// Function `func` at every index of `out`, in `out`'s physical order.
+    fn output_of(&self, out: &Tensor, func: usize) -> Result<Vec<Scalar>, MapError> {
+        self.each_index(out, &mut |idx| self.eval(func, idx))
+    }
+
+    /// `value(index)` at every logical index of `out`, in `out`'s physical order.
+    fn each_index(
+        &self,
+        out: &Tensor,
+        value: &mut dyn FnMut(&[i64]) -> Result<Scalar, MapError>,
+    ) -> Result<Vec<Scalar>, MapError> {
+        let n = out.num_elements()?;
+        let phys = out.physical_dims();
+        let sizes: Vec<i64> = phys.iter().map(|&d| out.dims[d]).collect();
+        let mut idx = vec![0i64; out.rank()];
+        let mut res = Vec::with_capacity(n as usize);
+        let mut p = vec![0i64; sizes.len()];
+        for _ in 0..n {
+            for (k, &d) in phys.iter().enumerate() {
+                idx[d] = p[k];
+            }
+            res.push(value(&idx)?);
+            for k in (0..p.len()).rev() {
+                p[k] += 1;
+                if p[k] < sizes[k] {
+                    break;
+                }
+                p[k] = 0;
+            }
+            if crate::interrupted() {
+                return Err(MapError::Interrupted);
+            }
+        }
+        Ok(res)
+    }
+
     /// Every output element, in the output's physical order.
     pub fn output(&self) -> Result<Vec<Scalar>, MapError> {
+        if self.spec.root != super::spec::Root::Elementwise {
+            return self
+                .outputs()?
+                .into_iter()
+                .next()
+                .ok_or_else(|| MapError::Other("no output".into()));
+        }
         let out = &self.spec.output;
         let n = out.num_elements()?;
         let phys = out.physical_dims();

@@ -388,13 +388,82 @@ pub struct Function {
     pub body: Body,
 }
 
-/// A fusion ready for the GPU code: inputs, output, and functions (0 is the root).
+/// How the kernel's outputs are made from its functions.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Root {
+    /// Output 0 is function 0 at each output index; output `k + 1` (a tuple root) is
+    /// function `more_outputs[k].1` at the same index.
+    Elementwise,
+    /// Output 0 is the concatenation along `dim` of `parts`: (function, offset along `dim`),
+    /// each function over its own index space (the operand's shape). XLA's concatenate
+    /// emitter gives each operand its own loop over its slice of the output.
+    Concatenate {
+        dim: usize,
+        parts: Vec<(usize, i64)>,
+    },
+    /// An in-place dynamic-update-slice: output 0 is input `operand` (aliased) with
+    /// function 0, over the update's shape, written at the start indices read from the
+    /// scalar inputs `starts`, each clamped to `[0, dim - update_dim]` (XLA's semantics).
+    DynamicUpdateSlice { operand: usize, starts: Vec<usize> },
+    /// A scatter (XLA's operation semantics): output 0 is input `operand` (aliased), and
+    /// each element of function 0 (over the updates' shape) is combined by `op` into the
+    /// output at its window position plus the start indices read from input `indices`; an
+    /// update whose window does not fit in the operand is skipped.
+    Scatter {
+        operand: usize,
+        indices: usize,
+        op: BinOp,
+        update_window_dims: Vec<usize>,
+        inserted_window_dims: Vec<usize>,
+        scatter_dims_to_operand_dims: Vec<usize>,
+        index_vector_dim: usize,
+    },
+}
+
+/// Where a scatter's update element lands, by dimension.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScatterGeometry {
+    /// Per operand dimension: the update dimension that indexes its window (`None` for an
+    /// inserted dimension, whose window is 1 and offset 0), and the window's size.
+    pub window: Vec<(Option<usize>, i64)>,
+    /// The update dimensions that are not window dimensions (they pick an index vector).
+    pub batch: Vec<usize>,
+    /// Per entry `k` of the index vector, the operand dimension it starts.
+    pub starts: Vec<usize>,
+    pub index_vector_dim: usize,
+    /// The rank of the indices tensor.
+    pub indices_rank: usize,
+}
+
+impl ScatterGeometry {
+    /// The index of the indices tensor holding entry `k` of the index vector of the update
+    /// element whose batch coordinates are `batch` (in [`ScatterGeometry::batch`] order).
+    pub fn indices_index<T: Clone>(&self, batch: &[T], k: T) -> Vec<T> {
+        let mut b = batch.iter();
+        (0..self.indices_rank)
+            .map(|q| {
+                if q == self.index_vector_dim {
+                    k.clone()
+                } else {
+                    b.next().cloned().unwrap_or_else(|| k.clone())
+                }
+            })
+            .collect()
+    }
+}
+
+/// A fusion ready for the GPU code: inputs, outputs, and functions (0 is the root).
 #[derive(Clone, Debug, PartialEq)]
 pub struct KernelSpec {
     pub name: String,
     pub inputs: Vec<Tensor>,
+    /// Output 0.
     pub output: Tensor,
     pub functions: Vec<Function>,
+    /// Further outputs of a multi-output fusion (a tuple root), each with the function that
+    /// computes it at its own index (same shape as output 0).
+    pub more_outputs: Vec<(Tensor, usize)>,
+    pub root: Root,
 }
 
 /// How an input is reached from the output: the composed output → input map.
@@ -406,9 +475,160 @@ pub struct InputAccess {
 
 impl KernelSpec {
     /// Every distinct output → input map, composed through calls and reductions, in input
-    /// order (then in the order first met).
+    /// order (then in the order first met). A concatenation reads part `k` through
+    /// `d_dim - offset_k` on its slice; a dynamic-update-slice's maps are from the update's
+    /// index (its output offsets are only known at run time); the further outputs of a tuple
+    /// root read from the same index as output 0.
     pub fn input_accesses(&self) -> Result<Vec<InputAccess>, MapError> {
-        self.accesses_from(0, &IndexingMap::identity(&self.output.dims))
+        match &self.root {
+            Root::Elementwise => {
+                let id = IndexingMap::identity(&self.output.dims);
+                let mut out = self.accesses_from(0, &id)?;
+                for (_, f) in &self.more_outputs {
+                    for a in self.accesses_from(*f, &id)? {
+                        if !out.contains(&a) {
+                            out.push(a);
+                        }
+                    }
+                }
+                out.sort_by_key(|a| a.input);
+                Ok(out)
+            }
+            Root::Concatenate { dim, parts } => {
+                let mut out: Vec<InputAccess> = Vec::new();
+                for &(f, off) in parts {
+                    for a in self.accesses_from(f, &self.concat_part_map(*dim, f, off)?)? {
+                        if !out.contains(&a) {
+                            out.push(a);
+                        }
+                    }
+                }
+                out.sort_by_key(|a| a.input);
+                Ok(out)
+            }
+            Root::DynamicUpdateSlice { .. } | Root::Scatter { .. } => {
+                let f = self
+                    .functions
+                    .first()
+                    .ok_or_else(|| MapError::Other("no update function".into()))?;
+                self.accesses_from(0, &IndexingMap::identity(&f.dims))
+            }
+        }
+    }
+
+    /// Output index → index of concatenated part `f` (at `off` along `dim`): the part's
+    /// slice of the output, shifted back.
+    pub fn concat_part_map(&self, dim: usize, f: usize, off: i64) -> Result<IndexingMap, MapError> {
+        let part = self
+            .functions
+            .get(f)
+            .ok_or_else(|| MapError::Other(format!("no function {f}")))?;
+        let results: Vec<Expr> = (0..self.output.rank())
+            .map(|d| {
+                let v = Expr::var(d as u32);
+                if d == dim {
+                    v.add(Expr::constant(-off))
+                } else {
+                    v
+                }
+            })
+            .collect();
+        let n = part.dims.get(dim).copied().unwrap_or(1);
+        let constraints = vec![(
+            Expr::var(dim as u32),
+            crate::interval::Interval::new(off, off + n - 1),
+        )];
+        let m = IndexingMap::new(
+            default_vars(VarKind::Dim, &self.output.dims),
+            vec![],
+            vec![],
+            results,
+            constraints,
+        );
+        Ok(crate::simplify::simplify(&m, &Default::default()).map)
+    }
+
+    /// An error when the kernel is not one output computed by function 0 at each index
+    /// (a tuple root, a concatenate, a dynamic-update-slice): `what` (the benchmarks, the
+    /// CPU tilings) handles only that form; `check` runs the others.
+    pub fn single_output(&self, what: &str) -> Result<(), MapError> {
+        if self.root == Root::Elementwise && self.more_outputs.is_empty() {
+            return Ok(());
+        }
+        Err(MapError::Other(format!(
+            "{what} handles one output computed at each of its indices; {} is {} (`check {}` runs it on the CPU, verified)",
+            self.name,
+            match self.root {
+                Root::Concatenate { .. } => "a concatenate",
+                Root::DynamicUpdateSlice { .. } => "a dynamic-update-slice",
+                Root::Scatter { .. } => "a scatter",
+                Root::Elementwise => "a multi-output fusion",
+            },
+            self.name
+        )))
+    }
+
+    /// A scatter's geometry (`None` for other roots, or when the dimension numbers do not
+    /// fit the shapes).
+    pub fn scatter_geometry(&self) -> Option<ScatterGeometry> {
+        let Root::Scatter {
+            indices,
+            update_window_dims,
+            inserted_window_dims,
+            scatter_dims_to_operand_dims,
+            index_vector_dim,
+            ..
+        } = &self.root
+        else {
+            return None;
+        };
+        let upd = &self.functions.first()?.dims;
+        let rank = self.output.rank();
+        let mut uw = update_window_dims.iter();
+        let mut window = Vec::with_capacity(rank);
+        for o in 0..rank {
+            if inserted_window_dims.contains(&o) {
+                window.push((None, 1));
+            } else {
+                let j = *uw.next()?;
+                let n = *upd.get(j)?;
+                if n > self.output.dims[o] {
+                    return None;
+                }
+                window.push((Some(j), n));
+            }
+        }
+        if uw.next().is_some() {
+            return None;
+        }
+        let batch: Vec<usize> = (0..upd.len())
+            .filter(|j| !update_window_dims.contains(j))
+            .collect();
+        let indices_rank = self.inputs.get(*indices)?.rank();
+        let implicit = *index_vector_dim == indices_rank;
+        if batch.len() + usize::from(!implicit) != indices_rank
+            || scatter_dims_to_operand_dims.iter().any(|&o| o >= rank)
+            || (implicit && scatter_dims_to_operand_dims.len() != 1)
+            || (!implicit
+                && self.inputs[*indices].dims[*index_vector_dim]
+                    != scatter_dims_to_operand_dims.len() as i64)
+        {
+            return None;
+        }
+        Some(ScatterGeometry {
+            window,
+            batch,
+            starts: scatter_dims_to_operand_dims.clone(),
+            index_vector_dim: *index_vector_dim,
+            indices_rank,
+        })
+    }
+
+    /// Every output: output 0, then the tuple root's further outputs.
+    pub fn outputs(&self) -> Vec<&Tensor> {
+        std::iter::once(&self.output)
+            .chain(self.more_outputs.iter().map(|(t, _)| t))
+            .collect()
     }
 
     /// The same from function `func`, reached through `map` (from some index space to the
@@ -475,6 +695,9 @@ impl KernelSpec {
     /// possibly converted to the output's type: `convert(reduce(...))`, a reduction in
     /// f32 of f16 values written as f16).
     pub fn root_reduction(&self) -> Option<(&IndexingMap, usize)> {
+        if self.root != Root::Elementwise {
+            return None;
+        }
         let mut b = &self.functions.first()?.body;
         if let Body::Convert(_, inner) = b {
             b = inner;
@@ -492,11 +715,16 @@ impl KernelSpec {
             .unwrap_or_else(|| self.function_elem(func))
     }
 
-    /// The element type function `func` computes: the output's for the root, else its
-    /// body's (the output's when the body says nothing, a bare constant).
+    /// The element type function `func` computes: the output's for the root, a further
+    /// output's for its function, else its body's (the output's when the body says
+    /// nothing, a bare constant).
     pub fn function_elem(&self, func: usize) -> ElemType {
         if func == 0 {
             return self.output.elem;
+        }
+        // A further output of a tuple root computes its tensor's type.
+        if let Some((t, _)) = self.more_outputs.iter().find(|(_, f)| *f == func) {
+            return t.elem;
         }
         self.functions
             .get(func)
@@ -542,7 +770,12 @@ impl KernelSpec {
 
     /// Bytes read (each input once) plus bytes written.
     pub fn bytes_moved(&self) -> Result<i64, MapError> {
-        let mut total = self.output.num_bytes()?;
+        let mut total = 0i64;
+        for t in self.outputs() {
+            total = total
+                .checked_add(t.num_bytes()?)
+                .ok_or_else(|| MapError::Overflow("the byte count".into()))?;
+        }
         for t in &self.inputs {
             total = total
                 .checked_add(t.num_bytes()?)

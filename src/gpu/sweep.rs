@@ -163,6 +163,24 @@ pub fn launches(spec: &KernelSpec) -> Vec<(String, Result<Launch, String>)> {
         push(String::new(), launch::choose(spec, base, None));
         return out;
     }
+    if spec.root != super::spec::Root::Elementwise {
+        // A loop per part (concatenate) or over the update (dynamic-update-slice): XLA's
+        // launch, and one with vectors, two chunks per thread and a small block.
+        push(String::new(), launch::choose(spec, base, None));
+        for v in [4, 2] {
+            let cfg = LaunchConfig {
+                vector: v,
+                unroll: 2,
+                block: 32,
+                ..Default::default()
+            };
+            if let Ok(l) = launch::choose(spec, cfg, None) {
+                push(format!("vector={v} unroll=2 block=32"), Ok(l));
+                break;
+            }
+        }
+        return out;
+    }
     if matches!(launch::transpose_dims(spec), Ok(Some(_))) {
         push("tiled=true".into(), launch::choose(spec, base, Some(true)));
     }

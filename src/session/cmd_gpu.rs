@@ -70,7 +70,17 @@ fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         spec.name,
         describe(&l),
         if naive { ", naive index arithmetic" } else { "" },
-        spec.output.shape_text()
+        match spec.outputs().as_slice() {
+            [one] => one.shape_text(),
+            all => format!(
+                "its {} outputs ({})",
+                all.len(),
+                all.iter()
+                    .map(|t| t.shape_text())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
     )))
 }
 
@@ -259,7 +269,10 @@ fn launch_with(spec: &KernelSpec, m: &Mapping, a: &Args) -> Result<Launch, Diagn
 /// and is a reduction whatever `tiled=` says; a row reduction gives each row a warp.
 fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnostic> {
     let what = match l.strategy {
-        Strategy::Loop => return Ok(()),
+        Strategy::Loop
+        | Strategy::Concatenate
+        | Strategy::DynamicUpdateSlice
+        | Strategy::Scatter => return Ok(()),
         Strategy::TiledTranspose { .. } => "a tiled transpose",
         Strategy::RowReduction => "a row reduction",
         Strategy::ColumnReduction => "a column reduction",
@@ -373,7 +386,16 @@ fn describe(l: &Launch) -> String {
         l.block[0],
         l.grid[0]
     );
-    if l.config.vector > 1 && matches!(l.strategy, Strategy::Loop | Strategy::RowReduction) {
+    if l.config.vector > 1
+        && matches!(
+            l.strategy,
+            Strategy::Loop
+                | Strategy::RowReduction
+                | Strategy::Concatenate
+                | Strategy::DynamicUpdateSlice
+                | Strategy::Scatter
+        )
+    {
         s += &format!(", vector {}", l.config.vector);
     }
     if l.strategy == Strategy::RowReduction && l.row_threads < 32 {
@@ -384,7 +406,7 @@ fn describe(l: &Launch) -> String {
             32 / l.row_threads
         );
     }
-    if l.chunks() > 1 && l.strategy == Strategy::Loop {
+    if l.chunks() > 1 && (l.strategy == Strategy::Loop || !l.parts.is_empty()) {
         s += &format!(", {} chunks per thread", l.chunks());
         // The grid capped by max_blocks (not only unrolled): say so.
         if l.grid[0] == l.config.max_blocks {
@@ -418,6 +440,12 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             maps: vec![l.read_map.clone()],
         }),
         Strategy::Loop => {}
+        Strategy::Concatenate | Strategy::DynamicUpdateSlice | Strategy::Scatter => {
+            return Ok(Value::Indexing(Indexing {
+                title: format!("threads {}", spec.name),
+                operands: launch::part_sections(&spec, &l, &describe(&l)).map_err(err)?,
+            }))
+        }
     }
     for acc in launch::accesses(&spec, &l).map_err(err)? {
         let m = thread_to_input(&spec, &l, &acc).map_err(err)?;

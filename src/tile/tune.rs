@@ -163,6 +163,7 @@ pub fn emit_tiled(spec: &KernelSpec, sizes: &[i64]) -> Result<Emitted, MapError>
 
 /// [`emit_tiled`], with the maps as written (`naive`) or simplified.
 pub fn emit_tiled_with(spec: &KernelSpec, sizes: &[i64], naive: bool) -> Result<Emitted, MapError> {
+    spec.single_output("a CPU tiling")?;
     let out = &spec.output;
     if sizes.len() != out.rank()
         || sizes
@@ -331,6 +332,7 @@ pub fn tune(
     opts: &Options,
     progress: &mut dyn FnMut(usize, usize, &str),
 ) -> Result<Tuned, MapError> {
+    spec.single_output("tune")?;
     let inputs = make_inputs(spec)?;
     let want = reference_output(spec, &inputs)?;
     let out_bytes = spec.output.num_bytes()? as usize;

@@ -34,6 +34,8 @@ pub fn reshape_add(a: i64, b: i64, c: i64) -> KernelSpec {
     );
     KernelSpec {
         name: "reshape_add".into(),
+        more_outputs: vec![],
+        root: ixmap::gpu::spec::Root::Elementwise,
         inputs: vec![p0, p1],
         output: Tensor::row_major("out", ElemType::F32, &[a * b, c]),
         functions: vec![Function {
@@ -64,6 +66,8 @@ pub fn transpose(a: i64, b: i64) -> KernelSpec {
     ));
     KernelSpec {
         name: "transpose".into(),
+        more_outputs: vec![],
+        root: ixmap::gpu::spec::Root::Elementwise,
         inputs: vec![Tensor::row_major("p0", ElemType::F32, &[a, b])],
         output: Tensor::row_major("out", ElemType::F32, &[b, a]),
         functions: vec![Function {
@@ -90,6 +94,8 @@ pub fn broadcast_mul(a: i64, b: i64) -> KernelSpec {
     );
     KernelSpec {
         name: "broadcast_mul".into(),
+        more_outputs: vec![],
+        root: ixmap::gpu::spec::Root::Elementwise,
         inputs: vec![
             Tensor::row_major("p0", ElemType::F32, &[a, b]),
             Tensor::row_major("p1", ElemType::F32, &[b]),
@@ -127,6 +133,8 @@ pub fn reduce(a: i64, b: i64, row: bool) -> KernelSpec {
     };
     KernelSpec {
         name: "reduce".into(),
+        more_outputs: vec![],
+        root: ixmap::gpu::spec::Root::Elementwise,
         inputs: vec![Tensor::row_major("p0", ElemType::F32, &[a, b])],
         output: Tensor::row_major("out", ElemType::F32, &[out]),
         functions: vec![
@@ -179,6 +187,8 @@ pub fn permute(in_dims: &[i64], perm: &[usize]) -> KernelSpec {
     let name: String = perm.iter().map(|p| p.to_string()).collect();
     KernelSpec {
         name: format!("transpose_{name}"),
+        more_outputs: vec![],
+        root: ixmap::gpu::spec::Root::Elementwise,
         inputs: vec![Tensor::row_major("p0", ElemType::F32, in_dims)],
         output: Tensor::row_major("out", ElemType::F32, &out_dims),
         functions: vec![Function {

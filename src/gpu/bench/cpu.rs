@@ -162,6 +162,14 @@ pub fn compile(source: &str, entry: &str) -> Result<Compiled, MapError> {
 }
 
 impl Compiled {
+    /// Runs the kernel once with raw argument pointers: the inputs, then the outputs.
+    ///
+    /// # Safety
+    /// `args` must point to buffers of the spec's tensors, in the kernel's parameter order.
+    pub unsafe fn call_args(&self, args: &mut [*mut std::ffi::c_void]) {
+        unsafe { (self.entry)(args.as_mut_ptr()) }
+    }
+
     /// Runs the kernel once on `inputs`, writing `out`.
     pub fn call(&self, inputs: &[Vec<u8>], out: &mut [u8]) {
         let mut args: Vec<*mut std::ffi::c_void> = inputs
@@ -242,6 +250,7 @@ pub fn run_kernels(
     opts: &Options,
     kernels: Vec<(String, Emitted)>,
 ) -> Result<Outcome, MapError> {
+    spec.single_output("bench")?;
     let inputs = make_inputs(spec)?;
     let want = reference_output(spec, &inputs)?;
     let out_bytes = spec.output.num_bytes()? as usize;

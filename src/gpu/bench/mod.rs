@@ -18,7 +18,7 @@ pub mod cuda;
 pub mod measure;
 
 use super::reference::{matches, read_scalar, Reference, Scalar};
-use super::spec::{ElemType, KernelSpec};
+use super::spec::{Body, ElemType, KernelSpec};
 use crate::MapError;
 
 /// Where to run.
@@ -249,11 +249,39 @@ impl Outcome {
 
 /// Checks every element of `out` (raw bytes in the output's layout) against `want`.
 pub fn verify(spec: &KernelSpec, out: &[u8], want: &[Scalar]) -> Result<(), MapError> {
-    let elem = spec.output.elem;
-    // The type a root reduction accumulates in (f32 for `convert(reduce(...))` of f16).
-    let acc = spec
-        .root_reduction()
-        .map(|(_, func)| spec.function_elem(func));
+    match first_mismatch(spec, 0, out, want) {
+        None => Ok(()),
+        Some((i, got, w)) => Err(MapError::Other(format!(
+            "output element {i} (physical offset) is {got} but the reference says {w}: the kernel is wrong, so it has no timing"
+        ))),
+    }
+}
+
+/// The first element of output `k` of `spec` (0, then a tuple root's further outputs),
+/// read from `out` in physical order, that does not match the reference `want`: its
+/// offset, the kernel's value and the reference's (as `f64`).
+pub fn first_mismatch(
+    spec: &KernelSpec,
+    k: usize,
+    out: &[u8],
+    want: &[Scalar],
+) -> Option<(usize, f64, f64)> {
+    let elem = spec.outputs().get(k)?.elem;
+    // The type a reduction computing the output accumulates in (f32 for
+    // `convert(reduce(...))` of f16).
+    let acc = if k == 0 {
+        spec.root_reduction().map(|(_, func)| spec.function_elem(func))
+    } else {
+        let f = spec.functions.get(spec.more_outputs.get(k - 1)?.1)?;
+        let mut b = &f.body;
+        if let Body::Convert(_, inner) = b {
+            b = inner;
+        }
+        match b {
+            Body::Reduce { func, .. } => Some(spec.function_elem(*func)),
+            _ => None,
+        }
+    };
     let in_16_bits = matches!(acc, Some(ElemType::F16 | ElemType::BF16));
     // Floats: a relative tolerance (transcendentals differ in the last bits between
     // libraries, a parallel reduction sums in another order); for f16 and bf16 one unit in
@@ -275,14 +303,10 @@ pub fn verify(spec: &KernelSpec, out: &[u8], want: &[Scalar]) -> Result<(), MapE
             got == w
         };
         if !ok {
-            return Err(MapError::Other(format!(
-                "output element {i} (physical offset) is {} but the reference says {}: the kernel is wrong, so it has no timing",
-                got.to_f64(elem),
-                w.to_f64(elem)
-            )));
+            return Some((i, got.to_f64(elem), w.to_f64(elem)));
         }
     }
-    Ok(())
+    None
 }
 
 /// The reference output of `spec` on `inputs`, in physical order.
@@ -297,6 +321,7 @@ pub fn run(
     with_naive: bool,
     naive_only: bool,
 ) -> Result<Outcome, MapError> {
+    spec.single_output("bench")?;
     match opts.device {
         Device::Gpu => cuda::run(spec, opts, with_naive, naive_only),
         Device::Auto if cuda::available().is_ok() => cuda::run(spec, opts, with_naive, naive_only),

@@ -94,7 +94,16 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
     super::refuse_empty(spec)?;
     let name = c_ident(&spec.name);
     let ty = spec.output.elem.c_name();
-    if !naive {
+    if spec.root != crate::gpu::spec::Root::Elementwise {
+        return emit_parts(spec, naive, &name);
+    }
+    if spec.root_reduction().is_some() && !spec.more_outputs.is_empty() {
+        return Err(MapError::Other(format!(
+            "{}: multi-output reductions are not emitted",
+            spec.name
+        )));
+    }
+    if !naive && spec.more_outputs.is_empty() {
         if let Some(e) = emit_rows(spec, &name, ty)? {
             return Ok(e);
         }
@@ -166,8 +175,22 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
         "out[{k}] = {};",
         types::store(spec.output.elem, &v, false)
     ));
+    for (n, (t, f)) in spec.more_outputs.iter().enumerate() {
+        let v = super::function_value(&mut w, *f, &ctx, &params)?;
+        let k = w.offset(
+            &ctx,
+            &IndexingMap::identity(&t.dims),
+            &t.strides()?,
+            &format!("out{}", n + 1),
+        )?;
+        w.line(format!(
+            "out{}[{k}] = {};",
+            n + 1,
+            types::store(t.elem, &v, false)
+        ));
+    }
     let mut decl = input_params(spec, "restrict");
-    decl.push(format!("{ty} *restrict out"));
+    decl.extend(super::output_params(spec, "restrict"));
     src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
     // The tiled transpose keeps its two in-tile loops inside each thread's share.
     let extents: Vec<i64> = lm
@@ -253,12 +276,173 @@ pub fn entry_point(spec: &KernelSpec, name: &str, ty: &str) -> String {
             "({ty} *)args[{}]",
             spec.inputs.len()
         )))
+        .chain(spec.more_outputs.iter().enumerate().map(|(k, (t, _))| {
+            format!("({} *)args[{}]", t.elem.c_name(), spec.inputs.len() + 1 + k)
+        }))
         .collect();
     format!(
-        "// entry: args = inputs in order, then the output\nvoid {name}(void **args) {{\n{}  {name}_body({});\n}}\n",
+        "// entry: args = inputs in order, then the output{}\nvoid {name}(void **args) {{\n{}  {name}_body({});\n}}\n",
+        if spec.more_outputs.is_empty() { "" } else { "s" },
         crate::gpu::emit::EPOCH_STEP,
         casts.join(", ")
     )
+}
+
+/// The host kernel of a concatenate or a dynamic-update-slice: one loop per part (each
+/// operand of the concatenate over its own shape, or the update), in the output's physical
+/// order, storing at the part's offset (the concatenate's constant offset, or the clamped
+/// start indices `rt0, ..` read at run time).
+fn emit_parts(spec: &KernelSpec, naive: bool, name: &str) -> Result<Emitted, MapError> {
+    use crate::gpu::spec::Root;
+    let ty = spec.output.elem.c_name();
+    let mut src = format!(
+        "// {} for the CPU: {} = {}, {}; index arithmetic {}.\n",
+        spec.name,
+        spec.output.name,
+        spec.output.shape_text(),
+        match spec.root {
+            Root::Concatenate { .. } => "a loop per operand of the concatenate",
+            Root::Scatter { .. } => "a scatter, one loop over the updates (on one thread)",
+            _ => "an in-place dynamic-update-slice, a loop over the update",
+        },
+        if naive {
+            "naive (delinearize, apply each map, linearize)"
+        } else {
+            "from the simplified maps"
+        }
+    );
+    src += "#include <stdint.h>\n#include <math.h>\n\n";
+    src += &prelude(spec, naive)?;
+    let params: String = (0..spec.inputs.len())
+        .map(|k| format!("p{k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let parts: Vec<(usize, i64, usize)> = match &spec.root {
+        Root::Concatenate { dim, parts } => parts.iter().map(|&(f, o)| (f, o, *dim)).collect(),
+        _ => vec![(0, 0, 0)],
+    };
+    let out_strides = spec.output.strides()?;
+    let mut body = String::new();
+    for (f, off, dim) in parts {
+        let fdims = spec
+            .functions
+            .get(f)
+            .ok_or_else(|| MapError::Other(format!("no function {f}")))?
+            .dims
+            .clone();
+        let part = Tensor {
+            name: spec.functions[f].name.clone(),
+            elem: spec.output.elem,
+            dims: fdims.clone(),
+            minor_to_major: if matches!(spec.root, Root::Scatter { .. }) {
+                (0..fdims.len()).rev().collect()
+            } else {
+                spec.output.minor_to_major.clone()
+            },
+        };
+        let lm = crate::simplify::simplify(&loop_map(&part)?, &Default::default()).map;
+        let mut w = BodyWriter::new(spec, naive, 2);
+        w.memo = true;
+        w.line(format!("// f{f}'s index: {lm}"));
+        let ctx = lm.clone();
+        let v = super::function_value(&mut w, f, &ctx, &params)?;
+        // The store: the part's index shifted to its place in the output.
+        let nv = lm.num_vars() as u32;
+        if let Root::Scatter { op, .. } = &spec.root {
+            // The scatter's store: through the launch's thread → output map (its loop
+            // variable `i` a thread id of a one-thread grid would be), after the start
+            // indices are read and the window checked.
+            let wm = crate::gpu::launch::scatter_write(spec, &lm)?;
+            super::scatter_starts(&mut w, &ctx)?;
+            let k = super::store_offset(&mut w, &wm, &out_strides, "out")?;
+            w.line(super::combine_store(
+                *op,
+                spec.output.elem,
+                &format!("out[{k}]"),
+                &v,
+                false,
+            ));
+            let n = part.num_elements()?;
+            body += &format!("  for (int64_t i = 0; i <= {}; ++i) {{\n", n - 1);
+            for l in &w.lines {
+                body += l;
+                body += "\n";
+            }
+            body += "  }\n";
+            continue;
+        }
+        let (runtimes, shift): (Vec<Variable>, Vec<Expr>) = match &spec.root {
+            Root::DynamicUpdateSlice { .. } => (0..fdims.len())
+                .map(|d| {
+                    let hi = spec.output.dims[d] - fdims[d];
+                    (
+                        Variable::new(format!("rt{d}"), 0, hi),
+                        Expr::var(nv + d as u32),
+                    )
+                })
+                .unzip(),
+            _ => (
+                vec![],
+                (0..fdims.len())
+                    .map(|d| Expr::constant(if d == dim { off } else { 0 }))
+                    .collect(),
+            ),
+        };
+        let results = lm
+            .results
+            .iter()
+            .zip(&shift)
+            .map(|(&r, &s)| r.add(s))
+            .collect();
+        let wm = crate::simplify::simplify(
+            &IndexingMap::new(
+                lm.dims.clone(),
+                vec![],
+                runtimes,
+                results,
+                lm.constraints.clone(),
+            ),
+            &Default::default(),
+        )
+        .map;
+        let k = super::store_offset(&mut w, &wm, &out_strides, "out")?;
+        w.line(format!(
+            "out[{k}] = {};",
+            types::store(spec.output.elem, &v, false)
+        ));
+        let n = part.num_elements()?;
+        body += &parallel_for(&[n], 1, 1, n);
+        body += &format!("  for (int64_t i = 0; i <= {}; ++i) {{\n", n - 1);
+        for l in &w.lines {
+            body += l;
+            body += "\n";
+        }
+        body += "  }\n";
+    }
+    // The start indices the stores use (one the simplifier fixed at 0 is not declared).
+    let starts: String = super::dus_starts(spec, "int64_t")
+        .into_iter()
+        .enumerate()
+        .filter(|(d, _)| {
+            body.lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .any(|l| l.contains(&format!("rt{d}")))
+        })
+        .map(|(_, l)| format!("  {l}\n"))
+        .collect();
+    let mut decl = input_params(spec, "restrict");
+    decl.extend(super::output_params(spec, "restrict"));
+    src += &format!(
+        "static void {name}_body({}) {{\n{starts}{body}}}\n\n",
+        decl.join(", ")
+    );
+    src += &entry_point(spec, name, ty);
+    Ok(Emitted {
+        name: spec.name.clone(),
+        target: Target::Cpu,
+        source: super::finish_types(crate::gpu::emit::finish_epoch(src)),
+        entry: name.to_string(),
+    })
 }
 
 /// `(r, c) -> (output index)`: `c` runs along the output's minor physical dimension, `r`

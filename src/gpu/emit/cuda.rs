@@ -89,6 +89,27 @@ fn prune_unused(mut lines: Vec<String>) -> Vec<String> {
     }
 }
 
+/// The further outputs of a tuple root, each its function at the scope's index (the same
+/// index as output 0), stored through its own layout.
+fn store_more_outputs(w: &mut BodyWriter, ctx: &IndexingMap, params: &str) -> Result<(), MapError> {
+    let spec = w.spec;
+    for (n, (t, f)) in spec.more_outputs.iter().enumerate() {
+        let v = super::function_value(w, *f, ctx, params)?;
+        let k = w.offset(
+            ctx,
+            &IndexingMap::identity(&t.dims),
+            &t.strides()?,
+            &format!("out{}", n + 1),
+        )?;
+        w.line(format!(
+            "out{}[{k}] = {};",
+            n + 1,
+            types::store(t.elem, &v, true)
+        ));
+    }
+    Ok(())
+}
+
 /// Special float values without `<math.h>` (NVRTC has no host headers): bit patterns.
 const SPECIALS: &str = "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n";
 
@@ -397,6 +418,8 @@ fn vector_loop(
             w.line(format!("out[{k}] = {stored};"));
         }
     }
+    // A tuple root's further outputs: one store each per element, in the same loop.
+    store_more_outputs(w, wm, params)?;
     loops_close_n(1, w);
     if let Some(base) = &out_base {
         w.line(format!(
@@ -507,7 +530,47 @@ fn emit_with(
             let v = w.body(&spec.functions[0].body, &ctx, &params)?;
             let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
             w.line(format!("out[{k}] = {};", types::store(out_elem, &v, true)));
+            store_more_outputs(&mut w, &ctx, &params)?;
             loops_close(wm, &mut w);
+        }
+        Strategy::Concatenate | Strategy::DynamicUpdateSlice | Strategy::Scatter => {
+            // One loop per part (an operand of the concatenate, or the update), each in a
+            // `do { } while (0)` that a thread whose ids lie outside the part leaves.
+            for l in super::dus_starts(spec, index_ty) {
+                w.line(l);
+            }
+            for (n, p) in launch.parts.iter().enumerate() {
+                let (rm, pw) = (&p.read, &p.write);
+                w.line(format!(
+                    "// part {n} (f{}): thread → its index: {rm}",
+                    p.func
+                ));
+                w.line("do {");
+                w.indent += 1;
+                dim_guards(rm, launch, &mut w, "break");
+                guards_with(rm, &mut w, true, "break");
+                loops_open(rm, &mut w);
+                guards(rm, &mut w, false);
+                let ctx = scope(&mut w, rm, naive, "o");
+                let v = super::function_value(&mut w, p.func, &ctx, &params)?;
+                if let crate::gpu::spec::Root::Scatter { op, .. } = &spec.root {
+                    super::scatter_starts(&mut w, &ctx)?;
+                    let k = super::store_offset(&mut w, pw, &out_strides, "thread → out")?;
+                    w.line(super::combine_store(
+                        *op,
+                        spec.output.elem,
+                        &format!("out[{k}]"),
+                        &v,
+                        true,
+                    ));
+                } else {
+                    let k = super::store_offset(&mut w, pw, &out_strides, "thread → out")?;
+                    w.line(format!("out[{k}] = {};", types::store(out_elem, &v, true)));
+                }
+                loops_close(rm, &mut w);
+                w.indent -= 1;
+                w.line("} while (0);");
+            }
         }
         Strategy::TiledTranspose { .. } => {
             // Phase 1: the transposed loads of the root, read along the input's rows.
@@ -574,9 +637,16 @@ fn emit_with(
             let v = w.body(&spec.functions[0].body, &ctx, &params)?;
             let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
             w.line(format!("out[{k}] = {};", types::store(out_elem, &v, true)));
+            store_more_outputs(&mut w, &ctx, &params)?;
             loops_close(wm, &mut w);
         }
         Strategy::RowReduction | Strategy::ColumnReduction => {
+            if !spec.more_outputs.is_empty() {
+                return Err(MapError::Other(format!(
+                    "{}: multi-output reductions are not emitted",
+                    spec.name
+                )));
+            }
             // The root is the reduction, or its conversion to the output type (a sum in
             // f32 of f16 values, written as f16).
             let (root, convert_to) = match spec.functions.first().map(|f| &f.body) {
@@ -677,7 +747,7 @@ fn emit_with(
         }
     }
     let mut decl = input_params(spec, "__restrict__");
-    decl.push(format!("{} *__restrict__ out", types::mem(out_elem, true)));
+    decl.extend(super::output_params(spec, "__restrict__"));
     src += &format!(
         "extern \"C\" __global__ void __launch_bounds__({}) {name}({}) {{\n",
         launch.block[0],

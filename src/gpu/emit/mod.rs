@@ -842,7 +842,8 @@ pub fn helper_functions(
         .collect::<Vec<_>>()
         .join(", ");
     // Callees first, so C sees each function before its callers.
-    for (i, f) in spec.functions.iter().enumerate().skip(1).rev() {
+    for i in callees_first(spec) {
+        let f = &spec.functions[i];
         let ctx = IndexingMap::identity(&f.dims);
         let mut w = BodyWriter::new(spec, naive, 1);
         w.memo = memo;
@@ -871,6 +872,45 @@ pub fn helper_functions(
     Ok(out)
 }
 
+/// The functions but the root, each after every function it calls: by decreasing number
+/// (the adapter numbers a callee after its first caller), with a function moved after a
+/// callee numbered below it (an operand of a tuple or a concatenate that another calls).
+fn callees_first(spec: &KernelSpec) -> Vec<usize> {
+    let n = spec.functions.len();
+    let calls: Vec<Vec<usize>> = spec
+        .functions
+        .iter()
+        .map(|f| {
+            let mut c = Vec::new();
+            f.body.visit(&mut |b| {
+                if let Body::Call { func, .. } | Body::Reduce { func, .. } = b {
+                    c.push(*func);
+                }
+            });
+            c
+        })
+        .collect();
+    let mut done = vec![false; n];
+    let mut order = Vec::new();
+    // Each pass emits, in decreasing number, every function whose callees are all out; a
+    // cycle (which the spec never has) ends the loop with the rest in decreasing order.
+    loop {
+        let mut progress = false;
+        for i in (1..n).rev() {
+            if !done[i] && calls[i].iter().all(|&c| c == 0 || c == i || done[c]) {
+                done[i] = true;
+                order.push(i);
+                progress = true;
+            }
+        }
+        if !progress {
+            break;
+        }
+    }
+    order.extend((1..n).rev().filter(|&i| !done[i]));
+    order
+}
+
 /// A kernel for an output without elements (a zero-sized dimension) computes nothing: the
 /// emitters refuse it with this error rather than write index arithmetic that divides by
 /// the zero extent.
@@ -883,4 +923,249 @@ pub fn refuse_empty(spec: &KernelSpec) -> Result<(), MapError> {
         )));
     }
     Ok(())
+}
+
+/// The C offset at which a thread stores into an output with `strides`, from the thread-id
+/// map `m` (which may have runtime variables, named as C variables in scope: the clamped
+/// start indices of a dynamic-update-slice), with its comment line written. Naive: the
+/// linearization of `m`'s results as they are; else the simplified linear offset.
+pub fn store_offset(
+    w: &mut BodyWriter,
+    m: &IndexingMap,
+    strides: &[i64],
+    what: &str,
+) -> Result<String, MapError> {
+    w.line(format!("// {what}: {m}"));
+    let lin = m
+        .results
+        .iter()
+        .zip(strides)
+        .fold(Expr::constant(0), |acc, (&r, &s)| {
+            acc.add(r.mul(Expr::constant(s)))
+        });
+    let code = if w.naive {
+        c_expr(lin, &m.names(), &m.bounds())
+    } else {
+        let mut lm = m.clone();
+        lm.results = vec![lin];
+        let s = simplified(&lm);
+        match s.results.first() {
+            Some(&e) if s.status == crate::map::Status::Defined => {
+                c_expr(e, &s.names(), &s.bounds())
+            }
+            _ => c_expr(lin, &m.names(), &m.bounds()),
+        }
+    };
+    let v = w.fresh("k");
+    w.line(format!("const {} {v} = {code};", w.index_ty));
+    Ok(v)
+}
+
+/// The value of function `func` at the index `ctx` gives: function 0's body written in
+/// place (it has no C function of its own), any other a call of its C function.
+pub fn function_value(
+    w: &mut BodyWriter,
+    func: usize,
+    ctx: &IndexingMap,
+    params: &str,
+) -> Result<String, MapError> {
+    let spec = w.spec;
+    let f = spec
+        .functions
+        .get(func)
+        .ok_or_else(|| MapError::Other(format!("no function {func}")))?;
+    if func == 0 {
+        w.body(&f.body, ctx, params)
+    } else {
+        w.body(
+            &Body::Call {
+                func,
+                map: IndexingMap::identity(&f.dims),
+            },
+            ctx,
+            params,
+        )
+    }
+}
+
+/// Parameter declarations of the outputs: `float *restrict out`, then `out1, ..` for the
+/// further outputs of a tuple root.
+pub fn output_params(spec: &KernelSpec, restrict: &str) -> Vec<String> {
+    spec.outputs()
+        .iter()
+        .enumerate()
+        .map(|(k, t)| {
+            let n = if k == 0 {
+                "out".to_string()
+            } else {
+                format!("out{k}")
+            };
+            // `__restrict__` is CUDA's spelling: there the 16-bit floats are `__half`, ...
+            let ty = types::mem(t.elem, restrict == "__restrict__");
+            format!("{ty} *{restrict} {n}")
+        })
+        .collect()
+}
+
+/// The clamped start indices of a dynamic-update-slice, as C declarations of `rt0, ..`
+/// (the runtime variables of its thread → output map): start `d` read from its scalar
+/// input, clamped to `[0, dim - update_dim]` (XLA's semantics).
+pub fn dus_starts(spec: &KernelSpec, index_ty: &str) -> Vec<String> {
+    let crate::gpu::spec::Root::DynamicUpdateSlice { starts, .. } = &spec.root else {
+        return vec![];
+    };
+    let upd = spec
+        .functions
+        .first()
+        .map(|f| f.dims.clone())
+        .unwrap_or_default();
+    starts
+        .iter()
+        .enumerate()
+        .map(|(d, &k)| {
+            let hi = spec.output.dims.get(d).copied().unwrap_or(1) - upd.get(d).copied().unwrap_or(1);
+            // An unsigned start is never below 0 (and a compiler warns of the comparison).
+            if spec.inputs.get(k).is_some_and(|t| t.elem.is_unsigned_int()) {
+                format!("const {index_ty} rt{d} = p{k}[0] > {hi}u ? {hi} : ({index_ty})p{k}[0];")
+            } else {
+                format!(
+                    "const {index_ty} rt{d} = p{k}[0] < 0 ? 0 : (p{k}[0] > {hi} ? {hi} : ({index_ty})p{k}[0]);"
+                )
+            }
+        })
+        .collect()
+}
+
+/// A scatter's start indices for the update element at the scope's index: for each entry
+/// of the index vector, `rt<o>` read from the indices (operand dimension `o`), and a
+/// `continue` that skips the update unless its window fits (XLA's semantics). The scope
+/// must be inside a loop (or a `do { } while (0)`).
+pub fn scatter_starts(w: &mut BodyWriter, ctx: &IndexingMap) -> Result<(), MapError> {
+    let spec = w.spec;
+    let (Some(g), crate::gpu::spec::Root::Scatter { indices, .. }) =
+        (spec.scatter_geometry(), &spec.root)
+    else {
+        return Err(MapError::Other(format!("{} is not a scatter", spec.name)));
+    };
+    let it = &spec.inputs[*indices];
+    let strides = it.strides()?;
+    let names = ctx.names();
+    let bounds = ctx.bounds();
+    let batch: Vec<Expr> = g.batch.iter().map(|&j| ctx.results[j]).collect();
+    for (k, &o) in g.starts.iter().enumerate() {
+        let at = g.indices_index(&batch, Expr::constant(k as i64));
+        let lin = at
+            .iter()
+            .zip(&strides)
+            .fold(Expr::constant(0), |acc, (&e, &st)| {
+                acc.add(e.mul(Expr::constant(st)))
+            });
+        let code = if w.naive {
+            c_expr(lin, &names, &bounds)
+        } else {
+            let mut lm = ctx.clone();
+            lm.results = vec![lin];
+            let sm = simplified(&lm);
+            match sm.results.first() {
+                Some(&e) if sm.status == crate::map::Status::Defined => {
+                    c_expr(e, &sm.names(), &sm.bounds())
+                }
+                _ => c_expr(lin, &names, &bounds),
+            }
+        };
+        let hi = spec.output.dims[o] - g.window[o].1;
+        let mut shown = ctx.clone();
+        shown.results = at.clone();
+        w.line(format!(
+            "// start of operand dimension {o}, index vector entry {k}: p{indices} at {}",
+            simplified(&shown)
+        ));
+        if it.elem.bytes() == 8 && !w.index_ty.contains("64") {
+            // A 64-bit index is checked in its own type: narrowed first, a large one could
+            // wrap into the bounds.
+            w.line(format!("const {} rtv{o} = p{indices}[{code}];", it.elem.c_name()));
+            let below = if it.elem.is_unsigned_int() {
+                String::new()
+            } else {
+                format!("rtv{o} < 0 || ")
+            };
+            w.line(format!("if ({below}rtv{o} > {hi}) continue;"));
+            w.line(format!("const {} rt{o} = ({})rtv{o};", w.index_ty, w.index_ty));
+        } else {
+            w.line(format!("const {} rt{o} = p{indices}[{code}];", w.index_ty));
+            w.line(format!("if (rt{o} < 0 || rt{o} > {hi}) continue;"));
+        }
+    }
+    Ok(())
+}
+
+/// The statement combining `v` (a register value of `elem`, see [`types`]) into `target`
+/// (an lvalue of `elem`'s memory type) with `op`, with the reference's arithmetic
+/// ([`types::binary`]): plain on the CPU (its scatter loop runs on one thread); on the GPU
+/// `atomicAdd` for an add of f32, f64 or s32, else a compare-and-swap loop, since several
+/// updates may land on one element. A type of 1 or 2 bytes is swapped within the aligned
+/// 32-bit word that holds it (CUDA has no narrower compare-and-swap on every GPU).
+pub fn combine_store(op: BinOp, elem: ElemType, target: &str, v: &str, cuda: bool) -> String {
+    let combined = |cur: &str| {
+        types::store(
+            elem,
+            &types::binary(op, elem, &types::load(elem, cur, cuda), v),
+            cuda,
+        )
+    };
+    if !cuda {
+        return format!("{target} = {};", combined(target));
+    }
+    if op == BinOp::Add && matches!(elem, ElemType::F32 | ElemType::F64 | ElemType::S32) {
+        return format!("atomicAdd(&{target}, {v});");
+    }
+    let mem = types::mem(elem, true);
+    if elem.bytes() < 4 {
+        // The element's bits within its word, and back: `__ushort_as_half`, ... for the
+        // 16-bit floats, a cast for the rest (`pred` is a byte of 0 or 1).
+        let (mask, from_bits, to_bits) = match elem {
+            ElemType::F16 => (
+                "0xffffu",
+                "__ushort_as_half((unsigned short)(x))".to_string(),
+                "(unsigned)__half_as_ushort(y)".to_string(),
+            ),
+            ElemType::BF16 => (
+                "0xffffu",
+                "__ushort_as_bfloat16((unsigned short)(x))".to_string(),
+                "(unsigned)__bfloat16_as_ushort(y)".to_string(),
+            ),
+            ElemType::Pred => ("0xffu", "((x) != 0u)".to_string(), "(unsigned)(y)".to_string()),
+            _ => (
+                if elem.bytes() == 1 { "0xffu" } else { "0xffffu" },
+                format!("({mem})(x)"),
+                format!("((unsigned)(y) & {})", if elem.bytes() == 1 { "0xffu" } else { "0xffffu" }),
+            ),
+        };
+        let from = from_bits.replace("(x)", "((seen >> sh) & MASK)").replace("MASK", mask);
+        let to = to_bits.replace("(y)", "(nv)");
+        return format!(
+            "{{ unsigned *a = (unsigned *)((unsigned long long)&{target} & ~3ull); const unsigned sh = (unsigned)((unsigned long long)&{target} & 3ull) * 8u; unsigned old = *a, seen; do {{ seen = old; const {mem} cur = {from}; const {mem} nv = {}; old = atomicCAS(a, seen, (seen & ~({mask} << sh)) | ({to} << sh)); }} while (seen != old); }}",
+            combined("cur")
+        );
+    }
+    let (ity, to_bits, from_bits) = match elem {
+        ElemType::F64 => (
+            "unsigned long long",
+            "__double_as_longlong",
+            "__longlong_as_double",
+        ),
+        ElemType::F32 => ("int", "__float_as_int", "__int_as_float"),
+        ElemType::S64 | ElemType::U64 => ("unsigned long long", "", ""),
+        _ => ("int", "", ""),
+    };
+    // An integer's bits are the value, cast to the element type.
+    let cur = if elem.is_int() {
+        format!("({mem})(seen)")
+    } else {
+        format!("{from_bits}(seen)")
+    };
+    format!(
+        "{{ {ity} *a = ({ity} *)&{target}; {ity} old = *a, seen; do {{ seen = old; old = atomicCAS(a, seen, ({ity}){to_bits}({})); }} while (seen != old); }}",
+        types::binary(op, elem, &cur, v)
+    )
 }
