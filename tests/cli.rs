@@ -756,7 +756,12 @@ fn json_entries_say_their_role() {
     assert_eq!(rows.len(), roles.len(), "{last}");
     let got: Vec<(String, Option<u64>)> = roles
         .iter()
-        .map(|r| (r["role"].as_str().unwrap_or("").to_string(), r["operand"].as_u64()))
+        .map(|r| {
+            (
+                r["role"].as_str().unwrap_or("").to_string(),
+                r["operand"].as_u64(),
+            )
+        })
         .collect();
     assert_eq!(
         got,
@@ -873,10 +878,16 @@ fn reports_are_values_with_json_fields() {
     assert_eq!(g["groups"][0]["shared"], serde_json::json!(["e"]));
     let f = by_kind("fused");
     assert_eq!(f["map"], "(d0, d1) -> (d1, d0)");
-    assert!(f["how"].as_str().is_some_and(|h| h.contains("permutation")), "{f}");
+    assert!(
+        f["how"].as_str().is_some_and(|h| h.contains("permutation")),
+        "{f}"
+    );
     let s = by_kind("shown");
     assert_eq!(s["syntax"], "xla");
-    assert!(s["text"].as_str().is_some_and(|t| t.lines().count() > 1), "{s}");
+    assert!(
+        s["text"].as_str().is_some_and(|t| t.lines().count() > 1),
+        "{s}"
+    );
     let n = by_kind("no_operands");
     assert_eq!(n["name"], "q");
     assert_eq!(n["opcode"], "parameter");

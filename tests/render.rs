@@ -428,11 +428,7 @@ fn the_interpreter_builds_no_multi_line_reports() {
             continue;
         }
         let text = std::fs::read_to_string(&path).expect("read");
-        let mut code = text
-            .split("#[cfg(test)]")
-            .next()
-            .unwrap_or("")
-            .to_string();
+        let mut code = text.split("#[cfg(test)]").next().unwrap_or("").to_string();
         // The help topics: blanked out, keeping the line numbers.
         if let Some(a) = code.find("pub const TOPICS") {
             let b = code[a..].find("\n];").map_or(code.len(), |e| a + e);

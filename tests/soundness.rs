@@ -424,7 +424,9 @@ fn mod_constraints_merge_by_crt() {
     );
     // No integer is 1 mod 4 and 2 mod 6 (one odd, one even).
     let m = parse("(d0)[s0] -> (d0 + s0), domain: d0 in [0, 9], s0 in [0, 69], s0 mod 4 in [1, 1], s0 mod 6 in [2, 2]");
-    assert!(simplify(&m, &SimplifyLimits::default()).map.is_known_empty());
+    assert!(simplify(&m, &SimplifyLimits::default())
+        .map
+        .is_known_empty());
     // On a dimension: the constraint stays (merged), the bounds snap to it.
     check(
         "(d0) -> (d0), domain: d0 in [0, 99], d0 mod 4 in [3, 3], d0 mod 6 in [5, 5]",

@@ -150,7 +150,9 @@ pub fn check_inputs(
 fn aligned(bytes: &[u8]) -> Vec<u128> {
     let mut v = vec![0u128; bytes.len().div_ceil(16)];
     // SAFETY: `v` has at least `bytes.len()` bytes.
-    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, bytes.len()) };
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, bytes.len())
+    };
     v
 }
 

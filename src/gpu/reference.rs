@@ -636,11 +636,10 @@ impl<'a> Reference<'a> {
                     for (k, &o) in g.starts.iter().enumerate() {
                         let at = g.indices_index(&batch, k as i64);
                         let off: i64 = at.iter().zip(istr).map(|(a, b)| a * b).sum();
-                        start[o] = index_value(read_scalar(
-                            &self.inputs[*indices],
+                        start[o] = index_value(
+                            read_scalar(&self.inputs[*indices], it.elem, off as usize),
                             it.elem,
-                            off as usize,
-                        ), it.elem);
+                        );
                     }
                     // In i128: a start index may be any value of its type.
                     let fits = (0..rank).all(|o| {
@@ -747,30 +746,7 @@ impl<'a> Reference<'a> {
                 .next()
                 .ok_or_else(|| MapError::Other("no output".into()));
         }
-        let out = &self.spec.output;
-        let n = out.num_elements()?;
-        let phys = out.physical_dims();
-        let sizes: Vec<i64> = phys.iter().map(|&d| out.dims[d]).collect();
-        let mut idx = vec![0i64; out.rank()];
-        let mut res = Vec::with_capacity(n as usize);
-        let mut p = vec![0i64; sizes.len()];
-        for _ in 0..n {
-            for (k, &d) in phys.iter().enumerate() {
-                idx[d] = p[k];
-            }
-            res.push(self.eval(0, &idx)?);
-            for k in (0..p.len()).rev() {
-                p[k] += 1;
-                if p[k] < sizes[k] {
-                    break;
-                }
-                p[k] = 0;
-            }
-            if crate::interrupted() {
-                return Err(MapError::Interrupted);
-            }
-        }
-        Ok(res)
+        self.output_of(&self.spec.output, 0)
     }
 }
 

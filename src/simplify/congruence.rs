@@ -46,10 +46,7 @@ impl Congruence {
         if m == 0 {
             return Congruence::exact(r);
         }
-        Congruence {
-            m,
-            r: modulo(r, m),
-        }
+        Congruence { m, r: modulo(r, m) }
     }
 
     /// The value, when the class is a single integer.
@@ -205,9 +202,8 @@ mod tests {
         let classes: Vec<Congruence> = (0..=6)
             .flat_map(|m| (-2..=6).map(move |r| Congruence::new(m, r)))
             .collect();
-        let members = |c: Congruence| -> Vec<i64> {
-            (-30..=30).filter(|&v| c.contains(v)).collect()
-        };
+        let members =
+            |c: Congruence| -> Vec<i64> { (-30..=30).filter(|&v| c.contains(v)).collect() };
         for &a in &classes {
             for &b in &classes {
                 for op in [
@@ -228,7 +224,10 @@ mod tests {
                             let Ok(v) = crate::expr::arith::apply(op, x, y) else {
                                 continue;
                             };
-                            assert!(out.contains(v), "{op:?} {a:?} {b:?}: {x}, {y} -> {v} not in {out:?}");
+                            assert!(
+                                out.contains(v),
+                                "{op:?} {a:?} {b:?}: {x}, {y} -> {v} not in {out:?}"
+                            );
                         }
                     }
                 }
@@ -251,7 +250,10 @@ mod tests {
         assert_eq!(c.snap(Interval::new(1, 17)), Interval::new(3, 15));
         assert_eq!(c.snap(Interval::new(-5, -2)), Interval::new(-5, -5));
         assert!(c.snap(Interval::new(0, 2)).is_empty());
-        assert_eq!(Congruence::exact(5).snap(Interval::new(0, 9)), Interval::point(5));
+        assert_eq!(
+            Congruence::exact(5).snap(Interval::new(0, 9)),
+            Interval::point(5)
+        );
         assert_eq!(c.snap(Interval::FULL), Interval::FULL);
         for m in 1..=7 {
             for r in 0..m {

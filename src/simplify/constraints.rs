@@ -165,7 +165,11 @@ fn solve_mod(atom: Expr, iv: Interval) -> Option<(Expr, Interval, &'static str)>
     let e2 = canonical(Expr::bin(Op::Mod, s, Expr::constant(c2)));
     if c2 == 1 {
         // every s: the constraint holds (r2 = 0 = s mod 1)
-        return Some((Expr::constant(0), Interval::point(0), "constraint-mod-solve"));
+        return Some((
+            Expr::constant(0),
+            Interval::point(0),
+            "constraint-mod-solve",
+        ));
     }
     Some((e2, Interval::point(r2), "constraint-mod-solve"))
 }
@@ -202,7 +206,13 @@ fn merge_mod_constraints(m: &mut IndexingMap, steps: &mut Vec<Step>) -> Option<b
                 if x != y {
                     continue;
                 }
-                let before = format!("{} in {}, {} in {}", show(cs[i].0), cs[i].1, show(cs[j].0), cs[j].1);
+                let before = format!(
+                    "{} in {}, {} in {}",
+                    show(cs[i].0),
+                    cs[i].1,
+                    show(cs[j].0),
+                    cs[j].1
+                );
                 let Some(both) = Congruence::new(a, r).intersect(Congruence::new(b, q)) else {
                     steps.push(Step {
                         rule: "constraint-mod-merge".into(),

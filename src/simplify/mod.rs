@@ -117,8 +117,7 @@ fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified 
         // (`s0 * -7 - d2 * 5 in [8, 8]`), and left to the rounds it ran out of them, so the
         // output simplified again tightened further (not idempotent; found by the property).
         for _ in 0..MAX_CONSTRAINT_PASSES {
-            if !constraints::simplify_constraints(&mut m, &mut steps)
-                || m.status != Status::Defined
+            if !constraints::simplify_constraints(&mut m, &mut steps) || m.status != Status::Defined
             {
                 break;
             }

@@ -627,6 +627,10 @@ impl TunedLaunches {
         let default_first = order
             .first()
             .is_some_and(|&j| self.rows[j].config.is_none());
-        Some((c, self.default_s() / self.rows[i].timing.median_s, default_first))
+        Some((
+            c,
+            self.default_s() / self.rows[i].timing.median_s,
+            default_first,
+        ))
     }
 }

@@ -270,7 +270,8 @@ pub fn first_mismatch(
     // The type a reduction computing the output accumulates in (f32 for
     // `convert(reduce(...))` of f16).
     let acc = if k == 0 {
-        spec.root_reduction().map(|(_, func)| spec.function_elem(func))
+        spec.root_reduction()
+            .map(|(_, func)| spec.function_elem(func))
     } else {
         let f = spec.functions.get(spec.more_outputs.get(k - 1)?.1)?;
         let mut b = &f.body;

@@ -536,29 +536,7 @@ impl<'a> BodyWriter<'a> {
         let m = substitute(ctx, map)?;
         let shown = simplified(&m);
         self.line(format!("// {what}: {shown}"));
-        let lin = m
-            .results
-            .iter()
-            .zip(strides)
-            .fold(Expr::constant(0), |acc, (&r, &s)| {
-                acc.add(r.mul(Expr::constant(s)))
-            });
-        let code = if self.naive {
-            c_expr(lin, &m.names(), &m.bounds())
-        } else {
-            let mut lm = m.clone();
-            lm.results = vec![lin];
-            let s = simplified(&lm);
-            match s.results.first() {
-                Some(&e) if s.status == crate::map::Status::Defined => {
-                    c_expr(e, &s.names(), &s.bounds())
-                }
-                _ => c_expr(lin, &m.names(), &m.bounds()),
-            }
-        };
-        let v = self.fresh("k");
-        self.line(format!("const {} {v} = {code};", self.index_ty));
-        Ok(v)
+        Ok(linear_offset(self, &m, strides))
     }
 
     /// The C expressions of a callee's index.
@@ -936,6 +914,13 @@ pub fn store_offset(
     what: &str,
 ) -> Result<String, MapError> {
     w.line(format!("// {what}: {m}"));
+    Ok(linear_offset(w, m, strides))
+}
+
+/// Writes `const <index type> kN = <offset>;` for the element `m` reaches in a tensor with
+/// `strides` and returns `kN`. Naive: the linearization of `m`'s results as they are; else
+/// the simplified linear offset (the linearization when it does not simplify).
+fn linear_offset(w: &mut BodyWriter, m: &IndexingMap, strides: &[i64]) -> String {
     let lin = m
         .results
         .iter()
@@ -958,7 +943,7 @@ pub fn store_offset(
     };
     let v = w.fresh("k");
     w.line(format!("const {} {v} = {code};", w.index_ty));
-    Ok(v)
+    v
 }
 
 /// The value of function `func` at the index `ctx` gives: function 0's body written in
@@ -1083,14 +1068,20 @@ pub fn scatter_starts(w: &mut BodyWriter, ctx: &IndexingMap) -> Result<(), MapEr
         if it.elem.bytes() == 8 && !w.index_ty.contains("64") {
             // A 64-bit index is checked in its own type: narrowed first, a large one could
             // wrap into the bounds.
-            w.line(format!("const {} rtv{o} = p{indices}[{code}];", it.elem.c_name()));
+            w.line(format!(
+                "const {} rtv{o} = p{indices}[{code}];",
+                it.elem.c_name()
+            ));
             let below = if it.elem.is_unsigned_int() {
                 String::new()
             } else {
                 format!("rtv{o} < 0 || ")
             };
             w.line(format!("if ({below}rtv{o} > {hi}) continue;"));
-            w.line(format!("const {} rt{o} = ({})rtv{o};", w.index_ty, w.index_ty));
+            w.line(format!(
+                "const {} rt{o} = ({})rtv{o};",
+                w.index_ty, w.index_ty
+            ));
         } else {
             w.line(format!("const {} rt{o} = p{indices}[{code}];", w.index_ty));
             w.line(format!("if (rt{o} < 0 || rt{o} > {hi}) continue;"));
@@ -1134,14 +1125,31 @@ pub fn combine_store(op: BinOp, elem: ElemType, target: &str, v: &str, cuda: boo
                 "__ushort_as_bfloat16((unsigned short)(x))".to_string(),
                 "(unsigned)__bfloat16_as_ushort(y)".to_string(),
             ),
-            ElemType::Pred => ("0xffu", "((x) != 0u)".to_string(), "(unsigned)(y)".to_string()),
+            ElemType::Pred => (
+                "0xffu",
+                "((x) != 0u)".to_string(),
+                "(unsigned)(y)".to_string(),
+            ),
             _ => (
-                if elem.bytes() == 1 { "0xffu" } else { "0xffffu" },
+                if elem.bytes() == 1 {
+                    "0xffu"
+                } else {
+                    "0xffffu"
+                },
                 format!("({mem})(x)"),
-                format!("((unsigned)(y) & {})", if elem.bytes() == 1 { "0xffu" } else { "0xffffu" }),
+                format!(
+                    "((unsigned)(y) & {})",
+                    if elem.bytes() == 1 {
+                        "0xffu"
+                    } else {
+                        "0xffffu"
+                    }
+                ),
             ),
         };
-        let from = from_bits.replace("(x)", "((seen >> sh) & MASK)").replace("MASK", mask);
+        let from = from_bits
+            .replace("(x)", "((seen >> sh) & MASK)")
+            .replace("MASK", mask);
         let to = to_bits.replace("(y)", "(nv)");
         return format!(
             "{{ unsigned *a = (unsigned *)((unsigned long long)&{target} & ~3ull); const unsigned sh = (unsigned)((unsigned long long)&{target} & 3ull) * 8u; unsigned old = *a, seen; do {{ seen = old; const {mem} cur = {from}; const {mem} nv = {}; old = atomicCAS(a, seen, (seen & ~({mask} << sh)) | ({to} << sh)); }} while (seen != old); }}",
