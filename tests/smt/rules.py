@@ -179,11 +179,11 @@ rule("linearize-cancel-mod", md(kp * fd(x, m) + k * md(x, m) + R, c), md(k * x +
 #   (x written m·q + ρ with ρ = x mod m in [0, m - 1], as the semantics check proves)
 rho = z3.Int("rho")
 rule("mod-inner-mod", md(k * rho + R, c), md(k * (m * q + rho) + R, c),
-     z3.And(c > 0, m > 0, 0 <= rho, rho < m, k * m == c * j), (c, m))
+     z3.And(c > 0, m > 0, 0 <= rho, rho < m, k * m == c * j), (c, m, k))
 # (k·t + R) mod c = (k·r + R) mod c    when t ∈ m·ℤ + r (t = m·u + r) and k·m = c·j
 u = z3.Int("u")
 rule("mod-congruent-term", md(k * (m * u + r) + R, c), md(k * r + R, c),
-     z3.And(c > 0, m > 0, k * m == c * j), (c, m))
+     z3.And(c > 0, m > 0, k * m == c * j), (c, m, k))
 
 # congruence.rs: the transfer functions of the modulus-remainder analysis, each for every
 # member x = m·u + r of its operands' classes (the claim: the result is in the class
