@@ -21,6 +21,7 @@ pub mod congruence;
 pub mod constraints;
 pub mod cost;
 pub mod explain;
+pub mod fold;
 pub mod language;
 pub mod rescale;
 pub mod rewrite;
@@ -42,6 +43,9 @@ pub struct SimplifyLimits {
     /// load; a run that does reach this bound says so (`limit_hit`), and the benchmark
     /// corpus never does.
     pub max_millis: u64,
+    /// Whether the deterministic pre-pass (`fold.rs`) runs before the e-graph (off only to
+    /// measure it: `benches/simplify.rs -- --once` compares both).
+    pub prepass: bool,
 }
 
 impl Default for SimplifyLimits {
@@ -50,6 +54,7 @@ impl Default for SimplifyLimits {
             max_nodes: 10_000,
             max_iterations: 30,
             max_millis: 5_000,
+            prepass: true,
         }
     }
 }
@@ -202,6 +207,38 @@ fn rewrite_map(
             continue;
         }
         let exprs: Vec<Expr> = picked.iter().map(|&i| all[i]).collect();
+        // The deterministic pre-pass first (`fold.rs`); the e-graph only on what it leaves
+        // with a division or modulo the e-graph might still improve.
+        let folded = if limits.prepass {
+            fold::fold_all(&exprs, &bounds, facts)
+        } else {
+            exprs.clone()
+        };
+        let mut rest = Vec::new();
+        for ((&i, &e), f) in picked.iter().zip(&exprs).zip(folded) {
+            let f = if cost::expr_rank(f) < cost::expr_rank(e) {
+                if explain {
+                    let names = m.names();
+                    steps.push(Step {
+                        rule: "fold".into(),
+                        before: crate::expr::display(e, &names).to_string(),
+                        after: crate::expr::display(f, &names).to_string(),
+                        why: "the pre-pass (fold.rs): the rules below applied bottom-up, sums through the floordiv basis".into(),
+                    });
+                }
+                updates.push((i, f));
+                f
+            } else {
+                e
+            };
+            if worth_rewriting(f, &point_vars) {
+                rest.push((i, f));
+            }
+        }
+        if rest.is_empty() {
+            continue;
+        }
+        let (picked, exprs): (Vec<usize>, Vec<Expr>) = rest.into_iter().unzip();
         let (new, report) =
             rewrite::rewrite_exprs(&exprs, &bounds, facts, &m.names(), limits, explain, steps);
         out.nodes = out.nodes.max(report.nodes);
