@@ -81,8 +81,9 @@ pub struct Simplified {
     pub nodes: usize,
 }
 
-/// Most rounds of the whole pipeline (each round runs only when the last changed something).
-const MAX_ROUNDS: usize = 4;
+/// Most rounds of the whole pipeline (each round runs only when the last changed something;
+/// the last round that changes nothing is what proves the result a fixpoint).
+const MAX_ROUNDS: usize = 8;
 
 /// Simplifies `map` to a fixpoint within `limits`. Never returns a map that differs from
 /// `map` at any point of its domain.
@@ -110,18 +111,23 @@ fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified 
         out.map = m;
         return out;
     }
-    let mut last_egraph_domain = None;
+    let mut last_egraph_input = None;
     for _ in 0..MAX_ROUNDS {
         let before = m.clone();
         constraints::simplify_constraints(&mut m, &mut steps);
         if m.status == Status::Defined {
             rescale::rescale_symbols(&mut m, &mut steps);
-            // The e-graph saturated on these bounds already: rerun only if the domain moved.
-            let domain = (m.bounds(), m.constraints.clone());
-            if last_egraph_domain.as_ref() != Some(&domain) || out.limit_hit.is_some() {
+            // Rerun the e-graph when the domain moved or its last run changed an expression:
+            // a run from the extracted form can reach forms the first run's bounds did not
+            // (rewriting is not confluent), and the map is final only when a run on it
+            // changes nothing, which is what makes `simplify` idempotent.
+            // Each accepted form is ranked strictly lower than the one it replaces, so this
+            // ends.
+            let state = (m.bounds(), m.constraints.clone(), m.results.clone());
+            if last_egraph_input.as_ref() != Some(&state) || out.limit_hit.is_some() {
                 rewrite_map(&mut m, limits, explain, &mut steps, &mut out);
                 m.canonicalize();
-                last_egraph_domain = Some((m.bounds(), m.constraints.clone()));
+                last_egraph_input = Some(state);
             }
         }
         if m.status == Status::Defined {
