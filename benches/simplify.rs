@@ -478,7 +478,12 @@ mod isl_worker {
     }
 
     pub fn run() {
-        let limits = SimplifyLimits::default();
+        // `--no-prepass`: the simplifier without its pre-pass (`simplify/fold.rs`), to
+        // measure what the pre-pass changes.
+        let limits = SimplifyLimits {
+            prepass: !std::env::args().any(|a| a == "--no-prepass"),
+            ..SimplifyLimits::default()
+        };
         let maps = super::corpus();
         let srcs: Vec<String> = {
             let path = concat!(

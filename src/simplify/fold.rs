@@ -106,9 +106,27 @@ fn div_by(e: Expr, op: Op) -> Option<(Expr, i64)> {
     }
 }
 
-/// The number of distinct `(dividend, divisor)` pairs of the floordiv and mod nodes of `e`
+/// Whether every division in `e` has a dividend without a division, but for the
+/// digit-extraction form `(x floordiv c) mod m` with `x` division-free: the forms the
+/// pre-pass is trusted to hand on (`mod.rs` gives the e-graph the input itself otherwise).
+pub fn is_flat(e: Expr) -> bool {
+    match e.kind() {
+        ExprKind::Bin(op, a, b) if op.is_div_like() => {
+            if !a.has_div() {
+                return true;
+            }
+            op == Op::Mod
+                && matches!(a.kind(), ExprKind::Bin(Op::FloorDiv, x, _) if !x.has_div())
+                && !b.has_div()
+        }
+        ExprKind::Bin(_, a, b) => is_flat(a) && is_flat(b),
+        _ => true,
+    }
+}
+
+/// The distinct `(dividend, divisor)` pairs of the floordiv and mod nodes of `e`
 /// (`x floordiv c` and `x mod c` count once together).
-fn division_pairs(e: Expr) -> usize {
+fn division_pairs(e: Expr) -> std::collections::HashSet<(Expr, Expr, bool)> {
     fn walk(e: Expr, seen: &mut std::collections::HashSet<(Expr, Expr, bool)>) {
         if let ExprKind::Bin(op, a, b) = e.kind() {
             if op.is_div_like() {
@@ -120,7 +138,7 @@ fn division_pairs(e: Expr) -> usize {
     }
     let mut seen = std::collections::HashSet::new();
     walk(e, &mut seen);
-    seen.len()
+    seen
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
@@ -266,7 +284,14 @@ impl<'a> Folder<'a> {
     }
 
     /// `a floordiv c` (`c > 0`), as a linear form over canonical atoms.
+    /// With `reduce`, every coefficient is brought into `[0, c - 1]` (`k·t = c·q·t + r·t`,
+    /// then `floordiv-split-multiples`): the floordiv basis of a sum compares quotients in
+    /// that form, so `(d0 * 120 + X) floordiv 48` meets `d0 * 2 + (d0 * 24 + X) floordiv 48`.
     fn floordiv(&mut self, a: &Linear, c: i64) -> Option<Linear> {
+        self.floordiv_in(a, c, false)
+    }
+
+    fn floordiv_in(&mut self, a: &Linear, c: i64, reduce: bool) -> Option<Linear> {
         let mut a = a.clone();
         let mut c = c;
         let mut out = Linear::constant(0);
@@ -289,11 +314,18 @@ impl<'a> Folder<'a> {
             out.constant = out.constant.checked_add(floor_div(a.constant, c))?;
             moved |= floor_div(a.constant, c) != 0;
             for &(t, k) in &a.terms {
-                if k % c == 0 {
-                    out = add_scaled(&out, &atom(t), k / c)?;
+                // k = q·c + r: q·t leaves the division, r·t stays (r = 0 or k without reduce)
+                let (q, r) = match (reduce, k % c == 0) {
+                    (_, true) => (k / c, 0),
+                    (true, false) => (floor_div(k, c), modulo(k, c)),
+                    (false, false) => (0, k),
+                };
+                if q != 0 {
+                    out = add_scaled(&out, &atom(t), q)?;
                     moved = true;
-                } else {
-                    rest.terms.push((t, k));
+                }
+                if r != 0 {
+                    rest.terms.push((t, r));
                 }
             }
             a = rest;
@@ -381,8 +413,28 @@ impl<'a> Folder<'a> {
         None
     }
 
-    /// `a mod c` (`c > 0`), as a linear form over canonical atoms.
+    /// `a mod c` (`c > 0`), as a linear form over canonical atoms: the cheaper of the
+    /// dividend as given and with its coefficients reduced (the e-graph keeps both forms
+    /// and extraction picks: `(d0 * 8 + d1) mod 5` over `(d1 - d0 * 2) mod 5`).
     fn modulo(&mut self, a: &Linear, c: i64) -> Option<Linear> {
+        let reduced = self.modulo_reduced(a, c)?;
+        if c == 1 || a.terms.is_empty() || self.range(a).is_full() {
+            return Some(reduced);
+        }
+        let r = self.range(a);
+        let in_range = !r.is_empty() && floor_div(r.lo, c) == floor_div(r.hi, c);
+        if in_range || a.terms.iter().any(|&(_, k)| k % c == 0) {
+            return Some(reduced);
+        }
+        let given = atom(Expr::bin(Op::Mod, a.to_expr(), Expr::constant(c)));
+        if expr_rank(given.to_expr()) <= expr_rank(reduced.to_expr()) {
+            Some(given)
+        } else {
+            Some(reduced)
+        }
+    }
+
+    fn modulo_reduced(&mut self, a: &Linear, c: i64) -> Option<Linear> {
         if !self.budget() {
             return None;
         }
@@ -427,7 +479,7 @@ impl<'a> Folder<'a> {
         if a.constant == 0 && a.terms.len() == 1 && a.terms[0].1 == 1 {
             if let Some((x, m)) = div_by(a.terms[0].0, Op::Mod) {
                 if m % c == 0 {
-                    return self.modulo(&lin(x)?, c);
+                    return self.modulo_reduced(&lin(x)?, c);
                 }
             }
         }
@@ -460,15 +512,19 @@ impl<'a> Folder<'a> {
         // (dividend, divisor) pairs. A quotient and a remainder of the same pair are one
         // division to a reader and to hardware, so `(d0 floordiv 8) * 4 + d0 mod 8` stays
         // as written rather than `d0 - (d0 floordiv 8) * 4`; the e-graph decides those.
+        // And only divisions the sum had: a basis change that leaves a new quotient
+        // (`((d0 mod 2) * 764 + d0 * 4 - ...) floordiv 32`) is left to the e-graph.
         let (re, le) = (r.to_expr(), l.to_expr());
-        if division_pairs(re) < division_pairs(le) && expr_rank(re) < expr_rank(le) {
+        let (pr, pl) = (division_pairs(re), division_pairs(le));
+        if pr.len() < pl.len() && pr.is_subset(&pl) && expr_rank(re) < expr_rank(le) {
             r
         } else {
             l.clone()
         }
     }
 
-    /// `l` with every `Y mod m` summand written `Y - m·(Y fd m)` (and the same inside Y).
+    /// `l` with every `Y mod m` summand written `Y - m·(Y fd m)` (and the same inside Y),
+    /// every quotient with its coefficients reduced.
     fn expand(&mut self, l: &Linear, depth: usize) -> Option<Linear> {
         if depth > 8 || !self.budget() {
             return None;
@@ -478,11 +534,18 @@ impl<'a> Folder<'a> {
             match div_by(t, Op::Mod) {
                 Some((y, m)) => {
                     let ly = self.expand(&lin(y)?, depth + 1)?;
-                    let q = self.floordiv(&ly, m)?;
+                    let q = self.floordiv_in(&ly, m, true)?;
                     out = add_scaled(&out, &ly, k)?;
                     out = add_scaled(&out, &q, k.checked_mul(m)?.checked_neg()?)?;
                 }
-                None => out = add_scaled(&out, &atom(t), k)?,
+                None => match div_by(t, Op::FloorDiv) {
+                    // a quotient in reduced form, as the expanded ones are
+                    Some((z, c)) => {
+                        let q = self.floordiv_in(&lin(z)?, c, true)?;
+                        out = add_scaled(&out, &q, k)?;
+                    }
+                    None => out = add_scaled(&out, &atom(t), k)?,
+                },
             }
         }
         Some(out)
