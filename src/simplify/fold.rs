@@ -479,7 +479,7 @@ impl<'a> Folder<'a> {
         if a.constant == 0 && a.terms.len() == 1 && a.terms[0].1 == 1 {
             if let Some((x, m)) = div_by(a.terms[0].0, Op::Mod) {
                 if m % c == 0 {
-                    return self.modulo_reduced(&lin(x)?, c);
+                    return self.modulo(&lin(x)?, c);
                 }
             }
         }
