@@ -417,16 +417,10 @@ impl<'a> Folder<'a> {
     /// dividend as given and with its coefficients reduced (the e-graph keeps both forms
     /// and extraction picks: `(d0 * 8 + d1) mod 5` over `(d1 - d0 * 2) mod 5`).
     fn modulo(&mut self, a: &Linear, c: i64) -> Option<Linear> {
-        let reduced = self.modulo_reduced(a, c)?;
-        if c == 1 || a.terms.is_empty() || self.range(a).is_full() {
+        let reduced = self.modulo_in(a, c, true)?;
+        let Some(given) = self.modulo_in(a, c, false) else {
             return Some(reduced);
-        }
-        let r = self.range(a);
-        let in_range = !r.is_empty() && floor_div(r.lo, c) == floor_div(r.hi, c);
-        if in_range || a.terms.iter().any(|&(_, k)| k % c == 0) {
-            return Some(reduced);
-        }
-        let given = atom(Expr::bin(Op::Mod, a.to_expr(), Expr::constant(c)));
+        };
         if expr_rank(given.to_expr()) <= expr_rank(reduced.to_expr()) {
             Some(given)
         } else {
@@ -434,7 +428,9 @@ impl<'a> Folder<'a> {
         }
     }
 
-    fn modulo_reduced(&mut self, a: &Linear, c: i64) -> Option<Linear> {
+    /// With `residues`, every coefficient is replaced by its least residue modulo c;
+    /// without, only multiples of c are dropped.
+    fn modulo_in(&mut self, a: &Linear, c: i64, residues: bool) -> Option<Linear> {
         if !self.budget() {
             return None;
         }
@@ -461,7 +457,7 @@ impl<'a> Folder<'a> {
         // the residues (again: inner-mod may have brought in large coefficients)
         let mut a = Linear::constant(modulo(out.constant, c));
         for &(t, k) in &out.terms {
-            let r = least_residue(k, c);
+            let r = if residues { least_residue(k, c) } else if k % c == 0 { 0 } else { k };
             if r != 0 {
                 a.terms.push((t, r));
             }
@@ -484,15 +480,20 @@ impl<'a> Folder<'a> {
             }
         }
         // mod-small-remainder: (g·A + B) mod c = g·(A mod (c / g)) + B, 0 <= B <= g - 1
+        let t = Expr::bin(Op::Mod, a.to_expr(), Expr::constant(c));
+        if let Some(v) = self.point(&atom(t)) {
+            return Some(Linear::constant(v));
+        }
+        // mod-small-remainder, where it is cheaper than the mod as it stands
+        // (`(d0 * -2) mod 6` stays: `((-d0) mod 3) * 2` weighs more)
         if let Some((g, big, small)) = self.small_remainder_split(&a, c) {
             let inner = self.modulo(&big, c / g)?;
-            return add_scaled(&small, &inner, g);
+            let split = add_scaled(&small, &inner, g)?;
+            if expr_rank(split.to_expr()) < expr_rank(t) {
+                return Some(split);
+            }
         }
-        let t = Expr::bin(Op::Mod, a.to_expr(), Expr::constant(c));
-        Some(match self.point(&atom(t)) {
-            Some(v) => Linear::constant(v),
-            None => atom(t),
-        })
+        Some(atom(t))
     }
 
     /// A sum, in the floordiv basis and back; the cheaper of that and `l` itself.
