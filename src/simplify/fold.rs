@@ -350,10 +350,15 @@ impl<'a> Folder<'a> {
                 continue;
             }
             // floordiv-small-remainder: (g·A + B) fd c = A fd (c / g), 0 <= B <= g - 1
-            if let Some((g, a2)) = self.small_remainder(&a, c) {
-                a = a2;
-                c /= g;
-                continue;
+            //   (a common factor alone, B = 0, is cancelled only inside the floordiv basis:
+            //   `(d0 * -2 - d1 * 2) floordiv 6` kept whole folds with its sum into
+            //   `(d0 * -2 - d1 * 2) mod 6`, lighter than `((-d0 - d1) mod 3) * 2`)
+            if let Some((g, a2, b)) = self.small_remainder_split(&a, c) {
+                if reduce || !b.terms.is_empty() || b.constant != 0 {
+                    a = a2;
+                    c /= g;
+                    continue;
+                }
             }
             // floordiv-of-mod: (x mod m) fd c = (x fd c) mod (m / c) when c divides m
             if a.constant == 0 && a.terms.len() == 1 && a.terms[0].1 == 1 {
@@ -379,13 +384,9 @@ impl<'a> Folder<'a> {
         }
     }
 
-    /// `(g, A)` with `a = g·A + B`, `g` dividing `c` and every value of B in `[0, g - 1]`
-    /// (the largest such g among the gcds of the coefficients with c), as
+    /// `(g, A, B)` with `a = g·A + B`, `g` dividing `c` and every value of B in
+    /// `[0, g - 1]` (the largest such g among the gcds of the coefficients with c), as
     /// `split_small_remainder` in `rules.rs`.
-    fn small_remainder(&mut self, a: &Linear, c: i64) -> Option<(i64, Linear)> {
-        self.small_remainder_split(a, c).map(|(g, a, _)| (g, a))
-    }
-
     fn small_remainder_split(&mut self, a: &Linear, c: i64) -> Option<(i64, Linear, Linear)> {
         let mut gs: Vec<i64> = a
             .terms
