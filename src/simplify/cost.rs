@@ -97,21 +97,47 @@ fn combine(w: u64, div: bool, a: Rank, b: Rank) -> Rank {
     )
 }
 
-/// Extraction cost: the [`Rank`] of the extracted term.
+/// A fingerprint of a term built from its operators, constants and variables alone (never
+/// from e-class ids), so it is the same in every e-graph that holds the term.
+fn term_hash(tag: u64, a: u64, b: u64) -> u64 {
+    // splitmix64's finalizer over a sequence-sensitive fold: a + b and b + a differ.
+    let mut h = tag
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(a.rotate_left(17))
+        .wrapping_add(b.rotate_left(41) ^ 0xd6e8_feb8_6659_fd93);
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// Extraction cost: the [`Rank`] of the extracted term, then the term's fingerprint. Among
+/// forms of equal rank the choice must not depend on how the e-graph numbered its classes
+/// (which differs between `simplify M` and `simplify M explain`, whose e-graph records
+/// proofs): the fingerprint decides, the same way in both. Whether an extracted form
+/// replaces the input is still decided by the [`Rank`] alone (strictly lower).
 pub struct IxCost;
 
 impl CostFunction<IxLang> for IxCost {
-    type Cost = Rank;
-    fn cost<C>(&mut self, enode: &IxLang, mut costs: C) -> Rank
+    type Cost = (Rank, u64);
+    fn cost<C>(&mut self, enode: &IxLang, mut costs: C) -> (Rank, u64)
     where
-        C: FnMut(Id) -> Rank,
+        C: FnMut(Id) -> (Rank, u64),
     {
         match enode.op() {
-            Some((op, a, b)) => combine(op_weight(op), op.is_div_like(), costs(a), costs(b)),
-            None => leaf(match enode {
-                IxLang::Num(c) => Some(*c),
-                _ => None,
-            }),
+            Some((op, a, b)) => {
+                let ((ra, ha), (rb, hb)) = (costs(a), costs(b));
+                (
+                    combine(op_weight(op), op.is_div_like(), ra, rb),
+                    term_hash(3 + op as u64, ha, hb),
+                )
+            }
+            None => match enode {
+                IxLang::Num(c) => (leaf(Some(*c)), term_hash(1, *c as u64, 0)),
+                IxLang::Var(v) => (leaf(None), term_hash(2, u64::from(v.0), 0)),
+                _ => (leaf(None), 0),
+            },
         }
     }
 }
