@@ -180,9 +180,104 @@ fn report(maps: &[(String, IndexingMap)]) -> String {
     lines.join("\n")
 }
 
+/// `-- --once [GROUP] [REPEAT]`: one `simplify` of each map (of GROUP, or all), REPEAT
+/// times over (for `perf record`), then per map its time, e-nodes and bound hit, slowest
+/// first, and the totals per group: where the corpus's time goes.
+fn once(maps: &[(String, IndexingMap)]) {
+    let args: Vec<String> = std::env::args().collect();
+    let at = args.iter().position(|a| a == "--once").unwrap_or(0);
+    let group = args.get(at + 1).filter(|g| !g.starts_with('-')).cloned();
+    let repeat: usize = args.get(at + 2).and_then(|r| r.parse().ok()).unwrap_or(1);
+    let limits = SimplifyLimits::default();
+    let compare = args.iter().any(|a| a == "--compare");
+    let mut rows = Vec::new();
+    let (mut worse, mut better, mut same_out, mut t_old) = (0, 0, 0, Duration::ZERO);
+    for (kind, m) in maps {
+        if group.as_ref().is_some_and(|g| g != "all" && g != kind) {
+            continue;
+        }
+        if compare {
+            // the same map without the pre-pass: output rank and time, old against new
+            let off = SimplifyLimits {
+                prepass: false,
+                ..limits
+            };
+            let t = Instant::now();
+            let a = simplify(m, &off);
+            t_old += t.elapsed();
+            let b = simplify(m, &limits);
+            let rank = |s: &ixmap::simplify::Simplified| -> Vec<ixmap::simplify::cost::Rank> {
+                s.map
+                    .results
+                    .iter()
+                    .chain(s.map.constraints.iter().map(|c| &c.0))
+                    .map(|&e| ixmap::simplify::cost::expr_rank(e))
+                    .collect()
+            };
+            let sum = |v: Vec<ixmap::simplify::cost::Rank>| {
+                v.iter().fold((0u64, 0u64, 0u64, 0u64, 0u64), |a, r| {
+                    (a.0 + r.0, a.1 + r.1, a.2 + r.2, a.3 + r.3, a.4 + r.4)
+                })
+            };
+            let (ra, rb) = (sum(rank(&a)), sum(rank(&b)));
+            if a.map.to_string() == b.map.to_string() {
+                same_out += 1;
+            } else if rb > ra {
+                worse += 1;
+                println!("WORSE {kind} {m}\n  old {}\n  new {}", a.map, b.map);
+            } else {
+                better += 1;
+                println!("BETTER {kind} {m}\n  old {}\n  new {}", a.map, b.map);
+            }
+        }
+        let mut best = Duration::MAX;
+        let mut last = None;
+        for _ in 0..repeat {
+            let t = Instant::now();
+            let s = simplify(black_box(m), &limits);
+            best = best.min(t.elapsed());
+            last = Some(s);
+        }
+        let s = last.expect("repeat >= 1");
+        rows.push((
+            best,
+            kind.clone(),
+            s.nodes,
+            s.limit_hit.clone(),
+            m.to_string(),
+            s.map.to_string(),
+        ));
+    }
+    let mut by_group: std::collections::BTreeMap<String, (Duration, usize, usize)> =
+        Default::default();
+    for (t, k, _, hit, _, _) in &rows {
+        let e = by_group.entry(k.clone()).or_default();
+        e.0 += *t;
+        e.1 += 1;
+        e.2 += usize::from(hit.is_some());
+    }
+    rows.sort_by(|a, b| b.0.cmp(&a.0));
+    for (t, k, n, hit, src, out) in rows.iter().take(25) {
+        println!(
+            "{t:>10.1?} {k:>8} nodes {n:>6} {}\n    {src}\n => {out}",
+            hit.clone().unwrap_or_default()
+        );
+    }
+    if compare {
+        println!("compare (pre-pass off vs on): same output {same_out}, new cheaper {better}, new dearer {worse}; time without the pre-pass {t_old:.1?}");
+    }
+    for (k, (t, n, h)) in &by_group {
+        println!("{k:>8}: {n:>4} maps, total {t:>10.1?}, bound hit {h}");
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--isl-worker") {
         isl_worker::run();
+        return;
+    }
+    if std::env::args().any(|a| a == "--once") {
+        once(&corpus());
         return;
     }
     let maps = corpus();
@@ -406,7 +501,12 @@ mod isl_worker {
     }
 
     pub fn run() {
-        let limits = SimplifyLimits::default();
+        // `--no-prepass`: the simplifier without its pre-pass (`simplify/fold.rs`), to
+        // measure what the pre-pass changes.
+        let limits = SimplifyLimits {
+            prepass: !std::env::args().any(|a| a == "--no-prepass"),
+            ..SimplifyLimits::default()
+        };
         let maps = super::corpus();
         let srcs: Vec<String> = {
             let path = concat!(

@@ -219,11 +219,13 @@ def convert(mpa):
 
 
 class Worker:
-    def __init__(self, smoke):
+    def __init__(self, smoke, no_prepass=False):
         cmd = ["cargo", "bench", "-q", "--bench", "simplify", "--", "--isl-worker"]
         if smoke:
             # A debug build (what CI has built already), the first 3 maps of each group.
             cmd = ["cargo", "test", "-q", "--bench", "simplify", "--", "--isl-worker", "--smoke"]
+        if no_prepass:
+            cmd.append("--no-prepass")
         if os.environ.get("IXMAP_ISL_WORKER_BIN"):
             # The bench binary itself (e.g. target/release/deps/simplify-HASH), without
             # cargo: no cargo lock held while the benchmark runs.
@@ -264,12 +266,14 @@ def main():
                     help="3 maps per group, 2 rounds, a debug build (seconds)")
     ap.add_argument("--strict", action="store_true",
                     help="exit 1 unless every isl output converts and checks equal (CI)")
+    ap.add_argument("--no-prepass", action="store_true",
+                    help="ixmap without its pre-pass (simplify/fold.rs): the e-graph alone")
     args = ap.parse_args()
     if args.smoke:
         args.rounds = 2
 
     t0 = time.time()
-    w = Worker(args.smoke)
+    w = Worker(args.smoke, args.no_prepass)
     maps = w.maps
     idx = list(range(len(maps)))
     if args.only:

@@ -500,3 +500,66 @@ proptest! {
         prop_assert_eq!(again.to_string(), out.to_string(), "not idempotent:\n {}", text);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The pre-pass alone (`simplify/fold.rs`): every result folded under the bounds and
+    /// the constraints (as facts) equals the input at every domain point, and is never
+    /// ranked above the input's canonical form.
+    #[test]
+    fn prepass_agrees_pointwise(s in spec()) {
+        use ixmap::simplify::cost::expr_rank;
+        use ixmap::simplify::fold::fold_all;
+        let m = build(&s);
+        let bounds = m.bounds();
+        let folded = fold_all(&m.results, &bounds, &m.constraints);
+        for (&r, &f) in m.results.iter().zip(&folded) {
+            prop_assert!(expr_rank(f) <= expr_rank(ixmap::expr::canonical(r)), "rank grew: {r:?} -> {f:?}");
+        }
+        let mut bad = None;
+        DomainPoints::for_each(&m, &Limits { max_points: 1 << 20 }, &mut |p, _| {
+            for (&r, &f) in m.results.iter().zip(&folded) {
+                let (a, b) = (ixmap::expr::eval(r, p), ixmap::expr::eval(f, p));
+                if a.is_ok() && a != b {
+                    bad = Some(format!("at {p:?}: {} vs {}", m.show_expr(r), m.show_expr(f)));
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }).expect("enumerable");
+        prop_assert!(bad.is_none(), "{}\n in {}", bad.unwrap_or_default(), m);
+    }
+}
+
+/// Reshape chains through the pre-pass: a linear index split by one factorization and put
+/// back by another, nested twice, collapses to the linear form without the e-graph's
+/// search (the e-graph is not needed: no division is left).
+#[test]
+fn prepass_cancels_relinearization() {
+    use ixmap::simplify::fold::fold;
+    let x = Expr::var(0).mul(Expr::constant(32)).add(Expr::var(1));
+    let split = |x: Expr, hi: i64, lo: i64| {
+        // (x floordiv hi)·hi + ((x floordiv lo) mod (hi / lo))·lo + x mod lo
+        x.floordiv(Expr::constant(hi))
+            .mul(Expr::constant(hi))
+            .add(
+                x.floordiv(Expr::constant(lo))
+                    .modulo(Expr::constant(hi / lo))
+                    .mul(Expr::constant(lo)),
+            )
+            .add(x.modulo(Expr::constant(lo)))
+    };
+    let bounds = [Interval::new(0, 7), Interval::new(0, 31)];
+    let once = split(x, 64, 4);
+    let twice = split(once, 8, 2);
+    assert_eq!(fold(twice, &bounds, &[]), ixmap::expr::canonical(x));
+    // x floordiv 8 = d0 * 4 + d1 floordiv 8
+    let want = Expr::var(0)
+        .mul(Expr::constant(4))
+        .add(Expr::var(1).floordiv(Expr::constant(8)));
+    assert_eq!(
+        fold(twice.floordiv(Expr::constant(8)), &bounds, &[]),
+        ixmap::expr::canonical(want)
+    );
+}

@@ -21,6 +21,7 @@ pub mod congruence;
 pub mod constraints;
 pub mod cost;
 pub mod explain;
+pub mod fold;
 pub mod language;
 pub mod rescale;
 pub mod rewrite;
@@ -42,6 +43,9 @@ pub struct SimplifyLimits {
     /// load; a run that does reach this bound says so (`limit_hit`), and the benchmark
     /// corpus never does.
     pub max_millis: u64,
+    /// Whether the deterministic pre-pass (`fold.rs`) runs before the e-graph (off only to
+    /// measure it: `benches/simplify.rs -- --once` compares both).
+    pub prepass: bool,
 }
 
 impl Default for SimplifyLimits {
@@ -50,6 +54,7 @@ impl Default for SimplifyLimits {
             max_nodes: 10_000,
             max_iterations: 30,
             max_millis: 5_000,
+            prepass: true,
         }
     }
 }
@@ -220,12 +225,39 @@ fn rewrite_map(
             continue;
         }
         let exprs: Vec<Expr> = picked.iter().map(|&i| all[i]).collect();
-        let (new, report) =
-            rewrite::rewrite_exprs(&exprs, &bounds, facts, &m.names(), limits, explain, steps);
-        out.nodes = out.nodes.max(report.nodes);
-        if report.limit_hit.is_some() {
-            out.limit_hit = report.limit_hit;
-        }
+        let names = m.names();
+        let ctx = Group {
+            bounds: &bounds,
+            facts,
+            names: &names,
+            limits,
+            point_vars: &point_vars,
+        };
+        let new = if explain {
+            // The steps of `simplify M explain`: the e-graph's own proof from the input when
+            // it ends where `simplify M` does, else the pre-pass as one step, then the
+            // e-graph's proof from there (the same map either way).
+            let (plain, _) = ctx.rewrite(&exprs, false, &mut Vec::new());
+            let mut direct = Vec::new();
+            let (alone, report) =
+                rewrite::rewrite_exprs(&exprs, &bounds, facts, &names, limits, true, &mut direct);
+            if alone == plain {
+                steps.extend(direct);
+                out.nodes = out.nodes.max(report.nodes);
+                if report.limit_hit.is_some() {
+                    out.limit_hit = report.limit_hit;
+                }
+                alone
+            } else {
+                let (new, report) = ctx.rewrite(&exprs, true, steps);
+                report.record(out);
+                new
+            }
+        } else {
+            let (new, report) = ctx.rewrite(&exprs, false, steps);
+            report.record(out);
+            new
+        };
         updates.extend(picked.into_iter().zip(new));
     }
     for (i, e) in updates {
@@ -234,5 +266,80 @@ fn rewrite_map(
         } else {
             m.constraints[i - nr].0 = e;
         }
+    }
+}
+
+/// What one group of expressions (results under the constraints as facts, or the
+/// constraints themselves) is simplified under.
+struct Group<'a> {
+    bounds: &'a [Interval],
+    facts: &'a [(Expr, Interval)],
+    names: &'a [String],
+    limits: &'a SimplifyLimits,
+    point_vars: &'a [bool],
+}
+
+impl rewrite::RunReport {
+    fn record(&self, out: &mut Simplified) {
+        out.nodes = out.nodes.max(self.nodes);
+        if self.limit_hit.is_some() {
+            out.limit_hit = self.limit_hit.clone();
+        }
+    }
+}
+
+impl Group<'_> {
+    /// The deterministic pre-pass first (`fold.rs`), then the e-graph on what it leaves
+    /// with a division or modulo the e-graph might still improve. The new expressions, in
+    /// order (each the input itself when nothing ranked lower was found).
+    fn rewrite(
+        &self,
+        exprs: &[Expr],
+        explain: bool,
+        steps: &mut Vec<Step>,
+    ) -> (Vec<Expr>, rewrite::RunReport) {
+        let folded = if self.limits.prepass {
+            fold::fold_all(exprs, self.bounds, self.facts)
+        } else {
+            exprs.to_vec()
+        };
+        let mut new = exprs.to_vec();
+        let mut rest = Vec::new();
+        for (i, (&e, f)) in exprs.iter().zip(folded).enumerate() {
+            // A partial result with divisions nested in dividends is not handed on: the
+            // e-graph starts from the input itself there (its search from the input finds
+            // forms the pre-pass's greedy basis change does not).
+            if cost::expr_rank(f) < cost::expr_rank(e) && fold::is_flat(f) {
+                if explain {
+                    steps.push(Step {
+                        rule: "fold".into(),
+                        before: crate::expr::display(e, self.names).to_string(),
+                        after: crate::expr::display(f, self.names).to_string(),
+                        why: "the pre-pass (fold.rs): the e-graph's rules applied bottom-up, sums through the floordiv basis".into(),
+                    });
+                }
+                new[i] = f;
+            }
+            if worth_rewriting(new[i], self.point_vars) {
+                rest.push(i);
+            }
+        }
+        if rest.is_empty() {
+            return (new, rewrite::RunReport::default());
+        }
+        let input: Vec<Expr> = rest.iter().map(|&i| new[i]).collect();
+        let (out, report) = rewrite::rewrite_exprs(
+            &input,
+            self.bounds,
+            self.facts,
+            self.names,
+            self.limits,
+            explain,
+            steps,
+        );
+        for (i, e) in rest.into_iter().zip(out) {
+            new[i] = e;
+        }
+        (new, report)
     }
 }

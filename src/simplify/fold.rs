@@ -1,0 +1,624 @@
+//! The deterministic pre-pass: one bottom-up walk over an expression that applies the
+//! e-graph's own proven identities (`rules/*.rs`, `tests/smt/rules.py`) in a fixed order,
+//! each only where it makes the expression cheaper, so that most maps (the reshape and
+//! bitcast chains above all) reach their linear form without saturation. The e-graph then
+//! runs only on what still has a division or a modulo it might improve (`mod.rs`).
+//!
+//! The one idea beyond local rewriting is the *floordiv basis* for sums: every summand
+//! `k·(Y mod m)` is written `k·Y - k·m·(Y floordiv m)` (the basis change of
+//! `add-floordiv-to-mod`), nested quotients are fused (`floordiv-nested`,
+//! `floordiv-nested-sum`), like terms collected, and what remains is folded back into
+//! `mod` form where a pair `k·Y - k·m·(Y floordiv m)` appears (again `add-floordiv-to-mod`,
+//! with `floordiv-nested` to see `X floordiv 12` as `(X floordiv 4) floordiv 3`). A
+//! delinearize-relinearize pair cancels in that basis without any search:
+//!
+//! ```text
+//! X = d0 * 32 + d1
+//! (X floordiv 64) * 64 + ((X floordiv 4) mod 16) * 4 + X mod 4
+//!   = 64·(X fd 64) + 4·(X fd 4) - 64·(X fd 64) + X - 4·(X fd 4)      (floordiv basis)
+//!   = X
+//! ```
+//!
+//! Every step is an instance of an identity the e-graph uses (named at each step), with
+//! the same side conditions read from the same facts: intervals over the variable bounds
+//! (and the map's constraints, as the e-graph reads them), congruences (`congruence.rs`).
+//! A candidate replaces a subterm only when its [`expr_rank`] is lower, so the pass never
+//! makes an expression dearer; its work is bounded by counts, never by time.
+
+use super::congruence::Congruence;
+use super::cost::expr_rank;
+use crate::expr::arith::{floor_div, modulo};
+use crate::expr::linear::Linear;
+use crate::expr::{canonical, Expr, ExprKind, Op};
+use crate::interval::Interval;
+use std::collections::HashMap;
+
+/// Most candidate rewrites one [`fold`] may build (a bound on work, by count; reaching it
+/// only stops the pass early, the expression so far is still equal to the input).
+const MAX_STEPS: usize = 20_000;
+
+/// The pre-pass over `e` under the variable `bounds` and the constraint `facts` (`e in iv`:
+/// every subterm equal, in canonical form, to a fact's expression lies in its interval).
+/// Returns an expression equal to `e` at every point of the domain, in canonical form,
+/// never ranked above `canonical(e)`.
+pub fn fold(e: Expr, bounds: &[Interval], facts: &[(Expr, Interval)]) -> Expr {
+    fold_all(&[e], bounds, facts)[0]
+}
+
+/// [`fold`] of each expression, sharing the work on common subterms.
+pub fn fold_all(exprs: &[Expr], bounds: &[Interval], facts: &[(Expr, Interval)]) -> Vec<Expr> {
+    let mut f = Folder::new(bounds, facts);
+    exprs
+        .iter()
+        .map(|&e| {
+            let start = canonical(e);
+            let out = f.expr(start);
+            if expr_rank(out) < expr_rank(start) {
+                out
+            } else {
+                start
+            }
+        })
+        .collect()
+}
+
+struct Folder<'a> {
+    bounds: &'a [Interval],
+    facts: HashMap<Expr, Interval>,
+    memo: HashMap<Expr, Expr>,
+    info: HashMap<Expr, (Interval, Congruence)>,
+    steps: usize,
+}
+
+fn lin(e: Expr) -> Option<Linear> {
+    Linear::of(e)
+}
+
+fn atom(e: Expr) -> Linear {
+    Linear {
+        terms: vec![(e, 1)],
+        constant: 0,
+    }
+}
+
+/// `a + k·b`; `None` on overflow.
+fn add_scaled(a: &Linear, b: &Linear, k: i64) -> Option<Linear> {
+    let mut terms: std::collections::BTreeMap<Expr, i64> = a.terms.iter().copied().collect();
+    for &(t, j) in &b.terms {
+        let s = terms.entry(t).or_insert(0);
+        *s = s.checked_add(j.checked_mul(k)?)?;
+    }
+    Some(Linear {
+        terms: terms.into_iter().filter(|&(_, k)| k != 0).collect(),
+        constant: a.constant.checked_add(b.constant.checked_mul(k)?)?,
+    })
+}
+
+fn scaled(a: &Linear, k: i64) -> Option<Linear> {
+    add_scaled(&Linear::constant(0), a, k)
+}
+
+/// `(x, c)` when `e` is `x op c` with `c > 0` a constant.
+fn div_by(e: Expr, op: Op) -> Option<(Expr, i64)> {
+    match e.kind() {
+        ExprKind::Bin(o, x, c) if o == op => c.as_const().filter(|&c| c > 0).map(|c| (x, c)),
+        _ => None,
+    }
+}
+
+/// Whether every division in `e` has a dividend without a division, but for the
+/// digit-extraction form `(x floordiv c) mod m` with `x` division-free: the forms the
+/// pre-pass is trusted to hand on (`mod.rs` gives the e-graph the input itself otherwise).
+pub fn is_flat(e: Expr) -> bool {
+    match e.kind() {
+        ExprKind::Bin(op, a, b) if op.is_div_like() => {
+            if !a.has_div() {
+                return true;
+            }
+            op == Op::Mod
+                && matches!(a.kind(), ExprKind::Bin(Op::FloorDiv, x, _) if !x.has_div())
+                && !b.has_div()
+        }
+        ExprKind::Bin(_, a, b) => is_flat(a) && is_flat(b),
+        _ => true,
+    }
+}
+
+/// The distinct `(dividend, divisor)` pairs of the floordiv and mod nodes of `e`
+/// (`x floordiv c` and `x mod c` count once together).
+fn division_pairs(e: Expr) -> std::collections::HashSet<(Expr, Expr, bool)> {
+    fn walk(e: Expr, seen: &mut std::collections::HashSet<(Expr, Expr, bool)>) {
+        if let ExprKind::Bin(op, a, b) = e.kind() {
+            if op.is_div_like() {
+                seen.insert((a, b, op == Op::CeilDiv));
+            }
+            walk(a, seen);
+            walk(b, seen);
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    walk(e, &mut seen);
+    seen
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    super::rules::gcd(a, b)
+}
+
+/// The residue the e-graph's `mod-drop-multiples` keeps (the same function).
+fn least_residue(k: i64, c: i64) -> i64 {
+    let tie = c % 2 == 0 && k == -(c / 2);
+    if k > -c && k < c && !tie {
+        return k;
+    }
+    let r = modulo(k, c);
+    if r > c / 2 {
+        r - c
+    } else {
+        r
+    }
+}
+
+impl<'a> Folder<'a> {
+    fn new(bounds: &'a [Interval], facts: &[(Expr, Interval)]) -> Folder<'a> {
+        let mut map: HashMap<Expr, Interval> = HashMap::new();
+        for &(e, iv) in facts {
+            let c = canonical(e);
+            let slot = map.entry(c).or_insert(Interval::FULL);
+            *slot = slot.intersect(&iv);
+        }
+        Folder {
+            bounds,
+            facts: map,
+            memo: HashMap::new(),
+            info: HashMap::new(),
+            steps: 0,
+        }
+    }
+
+    fn budget(&mut self) -> bool {
+        self.steps += 1;
+        self.steps <= MAX_STEPS
+    }
+
+    /// Interval and congruence of `e` (as the e-graph's analysis computes them for a node
+    /// whose children have these facts), narrowed by a constraint on `e` itself.
+    fn info(&mut self, e: Expr) -> (Interval, Congruence) {
+        if let Some(&i) = self.info.get(&e) {
+            return i;
+        }
+        let (r, g) = match e.kind() {
+            ExprKind::Const(c) => (Interval::point(c), Congruence::exact(c)),
+            ExprKind::Var(v) => (
+                self.bounds
+                    .get(v as usize)
+                    .copied()
+                    .unwrap_or(Interval::FULL),
+                Congruence::TOP,
+            ),
+            ExprKind::Bin(op, a, b) => {
+                let (ra, ga) = self.info(a);
+                let (rb, gb) = self.info(b);
+                (Interval::apply(op, &ra, &rb), Congruence::apply(op, ga, gb))
+            }
+        };
+        let r = match self.facts.get(&e) {
+            Some(f) => r.intersect(f),
+            None => r,
+        };
+        let r = g.snap(r);
+        let g = if r.is_point() && !r.is_empty() {
+            Congruence::exact(r.lo)
+        } else {
+            g
+        };
+        self.info.insert(e, (r, g));
+        (r, g)
+    }
+
+    fn range(&mut self, l: &Linear) -> Interval {
+        let e = l.to_expr();
+        self.info(e).0
+    }
+
+    fn point(&mut self, l: &Linear) -> Option<i64> {
+        let r = self.range(l);
+        (!r.is_empty() && r.is_point()).then_some(r.lo)
+    }
+
+    /// The folded form of a canonical expression.
+    fn expr(&mut self, e: Expr) -> Expr {
+        if let Some(&f) = self.memo.get(&e) {
+            return f;
+        }
+        let out = self.expr_uncached(e);
+        let out = if expr_rank(out) < expr_rank(e) {
+            out
+        } else {
+            e
+        };
+        self.memo.insert(e, out);
+        out
+    }
+
+    fn expr_uncached(&mut self, e: Expr) -> Expr {
+        let folded = match e.kind() {
+            ExprKind::Const(_) => return e,
+            ExprKind::Var(v) => {
+                // a variable bounded to one point is that constant (`interval-constant`)
+                let b = self
+                    .bounds
+                    .get(v as usize)
+                    .copied()
+                    .unwrap_or(Interval::FULL);
+                return if b.is_point() && !b.is_empty() {
+                    Expr::constant(b.lo)
+                } else {
+                    e
+                };
+            }
+            ExprKind::Bin(op @ (Op::Add | Op::Mul), a, b) => {
+                let (fa, fb) = (self.expr(a), self.expr(b));
+                let Some(l) = lin(Expr::bin(op, fa, fb)) else {
+                    return e;
+                };
+                self.recombine(&l).to_expr()
+            }
+            ExprKind::Bin(op @ (Op::FloorDiv | Op::Mod), a, b) => {
+                let (fa, fb) = (self.expr(a), self.expr(b));
+                match (fb.as_const().filter(|&c| c > 0), lin(fa)) {
+                    (Some(c), Some(la)) => {
+                        let r = if op == Op::FloorDiv {
+                            self.floordiv(&la, c)
+                        } else {
+                            self.modulo(&la, c)
+                        };
+                        match r {
+                            Some(r) => r.to_expr(),
+                            None => canonical(Expr::bin(op, fa, fb)),
+                        }
+                    }
+                    _ => canonical(Expr::bin(op, fa, fb)),
+                }
+            }
+            ExprKind::Bin(op, a, b) => {
+                let (fa, fb) = (self.expr(a), self.expr(b));
+                canonical(Expr::bin(op, fa, fb))
+            }
+        };
+        // interval-constant: a subterm with one value is that value
+        let (r, _) = self.info(folded);
+        if r.is_point() && !r.is_empty() {
+            return Expr::constant(r.lo);
+        }
+        folded
+    }
+
+    /// `a floordiv c` (`c > 0`), as a linear form over canonical atoms.
+    /// With `reduce`, every coefficient is brought into `[0, c - 1]` (`k·t = c·q·t + r·t`,
+    /// then `floordiv-split-multiples`): the floordiv basis of a sum compares quotients in
+    /// that form, so `(d0 * 120 + X) floordiv 48` meets `d0 * 2 + (d0 * 24 + X) floordiv 48`.
+    fn floordiv(&mut self, a: &Linear, c: i64) -> Option<Linear> {
+        self.floordiv_in(a, c, false)
+    }
+
+    fn floordiv_in(&mut self, a: &Linear, c: i64, reduce: bool) -> Option<Linear> {
+        let mut a = a.clone();
+        let mut c = c;
+        let mut out = Linear::constant(0);
+        for _ in 0..64 {
+            if !self.budget() {
+                return None;
+            }
+            if c == 1 {
+                // floordiv-one
+                return add_scaled(&out, &a, 1);
+            }
+            // interval-constant: the dividend lies within one multiple of c
+            let r = self.range(&a);
+            if !r.is_empty() && !r.is_full() && floor_div(r.lo, c) == floor_div(r.hi, c) {
+                return add_scaled(&out, &Linear::constant(floor_div(r.lo, c)), 1);
+            }
+            // floordiv-split-multiples: (c·A + B + k) fd c = A + k fd c + (B + k mod c) fd c
+            let mut moved = false;
+            let mut rest = Linear::constant(modulo(a.constant, c));
+            out.constant = out.constant.checked_add(floor_div(a.constant, c))?;
+            moved |= floor_div(a.constant, c) != 0;
+            for &(t, k) in &a.terms {
+                // k = q·c + r: q·t leaves the division, r·t stays (r = 0 or k without reduce)
+                let (q, r) = match (reduce, k % c == 0) {
+                    (_, true) => (k / c, 0),
+                    (true, false) => (floor_div(k, c), modulo(k, c)),
+                    (false, false) => (0, k),
+                };
+                if q != 0 {
+                    out = add_scaled(&out, &atom(t), q)?;
+                    moved = true;
+                }
+                if r != 0 {
+                    rest.terms.push((t, r));
+                }
+            }
+            a = rest;
+            if moved {
+                continue;
+            }
+            // floordiv-nested-sum / floordiv-nested: a summand B fd c' with coefficient 1:
+            // (A + B fd c') fd c = (c'·A + B) fd (c'·c)
+            let inner = a.terms.iter().find_map(|&(t, k)| {
+                (k == 1).then(|| div_by(t, Op::FloorDiv).map(|(b, c2)| (t, b, c2)))?
+            });
+            if let Some((t, b, c2)) = inner {
+                let (Some(cc), Some(lb)) = (c2.checked_mul(c), lin(b)) else {
+                    break;
+                };
+                let without = add_scaled(&a, &atom(t), -1)?;
+                let Some(fused) = scaled(&without, c2).and_then(|s| add_scaled(&s, &lb, 1)) else {
+                    break;
+                };
+                a = fused;
+                c = cc;
+                continue;
+            }
+            // floordiv-small-remainder: (g·A + B) fd c = A fd (c / g), 0 <= B <= g - 1
+            //   (a common factor alone, B = 0, is cancelled only inside the floordiv basis:
+            //   `(d0 * -2 - d1 * 2) floordiv 6` kept whole folds with its sum into
+            //   `(d0 * -2 - d1 * 2) mod 6`, lighter than `((-d0 - d1) mod 3) * 2`)
+            if let Some((g, a2, b)) = self.small_remainder_split(&a, c) {
+                if reduce || !b.terms.is_empty() || b.constant != 0 {
+                    a = a2;
+                    c /= g;
+                    continue;
+                }
+            }
+            // floordiv-of-mod: (x mod m) fd c = (x fd c) mod (m / c) when c divides m
+            if a.constant == 0 && a.terms.len() == 1 && a.terms[0].1 == 1 {
+                if let Some((x, m)) = div_by(a.terms[0].0, Op::Mod) {
+                    if m % c == 0 {
+                        let lx = lin(x)?;
+                        let q = self.floordiv(&lx, c)?;
+                        let r = self.modulo(&q, m / c)?;
+                        return add_scaled(&out, &r, 1);
+                    }
+                }
+            }
+            break;
+        }
+        if a.terms.is_empty() {
+            let v = floor_div(a.constant, c);
+            return add_scaled(&out, &Linear::constant(v), 1);
+        }
+        let t = Expr::bin(Op::FloorDiv, a.to_expr(), Expr::constant(c));
+        match self.point(&atom(t)) {
+            Some(v) => add_scaled(&out, &Linear::constant(v), 1),
+            None => add_scaled(&out, &atom(t), 1),
+        }
+    }
+
+    /// `(g, A, B)` with `a = g·A + B`, `g` dividing `c` and every value of B in
+    /// `[0, g - 1]` (the largest such g among the gcds of the coefficients with c), as
+    /// `split_small_remainder` in `rules.rs`.
+    fn small_remainder_split(&mut self, a: &Linear, c: i64) -> Option<(i64, Linear, Linear)> {
+        let mut gs: Vec<i64> = a
+            .terms
+            .iter()
+            .map(|&(_, k)| gcd(k, c))
+            .filter(|&g| g > 1)
+            .collect();
+        gs.sort_unstable_by(|x, y| y.cmp(x));
+        gs.dedup();
+        for g in gs {
+            let r0 = modulo(a.constant, g);
+            let mut big = Linear::constant(a.constant.checked_sub(r0)? / g);
+            let mut small = Linear::constant(r0);
+            for &(t, k) in &a.terms {
+                if k % g == 0 {
+                    big.terms.push((t, k / g));
+                } else {
+                    small.terms.push((t, k));
+                }
+            }
+            if Interval::new(0, g - 1).contains_interval(&self.range(&small)) {
+                return Some((g, big, small));
+            }
+        }
+        None
+    }
+
+    /// `a mod c` (`c > 0`), as a linear form over canonical atoms: the cheaper of the
+    /// dividend as given and with its coefficients reduced (the e-graph keeps both forms
+    /// and extraction picks: `(d0 * 8 + d1) mod 5` over `(d1 - d0 * 2) mod 5`).
+    fn modulo(&mut self, a: &Linear, c: i64) -> Option<Linear> {
+        let reduced = self.modulo_in(a, c, true)?;
+        let Some(given) = self.modulo_in(a, c, false) else {
+            return Some(reduced);
+        };
+        if expr_rank(given.to_expr()) <= expr_rank(reduced.to_expr()) {
+            Some(given)
+        } else {
+            Some(reduced)
+        }
+    }
+
+    /// With `residues`, every coefficient is replaced by its least residue modulo c;
+    /// without, only multiples of c are dropped.
+    fn modulo_in(&mut self, a: &Linear, c: i64, residues: bool) -> Option<Linear> {
+        if !self.budget() {
+            return None;
+        }
+        if c == 1 {
+            return Some(Linear::constant(0)); // mod-one
+        }
+        // mod-drop-multiples, mod-congruent-term, mod-inner-mod: terms a multiple of c
+        // apart from a smaller one
+        let mut out = Linear::constant(modulo(a.constant, c));
+        for &(t, k) in &a.terms {
+            let g = self.info(t).1;
+            if g.m > 1 && k % c != 0 && k.checked_mul(g.m).is_some_and(|km| km % c == 0) {
+                out.constant = modulo(out.constant.checked_add(modulo(k.checked_mul(g.r)?, c))?, c);
+                continue;
+            }
+            if let Some((x, m)) = div_by(t, Op::Mod) {
+                if k.checked_mul(m).is_some_and(|km| km % c == 0) {
+                    out = add_scaled(&out, &lin(x)?, k)?;
+                    continue;
+                }
+            }
+            out = add_scaled(&out, &atom(t), k)?;
+        }
+        // the residues (again: inner-mod may have brought in large coefficients)
+        let mut a = Linear::constant(modulo(out.constant, c));
+        for &(t, k) in &out.terms {
+            let r = if residues {
+                least_residue(k, c)
+            } else if k % c == 0 {
+                0
+            } else {
+                k
+            };
+            if r != 0 {
+                a.terms.push((t, r));
+            }
+        }
+        if a.terms.is_empty() {
+            return Some(Linear::constant(a.constant));
+        }
+        // mod-in-range: a mod c = a - q·c when every value of a is in [q·c, q·c + c - 1]
+        let r = self.range(&a);
+        if !r.is_empty() && !r.is_full() && floor_div(r.lo, c) == floor_div(r.hi, c) {
+            let q = floor_div(r.lo, c);
+            return add_scaled(&a, &Linear::constant(q.checked_mul(c)?), -1);
+        }
+        // mod-nested: (x mod m) mod c = x mod c when c divides m
+        if a.constant == 0 && a.terms.len() == 1 && a.terms[0].1 == 1 {
+            if let Some((x, m)) = div_by(a.terms[0].0, Op::Mod) {
+                if m % c == 0 {
+                    return self.modulo(&lin(x)?, c);
+                }
+            }
+        }
+        // mod-small-remainder: (g·A + B) mod c = g·(A mod (c / g)) + B, 0 <= B <= g - 1
+        let t = Expr::bin(Op::Mod, a.to_expr(), Expr::constant(c));
+        if let Some(v) = self.point(&atom(t)) {
+            return Some(Linear::constant(v));
+        }
+        // mod-small-remainder, where it is cheaper than the mod as it stands
+        // (`(d0 * -2) mod 6` stays: `((-d0) mod 3) * 2` weighs more)
+        if let Some((g, big, small)) = self.small_remainder_split(&a, c) {
+            let inner = self.modulo(&big, c / g)?;
+            let split = add_scaled(&small, &inner, g)?;
+            if expr_rank(split.to_expr()) < expr_rank(t) {
+                return Some(split);
+            }
+        }
+        Some(atom(t))
+    }
+
+    /// A sum, in the floordiv basis and back; the cheaper of that and `l` itself.
+    fn recombine(&mut self, l: &Linear) -> Linear {
+        let has_mod = l.terms.iter().any(|&(t, _)| div_by(t, Op::Mod).is_some());
+        let has_fd = l
+            .terms
+            .iter()
+            .any(|&(t, _)| div_by(t, Op::FloorDiv).is_some());
+        if !has_mod && !has_fd {
+            return l.clone();
+        }
+        let Some(e) = self.expand(l, 0) else {
+            return l.clone();
+        };
+        let Some(r) = self.refold(e) else {
+            return l.clone();
+        };
+        // Only when the basis change removed a division outright: fewer distinct
+        // (dividend, divisor) pairs. A quotient and a remainder of the same pair are one
+        // division to a reader and to hardware, so `(d0 floordiv 8) * 4 + d0 mod 8` stays
+        // as written rather than `d0 - (d0 floordiv 8) * 4`; the e-graph decides those.
+        // And only divisions the sum had: a basis change that leaves a new quotient
+        // (`((d0 mod 2) * 764 + d0 * 4 - ...) floordiv 32`) is left to the e-graph.
+        let (re, le) = (r.to_expr(), l.to_expr());
+        let (pr, pl) = (division_pairs(re), division_pairs(le));
+        if pr.len() < pl.len() && pr.is_subset(&pl) && expr_rank(re) < expr_rank(le) {
+            r
+        } else {
+            l.clone()
+        }
+    }
+
+    /// `l` with every `Y mod m` summand written `Y - m·(Y fd m)` (and the same inside Y),
+    /// every quotient with its coefficients reduced.
+    fn expand(&mut self, l: &Linear, depth: usize) -> Option<Linear> {
+        if depth > 8 || !self.budget() {
+            return None;
+        }
+        let mut out = Linear::constant(l.constant);
+        for &(t, k) in &l.terms {
+            match div_by(t, Op::Mod) {
+                Some((y, m)) => {
+                    let ly = self.expand(&lin(y)?, depth + 1)?;
+                    let q = self.floordiv_in(&ly, m, true)?;
+                    out = add_scaled(&out, &ly, k)?;
+                    out = add_scaled(&out, &q, k.checked_mul(m)?.checked_neg()?)?;
+                }
+                None => match div_by(t, Op::FloorDiv) {
+                    // a quotient in reduced form, as the expanded ones are
+                    Some((z, c)) => {
+                        let q = self.floordiv_in(&lin(z)?, c, true)?;
+                        out = add_scaled(&out, &q, k)?;
+                    }
+                    None => out = add_scaled(&out, &atom(t), k)?,
+                },
+            }
+        }
+        Some(out)
+    }
+
+    /// Folds pairs `k·Y - k·m·(Y fd m)` of a floordiv-basis sum back into `k·(Y mod m)`
+    /// (`add-floordiv-to-mod`), where no atom outside the sum is brought in.
+    fn refold(&mut self, mut e: Linear) -> Option<Linear> {
+        'outer: for _ in 0..64 {
+            if !self.budget() {
+                return None;
+            }
+            let fds: Vec<(Expr, i64, Expr, i64)> = e
+                .terms
+                .iter()
+                .filter_map(|&(t, q)| div_by(t, Op::FloorDiv).map(|(x, mm)| (t, q, x, mm)))
+                .collect();
+            for &(p, q, x, mm) in &fds {
+                // Y = X (m = M), or Y = X fd a for a summand X fd a with a dividing M
+                let mut cands: Vec<(Linear, i64)> = vec![(lin(x)?, mm)];
+                for &(t2, _, x2, a) in &fds {
+                    if x2 == x && a < mm && mm % a == 0 {
+                        cands.push((atom(t2), mm / a));
+                    }
+                }
+                for (ly, m) in cands {
+                    if q % m != 0 {
+                        continue;
+                    }
+                    let k = -(q / m);
+                    let Some(rest) = add_scaled(&e, &atom(p), -q)
+                        .and_then(|r| add_scaled(&r, &ly, k.checked_neg()?))
+                    else {
+                        continue;
+                    };
+                    if rest
+                        .terms
+                        .iter()
+                        .any(|t| !e.terms.iter().any(|u| u.0 == t.0))
+                    {
+                        continue;
+                    }
+                    let Some(md) = self.modulo(&ly, m) else {
+                        continue;
+                    };
+                    e = add_scaled(&rest, &md, k)?;
+                    continue 'outer;
+                }
+            }
+            return Some(e);
+        }
+        Some(e)
+    }
+}
