@@ -159,6 +159,16 @@ fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified 
         }
     }
     m.is_simplified = m.status == Status::Defined;
+    if m.status == Status::KnownEmpty {
+        // Found empty along the way: what the results were rewritten to under an empty
+        // domain means nothing (any equation holds there), so the input's results stay,
+        // readable as printed (`show ... as mlir` prints them beside `KNOWN EMPTY`).
+        // The input's variables too: symbols removed on the way renumber the rest.
+        let mut empty = out.map.clone();
+        empty.status = Status::KnownEmpty;
+        empty.is_simplified = false;
+        m = empty;
+    }
     out.map = m;
     if explain {
         out.steps = steps;
@@ -261,6 +271,14 @@ fn rewrite_map(
         updates.extend(picked.into_iter().zip(new));
     }
     for (i, e) in updates {
+        // Where the constraints cannot all hold, the e-graph's classes may merge different
+        // constants (every equation holds on an empty domain) and extraction may pick a zero
+        // divisor: true there, but not a map anyone can print or read back. Such a form is
+        // dropped; the constraint passes find the domain empty on their own or keep it.
+        let old = all[i];
+        if old.divisors_are_positive_constants() && !e.divisors_are_positive_constants() {
+            continue;
+        }
         if i < nr {
             m.results[i] = e;
         } else {
