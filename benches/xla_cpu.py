@@ -79,6 +79,21 @@ def softmax_jax(x):
     return e / jnp.sum(e, axis=1, keepdims=True)
 
 
+def softmax_case(rows, cols):
+    """The row softmax of f32[rows, cols], named softmax{cols}."""
+    name = f"softmax{cols}"
+    return dict(
+        name=name,
+        label=f"row softmax f32[{rows},{cols}]",
+        kind="reduction",
+        hlo=softmax_hlo(name, rows, cols),
+        inputs=[(rows, cols)],
+        out=(rows, cols),
+        jax=softmax_jax,
+        goal=1.0,
+    )
+
+
 def cases(quick):
     s = 4 if quick else 1  # --quick: smaller tensors, for a smoke test
     a, b, c = 64 // s, 256, 1024
@@ -130,26 +145,8 @@ def cases(quick):
             jax=lambda p0: jnp.transpose(p0),
             goal=1.5,
         ),
-        dict(
-            name="softmax32",
-            label=f"row softmax f32[{n},32]",
-            kind="reduction",
-            hlo=softmax_hlo("softmax32", n, 32),
-            inputs=[(n, 32)],
-            out=(n, 32),
-            jax=softmax_jax,
-            goal=1.0,
-        ),
-        dict(
-            name="softmax1024",
-            label=f"row softmax f32[{n},1024]",
-            kind="reduction",
-            hlo=softmax_hlo("softmax1024", n, 1024),
-            inputs=[(n, 1024)],
-            out=(n, 1024),
-            jax=softmax_jax,
-            goal=1.0,
-        ),
+        softmax_case(n, 32),
+        softmax_case(n, 1024),
     ]
 
 

@@ -2,11 +2,14 @@
 //! a reshape, transpose, broadcast, row and column reduction; simplified and naive agree.
 
 #[path = "common/gpu_specs.rs"]
+#[allow(dead_code)] // the shared specs; this test runs the kinds of `all_kinds`
 mod specs;
+#[path = "common/cpu_verify.rs"]
+mod verify;
 
-use ixmap::gpu::bench::{self, Device, Options};
 use ixmap::gpu::spec::KernelSpec;
 use specs::*;
+use verify::assert_verified_on_cpu;
 
 fn all_kinds() -> Vec<KernelSpec> {
     vec![
@@ -20,18 +23,8 @@ fn all_kinds() -> Vec<KernelSpec> {
 
 #[test]
 fn every_kind_matches_the_reference_simplified_and_naive() {
-    let opts = Options {
-        device: Device::Cpu,
-        reps: 1,
-        warmups: 0,
-        progress: false,
-        ..Default::default()
-    };
     for spec in all_kinds() {
-        let o =
-            bench::run(&spec, &opts, true, false).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
-        assert_eq!(o.variants.len(), 2);
-        assert!(o.variants.iter().all(|v| v.verified));
+        assert_verified_on_cpu(&spec);
     }
 }
 
@@ -85,17 +78,7 @@ fn cuda_source_is_cplusplus() {
 
 #[test]
 fn cpu_matches_reference() {
-    let opts = Options {
-        device: Device::Cpu,
-        reps: 1,
-        warmups: 0,
-        progress: false,
-        ..Default::default()
-    };
-    let spec = reshape_add(3, 5, 8);
-    let o = bench::run(&spec, &opts, true, false).expect("runs and verifies");
-    assert_eq!(o.variants.len(), 2);
-    assert!(o.variants.iter().all(|v| v.verified));
+    assert_verified_on_cpu(&reshape_add(3, 5, 8));
 }
 
 #[test]

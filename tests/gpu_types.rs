@@ -12,13 +12,19 @@
 //! round-to-nearest-even on every f16/bf16 value, every midpoint between neighbours and
 //! its two float neighbours, and a stride through all f32 bit patterns.
 
-use ixmap::gpu::bench::{self, Device, Options};
+#[path = "common/cuda_program.rs"]
+mod cuda_program;
+#[path = "common/cpu_verify.rs"]
+mod verify;
+
+use cuda_program::CudaProgram;
 use ixmap::gpu::cuda_cpu;
 use ixmap::gpu::emit;
 use ixmap::gpu::nvcc::{self, Nvrtc};
 use ixmap::gpu::reference::{half_bits, half_value};
 use ixmap::gpu::spec::{ElemType, KernelSpec};
 use ixmap::gpu::sweep;
+use verify::assert_verified_on_cpu;
 
 fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
@@ -119,18 +125,8 @@ fn every_type_runs_as_c_on_the_cpu_verified() {
         assert!(!in_ci(), "CI and no C compiler");
         return;
     }
-    let opts = Options {
-        device: Device::Cpu,
-        reps: 1,
-        warmups: 0,
-        progress: false,
-        ..Default::default()
-    };
     for spec in all_specs() {
-        let o =
-            bench::run(&spec, &opts, true, false).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
-        assert_eq!(o.variants.len(), 2, "{}", spec.name);
-        assert!(o.variants.iter().all(|v| v.verified), "{}", spec.name);
+        assert_verified_on_cpu(&spec);
     }
 }
 
@@ -151,39 +147,23 @@ fn every_type_compiles_with_nvrtc_and_ptxas_without_warnings() {
     let ptxas = nvcc::find_ptxas();
     let tmp = std::env::temp_dir().join(format!("ixmap-types-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temp dir");
-    // One program per architecture (a program per kernel costs a second each): every
-    // kernel in a namespace of its own, entries renamed, `#include` lines first.
-    let (mut includes, mut body, mut n) = (String::new(), String::new(), 0);
+    // One program per architecture, every kernel in it.
+    let mut all = CudaProgram::default();
     for spec in all_specs() {
         for (label, launch) in sweep::launches(&spec) {
             let launch = launch.expect("launch");
             for naive in [false, true] {
                 let e = emit::cuda::emit(&spec, &launch, naive).expect("emits");
-                let src = e
-                    .source
-                    .replace(&format!(" {}(", e.entry), &format!(" {}__k{n}(", e.entry));
-                body += &format!(
-                    "#line 1 \"kernel {n}: {} {label}{}\"\nnamespace k{n} {{\n",
-                    spec.name,
-                    if naive { " naive" } else { "" }
+                let naive = if naive { " naive" } else { "" };
+                all.add(
+                    &format!("{} {label}{naive}", spec.name),
+                    &e.source,
+                    &e.entry,
                 );
-                for l in src.lines() {
-                    if l.starts_with("#include ") {
-                        if !includes.contains(l) {
-                            includes += l;
-                            includes.push('\n');
-                        }
-                    } else {
-                        body += l;
-                        body.push('\n');
-                    }
-                }
-                body += "}\n";
-                n += 1;
             }
         }
     }
-    let program = includes + &body;
+    let (program, n) = (all.text(), all.kernels);
     for (arch, sm) in [("compute_80", "sm_80"), ("compute_90", "sm_90")] {
         let opt = format!("--gpu-architecture={arch}");
         let c = nvrtc.compile(&program, "types.cu", &[&opt]).expect("nvrtc");

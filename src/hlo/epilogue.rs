@@ -26,7 +26,7 @@
 //! shapes its emitters tile well. Shown in `sessions/hlo/epilogues.ixm`.
 
 use super::ops::MapSet;
-use super::partition::{mlir_elem, tensor_type};
+use super::partition::{mlir_elem, signature_args};
 use super::{Computation, InstrId};
 use std::collections::HashSet;
 
@@ -128,17 +128,8 @@ pub fn epilogues(comp: &Computation, extra: &[InstrId]) -> Vec<Epilogue> {
 
 /// The epilogue function's signature (see the module documentation).
 pub fn signature(comp: &Computation, e: &Epilogue) -> String {
-    let mut args: Vec<String> = comp
-        .parameters()
-        .iter()
-        .enumerate()
-        .map(|(k, &p)| {
-            let s = &comp.instrs[p].shape;
-            format!("%p{k}: {}", tensor_type(s.dims(), s.elem()))
-        })
-        .collect();
     let rank = e.roots.first().map_or(0, |&r| comp.instrs[r].rank());
-    args.extend((0..rank).map(|j| format!("%i{j}: index")));
+    let mut args = signature_args(comp, rank);
     for &h in &e.injected {
         for s in comp.instrs[h].shape.tuple_elements() {
             args.push(format!("%{}: {}", comp.instrs[h].name, mlir_elem(s.elem())));

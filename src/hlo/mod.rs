@@ -153,4 +153,13 @@ impl Module {
     pub fn entry(&self) -> Option<&Computation> {
         self.computations.iter().find(|c| c.is_entry)
     }
+    /// The computation a `fusion` instruction calls (`calls=`), when `ins` is one and the
+    /// callee is defined: where a fusion's name leads the commands that look inside it.
+    pub fn fused_computation(&self, ins: &Instr) -> Option<&Computation> {
+        ins.attrs
+            .calls
+            .as_deref()
+            .filter(|_| ins.opcode == "fusion")
+            .and_then(|n| self.computation(n))
+    }
 }

@@ -230,11 +230,10 @@ pub fn tensor_type(dims: &[i64], elem: &str) -> String {
     s
 }
 
-/// Seed 003's function signature for a subgraph: one tensor per parameter of the
-/// computation, one index per dimension of the subgraph root's output, one result per
-/// root (each element of a tuple-shaped root, as a variadic reduce has).
-pub fn signature(comp: &Computation, f: &Function) -> String {
-    let root = &comp.instrs[f.root];
+/// The arguments every subgraph function starts with (seed 003): `%pK: tensor<...>` per
+/// parameter of `comp`, then `%iJ: index` per dimension of the `rank`-dimensional output
+/// it computes an element of. Shared by partition functions and epilogues.
+pub fn signature_args(comp: &Computation, rank: usize) -> Vec<String> {
     let mut args: Vec<String> = comp
         .parameters()
         .iter()
@@ -244,7 +243,16 @@ pub fn signature(comp: &Computation, f: &Function) -> String {
             format!("%p{k}: {}", tensor_type(s.dims(), s.elem()))
         })
         .collect();
-    args.extend((0..root.rank()).map(|j| format!("%i{j}: index")));
+    args.extend((0..rank).map(|j| format!("%i{j}: index")));
+    args
+}
+
+/// Seed 003's function signature for a subgraph: one tensor per parameter of the
+/// computation, one index per dimension of the subgraph root's output, one result per
+/// root (each element of a tuple-shaped root, as a variadic reduce has).
+pub fn signature(comp: &Computation, f: &Function) -> String {
+    let root = &comp.instrs[f.root];
+    let args = signature_args(comp, root.rank());
     let results: Vec<String> = if root.opcode == "tuple" {
         // The root tuple's function returns the outputs that share its indices (those of
         // another shape root functions of their own).

@@ -167,14 +167,15 @@ pub fn equal(a: &IndexingMap, b: &IndexingMap, limits: &Limits) -> Result<bool, 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::expr::Expr;
     use crate::map::{DomainPoints, Variable};
     use std::collections::{BTreeMap, BTreeSet};
 
-    /// The relation of a map, the slow way: every point, stored.
-    fn relation(m: &IndexingMap) -> BTreeMap<Vec<i64>, BTreeSet<Vec<i64>>> {
+    /// The relation of a map, the slow way: every point, stored (dimension point -> set
+    /// of results). The oracle of this module's and `inverse`'s tests.
+    pub(crate) fn relation(m: &IndexingMap) -> BTreeMap<Vec<i64>, BTreeSet<Vec<i64>>> {
         let nd = m.dims.len();
         let mut rel: BTreeMap<Vec<i64>, BTreeSet<Vec<i64>>> = BTreeMap::new();
         DomainPoints::for_each(m, &Limits::default(), &mut |p, r| {

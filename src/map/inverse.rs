@@ -920,6 +920,7 @@ fn adjugate(a: &[Vec<i128>]) -> Vec<Vec<i128>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::map::equal::tests::relation;
     use crate::map::Status;
     use std::collections::{BTreeMap, BTreeSet};
 
@@ -928,18 +929,6 @@ mod tests {
     }
     fn c(k: i64) -> Expr {
         Expr::constant(k)
-    }
-
-    /// The relation of a map, stored: dimension point -> set of results.
-    fn relation(m: &IndexingMap) -> BTreeMap<Vec<i64>, BTreeSet<Vec<i64>>> {
-        let nd = m.dims.len();
-        let mut rel: BTreeMap<Vec<i64>, BTreeSet<Vec<i64>>> = BTreeMap::new();
-        DomainPoints::for_each(m, &Limits::default(), &mut |p, r| {
-            rel.entry(p[..nd].to_vec()).or_default().insert(r.to_vec());
-            Ok(true)
-        })
-        .expect("small");
-        rel
     }
 
     /// One-to-one by brute force: one result per point, no result twice.

@@ -328,19 +328,10 @@ fn indexing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let module = &s.hlo.module;
     let (comp, fusion_of): (&Computation, Option<(&Computation, InstrId)>) = match target {
         Target::Computation(c) => (c, None),
-        Target::Instr(c, id) => {
-            let ins = &c.instrs[id];
-            let callee = ins
-                .attrs
-                .calls
-                .as_deref()
-                .filter(|_| ins.opcode == "fusion")
-                .and_then(|n| module.computation(n));
-            match callee {
-                Some(f) => (f, Some((c, id))),
-                None => return instr_indexing(c, id, from, &phys),
-            }
-        }
+        Target::Instr(c, id) => match module.fused_computation(&c.instrs[id]) {
+            Some(f) => (f, Some((c, id))),
+            None => return instr_indexing(c, id, from, &phys),
+        },
     };
     let _ = fusion_of;
     let comp = &*flattened(module, comp);

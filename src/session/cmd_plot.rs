@@ -153,25 +153,24 @@ fn crop(g: &mut Grid) -> Option<String> {
     if (ra, rb, ca, cb) == (0, g.rows - 1, 0, g.cols - 1) {
         return None;
     }
-    let mut said = Vec::new();
-    if (ra, rb) != (0, g.rows - 1) {
-        said.push(format!(
-            "rows {} to {} of {} to {}",
-            g.row0 + ra as i64,
-            g.row0 + rb as i64,
-            g.row0,
-            g.row0 + g.rows as i64 - 1
-        ));
-    }
-    if (ca, cb) != (0, g.cols - 1) {
-        said.push(format!(
-            "columns {} to {} of {} to {}",
-            g.col0 + ca as i64,
-            g.col0 + cb as i64,
-            g.col0,
-            g.col0 + g.cols as i64 - 1
-        ));
-    }
+    // "rows 3 to 9 of 0 to 31" for an axis that is cropped.
+    let cropped = |what: &str, (a, b): (usize, usize), first: i64, n: usize| {
+        ((a, b) != (0, n - 1)).then(|| {
+            format!(
+                "{what} {} to {} of {first} to {}",
+                first + a as i64,
+                first + b as i64,
+                first + n as i64 - 1
+            )
+        })
+    };
+    let said: Vec<String> = [
+        cropped("rows", (ra, rb), g.row0, g.rows),
+        cropped("columns", (ca, cb), g.col0, g.cols),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let cells = (ra..=rb)
         .flat_map(|r| (ca..=cb).map(move |c| (r, c)))
         .map(|(r, c)| std::mem::take(&mut g.cells[r * g.cols + c]))

@@ -62,18 +62,12 @@ pub struct Operand {
 /// has one per operand (or, with `from K`, one per output), with its shape.
 fn operands(s: &mut Session, a: &Args) -> Result<(Vec<Operand>, Option<Vec<i64>>), Diagnostic> {
     let span = a.groups().first().map_or(a.span(), |g| g.span);
-    if let Some(Arg::Word(w, wspan)) = a.items().next() {
-        if !s.values.contains_key(w) && s.hlo.resolve(w).is_some() {
-            return hlo_operands(s, a, w, *wspan);
-        }
+    if let Some((w, wspan)) = hlo_name(s, a) {
+        return hlo_operands(s, a, &w, wspan);
     }
     match a.value(s, 0)? {
         Value::Map(m) | Value::Explained { map: m, .. } => {
-            let out = m
-                .dims
-                .iter()
-                .map(|d| d.bounds.hi.saturating_add(1))
-                .collect();
+            let out = extents(&m);
             Ok((
                 vec![Operand {
                     label: "0".into(),
@@ -137,28 +131,8 @@ fn hlo_operands(
     };
     // Shapes: of the operands (parameters of a fusion), or of the outputs with `from K`.
     let (shapes, out_shape): (Vec<Vec<i64>>, Vec<i64>) = {
-        let module = &s.hlo.module;
-        let (comp, instr) = match s.hlo.resolve(name) {
-            Some(crate::hlo::workspace::Target::Computation(c)) => (c, None),
-            Some(crate::hlo::workspace::Target::Instr(c, id)) => {
-                let ins = &c.instrs[id];
-                match ins
-                    .attrs
-                    .calls
-                    .as_deref()
-                    .filter(|_| ins.opcode == "fusion")
-                    .and_then(|n| module.computation(n))
-                {
-                    Some(f) => (f, None),
-                    None => (c, Some(id)),
-                }
-            }
-            None => {
-                return Err(Diagnostic::at(
-                    format!("no instruction or computation named `{name}`"),
-                    span,
-                ))
-            }
+        let Some((comp, instr)) = hlo_target(s, name) else {
+            return Err(no_hlo_named(name, span));
         };
         let (ins_shapes, outs): (Vec<Vec<i64>>, Vec<Vec<i64>>) = match instr {
             Some(id) => (
@@ -256,7 +230,7 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         for op in &mut ops {
             for m in &mut op.maps {
                 *m = tile::fusion::promote(m, k.len())
-                    .map_err(|e| Diagnostic::at(e, a.kv("k").map_or(a.span(), |x| x.span())))?;
+                    .map_err(|e| Diagnostic::at(e, kv_span(a, "k")))?;
             }
         }
         out_shape = None;
@@ -272,32 +246,19 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             Size::Symbol(_) => 0,
         })
         .collect();
-    let Some(first) = ops.iter().flat_map(|o| o.maps.first()).next() else {
-        return Err(Diagnostic::at(
-            "nothing to tile: no operand has a map",
-            a.span(),
-        ));
-    };
+    let first = first_map(a, &ops)?;
     if first.dims.len() != sizes.len() {
-        return Err(Diagnostic::at(
-            format!(
-                "{} has {} dimension{} but sizes has {}",
-                tiled_what(a),
-                first.dims.len(),
-                if first.dims.len() == 1 { "" } else { "s" },
-                sizes.len()
-            ),
-            a.kv("sizes").map_or(a.span(), |x| x.span()),
+        return Err(sizes_mismatch(
+            a,
+            &tiled_what(a),
+            first.dims.len(),
+            sizes.len(),
         ));
     }
     // The output's extents: from the HLO, else from the map's dimensions.
     let extents: Vec<i64> = match out_shape {
         Some(sh) if sh.len() == sizes.len() => sh,
-        _ => first
-            .dims
-            .iter()
-            .map(|d| d.bounds.hi.saturating_add(1))
-            .collect(),
+        _ => extents(first),
     };
     let out =
         tile::output_tile(&extents, &sizes).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
@@ -354,24 +315,11 @@ fn run_tile_symbolic(
     ops: &[Operand],
     out_shape: Option<Vec<i64>>,
 ) -> Result<Value, Diagnostic> {
-    let span = a.kv("sizes").map_or(a.span(), |x| x.span());
-    let Some(first) = ops.iter().flat_map(|o| o.maps.first()).next() else {
-        return Err(Diagnostic::at(
-            "nothing to tile: no operand has a map",
-            a.span(),
-        ));
-    };
+    let span = kv_span(a, "sizes");
+    let first = first_map(a, ops)?;
     let n = first.dims.len();
     if n != given.len() {
-        return Err(Diagnostic::at(
-            format!(
-                "{} has {n} dimension{} but sizes has {}",
-                tiled_what(a),
-                if n == 1 { "" } else { "s" },
-                given.len()
-            ),
-            span,
-        ));
+        return Err(sizes_mismatch(a, &tiled_what(a), n, given.len()));
     }
     // The output's extents: from the HLO, else the largest the maps' dimensions reach.
     let extents: Vec<i64> = match out_shape {
@@ -406,14 +354,10 @@ fn run_tile_symbolic(
     let maps: Vec<(String, IndexingMap)> = ops
         .iter()
         .flat_map(|op| {
-            op.maps.iter().enumerate().map(|(mi, m)| {
-                let label = if op.maps.len() > 1 {
-                    format!("{} (map {mi})", op.label)
-                } else {
-                    op.label.clone()
-                };
-                (label, m.clone())
-            })
+            op.maps
+                .iter()
+                .enumerate()
+                .map(|(mi, m)| (map_label(&op.label, mi, op.maps.len()), m.clone()))
         })
         .collect();
     let tiles = symbolic::tile_maps(&maps, &extents, given, &limits);
@@ -450,6 +394,52 @@ fn tiled_what(a: &Args) -> String {
     match a.after("from") {
         Some(Arg::Int(k, _)) => format!("operand {k}"),
         _ => "the output".to_string(),
+    }
+}
+
+/// Where to point at `key=`: its value, else the whole command.
+fn kv_span(a: &Args, key: &str) -> crate::syntax::Span {
+    a.kv(key).map_or(a.span(), Arg::span)
+}
+
+/// `sizes=` gives `given` sizes for `what`, which has `n` dimensions.
+fn sizes_mismatch(a: &Args, what: &str, n: usize, given: usize) -> Diagnostic {
+    Diagnostic::at(
+        format!(
+            "{what} has {n} dimension{} but sizes has {given}",
+            if n == 1 { "" } else { "s" }
+        ),
+        kv_span(a, "sizes"),
+    )
+}
+
+/// The first map of the operands (whose dimensions are the output's).
+fn first_map<'o>(a: &Args, ops: &'o [Operand]) -> Result<&'o IndexingMap, Diagnostic> {
+    ops.iter()
+        .flat_map(|o| o.maps.first())
+        .next()
+        .ok_or_else(|| Diagnostic::at("nothing to tile: no operand has a map", a.span()))
+}
+
+/// A map's dimension extents (`hi + 1` of each).
+fn extents(m: &IndexingMap) -> Vec<i64> {
+    m.dims
+        .iter()
+        .map(|d| d.bounds.hi.saturating_add(1))
+        .collect()
+}
+
+/// The tile sizes of the output's dimensions, then the K steps.
+fn with_k(sizes: &[i64], k: Option<&[i64]>) -> Vec<i64> {
+    [sizes, k.unwrap_or_default()].concat()
+}
+
+/// The row label of map `i` of `n` of an operand: the operand's label when it has one map.
+fn map_label(label: &str, i: usize, n: usize) -> String {
+    if n > 1 {
+        format!("{label} (map {i})")
+    } else {
+        label.to_string()
     }
 }
 
@@ -517,7 +507,7 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     use crate::tile::tune;
     let (name, spec) = kernel_spec(s, a)?;
     let device = a.kv_word("device")?;
-    let device_span = a.kv("device").map_or(a.span(), |v| v.span());
+    let device_span = kv_span(a, "device");
     let on_gpu = match device.as_deref() {
         None | Some("auto") => crate::gpu::bench::cuda::available().is_ok(),
         Some("cpu") => false,
@@ -574,7 +564,7 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     if !(0..=1024).contains(&threads) {
         return Err(Diagnostic::at(
             format!("threads={threads} is not in [1, 1024]"),
-            a.kv("threads").map_or(a.span(), |v| v.span()),
+            kv_span(a, "threads"),
         ));
     }
     let opts = Options {
@@ -688,30 +678,37 @@ fn tune_gpu(
 
 // ---- whole fusions: every instruction, the K loop, schedules, the space of tilings ----
 
+/// The HLO computation a name stands for: a computation, or a fusion's callee (with no
+/// instruction), or a loose instruction's computation and the instruction.
+fn hlo_target<'s>(
+    s: &'s Session,
+    name: &str,
+) -> Option<(&'s crate::hlo::Computation, Option<crate::hlo::InstrId>)> {
+    use crate::hlo::workspace::Target;
+    match s.hlo.resolve(name)? {
+        Target::Computation(c) => Some((c, None)),
+        Target::Instr(c, id) => Some(match s.hlo.module.fused_computation(&c.instrs[id]) {
+            Some(f) => (f, None),
+            None => (c, Some(id)),
+        }),
+    }
+}
+
 /// The HLO computation a name stands for, and the instruction to start from: a fusion's
 /// callee and its root, a computation and its root, or a loose instruction itself.
 fn hlo_root<'s>(
     s: &'s Session,
     name: &str,
 ) -> Option<(&'s crate::hlo::Computation, crate::hlo::InstrId)> {
-    use crate::hlo::workspace::Target;
-    let module = &s.hlo.module;
-    match s.hlo.resolve(name)? {
-        Target::Computation(c) => Some((c, c.root)),
-        Target::Instr(c, id) => {
-            let ins = &c.instrs[id];
-            match ins
-                .attrs
-                .calls
-                .as_deref()
-                .filter(|_| ins.opcode == "fusion")
-                .and_then(|n| module.computation(n))
-            {
-                Some(f) => Some((f, f.root)),
-                None => Some((c, id)),
-            }
-        }
-    }
+    hlo_target(s, name).map(|(c, id)| (c, id.unwrap_or(c.root)))
+}
+
+/// The error for a name that is no HLO instruction or computation.
+fn no_hlo_named(name: &str, span: crate::syntax::Span) -> Diagnostic {
+    Diagnostic::at(
+        format!("no instruction or computation named `{name}`"),
+        span,
+    )
 }
 
 /// The HLO name the first argument gives, if it names HLO rather than a bound value.
@@ -731,7 +728,7 @@ fn k_sizes(a: &Args) -> Result<Option<Vec<i64>>, Diagnostic> {
         if let Some(z) = k.iter().find(|&&z| z < 1) {
             return Err(Diagnostic::at(
                 format!("K step {z} is not positive"),
-                a.kv("k").map_or(a.span(), |x| x.span()),
+                kv_span(a, "k"),
             ));
         }
     }
@@ -746,7 +743,7 @@ fn fixed_sizes(a: &Args) -> Result<Vec<i64>, Diagnostic> {
             Size::Fixed(v) => Ok(v),
             Size::Symbol(w) => Err(Diagnostic::at(
                 format!("`{w}`: this command takes numbers as sizes; `tile` takes names"),
-                a.kv("sizes").map_or(a.span(), |x| x.span()),
+                kv_span(a, "sizes"),
             )),
         })
         .collect()
@@ -760,30 +757,18 @@ fn fusion_tiles(
     sizes: &[i64],
     k: Option<&[i64]>,
 ) -> Result<(tile::fusion::IterSpace, Vec<tile::fusion::InstrTile>), Diagnostic> {
-    let (comp, root) = hlo_root(s, name).ok_or_else(|| {
-        Diagnostic::at(
-            format!("no instruction or computation named `{name}`"),
-            a.span(),
-        )
-    })?;
-    let mut all = sizes.to_vec();
-    all.extend(k.unwrap_or(&[]));
+    let (comp, root) = hlo_root(s, name).ok_or_else(|| no_hlo_named(name, a.span()))?;
     tile::fusion::tile_instructions(
         &s.hlo.module,
         comp,
         root,
-        &all,
+        &with_k(sizes, k),
         k.is_some(),
         &Limits {
             max_points: CHECK_LIMIT,
         },
     )
-    .map_err(|e| {
-        Diagnostic::at(
-            e,
-            a.kv("k").or(a.kv("sizes")).map_or(a.span(), |x| x.span()),
-        )
-    })
+    .map_err(|e| Diagnostic::at(e, a.kv("k").or(a.kv("sizes")).map_or(a.span(), Arg::span)))
 }
 
 /// `tile FUSION sizes=(...) [k=...] [at INSTR | every]`: tiles of instructions.
@@ -817,8 +802,7 @@ fn run_tile_fusion(s: &mut Session, a: &Args, name: &str) -> Result<Value, Diagn
             format!("{name} (its output and parameters)")
         }
     };
-    let mut all = sizes.clone();
-    all.extend(k.unwrap_or_default());
+    let all = with_k(&sizes, k.as_deref());
     for t in &tiles {
         if let Err(e) = &t.tile {
             if e.error.reason.starts_with("internal error") {
@@ -867,7 +851,7 @@ fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Some(w) => {
             return Err(Diagnostic::at(
                 format!("`order=` takes major-to-minor or transposed, not `{w}`"),
-                a.kv("order").map_or(a.span(), |x| x.span()),
+                kv_span(a, "order"),
             ))
         }
     };
@@ -882,12 +866,7 @@ fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                     match &t.tile {
                         Ok(st) => {
                             for (i, x) in st.tiles.iter().enumerate() {
-                                let label = if st.tiles.len() > 1 {
-                                    format!("{} (map {i})", t.name)
-                                } else {
-                                    t.name.clone()
-                                };
-                                out.push((label, x.clone()));
+                                out.push((map_label(&t.name, i, st.tiles.len()), x.clone()));
                             }
                         }
                         Err(e) => {
@@ -904,21 +883,15 @@ fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 let m = a.map(s, 0)?;
                 let c = k.as_ref().map_or(0, |k| k.len());
                 let pm = tile::fusion::promote(&m, c).map_err(|e| Diagnostic::at(e, a.span()))?;
-                let ext: Vec<i64> = pm
-                    .dims
-                    .iter()
-                    .map(|d| d.bounds.hi.saturating_add(1))
-                    .collect();
+                let ext = extents(&pm);
                 let n = m.dims.len();
                 let space = tile::fusion::IterSpace {
                     out: ext[..n].to_vec(),
                     k: ext[n..].to_vec(),
                     dot: None,
                 };
-                let mut all = sizes.clone();
-                all.extend(k.clone().unwrap_or_default());
-                let x =
-                    tile::derive(&pm, &all).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
+                let x = tile::derive(&pm, &with_k(&sizes, k.as_deref()))
+                    .map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
                 (
                     "the map".to_string(),
                     space,
@@ -927,14 +900,11 @@ fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             }
         };
     if sizes.len() != space.out.len() {
-        return Err(Diagnostic::at(
-            format!(
-                "the output has {} dimension{} but sizes has {}",
-                space.out.len(),
-                if space.out.len() == 1 { "" } else { "s" },
-                sizes.len()
-            ),
-            a.kv("sizes").map_or(a.span(), |x| x.span()),
+        return Err(sizes_mismatch(
+            a,
+            "the output",
+            space.out.len(),
+            sizes.len(),
         ));
     }
     let k = k.unwrap_or_default();
@@ -997,14 +967,9 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             let m = a.map(s, 0)?;
             let c = if a.flag("k") { m.ranges.len() } else { 0 };
             let pm = tile::fusion::promote(&m, c).map_err(|e| Diagnostic::at(e, a.span()))?;
-            let ext = pm
-                .dims
-                .iter()
-                .map(|d| d.bounds.hi.saturating_add(1))
-                .collect();
             (
                 "the map".to_string(),
-                ext,
+                extents(&pm),
                 m.dims.len(),
                 vec![("operand 0".to_string(), vec![pm])],
             )

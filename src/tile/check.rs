@@ -59,40 +59,24 @@ pub fn check_exact(
         tiles += 1;
         let (t, r) = tr.split_at(n);
         // What the map names.
-        let mut m = map.clone();
-        for (i, d) in m.dims.iter_mut().enumerate() {
-            let lo = t[i].saturating_mul(sizes[i]);
-            d.bounds = d
-                .bounds
-                .intersect(&Interval::new(lo, lo.saturating_add(sizes[i] - 1)));
-        }
-        for (j, v) in m.runtimes.iter_mut().enumerate() {
-            v.bounds = v.bounds.intersect(&Interval::point(r[j]));
-        }
-        let mut want = BTreeSet::new();
-        if !m.dims.iter().any(|d| d.bounds.is_empty()) {
-            DomainPoints::for_each(&m, limits, &mut |_, res| {
-                want.insert(res.to_vec());
-                Ok(true)
-            })?;
-        }
+        let m = map_in_tile(map, sizes, t, r);
+        let want = if m.dims.iter().any(|d| d.bounds.is_empty()) {
+            BTreeSet::new()
+        } else {
+            results(&m, limits)?
+        };
         // What the tile names.
         let mut k = tile.map.clone();
         // Intersect: the tile map may narrow its own variables (no tile there).
         for (i, d) in k.dims.iter_mut().enumerate() {
             d.bounds = d.bounds.intersect(&Interval::point(t[i]));
         }
-        for (j, v) in k.runtimes.iter_mut().enumerate() {
-            v.bounds = v.bounds.intersect(&Interval::point(r[j]));
-        }
-        let mut got = BTreeSet::new();
-        let empty = k.vars().any(|v| v.bounds.is_empty());
-        if !empty {
-            DomainPoints::for_each(&k, limits, &mut |_, res| {
-                got.insert(res.to_vec());
-                Ok(true)
-            })?;
-        }
+        fix_runtimes(&mut k, r);
+        let got = if k.vars().any(|v| v.bounds.is_empty()) {
+            BTreeSet::new()
+        } else {
+            results(&k, limits)?
+        };
         if want != got {
             let (element, only_in_map) = match want.difference(&got).next() {
                 Some(e) => (e.clone(), true),
@@ -140,24 +124,11 @@ pub fn first_non_box(map: &IndexingMap, sizes: &[i64], limits: &Limits) -> Optio
     let mut found = None;
     let _ = for_each_in_box(&outer, &mut |tr| {
         let (t, r) = tr.split_at(n);
-        let mut m = map.clone();
-        for (i, d) in m.dims.iter_mut().enumerate() {
-            let lo = t[i].saturating_mul(sizes[i]);
-            d.bounds = d
-                .bounds
-                .intersect(&Interval::new(lo, lo.saturating_add(sizes[i] - 1)));
-        }
-        for (j, v) in m.runtimes.iter_mut().enumerate() {
-            v.bounds = v.bounds.intersect(&Interval::point(r[j]));
-        }
+        let m = map_in_tile(map, sizes, t, r);
         if m.dims.iter().any(|d| d.bounds.is_empty()) {
             return Ok(true);
         }
-        let mut got = BTreeSet::new();
-        DomainPoints::for_each(&m, limits, &mut |_, res| {
-            got.insert(res.to_vec());
-            Ok(true)
-        })?;
+        let got = results(&m, limits)?;
         if let Some(why) = not_a_box(&got) {
             let idx: Vec<String> = tr.iter().map(|x| x.to_string()).collect();
             found = Some(format!("tile ({}) {why}", idx.join(", ")));
@@ -166,6 +137,37 @@ pub fn first_non_box(map: &IndexingMap, sizes: &[i64], limits: &Limits) -> Optio
         Ok(true)
     });
     found
+}
+
+/// `map` with its dimensions narrowed to tile `t` of `sizes` (tile `t[i]` covers
+/// `[t[i] * sizes[i], t[i] * sizes[i] + sizes[i] - 1]`) and its runtime variables to `r`.
+fn map_in_tile(map: &IndexingMap, sizes: &[i64], t: &[i64], r: &[i64]) -> IndexingMap {
+    let mut m = map.clone();
+    for (i, d) in m.dims.iter_mut().enumerate() {
+        let lo = t[i].saturating_mul(sizes[i]);
+        d.bounds = d
+            .bounds
+            .intersect(&Interval::new(lo, lo.saturating_add(sizes[i] - 1)));
+    }
+    fix_runtimes(&mut m, r);
+    m
+}
+
+/// Narrows the runtime variables of `m` to the values `r`.
+fn fix_runtimes(m: &mut IndexingMap, r: &[i64]) {
+    for (j, v) in m.runtimes.iter_mut().enumerate() {
+        v.bounds = v.bounds.intersect(&Interval::point(r[j]));
+    }
+}
+
+/// The set of results `m` names over its domain.
+fn results(m: &IndexingMap, limits: &Limits) -> Result<BTreeSet<Vec<i64>>, MapError> {
+    let mut out = BTreeSet::new();
+    DomainPoints::for_each(m, limits, &mut |_, res| {
+        out.insert(res.to_vec());
+        Ok(true)
+    })?;
+    Ok(out)
 }
 
 /// Why a set of points is not `{offset + stride * k}` over a box of `k`, if it is not.
