@@ -17,6 +17,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod cuda_rows;
 pub mod types;
 
 use super::spec::{BinOp, Body, ElemType, KernelSpec, UnOp};
