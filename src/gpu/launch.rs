@@ -943,7 +943,7 @@ pub fn choose(
     if spec.root_reduction().is_some() {
         return reduction_launch(spec, cfg);
     }
-    if tiled.is_none() && crate::gpu::emit::cuda_rows::applies(spec)? {
+    if tiled.is_none() && crate::gpu::emit::cuda_rows::applies(spec).unwrap_or(false) {
         if let Some(l) = row_normalization_launch(spec, cfg)? {
             return Ok(l);
         }
