@@ -136,3 +136,280 @@ fn xla_launch_strategies_run_on_the_cpu_verified() {
         }
     }
 }
+
+const REDUCERS: &str = "
+maxf {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+minf {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] minimum(a, b)
+}
+addf {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+";
+
+/// A softmax over the minor dimension of `dims` (rank 2 or 3), as HLO.
+fn softmax_hlo(name: &str, dims: &[i64]) -> String {
+    let shape = dims.iter().map(|d| d.to_string()).collect::<Vec<_>>();
+    let rows = &shape[..shape.len() - 1];
+    let keep = (0..rows.len()).map(|d| d.to_string()).collect::<Vec<_>>();
+    let (full, row, keep, last) = (
+        shape.join(","),
+        rows.join(","),
+        keep.join(","),
+        dims.len() - 1,
+    );
+    format!(
+        "{name} {{
+  p0 = f32[{full}] parameter(0)
+  c = f32[] constant(-inf)
+  mx = f32[{row}] reduce(p0, c), dimensions={{{last}}}, to_apply=maxf
+  b = f32[{full}] broadcast(mx), dimensions={{{keep}}}
+  sub = f32[{full}] subtract(p0, b)
+  e = f32[{full}] exponential(sub)
+  z = f32[] constant(0)
+  sum = f32[{row}] reduce(e, z), dimensions={{{last}}}, to_apply=addf
+  bs = f32[{full}] broadcast(sum), dimensions={{{keep}}}
+  ROOT d = f32[{full}] divide(e, bs)
+}}
+"
+    )
+}
+
+/// Layer-norm-like: the row mean, then the variance of the row around it (a reduction
+/// whose body reads the first), then `(x - mean) / sqrt(var + eps)`.
+const LAYER_NORM: &str = "
+ln {
+  p0 = f32[37,70] parameter(0)
+  z = f32[] constant(0)
+  s = f32[37] reduce(p0, z), dimensions={1}, to_apply=addf
+  n = f32[] constant(70)
+  nb = f32[37] broadcast(n), dimensions={}
+  mean = f32[37] divide(s, nb)
+  mb = f32[37,70] broadcast(mean), dimensions={0}
+  c = f32[37,70] subtract(p0, mb)
+  sq = f32[37,70] multiply(c, c)
+  v = f32[37] reduce(sq, z), dimensions={1}, to_apply=addf
+  var = f32[37] divide(v, nb)
+  eps = f32[] constant(0.001)
+  eb = f32[37] broadcast(eps), dimensions={}
+  ve = f32[37] add(var, eb)
+  sd = f32[37] sqrt(ve)
+  sdb = f32[37,70] broadcast(sd), dimensions={0}
+  ROOT o = f32[37,70] divide(c, sdb)
+}
+";
+
+/// A row reduction at the root whose operand reads a reduction of its own row: the sum
+/// of `exp(x - max)` (log-sum-exp without the log), rows of 50.
+const SUM_EXP: &str = "
+sumexp {
+  p0 = f32[40,50] parameter(0)
+  c = f32[] constant(-inf)
+  mx = f32[40] reduce(p0, c), dimensions={1}, to_apply=maxf
+  b = f32[40,50] broadcast(mx), dimensions={0}
+  sub = f32[40,50] subtract(p0, b)
+  e = f32[40,50] exponential(sub)
+  z = f32[] constant(0)
+  ROOT sum = f32[40] reduce(e, z), dimensions={1}, to_apply=addf
+}
+";
+
+fn hlo_spec(src: &str, name: &str) -> ixmap::gpu::spec::KernelSpec {
+    use ixmap::hlo::workspace::Target;
+    let mut s = ixmap::Session::new();
+    for o in s.execute(&format!("{REDUCERS}{src}")) {
+        assert!(o.result.is_ok(), "{:?}", o.result);
+    }
+    let Some(Target::Computation(c)) = s.hlo.resolve(name) else {
+        panic!("{name} is defined")
+    };
+    ixmap::gpu::from_hlo::from_computation(&s.hlo.module, c).expect("adapts")
+}
+
+/// Reductions read inside a body (issue 14): softmax and a layer norm run as row
+/// normalizations (a warp per row, or 8 lanes per row of 8 and 4 rows per warp), with
+/// several blocks and a partly filled last one; a root row reduction reading its row's max
+/// computes the max first with the same warp. Each verified element by element on the CPU,
+/// simplified and naive, in 32 and 64 bits; the plain loop (`tiled=false`) still verifies.
+#[test]
+fn reductions_inside_a_body_run_once_per_row_verified() {
+    use ixmap::gpu::cuda_cpu::check_width;
+    use ixmap::gpu::launch::{self, LaunchConfig, Strategy};
+    if !has_cxx() {
+        assert!(std::env::var("CI").is_err(), "CI and no C++ compiler");
+        eprintln!("*** SKIPPED: no C++ compiler");
+        return;
+    }
+    let cases = [
+        (hlo_spec(&softmax_hlo("sm", &[2, 65, 125]), "sm"), 32, 33),
+        (hlo_spec(&softmax_hlo("sm", &[5, 40]), "sm"), 32, 2),
+        (hlo_spec(&softmax_hlo("sm", &[70, 8]), "sm"), 8, 5),
+        (hlo_spec(LAYER_NORM, "ln"), 32, 10),
+    ];
+    for (spec, lanes, grid) in &cases {
+        let l = launch::choose(spec, LaunchConfig::default(), None).expect("launch");
+        assert_eq!(l.strategy, Strategy::RowNormalization, "{}", spec.name);
+        assert_eq!((l.row_threads, l.grid[0]), (*lanes, *grid), "{}", spec.name);
+        for (naive, wide) in [(false, false), (true, false), (false, true)] {
+            check_width(spec, &l, naive, wide).unwrap_or_else(|e| {
+                panic!("{} {:?} naive={naive} wide={wide}: {e}", spec.name, spec.output.dims)
+            });
+        }
+        // The element-by-element loop is still what `tiled=false` launches.
+        let plain = launch::choose(spec, LaunchConfig::default(), Some(false)).expect("loop");
+        assert_eq!(plain.strategy, Strategy::Loop);
+        check_width(spec, &plain, false, false)
+            .unwrap_or_else(|e| panic!("{} as a loop: {e}", spec.name));
+    }
+    let spec = hlo_spec(SUM_EXP, "sumexp");
+    let l = launch::choose(&spec, LaunchConfig::default(), None).expect("launch");
+    assert_eq!(l.strategy, Strategy::RowReduction);
+    let src = ixmap::gpu::emit::cuda::emit(&spec, &l, false).expect("emits").source;
+    assert!(src.contains("__shfl_xor_sync"), "{src}");
+    for naive in [false, true] {
+        check_width(&spec, &l, naive, naive)
+            .unwrap_or_else(|e| panic!("sumexp naive={naive}: {e}"));
+    }
+}
+
+/// The loops of a kernel body, by nesting depth: `(depth, header)` for each `for`, with the
+/// lane-exchange loops (`off`) left out; and the kernel's `__device__` functions.
+fn loops_of(src: &str) -> (Vec<(usize, String)>, usize) {
+    let mut out = Vec::new();
+    let mut stack: Vec<bool> = Vec::new();
+    for l in src.lines() {
+        let t = l.trim();
+        if t.starts_with("//") {
+            continue;
+        }
+        let is_for = t.starts_with("for (");
+        if is_for && !t.contains("int off =") {
+            out.push((stack.iter().filter(|&&f| f).count(), t.to_string()));
+        }
+        for ch in t.chars() {
+            match ch {
+                '{' => stack.push(is_for && !t.contains("int off =")),
+                '}' => {
+                    stack.pop();
+                }
+                _ => {}
+            }
+        }
+    }
+    (out, src.matches("__device__").count())
+}
+
+/// The work a row normalization does is O(row) per row: every function inlined, no loop
+/// inside another (each reduction one strided pass per lane, the elements one more), and
+/// the input read once per reduction and once more for the elements. The plain loop is
+/// shown to be the O(row²) form this replaces: a loop over the row calling a function
+/// that loops over the row again.
+#[test]
+fn a_row_normalization_reads_each_row_a_bounded_number_of_times() {
+    use ixmap::gpu::launch::{self, LaunchConfig};
+    // (fusion, reductions it reads, load sites of p0): the layer norm's `c * c` writes its
+    // load twice (the same offset; the compiler merges them).
+    for (spec, reductions, load_sites) in [
+        (hlo_spec(&softmax_hlo("sm", &[2, 65, 125]), "sm"), 2, 3),
+        (hlo_spec(LAYER_NORM, "ln"), 2, 4),
+    ] {
+        let l = launch::choose(&spec, LaunchConfig::default(), None).expect("launch");
+        for naive in [false, true] {
+            let src = ixmap::gpu::emit::cuda::emit(&spec, &l, naive)
+                .expect("emits")
+                .source;
+            let (loops, device_fns) = loops_of(&src);
+            assert_eq!(device_fns, 0, "{src}");
+            assert!(loops.iter().all(|(d, _)| *d == 0), "{loops:?}\n{src}");
+            // One pass per reduction, one over the row's elements, each ceil(row / 32)
+            // steps.
+            assert_eq!(loops.len(), reductions + 1, "{loops:?}");
+            let steps = (spec.output.dims.last().unwrap() + 31) / 32 - 1;
+            assert!(
+                loops.iter().all(|(_, h)| h.contains(&format!("<= {steps};"))),
+                "{loops:?}"
+            );
+            // The input is read in each pass: max and sum (or mean and variance), then
+            // the element; no read anywhere else.
+            let reads = src.lines().filter(|l| l.contains("p0[")).count();
+            assert_eq!(reads, load_sites, "reads of p0:\n{src}");
+        }
+        let plain = launch::choose(&spec, LaunchConfig::default(), Some(false)).expect("loop");
+        let src = ixmap::gpu::emit::cuda::emit(&spec, &plain, false)
+            .expect("emits")
+            .source;
+        let (_, device_fns) = loops_of(&src);
+        assert!(device_fns > 0, "the loop calls a function per element:\n{src}");
+    }
+}
+
+/// XLA's float max and min propagate NaN: a NaN anywhere in a row makes the row's max (and
+/// so its softmax) NaN, whether it comes first, in the middle or last; the reference, the
+/// host C kernel and the CUDA kernels (row normalization, plain loop, row reduction) agree
+/// element by element, and the reference does say NaN.
+#[test]
+fn float_max_and_min_propagate_nan() {
+    use ixmap::gpu::cuda_cpu::{check_c, check_inputs};
+    use ixmap::gpu::launch::{self, LaunchConfig};
+    use ixmap::gpu::reference::{binary, Reference, Scalar};
+    use ixmap::gpu::spec::{BinOp, ElemType};
+    let nan = Scalar::F(f64::NAN);
+    for op in [BinOp::Max, BinOp::Min] {
+        for (x, y) in [(nan, Scalar::F(1.0)), (Scalar::F(1.0), nan)] {
+            let r = binary(op, ElemType::F32, x, y).expect("binary");
+            assert!(r.to_f64(ElemType::F32).is_nan(), "{op:?}({x:?}, {y:?}) = {r:?}");
+        }
+    }
+    let minrow = "
+mn {
+  p0 = f32[4,40] parameter(0)
+  c = f32[] constant(inf)
+  ROOT m = f32[4] reduce(p0, c), dimensions={1}, to_apply=minf
+}
+";
+    let sm = hlo_spec(&softmax_hlo("sm", &[4, 40]), "sm");
+    let mn = hlo_spec(minrow, "mn");
+    // Row 0: NaN first; row 1: in the middle; row 2: last; row 3: none.
+    let mut vals: Vec<f32> = (0..160).map(|i| ((i * 37) % 23) as f32 / 4.0 - 2.0).collect();
+    for (row, col) in [(0, 0), (1, 17), (2, 39)] {
+        vals[row * 40 + col] = f32::NAN;
+    }
+    let inputs = vec![vals.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()];
+    for spec in [&sm, &mn] {
+        let want = Reference::new(spec, &inputs)
+            .expect("reference")
+            .outputs()
+            .expect("outputs")
+            .remove(0);
+        let per_row = want.len() / 4;
+        for (i, w) in want.iter().enumerate() {
+            let row = i / per_row;
+            assert_eq!(
+                w.to_f64(ElemType::F32).is_nan(),
+                row < 3,
+                "{} element {i}: {w:?}",
+                spec.name
+            );
+        }
+        if !has_cxx() {
+            continue;
+        }
+        check_c(spec, false, Some(&inputs)).unwrap_or_else(|e| panic!("{} C: {e}", spec.name));
+        for tiled in [None, Some(false)] {
+            let l = launch::choose(spec, LaunchConfig::default(), tiled).expect("launch");
+            for naive in [false, true] {
+                check_inputs(spec, &l, naive, false, Some(&inputs)).unwrap_or_else(|e| {
+                    panic!("{} {:?} naive={naive}: {e}", spec.name, l.strategy)
+                });
+            }
+        }
+    }
+}

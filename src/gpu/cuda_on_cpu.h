@@ -13,7 +13,7 @@
 // - atomicAdd / atomicCAS on the host's atomic builtins;
 // - __shfl_down_sync(mask, v, d): lane i gets lane i + d's value (its own when i + d is past
 //   the warp), through a buffer and two barriers, so every thread of the block must call it
-//   (as every thread of ixmap's row reductions does).
+//   (as every thread of ixmap's row reductions does); __shfl_xor_sync likewise.
 // Only C headers (pthreads, not <thread>): the kernel compiles in a fraction of the time.
 #include <math.h>
 #include <pthread.h>
@@ -147,6 +147,19 @@ template <class T> static T __shfl_down_sync(unsigned, T v, int delta) {
   buf[t] = v;
   __syncthreads();
   T r = (lane + delta < 32 && t + delta < blockDim.x) ? buf[t + delta] : v;
+  __syncthreads();
+  return r;
+}
+
+// __shfl_xor_sync(mask, v, d): lane i gets lane (i xor d)'s value (its own when that thread
+// is past the block), the butterfly the row normalizations use so every lane of a row ends
+// with the row's value; every thread of the block must call it, as for __shfl_down_sync.
+template <class T> static T __shfl_xor_sync(unsigned, T v, int delta) {
+  static T buf[1024];
+  const unsigned t = threadIdx.x, other = t ^ (unsigned)delta;
+  buf[t] = v;
+  __syncthreads();
+  T r = (other / 32 == t / 32 && other < blockDim.x) ? buf[other] : v;
   __syncthreads();
   return r;
 }

@@ -87,6 +87,12 @@ pub enum Strategy {
     /// output at its window position plus the start indices read at run time (runtime
     /// variables `rt<operand dim>`), atomically (updates may land on one element).
     Scatter,
+    /// An elementwise root that reads reductions of its own row (softmax: the row max in
+    /// `exp(x - max)`, then the row sum): `row_threads` lanes per row (a warp, or fewer
+    /// for short rows), which compute each such reduction once, together (each lane a
+    /// strided part of the row, then a butterfly of shuffles gives every lane the value),
+    /// in order, and then the row's elements (see `emit::cuda_rows`).
+    RowNormalization,
 }
 
 impl Strategy {
@@ -99,6 +105,7 @@ impl Strategy {
             Strategy::Concatenate => "concatenate",
             Strategy::DynamicUpdateSlice => "in-place dynamic-update-slice",
             Strategy::Scatter => "scatter",
+            Strategy::RowNormalization => "row normalization",
         }
     }
 }
@@ -347,7 +354,9 @@ pub fn thread_to_input(
         Strategy::TiledTranspose { .. } if reads_through_tile(spec, launch, acc) => {
             compose(&launch.read_map, &acc.map)?
         }
-        Strategy::TiledTranspose { .. } | Strategy::Loop => compose(&launch.write_map, &acc.map)?,
+        Strategy::TiledTranspose { .. } | Strategy::Loop | Strategy::RowNormalization => {
+            compose(&launch.write_map, &acc.map)?
+        }
         Strategy::RowReduction | Strategy::ColumnReduction => compose(&launch.read_map, &acc.map)?,
         // The accesses of a concatenate are from the output (so composed with the write
         // maps); a dynamic-update-slice's from the update (composed with the read map).
@@ -934,6 +943,11 @@ pub fn choose(
     if spec.root_reduction().is_some() {
         return reduction_launch(spec, cfg);
     }
+    if tiled.is_none() && crate::gpu::emit::cuda_rows::applies(spec).unwrap_or(false) {
+        if let Some(l) = row_normalization_launch(spec, cfg)? {
+            return Ok(l);
+        }
+    }
     if tiled != Some(false) {
         if let Some((a, b)) = transpose_dims(spec)? {
             let (da, db) = (spec.output.dims[a], spec.output.dims[b]);
@@ -949,6 +963,83 @@ pub fn choose(
         }
     }
     loop_launch(&spec.output, cfg)
+}
+
+/// [`Strategy::RowNormalization`]'s launch: a warp per row of the output (the rows are
+/// its elements but the minor physical dimension, in physical order), or `row_threads`
+/// lanes when a row is shorter than a warp and divides it (several rows per warp);
+/// `block` rounded down to whole warps. Lane `th_x mod row_threads` handles the row's
+/// elements `lane + col * row_threads`. `None` when the grid would exceed `max_blocks`
+/// (the plain loop caps its grid with chunks instead).
+pub fn row_normalization_launch(
+    spec: &KernelSpec,
+    cfg: LaunchConfig,
+) -> Result<Option<Launch>, MapError> {
+    check_config(&cfg)?;
+    let out = &spec.output;
+    let phys = out.physical_dims();
+    let Some((&minor, _)) = phys.split_last() else {
+        return Ok(None);
+    };
+    let cols = out.dims[minor];
+    let n = out.num_elements()?;
+    if cols == 0 || n == 0 {
+        return Ok(None);
+    }
+    let rows = n / cols;
+    let row_threads = if cols < WARP && WARP % cols == 0 {
+        cols
+    } else {
+        WARP
+    };
+    let warps = (cfg.block / WARP).max(1);
+    let block = warps * WARP;
+    let rows_per_block = warps * (WARP / row_threads);
+    let grid = ceil_div(rows, rows_per_block);
+    if grid > cfg.max_blocks {
+        return Ok(None);
+    }
+    let dims = thread_dims([block, 1, 1], [grid, 1, 1]);
+    let nd = dims.len() as u32;
+    let row = bl_x()
+        .mul(c(rows_per_block))
+        .add(th_x().floordiv(c(row_threads)));
+    let col = th_x()
+        .modulo(c(row_threads))
+        .add(Expr::var(nd).mul(c(row_threads)));
+    let ranges = vec![Variable::new("col", 0, ceil_div(cols, row_threads) - 1)];
+    let mut results = vec![Expr::constant(0); out.rank()];
+    results[minor] = col;
+    let mut inner = 1i64;
+    let outer = &phys[..phys.len() - 1];
+    for (p, &d) in outer.iter().enumerate().rev() {
+        let q = row.floordiv(c(inner));
+        results[d] = if p == 0 { q } else { q.modulo(c(out.dims[d])) };
+        inner = inner
+            .checked_mul(out.dims[d])
+            .ok_or_else(|| overflow("the output size"))?;
+    }
+    let constraints = vec![
+        (row, Interval::new(0, rows - 1)),
+        (col, Interval::new(0, cols - 1)),
+    ];
+    let map = finish(IndexingMap::new(dims, ranges, vec![], results, constraints));
+    Ok(Some(Launch {
+        strategy: Strategy::RowNormalization,
+        config: LaunchConfig {
+            block,
+            vector: 1,
+            unroll: 1,
+            ..cfg
+        },
+        block: [block, 1, 1],
+        grid: [grid, 1, 1],
+        write_map: map.clone(),
+        read_map: map,
+        read_from: 0,
+        row_threads,
+        parts: vec![],
+    }))
 }
 
 #[cfg(test)]

@@ -827,15 +827,16 @@ fn binary_f(op: BinOp, x: f64, y: f64) -> f64 {
         BinOp::Mul => x * y,
         BinOp::Div => x / y,
         BinOp::Rem => x % y,
+        // XLA's float max and min propagate NaN (either operand NaN gives NaN).
         BinOp::Max => {
-            if x > y {
+            if x > y || x.is_nan() {
                 x
             } else {
                 y
             }
         }
         BinOp::Min => {
-            if x < y {
+            if x < y || x.is_nan() {
                 x
             } else {
                 y

@@ -276,6 +276,7 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
         Strategy::TiledTranspose { .. } => "a tiled transpose",
         Strategy::RowReduction => "a row reduction",
         Strategy::ColumnReduction => "a column reduction",
+        Strategy::RowNormalization => "a row normalization",
     };
     let reduction = what != "a tiled transpose";
     let unused = |key: &str, why: String, help: &str| {
@@ -313,7 +314,7 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
                     "a column reduction's launch is fixed (XLA's 32x32 tile)",
                 );
             }
-            if l.strategy == Strategy::RowReduction {
+            if l.strategy == Strategy::RowReduction || l.strategy == Strategy::RowNormalization {
                 return unused(
                     "block",
                     format!(
@@ -398,7 +399,9 @@ fn describe(l: &Launch) -> String {
     {
         s += &format!(", vector {}", l.config.vector);
     }
-    if l.strategy == Strategy::RowReduction && l.row_threads < 32 {
+    if (l.strategy == Strategy::RowReduction || l.strategy == Strategy::RowNormalization)
+        && l.row_threads < 32
+    {
         s += &format!(
             ", {} lane{} per row, {} rows per warp",
             l.row_threads,
@@ -439,7 +442,7 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             name: None,
             maps: vec![l.read_map.clone()],
         }),
-        Strategy::Loop => {}
+        Strategy::Loop | Strategy::RowNormalization => {}
         Strategy::Concatenate | Strategy::DynamicUpdateSlice | Strategy::Scatter => {
             return Ok(Value::Indexing(Indexing {
                 title: format!("threads {}", spec.name),

@@ -773,6 +773,9 @@ impl Rows<'_> {
                 let plain = t == ElemType::F32 || t == ElemType::F64;
                 let clause = match op {
                     _ if !plain && !matches!(op, BinOp::Max | BinOp::Min) => None,
+                    // OpenMP's max and min combine the lanes without regard to NaN; XLA's
+                    // float max and min propagate it, so their loops stay scalar.
+                    BinOp::Max | BinOp::Min if t.is_float() => None,
                     BinOp::Add => Some("+"),
                     BinOp::Mul => Some("*"),
                     BinOp::Max => Some("max"),

@@ -495,6 +495,8 @@ fn emit_with(
     // NVRTC has no system headers: the integer types are declared here.
     src += "typedef long long int64_t;\ntypedef int int32_t;\n\n";
     let mut funcs = String::new();
+    // A kernel whose row computes the body's reductions together inlines every function.
+    let rows = super::cuda_rows::plan(spec, launch)?;
     for f in helper_functions(
         spec,
         naive,
@@ -502,7 +504,10 @@ fn emit_with(
         "__restrict__",
         false,
         index_ty,
-    )? {
+    )?
+    .into_iter()
+    .filter(|_| !rows)
+    {
         funcs += &f;
         funcs += "\n";
     }
@@ -519,6 +524,13 @@ fn emit_with(
     let out_strides = spec.output.strides()?;
     let out_id = IndexingMap::identity(&spec.output.dims);
     match &launch.strategy {
+        _ if rows => super::cuda_rows::emit(spec, launch, naive, &mut w, &params)?,
+        Strategy::RowNormalization => {
+            return Err(MapError::Other(format!(
+                "{}: a row normalization needs an elementwise root reading reductions of its rows",
+                spec.name
+            )))
+        }
         Strategy::Loop if !naive && vector_loop(spec, launch, &mut w, &params)? => {}
         Strategy::Loop => {
             w.line(format!("// thread → output: {wm}"));

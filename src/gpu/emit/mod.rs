@@ -17,6 +17,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod cuda_rows;
 pub mod types;
 
 use super::spec::{BinOp, Body, ElemType, KernelSpec, UnOp};
@@ -780,7 +781,14 @@ pub fn c_unary(op: UnOp, x: &str, elem: ElemType) -> String {
     }
 }
 
-pub fn c_binary(op: BinOp, x: &str, y: &str, _elem: ElemType) -> String {
+pub fn c_binary(op: BinOp, x: &str, y: &str, elem: ElemType) -> String {
+    // XLA's float max and min propagate NaN: `x` when it is NaN, else the comparison picks
+    // (and a NaN `y` fails it, giving `y`).
+    match op {
+        BinOp::Max if elem.is_float() => return format!("({x} > {y} || {x} != {x} ? {x} : {y})"),
+        BinOp::Min if elem.is_float() => return format!("({x} < {y} || {x} != {x} ? {x} : {y})"),
+        _ => {}
+    }
     match op {
         BinOp::Add => format!("{x} + {y}"),
         BinOp::Sub => format!("{x} - {y}"),

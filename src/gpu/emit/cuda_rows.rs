@@ -1,0 +1,586 @@
+//! CUDA for reductions read inside a body, computed once per row by the row's threads.
+//!
+//! A softmax reads the row max inside `exp(x - max)` and the row sum of that inside the
+//! divide. Written element by element (the loop launch), every element recomputes its row's
+//! reductions, and the sum's body recomputes the max for each element it adds: O(row²)
+//! work per element. Here (seed 001's row reduction, applied to the reductions of a body):
+//!
+//! - [`Strategy::RowNormalization`]: the root is elementwise; each row of the output (its
+//!   elements but the minor physical dimension) gets `row_threads` lanes (a warp, or fewer
+//!   for a short row). Every reduction the body reads whose index depends on the row alone
+//!   is computed once, before the row's elements, by the row's lanes together: lane `l`
+//!   folds elements `l, l + row_threads, ..` of it, then a butterfly of
+//!   `__shfl_xor_sync` leaves the whole row's value in every lane. Nested reductions come
+//!   first (the max before the sum of `exp(x - max)`, which reads the max's register).
+//!   Then each lane computes and writes its elements of the row.
+//! - A row reduction at the root whose operand reads reductions of its own row (the sum
+//!   of `exp(x - max)` as the output): the same warp computes the nested reductions in
+//!   order, then the root reduction, and lane 0 writes.
+//!
+//! Calls are inlined (each function's body written at its index), so the helper functions
+//! of the other launches are not emitted. Naive and simplified index arithmetic work as
+//! elsewhere ([`BodyWriter`]): the scopes' maps are the same, only their printing differs.
+
+use super::{outside, simplified, substitute, types, BodyWriter, I32_INDEX};
+use crate::expr::Expr;
+use crate::gpu::launch::{Launch, Strategy};
+use crate::gpu::spec::{Body, ElemType, KernelSpec, Root};
+use crate::interval::Interval;
+use crate::map::{IndexingMap, Variable};
+use crate::MapError;
+
+/// Whether `spec` suits [`Strategy::RowNormalization`]: an elementwise root with one output
+/// that reads at least one reduction, every reduction it reads (through calls, and inside
+/// other reductions) depending on the output's row alone.
+pub fn applies(spec: &KernelSpec) -> Result<bool, MapError> {
+    if spec.root != Root::Elementwise
+        || !spec.more_outputs.is_empty()
+        || spec.root_reduction().is_some()
+        || spec.functions.is_empty()
+    {
+        return Ok(false);
+    }
+    let Some(lm) = super::cpu::row_map(&spec.output)? else {
+        return Ok(false);
+    };
+    let mut found = false;
+    Ok(per_row(spec, &spec.functions[0].body, &lm, &mut found, 0)? && found)
+}
+
+/// Whether a row reduction at the root reads, in its operand, reductions of its own row
+/// (the sum of `exp(x - max)`), all of them per row: the launch's warp computes them in
+/// order before the root reduction.
+fn nested_root(spec: &KernelSpec) -> Result<bool, MapError> {
+    let Some((_, callee)) = spec.root_reduction() else {
+        return Ok(false);
+    };
+    if !spec.more_outputs.is_empty() {
+        return Ok(false);
+    }
+    let mut inner = false;
+    let mut calls = vec![callee];
+    let mut seen = vec![false; spec.functions.len()];
+    while let Some(f) = calls.pop() {
+        if f >= seen.len() || seen[f] {
+            continue;
+        }
+        seen[f] = true;
+        spec.functions[f].body.visit(&mut |b| match b {
+            Body::Reduce { .. } => inner = true,
+            Body::Call { func, .. } => calls.push(*func),
+            _ => {}
+        });
+    }
+    if !inner {
+        return Ok(false);
+    }
+    let mut found = false;
+    per_row(
+        spec,
+        &spec.functions[0].body,
+        &root_scope(spec, 1)?,
+        &mut found,
+        0,
+    )
+}
+
+/// Whether this launch of `spec` is written by this module.
+pub fn plan(spec: &KernelSpec, launch: &Launch) -> Result<bool, MapError> {
+    Ok(match launch.strategy {
+        Strategy::RowNormalization => true,
+        Strategy::RowReduction => launch.config.vector == 1 && nested_root(spec)?,
+        _ => false,
+    })
+}
+
+/// The reductions `b` reads at the index `ctx` gives are all per row (`ctx`'s variable 0 is
+/// the row); `found` is set when there is one.
+fn per_row(
+    spec: &KernelSpec,
+    b: &Body,
+    ctx: &IndexingMap,
+    found: &mut bool,
+    depth: usize,
+) -> Result<bool, MapError> {
+    if depth > spec.functions.len() + 64 {
+        return Ok(false);
+    }
+    Ok(match b {
+        Body::Const(_) | Body::Load { .. } => true,
+        Body::Unary(_, a) | Body::Convert(_, a) => per_row(spec, a, ctx, found, depth + 1)?,
+        Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
+            per_row(spec, a, ctx, found, depth + 1)? && per_row(spec, c, ctx, found, depth + 1)?
+        }
+        Body::Select(p, a, c) => {
+            per_row(spec, p, ctx, found, depth + 1)?
+                && per_row(spec, a, ctx, found, depth + 1)?
+                && per_row(spec, c, ctx, found, depth + 1)?
+        }
+        Body::Call { func, map } => {
+            let Some(f) = spec.functions.get(*func) else {
+                return Ok(false);
+            };
+            per_row(spec, &f.body, &substitute(ctx, map)?, found, depth + 1)?
+        }
+        Body::Reduce { func, map, .. } => {
+            let Some(f) = spec.functions.get(*func) else {
+                return Ok(false);
+            };
+            let m = substitute(ctx, map)?;
+            match canonical(ctx, &m) {
+                Some(canon) => {
+                    *found = true;
+                    per_row(spec, &f.body, &canon, found, depth + 1)?
+                }
+                None => false,
+            }
+        }
+    })
+}
+
+/// A reduction's map `m` (from `ctx`'s variables and its own, after them) as a map from the
+/// row (variable 0 of `ctx`) and its own variables `s0, ..` alone; `None` when its index or
+/// its constraints depend on another variable of `ctx` (a column, another reduction's
+/// variable): then it is not per row.
+fn canonical(ctx: &IndexingMap, m: &IndexingMap) -> Option<IndexingMap> {
+    let first_new = (m.dims.len() + ctx.ranges.len()) as u32;
+    let mut ok = true;
+    let mut rename = |v: u32| -> Expr {
+        if v == 0 {
+            Expr::var(0)
+        } else if v >= first_new {
+            Expr::var(1 + v - first_new)
+        } else {
+            ok = false;
+            Expr::var(0)
+        }
+    };
+    let results: Vec<Expr> = m.results.iter().map(|r| r.substitute(&mut rename)).collect();
+    // A constraint without the reduction's own variables is one on the scope's index
+    // (substitute adds the callee's dims' bounds), which the scope's guards already keep.
+    let constraints: Vec<_> = m.constraints[ctx.constraints.len()..]
+        .iter()
+        .filter(|(e, _)| {
+            let mut own = false;
+            e.visit_vars(&mut |v| own |= v >= first_new);
+            own
+        })
+        .map(|&(e, iv)| (e.substitute(&mut rename), iv))
+        .collect();
+    if !ok || m.dims.is_empty() {
+        return None;
+    }
+    let ranges: Vec<Variable> = m.ranges[ctx.ranges.len()..]
+        .iter()
+        .enumerate()
+        .map(|(k, v)| Variable::new(format!("s{k}"), v.bounds.lo, v.bounds.hi))
+        .collect();
+    Some(IndexingMap::new(
+        vec![m.dims[0].clone()],
+        ranges,
+        vec![],
+        results,
+        constraints,
+    ))
+}
+
+/// The scope of a root reduction's output: `(r, lane) -> (output index)`, `r` the linear
+/// output index (the row reduction's row), in the output's logical order as the row
+/// reduction launch numbers its rows.
+fn root_scope(spec: &KernelSpec, row_threads: i64) -> Result<IndexingMap, MapError> {
+    let out = &spec.output;
+    let rows = out.num_elements()?;
+    let mut results = Vec::new();
+    let mut inner = 1i64;
+    for (d, &n) in out.dims.iter().enumerate().rev() {
+        let q = Expr::var(0).floordiv(Expr::constant(inner));
+        results.push(if d == 0 {
+            q
+        } else {
+            q.modulo(Expr::constant(n))
+        });
+        inner = inner
+            .checked_mul(n)
+            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
+    }
+    results.reverse();
+    Ok(IndexingMap::new(
+        vec![
+            Variable::new("r", 0, rows - 1),
+            Variable::new("lane", 0, row_threads - 1),
+        ],
+        vec![],
+        vec![],
+        results,
+        vec![],
+    ))
+}
+
+/// The state of one kernel: the row-level lines (the reductions, innermost first) and the
+/// reductions written so far, by their map from the row, with the register holding each.
+struct Coop<'a> {
+    spec: &'a KernelSpec,
+    naive: bool,
+    index_ty: &'static str,
+    params: String,
+    row_threads: i64,
+    /// The C condition of a row past the output's last (a partly filled last block).
+    past_end: Option<String>,
+    hoisted: Vec<String>,
+    done: Vec<(String, String)>,
+    count: usize,
+}
+
+impl<'a> Coop<'a> {
+    fn fresh(&mut self, prefix: &str) -> String {
+        self.count += 1;
+        format!("{prefix}{}", self.count)
+    }
+
+    fn writer(&self, indent: usize) -> BodyWriter<'a> {
+        let mut w = BodyWriter::new(self.spec, self.naive, indent);
+        w.index_ty = self.index_ty;
+        w.cuda = true;
+        w
+    }
+
+    /// A C expression for `b` at the index `ctx` gives (`ctx`'s variable 0 is the row `r`),
+    /// of the register type of `b`'s element type (`want` for a bare constant); statements
+    /// go to `w`, the row's reductions to [`Coop::hoisted`].
+    fn expr_t(
+        &mut self,
+        w: &mut BodyWriter,
+        b: &Body,
+        ctx: &IndexingMap,
+        want: ElemType,
+    ) -> Result<String, MapError> {
+        let t = self.spec.elem_opt(b).unwrap_or(want);
+        Ok(match b {
+            Body::Const(c) => types::constant(*c, t),
+            Body::Load { .. } => {
+                let params = self.params.clone();
+                w.body_t(b, ctx, &params, t)?
+            }
+            Body::Unary(op, a) => {
+                let x = self.expr_t(w, a, ctx, t)?;
+                types::unary(*op, t, &x)?
+            }
+            Body::Binary(op, a, b2) => {
+                let x = self.expr_t(w, a, ctx, t)?;
+                let y = self.expr_t(w, b2, ctx, t)?;
+                let v = self.fresh("v");
+                w.line(format!(
+                    "const {} {v} = {};",
+                    types::reg(t),
+                    types::binary(*op, t, &x, &y)
+                ));
+                v
+            }
+            Body::Convert(to, a) => {
+                if let Body::Const(c) = **a {
+                    return Ok(types::constant(c, *to));
+                }
+                let from = self.spec.elem_opt(a).unwrap_or(*to);
+                let x = self.expr_t(w, a, ctx, from)?;
+                types::convert(from, *to, &x)
+            }
+            Body::Compare(dir, a, b2) => {
+                let ct = self.spec.compared_elem(a, b2);
+                let x = self.expr_t(w, a, ctx, ct)?;
+                let y = self.expr_t(w, b2, ctx, ct)?;
+                let v = self.fresh("v");
+                w.line(format!(
+                    "const bool {v} = {};",
+                    types::compare(*dir, &x, &y)
+                ));
+                v
+            }
+            Body::Select(c, a, b2) => {
+                let p = self.expr_t(w, c, ctx, ElemType::Pred)?;
+                let x = self.expr_t(w, a, ctx, t)?;
+                let y = self.expr_t(w, b2, ctx, t)?;
+                let v = self.fresh("v");
+                w.line(format!("const {} {v} = {p} ? {x} : {y};", types::reg(t)));
+                v
+            }
+            Body::Call { func, map } => {
+                let inner = substitute(ctx, map)?;
+                let f = self
+                    .spec
+                    .functions
+                    .get(*func)
+                    .ok_or_else(|| MapError::Other(format!("no function {func}")))?;
+                w.line(format!("// {} at {}", f.name, simplified(&inner)));
+                let ft = self.spec.function_elem(*func);
+                self.expr_t(w, &f.body, &inner, ft)?
+            }
+            Body::Reduce {
+                op,
+                init,
+                func,
+                map,
+            } => {
+                let m = substitute(ctx, map)?;
+                let canon = canonical(ctx, &m).ok_or_else(|| {
+                    MapError::Other(format!(
+                        "{}: a reduction read inside the body is not per row",
+                        self.spec.name
+                    ))
+                })?;
+                let shown = simplified(&canon);
+                let key = format!("{func} {op:?} {init} {shown}");
+                if let Some((_, acc)) = self.done.iter().find(|(k, _)| *k == key) {
+                    return Ok(acc.clone());
+                }
+                let f = self
+                    .spec
+                    .functions
+                    .get(*func)
+                    .ok_or_else(|| MapError::Other(format!("no function {func}")))?;
+                // Lane `lane` takes the reduction's elements lane, lane + row_threads, ..
+                // (linear over its own variables, row-major).
+                let rt = self.row_threads;
+                let sizes: Vec<i64> = canon
+                    .ranges
+                    .iter()
+                    .map(|v| v.bounds.hi - v.bounds.lo + 1)
+                    .collect();
+                let n = sizes
+                    .iter()
+                    .try_fold(1i64, |a, &b| a.checked_mul(b))
+                    .ok_or_else(|| MapError::Overflow("a reduction's size".into()))?;
+                let steps = (n + rt - 1) / rt;
+                let lin = Expr::var(1).add(Expr::var(2).mul(Expr::constant(rt)));
+                let mut own = Vec::new();
+                let mut inner = 1i64;
+                for (k, &s) in sizes.iter().enumerate().rev() {
+                    let q = lin.floordiv(Expr::constant(inner));
+                    let q = if k == 0 { q } else { q.modulo(Expr::constant(s)) };
+                    own.push(q.add(Expr::constant(canon.ranges[k].bounds.lo)));
+                    inner *= s;
+                }
+                own.reverse();
+                let mut sub = |v: u32| -> Expr {
+                    if v == 0 {
+                        Expr::var(0)
+                    } else {
+                        own[(v - 1) as usize]
+                    }
+                };
+                let results = canon.results.iter().map(|r| r.substitute(&mut sub)).collect();
+                let mut constraints: Vec<(Expr, Interval)> = canon
+                    .constraints
+                    .iter()
+                    .map(|&(e, iv)| (e.substitute(&mut sub), iv))
+                    .collect();
+                constraints.push((lin, Interval::new(0, n - 1)));
+                let coop = IndexingMap::new(
+                    vec![
+                        canon.dims[0].clone(),
+                        Variable::new("lane", 0, rt - 1),
+                    ],
+                    vec![Variable::new("j", 0, steps - 1)],
+                    vec![],
+                    results,
+                    constraints,
+                );
+                // The loop body first: the reductions it reads are written before this one.
+                let mut body = self.writer(2);
+                if let Some(c) = &self.past_end {
+                    body.line(format!("if ({c}) continue;"));
+                }
+                let guard_map = if self.naive {
+                    coop.clone()
+                } else {
+                    let s = simplified(&coop);
+                    if s.status == crate::map::Status::Defined {
+                        s
+                    } else {
+                        coop.clone()
+                    }
+                };
+                for &(e, iv) in &guard_map.constraints {
+                    if let Some(cond) = outside(e, iv, &guard_map.names(), &guard_map.bounds()) {
+                        body.line(format!("if ({cond}) continue;"));
+                    }
+                }
+                let x = self.expr_t(&mut body, &f.body, &coop, t)?;
+                let acc = self.fresh("row");
+                body.line(format!("{acc} = {};", types::binary(*op, t, &acc, &x)));
+                let ty = types::reg(t);
+                let mut h = self.writer(1);
+                let what = match op {
+                    crate::gpu::spec::BinOp::Add => "sum".to_string(),
+                    crate::gpu::spec::BinOp::Mul => "product".to_string(),
+                    o => format!("{o:?}").to_lowercase(),
+                };
+                h.line(format!(
+                    "// {acc} = {what} of {} over the row, once: each lane folds its part{}: {shown}",
+                    f.name,
+                    if rt == 1 {
+                        String::new()
+                    } else {
+                        format!(", then the row's {rt} lanes exchange theirs")
+                    }
+                ));
+                h.line(format!("{ty} {acc} = {};", types::constant(*init, t)));
+                if steps - 1 > I32_INDEX.hi {
+                    super::index_width_needs_64();
+                }
+                if steps < 64 {
+                    h.line("#pragma unroll");
+                }
+                h.line(format!(
+                    "for ({} j = 0; j <= {}; ++j) {{",
+                    self.index_ty,
+                    steps - 1
+                ));
+                let mut lines = h.lines;
+                lines.extend(body.lines);
+                lines.push("  }".into());
+                if rt > 1 {
+                    // Every lane ends with the row's value (xor offsets stay in the row).
+                    lines.push(format!("  for (int off = {}; off > 0; off /= 2) {{", rt / 2));
+                    lines.push(format!(
+                        "    const {ty} other = __shfl_xor_sync(0xffffffffu, {acc}, off);"
+                    ));
+                    lines.push(format!(
+                        "    {acc} = {};",
+                        types::binary(*op, t, &acc, "other")
+                    ));
+                    lines.push("  }".into());
+                }
+                self.hoisted.extend(lines);
+                self.done.push((key, acc.clone()));
+                acc
+            }
+        })
+    }
+}
+
+/// Writes the kernel body of `launch` (see [`plan`]) into `w` (at its indent 1).
+pub fn emit(
+    spec: &KernelSpec,
+    launch: &Launch,
+    naive: bool,
+    w: &mut BodyWriter,
+    params: &str,
+) -> Result<(), MapError> {
+    let rt = launch.row_threads.max(1);
+    let rows_per_block = launch.block[0] / rt;
+    let root = launch.strategy == Strategy::RowReduction;
+    let out = &spec.output;
+    let rows = if root {
+        out.num_elements()?
+    } else {
+        let minor = *out
+            .physical_dims()
+            .last()
+            .ok_or_else(|| MapError::Other("a row normalization needs rows".into()))?;
+        out.num_elements()? / out.dims[minor].max(1)
+    };
+    let launched = launch
+        .grid[0]
+        .checked_mul(rows_per_block)
+        .ok_or_else(|| MapError::Overflow("the grid".into()))?;
+    if launched - 1 > I32_INDEX.hi {
+        super::index_width_needs_64();
+    }
+    let ity = w.index_ty;
+    w.line(format!(
+        "// the row's {rt} lane{} (row r: {rows_per_block} per block), lane l takes elements l, l + {rt}, ..",
+        if rt == 1 { "" } else { "s" }
+    ));
+    let row = if rows_per_block == 1 {
+        "bl_x".to_string()
+    } else if rt == 1 {
+        format!("bl_x * {rows_per_block} + th_x")
+    } else {
+        format!("bl_x * {rows_per_block} + th_x / {rt}")
+    };
+    w.line(format!("const {ity} r = {row};"));
+    if rt > 1 {
+        w.line(format!("const {ity} lane = th_x % {rt};"));
+    } else {
+        w.line(format!("const {ity} lane = 0;"));
+    }
+    let past_end = (launched > rows).then(|| format!("r > {}", rows - 1));
+    let mut coop = Coop {
+        spec,
+        naive,
+        index_ty: ity,
+        params: params.to_string(),
+        row_threads: rt,
+        past_end: past_end.clone(),
+        hoisted: vec![],
+        done: vec![],
+        count: 0,
+    };
+    let out_id = IndexingMap::identity(&out.dims);
+    let strides = out.strides()?;
+    if root {
+        let scope = root_scope(spec, rt)?;
+        let mut ew = coop.writer(1);
+        let v = coop.expr_t(&mut ew, &spec.functions[0].body, &scope, out.elem)?;
+        w.lines.append(&mut coop.hoisted);
+        w.line("// lane 0 writes the row's value");
+        match &past_end {
+            Some(c) => w.line(format!("if (lane != 0 || {c}) return;")),
+            None if rt > 1 => w.line("if (lane != 0) return;"),
+            None => {}
+        }
+        w.lines.append(&mut ew.lines);
+        let k = w.offset(&scope, &out_id, &strides, "out")?;
+        w.line(format!("out[{k}] = {};", types::store(out.elem, &v, true)));
+        return Ok(());
+    }
+    // The row's elements: lane + col * rt along the minor dimension.
+    let lm = super::cpu::row_map(out)?
+        .ok_or_else(|| MapError::Other("a row normalization needs rows".into()))?;
+    let cols = lm.dims[1].bounds.hi + 1;
+    let steps = (cols + rt - 1) / rt;
+    let c = Expr::var(1).add(Expr::var(2).mul(Expr::constant(rt)));
+    let mut sub = |v: u32| -> Expr { if v == 0 { Expr::var(0) } else { c } };
+    let results = lm.results.iter().map(|r| r.substitute(&mut sub)).collect();
+    let scope = IndexingMap::new(
+        vec![
+            Variable::new("r", 0, rows - 1),
+            Variable::new("lane", 0, rt - 1),
+        ],
+        vec![Variable::new("col", 0, steps - 1)],
+        vec![],
+        results,
+        vec![(c, Interval::new(0, cols - 1))],
+    );
+    let mut ew = coop.writer(2);
+    let guard_map = if naive {
+        scope.clone()
+    } else {
+        let s = simplified(&scope);
+        if s.status == crate::map::Status::Defined {
+            s
+        } else {
+            scope.clone()
+        }
+    };
+    for &(e, iv) in &guard_map.constraints {
+        if let Some(cond) = outside(e, iv, &guard_map.names(), &guard_map.bounds()) {
+            ew.line(format!("if ({cond}) continue;"));
+        }
+    }
+    let v = coop.expr_t(&mut ew, &spec.functions[0].body, &scope, out.elem)?;
+    let k = ew.offset(&scope, &out_id, &strides, "out")?;
+    ew.line(format!("out[{k}] = {};", types::store(out.elem, &v, true)));
+    w.lines.append(&mut coop.hoisted);
+    w.line("// then the row's elements, each lane its own");
+    if let Some(c) = &past_end {
+        w.line(format!("if ({c}) return;"));
+    }
+    if steps < 64 {
+        w.line("#pragma unroll");
+    }
+    w.line(format!("for ({ity} col = 0; col <= {}; ++col) {{", steps - 1));
+    w.lines.append(&mut ew.lines);
+    w.line("}");
+    Ok(())
+}
