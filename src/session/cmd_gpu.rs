@@ -465,6 +465,8 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             }),
         }
     }
+    // A tuple root's further outputs: each one's thread → output map (and its reads).
+    sections.extend(launch::more_output_sections(&spec, &l).map_err(err)?);
     Ok(Value::Indexing(Indexing {
         title: format!("threads {}", spec.name),
         operands: sections,

@@ -175,19 +175,12 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
         "out[{k}] = {};",
         types::store(spec.output.elem, &v, false)
     ));
-    for (n, (t, f)) in spec.more_outputs.iter().enumerate() {
-        let v = super::function_value(&mut w, *f, &ctx, &params)?;
-        let k = w.offset(
-            &ctx,
-            &IndexingMap::identity(&t.dims),
-            &t.strides()?,
-            &format!("out{}", n + 1),
-        )?;
-        w.line(format!(
-            "out{}[{k}] = {};",
-            n + 1,
-            types::store(t.elem, &v, false)
-        ));
+    for (n, o) in spec.more_outputs.iter().enumerate() {
+        // A side output of a reduction has its own loop (after this one).
+        if !o.is_side_of_reduction() {
+            let ck = super::more_output_scope(&ctx, o)?;
+            super::store_more_output(&mut w, n, &ck, &params)?;
+        }
     }
     let mut decl = input_params(spec, "restrict");
     decl.extend(super::output_params(spec, "restrict"));
@@ -276,8 +269,12 @@ pub fn entry_point(spec: &KernelSpec, name: &str, ty: &str) -> String {
             "({ty} *)args[{}]",
             spec.inputs.len()
         )))
-        .chain(spec.more_outputs.iter().enumerate().map(|(k, (t, _))| {
-            format!("({} *)args[{}]", t.elem.c_name(), spec.inputs.len() + 1 + k)
+        .chain(spec.more_outputs.iter().enumerate().map(|(k, o)| {
+            format!(
+                "({} *)args[{}]",
+                o.tensor.elem.c_name(),
+                spec.inputs.len() + 1 + k
+            )
         }))
         .collect();
     format!(

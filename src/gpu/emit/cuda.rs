@@ -92,20 +92,23 @@ fn prune_unused(mut lines: Vec<String>) -> Vec<String> {
 /// The further outputs of a tuple root, each its function at the scope's index (the same
 /// index as output 0), stored through its own layout.
 fn store_more_outputs(w: &mut BodyWriter, ctx: &IndexingMap, params: &str) -> Result<(), MapError> {
+    store_more_outputs_where(w, ctx, params, &|_| true)
+}
+
+/// [`store_more_outputs`] for the outputs `n` (0 for `out1`) that `which` picks, each at its
+/// map from the scope's index.
+fn store_more_outputs_where(
+    w: &mut BodyWriter,
+    ctx: &IndexingMap,
+    params: &str,
+    which: &dyn Fn(usize) -> bool,
+) -> Result<(), MapError> {
     let spec = w.spec;
-    for (n, (t, f)) in spec.more_outputs.iter().enumerate() {
-        let v = super::function_value(w, *f, ctx, params)?;
-        let k = w.offset(
-            ctx,
-            &IndexingMap::identity(&t.dims),
-            &t.strides()?,
-            &format!("out{}", n + 1),
-        )?;
-        w.line(format!(
-            "out{}[{k}] = {};",
-            n + 1,
-            types::store(t.elem, &v, true)
-        ));
+    for (n, o) in spec.more_outputs.iter().enumerate() {
+        if which(n) {
+            let ck = super::more_output_scope(ctx, o)?;
+            super::store_more_output(w, n, &ck, params)?;
+        }
     }
     Ok(())
 }
