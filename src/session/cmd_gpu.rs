@@ -386,6 +386,10 @@ fn describe(l: &Launch) -> String {
         l.block[0],
         l.grid[0]
     );
+    if l.grid[1] > 1 {
+        // Independent reduction groups: a row of blocks each.
+        s += &format!(" × {} (bl_y: the reduction group)", l.grid[1]);
+    }
     if l.config.vector > 1
         && matches!(
             l.strategy,
