@@ -699,7 +699,11 @@ fn tuple_outputs(
     output: &Tensor,
 ) -> Result<Vec<MoreOutput>, String> {
     let r = &comp.instrs[root];
-    let reduce0 = b.functions.first().and_then(|f| top_reduce(&f.body)).cloned();
+    let reduce0 = b
+        .functions
+        .first()
+        .and_then(|f| top_reduce(&f.body))
+        .cloned();
     let callee_dims = match b.functions.first().map(|f| &f.body) {
         Some(Body::Reduce { func, .. }) => Some(b.functions[*func].dims.clone()),
         Some(Body::Convert(_, inner)) => match &**inner {

@@ -27,7 +27,10 @@
 //! a **concatenate** (a loop per operand, sized by the largest), an in-place
 //! **dynamic-update-slice** and a **scatter** (a loop over the update(s), stored through
 //! runtime variables `rt<d>`: clamped starts, or starts read from the indices). The
-//! further outputs of a tuple root share the loop or the tile of output 0.
+//! further outputs of a tuple root are written by the launch of output 0, each through its
+//! own map ([`more_output_writes`]): the loop's index through a bitcast, a transpose's side
+//! output from the tile read, a reduction's side outputs where it reads, and independent
+//! reduction groups in their own row of blocks (`bl_y`).
 //!
 //! Shown running in `sessions/gpu/threads.ixm`.
 
@@ -987,7 +990,10 @@ pub fn in_group(m: &IndexingMap, g: usize) -> IndexingMap {
 /// - **reductions**: a side output in the reduced operand's shape where the reduction
 ///   reads (each element is read once), a further reduction or an output of the reduced
 ///   shape where output 0 is written; each in its group's blocks (`bl_y`).
-pub fn more_output_writes(spec: &KernelSpec, launch: &Launch) -> Result<Vec<OutputWrite>, MapError> {
+pub fn more_output_writes(
+    spec: &KernelSpec,
+    launch: &Launch,
+) -> Result<Vec<OutputWrite>, MapError> {
     let mut out = Vec::new();
     for o in &spec.more_outputs {
         let w = match launch.strategy {
@@ -1069,7 +1075,9 @@ pub fn more_output_sections(
         let mut how = Vec::new();
         if w.while_reading {
             how.push(match launch.strategy {
-                Strategy::TiledTranspose { .. } => "phase 1, from the tile read: the input's layout",
+                Strategy::TiledTranspose { .. } => {
+                    "phase 1, from the tile read: the input's layout"
+                }
                 _ => "written where the reduction reads it",
             });
         }
@@ -1094,21 +1102,20 @@ pub fn more_output_sections(
         });
         // A further reduction reads its operand with the launch's read map (in its group);
         // any other output reads from where it is written.
-        let reads: Vec<(IndexingMap, Vec<InputAccess>)> = match &spec.functions[o.func].body {
-            Body::Reduce { func, .. } => vec![(
+        let reduced = match &spec.functions[o.func].body {
+            Body::Reduce { func, .. } => Some(*func),
+            Body::Convert(_, inner) => match &**inner {
+                Body::Reduce { func, .. } => Some(*func),
+                _ => None,
+            },
+            _ => None,
+        };
+        let reads: Vec<(IndexingMap, Vec<InputAccess>)> = match reduced {
+            Some(func) => vec![(
                 in_group(&launch.read_map, w.group),
-                spec.accesses_from(*func, &IndexingMap::identity(&spec.functions[*func].dims))?,
+                spec.accesses_from(func, &IndexingMap::identity(&spec.functions[func].dims))?,
             )],
-            Body::Convert(_, inner) if matches!(**inner, Body::Reduce { .. }) => {
-                let Body::Reduce { func, .. } = &**inner else {
-                    unreachable!("matched above")
-                };
-                vec![(
-                    in_group(&launch.read_map, w.group),
-                    spec.accesses_from(*func, &IndexingMap::identity(&spec.functions[*func].dims))?,
-                )]
-            }
-            _ => vec![(
+            None => vec![(
                 w.map.clone(),
                 spec.accesses_from(o.func, &IndexingMap::identity(&o.tensor.dims))?,
             )],

@@ -810,7 +810,11 @@ impl KernelSpec {
     /// The number of reduction groups (1 unless a multi-output reduction has independent
     /// groups).
     pub fn groups(&self) -> usize {
-        self.more_outputs.iter().map(|o| o.group + 1).max().unwrap_or(1)
+        self.more_outputs
+            .iter()
+            .map(|o| o.group + 1)
+            .max()
+            .unwrap_or(1)
     }
 
     /// Bytes read (each input once) plus bytes written.

@@ -836,9 +836,7 @@ fn reduction_of(output: usize, body: &Body) -> Option<Reduction> {
         b => (b, None),
     };
     match b {
-        Body::Reduce {
-            op, init, func, ..
-        } => Some(Reduction {
+        Body::Reduce { op, init, func, .. } => Some(Reduction {
             output,
             op: *op,
             init: *init,
@@ -954,8 +952,20 @@ fn multi_reduction(
         // Side outputs: the element just read, written once by the thread that reads it.
         // (The read scope is the reduced operand's index: the side output's own.)
         for (n, wr) in writes.iter().enumerate() {
-            if wr.while_reading && wr.group == g {
-                super::store_more_output(w, n, &ctx, params)?;
+            if !(wr.while_reading && wr.group == g) {
+                continue;
+            }
+            let o = &spec.more_outputs[n];
+            match values.iter().find(|(f, _)| *f == o.func) {
+                // The value a reduction just read (the reduced function itself).
+                Some((_, v)) => {
+                    let t = &o.tensor;
+                    let name = format!("out{}", n + 1);
+                    let k =
+                        w.offset(&ctx, &IndexingMap::identity(&t.dims), &t.strides()?, &name)?;
+                    w.line(format!("{name}[{k}] = {};", types::store(t.elem, v, true)));
+                }
+                None => super::store_more_output(w, n, &ctx, params)?,
             }
         }
         loops_close(&rm, w);
@@ -988,10 +998,8 @@ fn multi_reduction(
                 w.line("}");
             }
         }
-        let writes_here = !mine.is_empty()
-            || writes
-                .iter()
-                .any(|wr| wr.group == g && !wr.while_reading);
+        let writes_here =
+            !mine.is_empty() || writes.iter().any(|wr| wr.group == g && !wr.while_reading);
         if !writes_here {
             // A group of side outputs alone: nothing is written per output element.
             if groups > 1 {
@@ -1074,7 +1082,11 @@ fn drop_unreferenced(mut src: String) -> String {
             } else {
                 start
             };
-            let to = if src[end..].starts_with('\n') { end + 1 } else { end };
+            let to = if src[end..].starts_with('\n') {
+                end + 1
+            } else {
+                end
+            };
             src.replace_range(from..to, "");
             dropped = true;
             break;
