@@ -260,7 +260,10 @@ fn reductions_inside_a_body_run_once_per_row_verified() {
         assert_eq!((l.row_threads, l.grid[0]), (*lanes, *grid), "{}", spec.name);
         for (naive, wide) in [(false, false), (true, false), (false, true)] {
             check_width(spec, &l, naive, wide).unwrap_or_else(|e| {
-                panic!("{} {:?} naive={naive} wide={wide}: {e}", spec.name, spec.output.dims)
+                panic!(
+                    "{} {:?} naive={naive} wide={wide}: {e}",
+                    spec.name, spec.output.dims
+                )
             });
         }
         // The element-by-element loop is still what `tiled=false` launches.
@@ -272,7 +275,9 @@ fn reductions_inside_a_body_run_once_per_row_verified() {
     let spec = hlo_spec(SUM_EXP, "sumexp");
     let l = launch::choose(&spec, LaunchConfig::default(), None).expect("launch");
     assert_eq!(l.strategy, Strategy::RowReduction);
-    let src = ixmap::gpu::emit::cuda::emit(&spec, &l, false).expect("emits").source;
+    let src = ixmap::gpu::emit::cuda::emit(&spec, &l, false)
+        .expect("emits")
+        .source;
     assert!(src.contains("__shfl_xor_sync"), "{src}");
     for naive in [false, true] {
         check_width(&spec, &l, naive, naive)
@@ -334,7 +339,9 @@ fn a_row_normalization_reads_each_row_a_bounded_number_of_times() {
             assert_eq!(loops.len(), reductions + 1, "{loops:?}");
             let steps = (spec.output.dims.last().unwrap() + 31) / 32 - 1;
             assert!(
-                loops.iter().all(|(_, h)| h.contains(&format!("<= {steps};"))),
+                loops
+                    .iter()
+                    .all(|(_, h)| h.contains(&format!("<= {steps};"))),
                 "{loops:?}"
             );
             // The input is read in each pass: max and sum (or mean and variance), then
@@ -347,7 +354,10 @@ fn a_row_normalization_reads_each_row_a_bounded_number_of_times() {
             .expect("emits")
             .source;
         let (_, device_fns) = loops_of(&src);
-        assert!(device_fns > 0, "the loop calls a function per element:\n{src}");
+        assert!(
+            device_fns > 0,
+            "the loop calls a function per element:\n{src}"
+        );
     }
 }
 
@@ -365,7 +375,10 @@ fn float_max_and_min_propagate_nan() {
     for op in [BinOp::Max, BinOp::Min] {
         for (x, y) in [(nan, Scalar::F(1.0)), (Scalar::F(1.0), nan)] {
             let r = binary(op, ElemType::F32, x, y).expect("binary");
-            assert!(r.to_f64(ElemType::F32).is_nan(), "{op:?}({x:?}, {y:?}) = {r:?}");
+            assert!(
+                r.to_f64(ElemType::F32).is_nan(),
+                "{op:?}({x:?}, {y:?}) = {r:?}"
+            );
         }
     }
     let minrow = "
@@ -378,11 +391,16 @@ mn {
     let sm = hlo_spec(&softmax_hlo("sm", &[4, 40]), "sm");
     let mn = hlo_spec(minrow, "mn");
     // Row 0: NaN first; row 1: in the middle; row 2: last; row 3: none.
-    let mut vals: Vec<f32> = (0..160).map(|i| ((i * 37) % 23) as f32 / 4.0 - 2.0).collect();
+    let mut vals: Vec<f32> = (0..160)
+        .map(|i| ((i * 37) % 23) as f32 / 4.0 - 2.0)
+        .collect();
     for (row, col) in [(0, 0), (1, 17), (2, 39)] {
         vals[row * 40 + col] = f32::NAN;
     }
-    let inputs = vec![vals.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()];
+    let inputs = vec![vals
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect::<Vec<u8>>()];
     for spec in [&sm, &mn] {
         let want = Reference::new(spec, &inputs)
             .expect("reference")

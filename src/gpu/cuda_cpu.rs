@@ -34,8 +34,9 @@ pub fn translation_unit(spec: &KernelSpec, launch: &Launch, source: &str, entry:
         ));
     }
     format!(
-        "{HEADER}\nnamespace ixk {{\n{source}}}\n\nextern \"C\" void ix_launch(void **args) {{\n  ix_launch_grid({}, {}, [&] {{ ixk::{entry}({}); }});\n}}\n",
+        "{HEADER}\nnamespace ixk {{\n{source}}}\n\nextern \"C\" void ix_launch(void **args) {{\n  ix_launch_grid({}, {}, {}, [&] {{ ixk::{entry}({}); }});\n}}\n",
         launch.grid[0],
+        launch.grid[1],
         launch.block[0],
         args.join(", ")
     )
@@ -83,8 +84,10 @@ pub fn check_inputs(
     wide: bool,
     given: Option<&[Vec<u8>]>,
 ) -> Result<u32, MapError> {
-    if launch.block[1] != 1 || launch.block[2] != 1 || launch.grid[1] != 1 || launch.grid[2] != 1 {
-        return Err(err("only 1-D grids and blocks run on the CPU".into()));
+    if launch.block[1] != 1 || launch.block[2] != 1 || launch.grid[2] != 1 {
+        return Err(err(
+            "only 1-D blocks and grids of 1 or 2 dimensions run on the CPU".into(),
+        ));
     }
     let (e, bits) = emit::cuda::emit_width(spec, launch, naive, wide)?;
     let tu = translation_unit(spec, launch, &e.source, &e.entry);

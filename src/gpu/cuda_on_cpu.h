@@ -166,30 +166,34 @@ template <class T> static T __shfl_xor_sync(unsigned, T v, int delta) {
 
 template <class F> struct ix_thread_arg {
   F *kernel;
-  unsigned t, grid;
+  unsigned t, grid, grid_y;
 };
 
 template <class F> static void *ix_thread_main(void *p) {
   ix_thread_arg<F> *a = static_cast<ix_thread_arg<F> *>(p);
   threadIdx = {a->t, 0, 0};
-  for (unsigned b = 0; b < a->grid; ++b) {
-    blockIdx = {b, 0, 0};
-    (*a->kernel)();
-    ix_block_barrier->wait();
+  for (unsigned y = 0; y < a->grid_y; ++y) {
+    for (unsigned b = 0; b < a->grid; ++b) {
+      blockIdx = {b, y, 0};
+      (*a->kernel)();
+      ix_block_barrier->wait();
+    }
   }
   return nullptr;
 }
 
-// Runs `kernel` over a 1-D grid of 1-D blocks (at most 1024 threads per block).
-template <class F> static void ix_launch_grid(unsigned grid, unsigned block, F kernel) {
-  gridDim = {grid, 1, 1};
+// Runs `kernel` over a grid of `grid` x `grid_y` 1-D blocks (at most 1024 threads per
+// block), one block at a time, x fastest.
+template <class F>
+static void ix_launch_grid(unsigned grid, unsigned grid_y, unsigned block, F kernel) {
+  gridDim = {grid, grid_y, 1};
   blockDim = {block, 1, 1};
   ix_barrier bar(block);
   ix_block_barrier = &bar;
   static pthread_t threads[1024];
   static ix_thread_arg<F> args[1024];
   for (unsigned t = 0; t < block; ++t) {
-    args[t] = {&kernel, t, grid};
+    args[t] = {&kernel, t, grid, grid_y};
     // Without all of a block's threads the barrier never opens: stop rather than hang.
     if (pthread_create(&threads[t], nullptr, ix_thread_main<F>, &args[t]) != 0) abort();
   }

@@ -15,7 +15,9 @@
 //!   r  = f32[128,32] reshape(p0')  ...       load p1 (d0, d1) -> (d1))
 //! ```
 
-use super::spec::{BinOp, Body, CmpDir, ElemType, Function, KernelSpec, Root, Tensor, UnOp};
+use super::spec::{
+    BinOp, Body, CmpDir, ElemType, Function, KernelSpec, MoreOutput, Root, Tensor, UnOp,
+};
 use crate::hlo::{ops, Computation, Instr, InstrId, Module, Shape};
 use crate::map::{compose, IndexingMap};
 use crate::simplify::{simplify, SimplifyLimits};
@@ -424,34 +426,7 @@ fn build_root(
                 &comp.instrs[r.operands[0]].name,
                 &comp.instrs[r.operands[0]].shape,
             )?;
-            let mut more_outputs = Vec::new();
-            for &o in &r.operands[1..] {
-                let t = tensor(&comp.instrs[o].name, &comp.instrs[o].shape)?;
-                if t.dims != output.dims || t.elem != output.elem {
-                    return Err(format!(
-                        "`{}`: the outputs of a tuple root are emitted when they have one shape and element type ({} is {}, {} is {})",
-                        r.name,
-                        output.name,
-                        output.shape_text(),
-                        t.name,
-                        t.shape_text()
-                    ));
-                }
-                more_outputs.push((t, b.function(o)?));
-            }
-            let top_reduce = std::iter::once(first)
-                .chain(more_outputs.iter().map(|(_, f)| *f))
-                .any(|f| match &b.functions[f].body {
-                    // A reduction converted to its output's type is one too.
-                    Body::Convert(_, r) => matches!(**r, Body::Reduce { .. }),
-                    r => matches!(r, Body::Reduce { .. }),
-                });
-            if top_reduce {
-                return Err(format!(
-                    "`{}`: multi-output reductions are not emitted",
-                    r.name
-                ));
-            }
+            let more_outputs = tuple_outputs(&mut b, comp, root, &output)?;
             Ok(KernelSpec {
                 name,
                 inputs,
@@ -643,4 +618,195 @@ fn build_scatter(
         ));
     }
     Ok(spec)
+}
+
+/// The reduction at the top of a function's body (possibly converted to the output type):
+/// its map from the function's index, with the reduced dimensions as range variables.
+fn top_reduce(body: &Body) -> Option<&IndexingMap> {
+    let b = match body {
+        Body::Convert(_, inner) => &**inner,
+        b => b,
+    };
+    match b {
+        Body::Reduce { map, .. } => Some(map),
+        _ => None,
+    }
+}
+
+/// Whether two reductions reduce the same elements to the same index (their maps agree up
+/// to the names of their variables).
+fn same_reduction(a: &IndexingMap, b: &IndexingMap) -> bool {
+    a.dims.len() == b.dims.len()
+        && a.ranges.len() == b.ranges.len()
+        && a.ranges
+            .iter()
+            .zip(&b.ranges)
+            .all(|(x, y)| x.bounds == y.bounds)
+        && a.results == b.results
+        && a.constraints == b.constraints
+}
+
+/// The bitcast map from `from`'s index to `to`'s (same element count): the element of `to`
+/// at the same linear offset in its physical layout, as XLA writes a multi-output loop
+/// fusion's outputs of another shape (`GetBitcastMap`).
+fn bitcast_map(from: &Tensor, to: &Tensor) -> Result<IndexingMap, String> {
+    use crate::expr::Expr;
+    let strides = from.strides().map_err(|e| e.to_string())?;
+    let lin = (0..from.rank()).fold(Expr::constant(0), |acc, d| {
+        acc.add(Expr::var(d as u32).mul(Expr::constant(strides[d])))
+    });
+    let mut results = vec![Expr::constant(0); to.rank()];
+    let phys = to.physical_dims();
+    let mut inner = 1i64;
+    for (p, &d) in phys.iter().enumerate().rev() {
+        let q = lin.floordiv(Expr::constant(inner));
+        results[d] = if p == 0 {
+            q
+        } else {
+            q.modulo(Expr::constant(to.dims[d]))
+        };
+        inner = inner
+            .checked_mul(to.dims[d])
+            .ok_or_else(|| format!("the element count of `{}` overflows", to.name))?;
+    }
+    let m = IndexingMap::new(
+        crate::map::default_vars(crate::map::VarKind::Dim, &from.dims),
+        vec![],
+        vec![],
+        results,
+        vec![],
+    );
+    Ok(simplify(&m, &SimplifyLimits::default()).map)
+}
+
+/// The further outputs of a tuple root, each with its map from output 0's index (see
+/// [`MoreOutput`]) and its reduction group. What XLA fuses into one multi-output kernel:
+///
+/// - a loop fusion: outputs of output 0's shape (element types may differ), or of its
+///   element count (XLA: a reshape or a transpose that is a bitcast), written at the
+///   bitcast map of output 0's index; an output in the shape of an operand that output 0
+///   reads transposed is a side output of the transpose, written at that permutation;
+/// - a reduction fusion (output 0 a reduction): further reductions of the same operand
+///   shape and dimensions, outputs of the reduced shape, and side outputs in the reduced
+///   operand's shape, written where the reduction reads them. Independent groups
+///   (`hlo::groups`) get their own blocks.
+///
+/// Everything else is refused, saying why.
+fn tuple_outputs(
+    b: &mut Builder,
+    comp: &Computation,
+    root: InstrId,
+    output: &Tensor,
+) -> Result<Vec<MoreOutput>, String> {
+    let r = &comp.instrs[root];
+    let reduce0 = b
+        .functions
+        .first()
+        .and_then(|f| top_reduce(&f.body))
+        .cloned();
+    let callee_dims = match b.functions.first().map(|f| &f.body) {
+        Some(Body::Reduce { func, .. }) => Some(b.functions[*func].dims.clone()),
+        Some(Body::Convert(_, inner)) => match &**inner {
+            Body::Reduce { func, .. } => Some(b.functions[*func].dims.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let groups = if reduce0.is_some() && comp.root == root {
+        crate::hlo::groups::reduction_groups(comp)
+    } else {
+        vec![]
+    };
+    let group_of = |id: InstrId| {
+        groups
+            .iter()
+            .position(|g| g.roots.contains(&id))
+            .unwrap_or(0)
+    };
+    let count = |t: &Tensor| t.num_elements().map_err(|e| e.to_string());
+    let mut out = Vec::new();
+    for &o in &r.operands[1..] {
+        let t = tensor(&comp.instrs[o].name, &comp.instrs[o].shape)?;
+        let f = b.function(o)?;
+        let fr = top_reduce(&b.functions[f].body).cloned();
+        let map = match (&reduce0, &fr) {
+            (Some(m0), Some(m)) => {
+                if t.dims != output.dims || !same_reduction(m0, m) {
+                    return Err(format!(
+                        "`{}`: the reductions of a multi-output fusion are emitted when they reduce the same dimensions of one shape (XLA's rule); `{}` reduces differently than `{}`",
+                        r.name, t.name, output.name
+                    ));
+                }
+                IndexingMap::identity(&output.dims)
+            }
+            (None, Some(_)) => {
+                return Err(format!(
+                    "`{}`: a reduction in a tuple root is emitted as the first output (the reduction emitter's hero); `{}` is not first",
+                    r.name, t.name
+                ))
+            }
+            _ if t.dims == output.dims => IndexingMap::identity(&output.dims),
+            (Some(m0), None) if callee_dims.as_deref() == Some(&t.dims[..]) => m0.clone(),
+            (Some(_), None) => {
+                return Err(format!(
+                    "`{}`: the outputs of a multi-output reduction have the reduction's shape or its operand's ({} is {}, {} is {})",
+                    r.name,
+                    output.name,
+                    output.shape_text(),
+                    t.name,
+                    t.shape_text()
+                ))
+            }
+            (None, None) if count(&t)? == count(output)? => {
+                transposed_side(b, &t, output.rank()).map_or_else(|| bitcast_map(output, &t), Ok)?
+            }
+            (None, None) => {
+                return Err(format!(
+                    "`{}`: the outputs of a tuple root share output 0's loop when they have its element count (XLA: one shape, or a bitcast of it); {} is {}, {} is {}",
+                    r.name,
+                    output.name,
+                    output.shape_text(),
+                    t.name,
+                    t.shape_text()
+                ))
+            }
+        };
+        out.push(MoreOutput {
+            tensor: t,
+            func: f,
+            map,
+            group: group_of(o),
+        });
+    }
+    Ok(out)
+}
+
+/// The permutation through which function 0 loads an input of `t`'s dims (a transpose of
+/// it), when there is one: a side output of a transpose in its operand's shape is written
+/// there.
+fn transposed_side(b: &Builder, t: &Tensor, rank: usize) -> Option<IndexingMap> {
+    let mut found = None;
+    let f0 = b.functions.first()?;
+    f0.body.visit(&mut |x| {
+        if let (None, Body::Load { input, map }) = (&found, x) {
+            let dims_match = b
+                .input_of
+                .iter()
+                .enumerate()
+                .find(|(_, k)| **k == Some(*input))
+                .is_some_and(|(id, _)| b.comp.instrs[id].dims() == t.dims.as_slice());
+            let vars: Vec<Option<u32>> = map.results.iter().map(|e| e.as_var()).collect();
+            let mut sorted: Vec<u32> = vars.iter().flatten().copied().collect();
+            sorted.sort_unstable();
+            let perm = map.results.len() == rank
+                && map.ranges.is_empty()
+                && map.constraints.is_empty()
+                && sorted == (0..rank as u32).collect::<Vec<_>>()
+                && vars.iter().enumerate().any(|(i, v)| *v != Some(i as u32));
+            if dims_match && perm {
+                found = Some(map.clone());
+            }
+        }
+    });
+    found
 }

@@ -27,11 +27,14 @@
 //! a **concatenate** (a loop per operand, sized by the largest), an in-place
 //! **dynamic-update-slice** and a **scatter** (a loop over the update(s), stored through
 //! runtime variables `rt<d>`: clamped starts, or starts read from the indices). The
-//! further outputs of a tuple root share the loop or the tile of output 0.
+//! further outputs of a tuple root are written by the launch of output 0, each through its
+//! own map ([`more_output_writes`]): the loop's index through a bitcast, a transpose's side
+//! output from the tile read, a reduction's side outputs where it reads, and independent
+//! reduction groups in their own row of blocks (`bl_y`).
 //!
 //! Shown running in `sessions/gpu/threads.ixm`.
 
-use super::spec::{InputAccess, KernelSpec, Root, Tensor};
+use super::spec::{Body, InputAccess, KernelSpec, Root, Tensor};
 use crate::expr::Expr;
 use crate::interval::Interval;
 use crate::map::{compose, IndexingMap, Variable};
@@ -941,7 +944,11 @@ pub fn choose(
         Root::Elementwise => {}
     }
     if spec.root_reduction().is_some() {
-        return reduction_launch(spec, cfg);
+        // Independent reduction groups: one row of blocks each (`bl_y` is the group).
+        return reduction_launch(spec, cfg).map(|mut l| {
+            l.grid[1] = spec.groups() as i64;
+            l
+        });
     }
     if tiled.is_none() && crate::gpu::emit::cuda_rows::applies(spec).unwrap_or(false) {
         if let Some(l) = row_normalization_launch(spec, cfg)? {
@@ -963,6 +970,194 @@ pub fn choose(
         }
     }
     loop_launch(&spec.output, cfg)
+}
+
+/// Where a launch writes further output `n + 1` of a tuple root.
+#[derive(Clone, Debug)]
+pub struct OutputWrite {
+    /// Thread ids → the element of the output each thread writes.
+    pub map: IndexingMap,
+    /// Written while the inputs are read (a transpose's phase 1, in the input's layout; a
+    /// reduction's loop over the reduced elements) rather than with output 0.
+    pub while_reading: bool,
+    /// The reduction group, the value of `bl_y` in the blocks that write it (0 elsewhere).
+    pub group: usize,
+}
+
+/// `m` in the blocks of reduction group `g` (`bl_y = g`).
+pub fn in_group(m: &IndexingMap, g: usize) -> IndexingMap {
+    let mut m = m.clone();
+    if let Some(v) = m.dims.get_mut(4) {
+        v.bounds = Interval::point(g as i64);
+    }
+    finish(m)
+}
+
+/// The thread → output maps of a tuple root's further outputs under `launch` (XLA's
+/// multi-output emitters):
+///
+/// - **loop**: the output's map from output 0's index after the loop's map (the same
+///   element, a bitcast of it);
+/// - **tiled transpose**: a side output in the transposed operand's shape is written in
+///   phase 1, from the tile read (the input's layout: coalesced); the others with output 0
+///   in phase 2;
+/// - **reductions**: a side output in the reduced operand's shape where the reduction
+///   reads (each element is read once), a further reduction or an output of the reduced
+///   shape where output 0 is written; each in its group's blocks (`bl_y`).
+pub fn more_output_writes(
+    spec: &KernelSpec,
+    launch: &Launch,
+) -> Result<Vec<OutputWrite>, MapError> {
+    let mut out = Vec::new();
+    for o in &spec.more_outputs {
+        let w = match launch.strategy {
+            Strategy::Loop if !o.is_side_of_reduction() => OutputWrite {
+                map: finish(compose(&launch.write_map, &o.map)?),
+                while_reading: false,
+                group: 0,
+            },
+            Strategy::TiledTranspose { .. } if !o.is_side_of_reduction() => {
+                let through_tile = spec.inputs.iter().enumerate().any(|(k, _)| {
+                    let acc = InputAccess {
+                        input: k,
+                        map: o.map.clone(),
+                    };
+                    reads_through_tile(spec, launch, &acc)
+                });
+                let from = if through_tile {
+                    &launch.read_map
+                } else {
+                    &launch.write_map
+                };
+                OutputWrite {
+                    map: finish(compose(from, &o.map)?),
+                    while_reading: through_tile,
+                    group: 0,
+                }
+            }
+            Strategy::RowReduction | Strategy::ColumnReduction => {
+                let (m, reading) = if o.is_side_of_reduction() {
+                    let (rmap, _) = spec.root_reduction().ok_or_else(|| {
+                        MapError::Other(format!("{} is not a reduction", spec.name))
+                    })?;
+                    if o.map.results != rmap.results || o.map.ranges.len() != rmap.ranges.len() {
+                        return Err(MapError::Other(format!(
+                            "{}: the side output {} is not read by the reduction",
+                            spec.name, o.tensor.name
+                        )));
+                    }
+                    (launch.read_map.clone(), true)
+                } else {
+                    (finish(compose(&launch.write_map, &o.map)?), false)
+                };
+                OutputWrite {
+                    map: in_group(&m, o.group),
+                    while_reading: reading,
+                    group: o.group,
+                }
+            }
+            _ => {
+                return Err(MapError::Other(format!(
+                    "{}: the {} launch writes one output; {} is a further output of a tuple root",
+                    spec.name,
+                    launch.strategy.name(),
+                    o.tensor.name
+                )))
+            }
+        };
+        out.push(w);
+    }
+    Ok(out)
+}
+
+/// What `threads` adds for a tuple root's further outputs: per output, its thread →
+/// output map (with its group's `bl_y`), and the thread → input maps of what it reads that
+/// the sections of output 0 do not show.
+pub fn more_output_sections(
+    spec: &KernelSpec,
+    launch: &Launch,
+) -> Result<Vec<crate::value::OperandMaps>, MapError> {
+    use crate::value::OperandMaps;
+    let mut out: Vec<OperandMaps> = Vec::new();
+    let groups = spec.groups();
+    for (n, (o, w)) in spec
+        .more_outputs
+        .iter()
+        .zip(more_output_writes(spec, launch)?)
+        .enumerate()
+    {
+        let mut how = Vec::new();
+        if w.while_reading {
+            how.push(match launch.strategy {
+                Strategy::TiledTranspose { .. } => {
+                    "phase 1, from the tile read: the input's layout"
+                }
+                _ => "written where the reduction reads it",
+            });
+        }
+        let group = format!("group {}: bl_y = {}", w.group, w.group);
+        if groups > 1 {
+            how.push(&group);
+        }
+        out.push(OperandMaps {
+            label: format!(
+                "thread → output {} ({}){}",
+                n + 1,
+                o.tensor.name,
+                if how.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", how.join("; "))
+                }
+            ),
+            index: n + 1,
+            name: None,
+            maps: vec![w.map.clone()],
+        });
+        // A further reduction reads its operand with the launch's read map (in its group);
+        // any other output reads from where it is written.
+        let reduced = match &spec.functions[o.func].body {
+            Body::Reduce { func, .. } => Some(*func),
+            Body::Convert(_, inner) => match &**inner {
+                Body::Reduce { func, .. } => Some(*func),
+                _ => None,
+            },
+            _ => None,
+        };
+        let reads: Vec<(IndexingMap, Vec<InputAccess>)> = match reduced {
+            Some(func) => vec![(
+                in_group(&launch.read_map, w.group),
+                spec.accesses_from(func, &IndexingMap::identity(&spec.functions[func].dims))?,
+            )],
+            None => vec![(
+                w.map.clone(),
+                spec.accesses_from(o.func, &IndexingMap::identity(&o.tensor.dims))?,
+            )],
+        };
+        for (from, accs) in reads {
+            for acc in accs {
+                let m = finish(compose(&from, &acc.map)?);
+                let t = &spec.inputs[acc.input];
+                let label = format!(
+                    "output {}: thread → operand {} ({})",
+                    n + 1,
+                    acc.input,
+                    t.name
+                );
+                match out.iter_mut().find(|x| x.label == label) {
+                    Some(x) if !x.maps.contains(&m) => x.maps.push(m),
+                    Some(_) => {}
+                    None => out.push(OperandMaps {
+                        label,
+                        index: acc.input,
+                        name: None,
+                        maps: vec![m],
+                    }),
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// [`Strategy::RowNormalization`]'s launch: a warp per row of the output (the rows are

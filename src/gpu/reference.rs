@@ -574,8 +574,8 @@ impl<'a> Reference<'a> {
         match &spec.root {
             Root::Elementwise => {
                 let mut all = vec![self.output_of(&spec.output, 0)?];
-                for (t, f) in &spec.more_outputs {
-                    all.push(self.output_of(t, *f)?);
+                for o in &spec.more_outputs {
+                    all.push(self.output_of(&o.tensor, o.func)?);
                 }
                 Ok(all)
             }

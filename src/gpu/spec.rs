@@ -461,9 +461,48 @@ pub struct KernelSpec {
     pub output: Tensor,
     pub functions: Vec<Function>,
     /// Further outputs of a multi-output fusion (a tuple root), each with the function that
-    /// computes it at its own index (same shape as output 0).
-    pub more_outputs: Vec<(Tensor, usize)>,
+    /// computes it at its own index and where it is written relative to output 0.
+    pub more_outputs: Vec<MoreOutput>,
     pub root: Root,
+}
+
+/// A further output of a tuple root: `func` (over the tensor's dims) computes each element
+/// at the element's own index; `map` says which thread writes it. `map` goes from output
+/// 0's index, with the range variables of output 0's reduction for a side output of a
+/// reduction, to this output's index, and reaches each of its elements exactly once:
+///
+/// - the identity when the output has output 0's shape;
+/// - a permutation (the transpose's own output → input map) for a side output of a
+///   transpose in the transposed operand's shape;
+/// - the bitcast map (equal linear offsets in the two physical layouts) for another shape
+///   of output 0's element count;
+/// - the reduction's map `(d..)[s..] -> (operand index)` for a side output of a reduction
+///   in the reduced operand's shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MoreOutput {
+    pub tensor: Tensor,
+    pub func: usize,
+    pub map: IndexingMap,
+    /// The reduction group (`hlo::groups`) the output belongs to: independent groups of a
+    /// multi-output reduction run in their own blocks (`bl_y`); output 0 is in group 0.
+    pub group: usize,
+}
+
+impl MoreOutput {
+    /// An output of output 0's shape, written at the same index, in group 0.
+    pub fn same_index(tensor: Tensor, func: usize, out0: &[i64]) -> MoreOutput {
+        MoreOutput {
+            tensor,
+            func,
+            map: IndexingMap::identity(out0),
+            group: 0,
+        }
+    }
+    /// Whether the map has range variables (a side output of a reduction: several of its
+    /// elements per element of output 0).
+    pub fn is_side_of_reduction(&self) -> bool {
+        !self.map.ranges.is_empty()
+    }
 }
 
 /// How an input is reached from the output: the composed output → input map.
@@ -478,14 +517,14 @@ impl KernelSpec {
     /// order (then in the order first met). A concatenation reads part `k` through
     /// `d_dim - offset_k` on its slice; a dynamic-update-slice's maps are from the update's
     /// index (its output offsets are only known at run time); the further outputs of a tuple
-    /// root read from the same index as output 0.
+    /// root read from output 0's index through their maps ([`MoreOutput`]).
     pub fn input_accesses(&self) -> Result<Vec<InputAccess>, MapError> {
         match &self.root {
             Root::Elementwise => {
                 let id = IndexingMap::identity(&self.output.dims);
                 let mut out = self.accesses_from(0, &id)?;
-                for (_, f) in &self.more_outputs {
-                    for a in self.accesses_from(*f, &id)? {
+                for o in &self.more_outputs {
+                    for a in self.accesses_from(o.func, &o.map)? {
                         if !out.contains(&a) {
                             out.push(a);
                         }
@@ -627,7 +666,7 @@ impl KernelSpec {
     /// Every output: output 0, then the tuple root's further outputs.
     pub fn outputs(&self) -> Vec<&Tensor> {
         std::iter::once(&self.output)
-            .chain(self.more_outputs.iter().map(|(t, _)| t))
+            .chain(self.more_outputs.iter().map(|o| &o.tensor))
             .collect()
     }
 
@@ -723,8 +762,8 @@ impl KernelSpec {
             return self.output.elem;
         }
         // A further output of a tuple root computes its tensor's type.
-        if let Some((t, _)) = self.more_outputs.iter().find(|(_, f)| *f == func) {
-            return t.elem;
+        if let Some(o) = self.more_outputs.iter().find(|o| o.func == func) {
+            return o.tensor.elem;
         }
         self.functions
             .get(func)
@@ -766,6 +805,16 @@ impl KernelSpec {
         self.elem_in(a, 0)
             .or_else(|| self.elem_in(b, 0))
             .unwrap_or(ElemType::F32)
+    }
+
+    /// The number of reduction groups (1 unless a multi-output reduction has independent
+    /// groups).
+    pub fn groups(&self) -> usize {
+        self.more_outputs
+            .iter()
+            .map(|o| o.group + 1)
+            .max()
+            .unwrap_or(1)
     }
 
     /// Bytes read (each input once) plus bytes written.

@@ -387,6 +387,10 @@ fn describe(l: &Launch) -> String {
         l.block[0],
         l.grid[0]
     );
+    if l.grid[1] > 1 {
+        // Independent reduction groups: a row of blocks each.
+        s += &format!(" × {} (bl_y: the reduction group)", l.grid[1]);
+    }
     if l.config.vector > 1
         && matches!(
             l.strategy,
@@ -468,6 +472,8 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             }),
         }
     }
+    // A tuple root's further outputs: each one's thread → output map (and its reads).
+    sections.extend(launch::more_output_sections(&spec, &l).map_err(err)?);
     Ok(Value::Indexing(Indexing {
         title: format!("threads {}", spec.name),
         operands: sections,

@@ -273,7 +273,7 @@ pub fn first_mismatch(
         spec.root_reduction()
             .map(|(_, func)| spec.function_elem(func))
     } else {
-        let f = spec.functions.get(spec.more_outputs.get(k - 1)?.1)?;
+        let f = spec.functions.get(spec.more_outputs.get(k - 1)?.func)?;
         let mut b = &f.body;
         if let Body::Convert(_, inner) = b {
             b = inner;

@@ -97,12 +97,6 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
     if spec.root != crate::gpu::spec::Root::Elementwise {
         return emit_parts(spec, naive, &name);
     }
-    if spec.root_reduction().is_some() && !spec.more_outputs.is_empty() {
-        return Err(MapError::Other(format!(
-            "{}: multi-output reductions are not emitted",
-            spec.name
-        )));
-    }
     if !naive && spec.more_outputs.is_empty() {
         if let Some(e) = emit_rows(spec, &name, ty)? {
             return Ok(e);
@@ -175,19 +169,12 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
         "out[{k}] = {};",
         types::store(spec.output.elem, &v, false)
     ));
-    for (n, (t, f)) in spec.more_outputs.iter().enumerate() {
-        let v = super::function_value(&mut w, *f, &ctx, &params)?;
-        let k = w.offset(
-            &ctx,
-            &IndexingMap::identity(&t.dims),
-            &t.strides()?,
-            &format!("out{}", n + 1),
-        )?;
-        w.line(format!(
-            "out{}[{k}] = {};",
-            n + 1,
-            types::store(t.elem, &v, false)
-        ));
+    for (n, o) in spec.more_outputs.iter().enumerate() {
+        // A side output of a reduction has its own loop (after this one).
+        if !o.is_side_of_reduction() {
+            let ck = super::more_output_scope(&ctx, o)?;
+            super::store_more_output(&mut w, n, &ck, &params)?;
+        }
     }
     let mut decl = input_params(spec, "restrict");
     decl.extend(super::output_params(spec, "restrict"));
@@ -222,6 +209,7 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
     for k in (0..depth).rev() {
         src += &format!("{}}}\n", "  ".repeat(k + 1));
     }
+    src += &side_output_loops(spec, naive, &params)?;
     src += "}\n\n";
     src += &entry_point(spec, &name, ty);
     Ok(Emitted {
@@ -276,8 +264,12 @@ pub fn entry_point(spec: &KernelSpec, name: &str, ty: &str) -> String {
             "({ty} *)args[{}]",
             spec.inputs.len()
         )))
-        .chain(spec.more_outputs.iter().enumerate().map(|(k, (t, _))| {
-            format!("({} *)args[{}]", t.elem.c_name(), spec.inputs.len() + 1 + k)
+        .chain(spec.more_outputs.iter().enumerate().map(|(k, o)| {
+            format!(
+                "({} *)args[{}]",
+                o.tensor.elem.c_name(),
+                spec.inputs.len() + 1 + k
+            )
         }))
         .collect();
     format!(
@@ -808,4 +800,29 @@ impl Rows<'_> {
             }
         })
     }
+}
+
+/// The side outputs of a multi-output reduction (in the reduced operand's shape), each in a
+/// loop of its own over its elements in physical order: on the CPU the reduction is a loop
+/// inside each output element, so there is no shared pass to write them from.
+fn side_output_loops(spec: &KernelSpec, naive: bool, params: &str) -> Result<String, MapError> {
+    let mut src = String::new();
+    for (n, o) in spec.more_outputs.iter().enumerate() {
+        if !o.is_side_of_reduction() {
+            continue;
+        }
+        let lm = loop_map(&o.tensor)?;
+        let mut w = BodyWriter::new(spec, naive, 2);
+        w.line(format!("// out{} ({}) index: {lm}", n + 1, o.tensor.name));
+        super::store_more_output(&mut w, n, &lm, params)?;
+        let count = o.tensor.num_elements()?;
+        src += &parallel_for(&[count], 1, 1, count);
+        src += &format!("  for (int64_t i = 0; i <= {}; ++i) {{\n", count - 1);
+        for l in &w.lines {
+            src += l;
+            src += "\n";
+        }
+        src += "  }\n";
+    }
+    Ok(src)
 }

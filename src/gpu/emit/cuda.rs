@@ -92,20 +92,23 @@ fn prune_unused(mut lines: Vec<String>) -> Vec<String> {
 /// The further outputs of a tuple root, each its function at the scope's index (the same
 /// index as output 0), stored through its own layout.
 fn store_more_outputs(w: &mut BodyWriter, ctx: &IndexingMap, params: &str) -> Result<(), MapError> {
+    store_more_outputs_where(w, ctx, params, &|_| true)
+}
+
+/// [`store_more_outputs`] for the outputs `n` (0 for `out1`) that `which` picks, each at its
+/// map from the scope's index.
+fn store_more_outputs_where(
+    w: &mut BodyWriter,
+    ctx: &IndexingMap,
+    params: &str,
+    which: &dyn Fn(usize) -> bool,
+) -> Result<(), MapError> {
     let spec = w.spec;
-    for (n, (t, f)) in spec.more_outputs.iter().enumerate() {
-        let v = super::function_value(w, *f, ctx, params)?;
-        let k = w.offset(
-            ctx,
-            &IndexingMap::identity(&t.dims),
-            &t.strides()?,
-            &format!("out{}", n + 1),
-        )?;
-        w.line(format!(
-            "out{}[{k}] = {};",
-            n + 1,
-            types::store(t.elem, &v, true)
-        ));
+    for (n, o) in spec.more_outputs.iter().enumerate() {
+        if which(n) {
+            let ck = super::more_output_scope(ctx, o)?;
+            super::store_more_output(w, n, &ck, params)?;
+        }
     }
     Ok(())
 }
@@ -480,7 +483,11 @@ fn emit_with(
         spec.output.shape_text(),
         launch.strategy.name(),
         launch.block[0],
-        launch.grid[0],
+        if launch.grid[1] > 1 {
+            format!("{} x {}", launch.grid[0], launch.grid[1])
+        } else {
+            launch.grid[0].to_string()
+        },
         if naive {
             "naive"
         } else {
@@ -629,6 +636,9 @@ fn emit_with(
                     "tile{k}[th_x % {TILE}][th_x / {TILE} + row * 4] = {v};"
                 ));
             }
+            // Side outputs in the transposed operand's shape: written here, in its layout.
+            let writes = crate::gpu::launch::more_output_writes(spec, launch)?;
+            store_more_outputs_where(&mut w, &ctx, &params, &|n| writes[n].while_reading)?;
             loops_close(rm, &mut w);
             w.indent -= 1;
             w.line("}");
@@ -649,8 +659,12 @@ fn emit_with(
             let v = w.body(&spec.functions[0].body, &ctx, &params)?;
             let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
             w.line(format!("out[{k}] = {};", types::store(out_elem, &v, true)));
-            store_more_outputs(&mut w, &ctx, &params)?;
+            let writes = crate::gpu::launch::more_output_writes(spec, launch)?;
+            store_more_outputs_where(&mut w, &ctx, &params, &|n| !writes[n].while_reading)?;
             loops_close(wm, &mut w);
+        }
+        Strategy::RowReduction | Strategy::ColumnReduction if !spec.more_outputs.is_empty() => {
+            multi_reduction(spec, launch, &mut w, &params, naive)?;
         }
         Strategy::RowReduction | Strategy::ColumnReduction => {
             if !spec.more_outputs.is_empty() {
@@ -807,10 +821,290 @@ fn emit_with(
         let at = src.find("typedef long long int64_t;").unwrap_or(0);
         src.insert_str(at, &head);
     }
+    if !spec.more_outputs.is_empty() {
+        src = drop_unreferenced(src);
+    }
     Ok(Emitted {
         name: spec.name.clone(),
         target: Target::Cuda,
         source: src,
         entry: name,
     })
+}
+
+/// One reduction of a multi-output reduction fusion: the output it writes (0 for `out`),
+/// its op, init, reduced function, and the type it is converted to when written.
+struct Reduction {
+    output: usize,
+    op: crate::gpu::spec::BinOp,
+    init: f64,
+    func: usize,
+    convert_to: Option<ElemType>,
+}
+
+fn reduction_of(output: usize, body: &Body) -> Option<Reduction> {
+    let (b, convert_to) = match body {
+        Body::Convert(to, r) => (&**r, Some(*to)),
+        b => (b, None),
+    };
+    match b {
+        Body::Reduce { op, init, func, .. } => Some(Reduction {
+            output,
+            op: *op,
+            init: *init,
+            func: *func,
+            convert_to,
+        }),
+        _ => None,
+    }
+}
+
+/// A multi-output reduction fusion (XLA's reduction emitter with several roots): per
+/// reduction group (`if (bl_y == g)`, a row of blocks each), one pass over the reduced
+/// elements accumulating every reduction of the group (`acc0`, `acc1`, ..: their operands
+/// are read at the same element) and writing the side outputs there, then each
+/// accumulator reduced across the lanes of its row (column reductions: through its own
+/// 32×33 tile first) and written with the group's outputs of the reduced shape.
+fn multi_reduction(
+    spec: &KernelSpec,
+    launch: &Launch,
+    w: &mut BodyWriter,
+    params: &str,
+    naive: bool,
+) -> Result<(), MapError> {
+    let writes = crate::gpu::launch::more_output_writes(spec, launch)?;
+    let groups = spec.groups();
+    let mut reductions: Vec<(usize, Reduction)> = Vec::new();
+    let first = reduction_of(0, &spec.functions[0].body).ok_or_else(|| {
+        MapError::Other("a reduction launch needs a reduction at the root".into())
+    })?;
+    reductions.push((0, first));
+    for (n, o) in spec.more_outputs.iter().enumerate() {
+        if let Some(r) = reduction_of(n + 1, &spec.functions[o.func].body) {
+            reductions.push((o.group, r));
+        }
+    }
+    // The maps with `bl_y` over the whole grid: the group is chosen by the `if` around it.
+    let all_groups = |m: &IndexingMap| {
+        let mut m = m.clone();
+        if let Some(v) = m.dims.get_mut(4) {
+            v.bounds = crate::interval::Interval::new(0, groups as i64 - 1);
+        }
+        m
+    };
+    let rm = all_groups(&launch.read_map);
+    let wm = all_groups(&launch.write_map);
+    for g in 0..groups {
+        if groups > 1 {
+            w.line(format!("if (bl_y == {g}) {{"));
+            w.indent += 1;
+            w.line(format!("// reduction group {g}"));
+        }
+        let mine: Vec<&Reduction> = reductions
+            .iter()
+            .filter(|(rg, _)| *rg == g)
+            .map(|(_, r)| r)
+            .collect();
+        for r in &mine {
+            let e = spec.function_elem(r.func);
+            w.line(format!(
+                "{} acc{} = {};",
+                types::reg(e),
+                r.output,
+                types::constant(r.init, e)
+            ));
+        }
+        w.line(format!("// thread → reduced element: {rm}"));
+        let one_pass = rm.ranges.is_empty();
+        if one_pass {
+            w.line("do {");
+            w.indent += 1;
+        }
+        loops_open(&rm, w);
+        dim_guards(&rm, launch, w, "continue");
+        for &(e, iv) in &rm.constraints {
+            if let Some(cond) = super::outside(e, iv, &rm.names(), &rm.bounds()) {
+                w.line(format!("if ({cond}) continue;"));
+            }
+        }
+        let ctx = scope(w, &rm, naive, "r");
+        let args = {
+            let s = simplified(&ctx);
+            let m = if naive || s.status != crate::map::Status::Defined {
+                ctx.clone()
+            } else {
+                s
+            };
+            m.results
+                .iter()
+                .map(|&r| c_expr(r, &m.names(), &m.bounds()))
+                .collect::<Vec<_>>()
+        };
+        // Each reduced function once per element, however many reductions fold it.
+        let mut values: Vec<(usize, String)> = Vec::new();
+        for r in &mine {
+            if !values.iter().any(|(f, _)| *f == r.func) {
+                let v = format!("v{}", r.func);
+                let ty = types::reg(spec.function_elem(r.func));
+                w.line(format!(
+                    "const {ty} {v} = f{}({params}{}{});",
+                    r.func,
+                    if args.is_empty() { "" } else { ", " },
+                    args.join(", ")
+                ));
+                values.push((r.func, v));
+            }
+            let v = &values.iter().find(|(f, _)| *f == r.func).expect("pushed").1;
+            let acc = format!("acc{}", r.output);
+            w.line(format!(
+                "{acc} = {};",
+                types::binary(r.op, spec.function_elem(r.func), &acc, v)
+            ));
+        }
+        // Side outputs: the element just read, written once by the thread that reads it.
+        // (The read scope is the reduced operand's index: the side output's own.)
+        for (n, wr) in writes.iter().enumerate() {
+            if !(wr.while_reading && wr.group == g) {
+                continue;
+            }
+            let o = &spec.more_outputs[n];
+            match values.iter().find(|(f, _)| *f == o.func) {
+                // The value a reduction just read (the reduced function itself).
+                Some((_, v)) => {
+                    let t = &o.tensor;
+                    let name = format!("out{}", n + 1);
+                    let k =
+                        w.offset(&ctx, &IndexingMap::identity(&t.dims), &t.strides()?, &name)?;
+                    w.line(format!("{name}[{k}] = {};", types::store(t.elem, v, true)));
+                }
+                None => super::store_more_output(w, n, &ctx, params)?,
+            }
+        }
+        loops_close(&rm, w);
+        if one_pass {
+            w.indent -= 1;
+            w.line("} while (0);");
+        }
+        for r in &mine {
+            let ty = types::reg(spec.function_elem(r.func));
+            let acc = format!("acc{}", r.output);
+            if launch.strategy == Strategy::ColumnReduction {
+                let tile = format!("tile{}", r.output);
+                w.line(format!("__shared__ {ty} {tile}[{TILE}][{}];", TILE + 1));
+                w.line(format!("{tile}[th_x / {TILE}][th_x % {TILE}] = {acc};"));
+                w.line("__syncthreads();");
+                w.line(format!("{acc} = {tile}[th_x % {TILE}][th_x / {TILE}];"));
+            }
+            if launch.row_threads > 1 {
+                w.line(format!(
+                    "for (int off = {}; off > 0; off /= 2) {{",
+                    launch.row_threads / 2
+                ));
+                w.line(format!(
+                    "  const {ty} other = __shfl_down_sync(0xffffffffu, {acc}, off);"
+                ));
+                w.line(format!(
+                    "  {acc} = {};",
+                    types::binary(r.op, spec.function_elem(r.func), &acc, "other")
+                ));
+                w.line("}");
+            }
+        }
+        let writes_here =
+            !mine.is_empty() || writes.iter().any(|wr| wr.group == g && !wr.while_reading);
+        if !writes_here {
+            // A group of side outputs alone: nothing is written per output element.
+            if groups > 1 {
+                w.indent -= 1;
+                w.line("}");
+            }
+            continue;
+        }
+        w.line(format!("// thread → output: {wm}"));
+        dim_guards(&wm, launch, w, "return");
+        guards(&wm, w, true);
+        let ctx = scope(w, &wm, naive, "o");
+        for r in &mine {
+            let t = spec.outputs()[r.output];
+            let (name, strides) = if r.output == 0 {
+                ("out".to_string(), t.strides()?)
+            } else {
+                (format!("out{}", r.output), t.strides()?)
+            };
+            let k = w.offset(&ctx, &IndexingMap::identity(&t.dims), &strides, &name)?;
+            let acc = format!("acc{}", r.output);
+            let v = match r.convert_to {
+                Some(to) => types::convert(spec.function_elem(r.func), to, &acc),
+                None => acc,
+            };
+            w.line(format!("{name}[{k}] = {};", types::store(t.elem, &v, true)));
+        }
+        // Outputs of the reduced shape that are not reductions, written by the same lanes.
+        for (n, (o, wr)) in spec.more_outputs.iter().zip(&writes).enumerate() {
+            let is_reduction = reductions.iter().any(|(_, r)| r.output == n + 1);
+            if wr.group == g && !wr.while_reading && !is_reduction {
+                let ck = super::more_output_scope(&ctx, o)?;
+                super::store_more_output(w, n, &ck, params)?;
+            }
+        }
+        if groups > 1 {
+            w.indent -= 1;
+            w.line("}");
+        }
+    }
+    Ok(())
+}
+
+/// The source without the `__device__` functions nothing calls (NVRTC warns of each): a
+/// further reduction of a multi-output fusion is accumulated in the kernel, so its own
+/// function (the reduction written as a loop) is not called.
+fn drop_unreferenced(mut src: String) -> String {
+    loop {
+        let mut dropped = false;
+        let mut at = 0;
+        while let Some(i) = src[at..].find("__device__ static ") {
+            let start = at + i;
+            let line_end = src[start..].find('\n').map_or(src.len(), |e| start + e);
+            let decl = &src[start..line_end];
+            // `__device__ static TYPE fN(`: the function's name.
+            let name = decl
+                .split_whitespace()
+                .find(|w| w.starts_with('f') && w.contains('('))
+                .and_then(|w| w.split('(').next())
+                .filter(|n| n.len() > 1 && n[1..].chars().all(|c| c.is_ascii_digit()))
+                .map(str::to_string);
+            let body_end = src[start..].find("\n}\n").map(|e| start + e + 3);
+            let (Some(name), Some(end)) = (name, body_end) else {
+                at = line_end;
+                continue;
+            };
+            let call = format!("{name}(");
+            let elsewhere = src[..start].contains(&call) || src[end..].contains(&call);
+            if elsewhere {
+                at = end;
+                continue;
+            }
+            // The comment line before the function and the blank line after it go too.
+            let from = src[..start]
+                .trim_end_matches('\n')
+                .rfind('\n')
+                .map_or(0, |c| c + 1);
+            let from = if src[from..start].trim_start().starts_with("//") {
+                from
+            } else {
+                start
+            };
+            let to = if src[end..].starts_with('\n') {
+                end + 1
+            } else {
+                end
+            };
+            src.replace_range(from..to, "");
+            dropped = true;
+            break;
+        }
+        if !dropped {
+            return src;
+        }
+    }
 }

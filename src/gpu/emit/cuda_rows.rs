@@ -155,7 +155,11 @@ fn canonical(ctx: &IndexingMap, m: &IndexingMap) -> Option<IndexingMap> {
             Expr::var(0)
         }
     };
-    let results: Vec<Expr> = m.results.iter().map(|r| r.substitute(&mut rename)).collect();
+    let results: Vec<Expr> = m
+        .results
+        .iter()
+        .map(|r| r.substitute(&mut rename))
+        .collect();
     // A constraint without the reduction's own variables is one on the scope's index
     // (substitute adds the callee's dims' bounds), which the scope's guards already keep.
     let constraints: Vec<_> = m.constraints[ctx.constraints.len()..]
@@ -355,7 +359,11 @@ impl<'a> Coop<'a> {
                 let mut inner = 1i64;
                 for (k, &s) in sizes.iter().enumerate().rev() {
                     let q = lin.floordiv(Expr::constant(inner));
-                    let q = if k == 0 { q } else { q.modulo(Expr::constant(s)) };
+                    let q = if k == 0 {
+                        q
+                    } else {
+                        q.modulo(Expr::constant(s))
+                    };
                     own.push(q.add(Expr::constant(canon.ranges[k].bounds.lo)));
                     inner *= s;
                 }
@@ -367,7 +375,11 @@ impl<'a> Coop<'a> {
                         own[(v - 1) as usize]
                     }
                 };
-                let results = canon.results.iter().map(|r| r.substitute(&mut sub)).collect();
+                let results = canon
+                    .results
+                    .iter()
+                    .map(|r| r.substitute(&mut sub))
+                    .collect();
                 let mut constraints: Vec<(Expr, Interval)> = canon
                     .constraints
                     .iter()
@@ -375,10 +387,7 @@ impl<'a> Coop<'a> {
                     .collect();
                 constraints.push((lin, Interval::new(0, n - 1)));
                 let coop = IndexingMap::new(
-                    vec![
-                        canon.dims[0].clone(),
-                        Variable::new("lane", 0, rt - 1),
-                    ],
+                    vec![canon.dims[0].clone(), Variable::new("lane", 0, rt - 1)],
                     vec![Variable::new("j", 0, steps - 1)],
                     vec![],
                     results,
@@ -440,7 +449,10 @@ impl<'a> Coop<'a> {
                 lines.push("  }".into());
                 if rt > 1 {
                     // Every lane ends with the row's value (xor offsets stay in the row).
-                    lines.push(format!("  for (int off = {}; off > 0; off /= 2) {{", rt / 2));
+                    lines.push(format!(
+                        "  for (int off = {}; off > 0; off /= 2) {{",
+                        rt / 2
+                    ));
                     lines.push(format!(
                         "    const {ty} other = __shfl_xor_sync(0xffffffffu, {acc}, off);"
                     ));
@@ -479,8 +491,7 @@ pub fn emit(
             .ok_or_else(|| MapError::Other("a row normalization needs rows".into()))?;
         out.num_elements()? / out.dims[minor].max(1)
     };
-    let launched = launch
-        .grid[0]
+    let launched = launch.grid[0]
         .checked_mul(rows_per_block)
         .ok_or_else(|| MapError::Overflow("the grid".into()))?;
     if launched - 1 > I32_INDEX.hi {
@@ -540,7 +551,13 @@ pub fn emit(
     let cols = lm.dims[1].bounds.hi + 1;
     let steps = (cols + rt - 1) / rt;
     let c = Expr::var(1).add(Expr::var(2).mul(Expr::constant(rt)));
-    let mut sub = |v: u32| -> Expr { if v == 0 { Expr::var(0) } else { c } };
+    let mut sub = |v: u32| -> Expr {
+        if v == 0 {
+            Expr::var(0)
+        } else {
+            c
+        }
+    };
     let results = lm.results.iter().map(|r| r.substitute(&mut sub)).collect();
     let scope = IndexingMap::new(
         vec![
@@ -579,7 +596,10 @@ pub fn emit(
     if steps < 64 {
         w.line("#pragma unroll");
     }
-    w.line(format!("for ({ity} col = 0; col <= {}; ++col) {{", steps - 1));
+    w.line(format!(
+        "for ({ity} col = 0; col <= {}; ++col) {{",
+        steps - 1
+    ));
     w.lines.append(&mut ew.lines);
     w.line("}");
     Ok(())

@@ -1185,3 +1185,43 @@ pub fn combine_store(op: BinOp, elem: ElemType, target: &str, v: &str, cuda: boo
         types::binary(op, elem, &cur, v)
     )
 }
+
+/// Further output `n` of a tuple root (`out{n + 1}`) written at the index `ctx` gives for
+/// it (see [`more_output_scope`]): its function's value there, stored through its layout.
+pub fn store_more_output(
+    w: &mut BodyWriter,
+    n: usize,
+    ctx: &IndexingMap,
+    params: &str,
+) -> Result<(), MapError> {
+    let spec = w.spec;
+    let o = spec
+        .more_outputs
+        .get(n)
+        .ok_or_else(|| MapError::Other(format!("no output {}", n + 1)))?;
+    let v = function_value(w, o.func, ctx, params)?;
+    let k = w.offset(
+        ctx,
+        &IndexingMap::identity(&o.tensor.dims),
+        &o.tensor.strides()?,
+        &format!("out{}", n + 1),
+    )?;
+    let stored = types::store(o.tensor.elem, &v, w.cuda);
+    w.line(format!("out{}[{k}] = {stored};", n + 1));
+    Ok(())
+}
+
+/// The scope of a further output from a scope `ctx` over output 0's index: `ctx` then the
+/// output's map (the identity, a transpose's permutation, a bitcast).
+pub fn more_output_scope(
+    ctx: &IndexingMap,
+    o: &crate::gpu::spec::MoreOutput,
+) -> Result<IndexingMap, MapError> {
+    if o.is_side_of_reduction() {
+        return Err(MapError::Other(format!(
+            "{} is a side output of a reduction: it is written where the reduction reads",
+            o.tensor.name
+        )));
+    }
+    substitute(ctx, &o.map)
+}
