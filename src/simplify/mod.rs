@@ -239,8 +239,16 @@ fn rewrite_map(
             // e-graph's proof from there (the same map either way).
             let (plain, _) = ctx.rewrite(&exprs, false, &mut Vec::new());
             let mut direct = Vec::new();
-            let (alone, report) =
-                rewrite::rewrite_exprs(&exprs, &bounds, facts, &names, limits, true, &mut direct);
+            let (alone, report) = rewrite::rewrite_exprs(
+                &exprs,
+                &[],
+                &bounds,
+                facts,
+                &names,
+                limits,
+                true,
+                &mut direct,
+            );
             if alone == plain {
                 steps.extend(direct);
                 out.nodes = out.nodes.max(report.nodes);
@@ -327,9 +335,15 @@ impl Group<'_> {
         if rest.is_empty() {
             return (new, rewrite::RunReport::default());
         }
+        // The e-graph holds the pre-pass's form and the input in one class: it searches
+        // from both, so a rewrite the pre-pass applied greedily (`floordiv-small-remainder`
+        // taking a factor out of `(d0 * -2 - 5) floordiv 6`) cannot hide a cheaper form
+        // only the input reaches (`((d0 * -2 - 5) mod 6) - 2` over `((-d0) mod 3) * 2 - 1`).
         let input: Vec<Expr> = rest.iter().map(|&i| new[i]).collect();
+        let starts: Vec<Expr> = rest.iter().map(|&i| exprs[i]).collect();
         let (out, report) = rewrite::rewrite_exprs(
             &input,
+            &starts,
             self.bounds,
             self.facts,
             self.names,

@@ -36,9 +36,13 @@ pub struct RunReport {
 
 /// The cheapest form of each expression under `bounds` and the constraint `facts` (each
 /// `e in iv` narrows the interval of the class of `e`), in order; steps are collected only
-/// when `explain` is set.
+/// when `explain` is set. `starts` (empty, or one per expression) are forms already proven
+/// equal to the expressions (the input where `exprs` holds the pre-pass's result): each
+/// goes into the same class as its expression (`fold`), so saturation searches from both
+/// (a rule the pre-pass applied greedily may have hidden a cheaper form the input reaches).
 pub fn rewrite_exprs(
     exprs: &[Expr],
+    starts: &[Expr],
     bounds: &[Interval],
     facts: &[(Expr, Interval)],
     names: &[String],
@@ -62,6 +66,16 @@ pub fn rewrite_exprs(
     egraph.rebuild();
     let recs: Vec<_> = exprs.iter().map(|&e| to_rec(e)).collect();
     let roots: Vec<_> = recs.iter().map(|r| egraph.add_expr(r)).collect();
+    let mut joined = false;
+    for (&root, (&e, &s)) in roots.iter().zip(exprs.iter().zip(starts)) {
+        if s != e {
+            let id = egraph.add_expr(&to_rec(s));
+            joined |= egraph.union_trusted(root, id, "fold");
+        }
+    }
+    if joined {
+        egraph.rebuild();
+    }
     let mut runner = Runner::default()
         .with_egraph(egraph)
         .with_scheduler(SimpleScheduler)
