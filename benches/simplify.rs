@@ -278,7 +278,10 @@ fn once(maps: &[(String, IndexingMap)]) {
         println!("compare (pre-pass off vs on): same output {same_out}, new cheaper {better}, new dearer {worse}; time without the pre-pass {t_old:.1?}");
     }
     for (k, (t, n, h, ph)) in &by_group {
-        println!("{k:>8}: {n:>4} maps, total {t:>10.1?}, bound hit {h}; {}", split(ph));
+        println!(
+            "{k:>8}: {n:>4} maps, total {t:>10.1?}, bound hit {h}; {}",
+            split(ph)
+        );
     }
 }
 

@@ -263,7 +263,10 @@ impl<'a> Folder<'a> {
                     return e;
                 };
                 let r = self.recombine(&l).to_expr();
-                match (op == Op::Add).then(|| self.remainder_as_written(e)).flatten() {
+                match (op == Op::Add)
+                    .then(|| self.remainder_as_written(e))
+                    .flatten()
+                {
                     Some(alt) if expr_rank(alt) < expr_rank(r) => alt,
                     _ => r,
                 }
@@ -540,7 +543,11 @@ impl<'a> Folder<'a> {
             else {
                 continue;
             };
-            if rest.terms.iter().any(|u| !l.terms.iter().any(|v| v.0 == u.0)) {
+            if rest
+                .terms
+                .iter()
+                .any(|u| !l.terms.iter().any(|v| v.0 == u.0))
+            {
                 continue;
             }
             let m = Expr::bin(Op::Mod, x, Expr::constant(c));

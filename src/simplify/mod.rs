@@ -242,15 +242,8 @@ fn rewrite_map(
             // e-graph's proof from there (the same map either way).
             let (plain, _) = ctx.rewrite(&exprs, false, &mut Vec::new());
             let mut direct = Vec::new();
-            let (alone, report) = rewrite::rewrite_exprs(
-                &exprs,
-                &bounds,
-                facts,
-                &names,
-                limits,
-                true,
-                &mut direct,
-            );
+            let (alone, report) =
+                rewrite::rewrite_exprs(&exprs, &bounds, facts, &names, limits, true, &mut direct);
             if alone == plain {
                 steps.extend(direct);
                 report.record(out);
