@@ -246,28 +246,42 @@ fn once(maps: &[(String, IndexingMap)]) {
             s.limit_hit.clone(),
             m.to_string(),
             s.map.to_string(),
+            s.phases,
         ));
     }
-    let mut by_group: std::collections::BTreeMap<String, (Duration, usize, usize)> =
-        Default::default();
-    for (t, k, _, hit, _, _) in &rows {
+    type Group = (Duration, usize, usize, ixmap::simplify::rewrite::Phases);
+    let mut by_group: std::collections::BTreeMap<String, Group> = Default::default();
+    for (t, k, _, hit, _, _, ph) in &rows {
         let e = by_group.entry(k.clone()).or_default();
         e.0 += *t;
         e.1 += 1;
         e.2 += usize::from(hit.is_some());
+        e.3.add(ph);
     }
+    // the per-phase split of one (the last) run of each map
+    let split = |ph: &ixmap::simplify::rewrite::Phases| {
+        let ms = |s: f64| s * 1e3;
+        format!(
+            "pre-pass {:.2} ms, e-graph runs {} ({} iterations): search {:.2} ms, apply {:.2} ms, rebuild {:.2} ms, extract {:.2} ms",
+            ms(ph.prepass_s), ph.runs, ph.iterations, ms(ph.search_s), ms(ph.apply_s), ms(ph.rebuild_s), ms(ph.extract_s)
+        )
+    };
     rows.sort_by(|a, b| b.0.cmp(&a.0));
-    for (t, k, n, hit, src, out) in rows.iter().take(25) {
+    for (t, k, n, hit, src, out, ph) in rows.iter().take(25) {
         println!(
-            "{t:>10.1?} {k:>8} nodes {n:>6} {}\n    {src}\n => {out}",
-            hit.clone().unwrap_or_default()
+            "{t:>10.1?} {k:>8} nodes {n:>6} {}\n    {}\n    {src}\n => {out}",
+            hit.clone().unwrap_or_default(),
+            split(ph)
         );
     }
     if compare {
         println!("compare (pre-pass off vs on): same output {same_out}, new cheaper {better}, new dearer {worse}; time without the pre-pass {t_old:.1?}");
     }
-    for (k, (t, n, h)) in &by_group {
-        println!("{k:>8}: {n:>4} maps, total {t:>10.1?}, bound hit {h}");
+    for (k, (t, n, h, ph)) in &by_group {
+        println!(
+            "{k:>8}: {n:>4} maps, total {t:>10.1?}, bound hit {h}; {}",
+            split(ph)
+        );
     }
 }
 

@@ -346,6 +346,13 @@ fn remainder_written_out_becomes_mod() {
         "(d0, d1) -> (d0 * 4 + d1 - ((d0 * 4 + d1) floordiv 16) * 16), domain: d0 in [0, 99], d1 in [0, 3]",
         "(d0, d1) -> ((d0 mod 4) * 4 + d1), domain: d0 in [0, 99], d1 in [0, 3], is_simplified: true",
     );
+    // A common factor in the dividend: taking it out of the quotient first ((-d0) floordiv
+    // 3 - 1) would leave only ((-d0) mod 3) * 2 - 1 (weight 37); the remainder of the sum
+    // as written weighs 36 (found by remainder_sums_agree_pointwise at 6000 cases).
+    check(
+        "(d0) -> ((d0 * -2 - 5) - ((d0 * -2 - 5) floordiv 6) * 6 - 2), domain: d0 in [-1, 9]",
+        "(d0) -> ((d0 * -2 + 1) mod 6 - 2), domain: d0 in [-1, 9], is_simplified: true",
+    );
     // Only part of x in the sum: not the remainder, left alone.
     check(
         "(d0, d1) -> (d0 - ((d0 + d1) floordiv 8) * 8), domain: d0 in [0, 99], d1 in [0, 3]",

@@ -79,6 +79,8 @@ pub struct Simplified {
     pub limit_hit: Option<String>,
     /// E-nodes in the largest e-graph built (0 when none was needed).
     pub nodes: usize,
+    /// Where the time went, summed over every round (for the benchmark only).
+    pub phases: rewrite::Phases,
 }
 
 /// Most rounds of the whole pipeline (each round runs only when the last changed something;
@@ -109,6 +111,7 @@ fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified 
         steps: Vec::new(),
         limit_hit: None,
         nodes: 0,
+        phases: rewrite::Phases::default(),
     };
     if m.status != Status::Defined {
         out.map = m;
@@ -253,10 +256,7 @@ fn rewrite_map(
                 rewrite::rewrite_exprs(&exprs, &bounds, facts, &names, limits, true, &mut direct);
             if alone == plain {
                 steps.extend(direct);
-                out.nodes = out.nodes.max(report.nodes);
-                if report.limit_hit.is_some() {
-                    out.limit_hit = report.limit_hit;
-                }
+                report.record(out);
                 alone
             } else {
                 let (new, report) = ctx.rewrite(&exprs, true, steps);
@@ -300,6 +300,7 @@ struct Group<'a> {
 impl rewrite::RunReport {
     fn record(&self, out: &mut Simplified) {
         out.nodes = out.nodes.max(self.nodes);
+        out.phases.add(&self.phases);
         if self.limit_hit.is_some() {
             out.limit_hit = self.limit_hit.clone();
         }
@@ -316,11 +317,13 @@ impl Group<'_> {
         explain: bool,
         steps: &mut Vec<Step>,
     ) -> (Vec<Expr>, rewrite::RunReport) {
+        let t_fold = std::time::Instant::now();
         let folded = if self.limits.prepass {
             fold::fold_all(exprs, self.bounds, self.facts)
         } else {
             exprs.to_vec()
         };
+        let prepass_s = t_fold.elapsed().as_secs_f64();
         let mut new = exprs.to_vec();
         let mut rest = Vec::new();
         for (i, (&e, f)) in exprs.iter().zip(folded).enumerate() {
@@ -343,7 +346,9 @@ impl Group<'_> {
             }
         }
         if rest.is_empty() {
-            return (new, rewrite::RunReport::default());
+            let mut report = rewrite::RunReport::default();
+            report.phases.prepass_s = prepass_s;
+            return (new, report);
         }
         let input: Vec<Expr> = rest.iter().map(|&i| new[i]).collect();
         let (out, report) = rewrite::rewrite_exprs(
@@ -358,6 +363,8 @@ impl Group<'_> {
         for (i, e) in rest.into_iter().zip(out) {
             new[i] = e;
         }
+        let mut report = report;
+        report.phases.prepass_s += prepass_s;
         (new, report)
     }
 }

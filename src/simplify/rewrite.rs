@@ -32,6 +32,34 @@ pub struct RunReport {
     pub nodes: usize,
     /// The bound that stopped the run, if it did not saturate.
     pub limit_hit: Option<String>,
+    /// Where the run's time went (for the benchmark; never read by the simplifier).
+    pub phases: Phases,
+}
+
+/// Seconds spent per phase of the e-graph runs and the pre-pass, and counts: what the
+/// benchmark's `--once` prints per map. Wall-clock, so only ever reported, never used to
+/// decide anything.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Phases {
+    pub prepass_s: f64,
+    pub search_s: f64,
+    pub apply_s: f64,
+    pub rebuild_s: f64,
+    pub extract_s: f64,
+    pub runs: usize,
+    pub iterations: usize,
+}
+
+impl Phases {
+    pub fn add(&mut self, o: &Phases) {
+        self.prepass_s += o.prepass_s;
+        self.search_s += o.search_s;
+        self.apply_s += o.apply_s;
+        self.rebuild_s += o.rebuild_s;
+        self.extract_s += o.extract_s;
+        self.runs += o.runs;
+        self.iterations += o.iterations;
+    }
 }
 
 /// The cheapest form of each expression under `bounds` and the constraint `facts` (each
@@ -76,9 +104,21 @@ pub fn rewrite_exprs(
         Some(StopReason::TimeLimit(s)) => Some(format!("time limit ({} ms)", (s * 1000.0).round())),
         Some(StopReason::Other(s)) => Some(s),
     };
-    let report = RunReport {
+    let mut phases = Phases {
+        runs: 1,
+        iterations: runner.iterations.len(),
+        ..Phases::default()
+    };
+    for it in &runner.iterations {
+        phases.search_s += it.search_time;
+        phases.apply_s += it.apply_time;
+        phases.rebuild_s += it.rebuild_time;
+    }
+    let t_extract = std::time::Instant::now();
+    let mut report = RunReport {
         nodes: runner.egraph.total_number_of_nodes(),
         limit_hit,
+        phases,
     };
     let mut out = Vec::with_capacity(exprs.len());
     let best: Vec<_> = {
@@ -97,5 +137,6 @@ pub fn rewrite_exprs(
         }
         out.push(new);
     }
+    report.phases.extract_s = t_extract.elapsed().as_secs_f64();
     (out, report)
 }
