@@ -114,7 +114,10 @@ pub fn check_tile(dims: &[i64], tile: &[i64]) -> Result<(), (Option<usize>, Stri
     }
     for (i, (&t, &d)) in tile.iter().zip(dims).enumerate() {
         if t < 1 {
-            return Err((Some(i), format!("tile size {t} along dimension {i} is not positive")));
+            return Err((
+                Some(i),
+                format!("tile size {t} along dimension {i} is not positive"),
+            ));
         }
         if t > d {
             return Err((
@@ -153,7 +156,11 @@ pub fn representative_tiles(dims: &[i64], tile: &[i64]) -> (Vec<i64>, Vec<TileAt
             .zip(dims)
             .map(|((&l, &t), &d)| (l + t).min(d) - 1)
             .collect();
-        let partial = lo.iter().zip(&hi).zip(tile).any(|((&l, &h), &t)| h - l + 1 < t);
+        let partial = lo
+            .iter()
+            .zip(&hi)
+            .zip(tile)
+            .any(|((&l, &h), &t)| h - l + 1 < t);
         out.push(TileAt {
             which: if partial {
                 format!("{name}, partial")

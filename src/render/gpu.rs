@@ -213,14 +213,16 @@ pub fn bench_lines(b: &Bench) -> Vec<(String, String)> {
 pub fn tiled_coalescing_table(r: &crate::gpu::tile_coalescing::TiledReport) -> Table {
     use crate::gpu::tile_coalescing::SEGMENT;
     let sizes = crate::gpu::mapping::join(&r.tile);
+    let n: i64 = r.grid.iter().product();
+    let grid: Vec<String> = r.grid.iter().map(|g| g.to_string()).collect();
+    let title = format!(
+        "coalescing of {} through tiles ({sizes}), {n} tile{} ({}); {SEGMENT}-byte transactions",
+        r.fusion,
+        if n == 1 { "" } else { "s" },
+        grid.join(" × ")
+    );
     let mut t = Table {
-        title: Some(format!(
-            "coalescing of {} through tiles ({sizes}), {} tile{} ({}); {SEGMENT}-byte transactions",
-            r.fusion,
-            r.grid.iter().product::<i64>(),
-            if r.grid.iter().product::<i64>() == 1 { "" } else { "s" },
-            r.grid.iter().map(|g| g.to_string()).collect::<Vec<_>>().join(" × ")
-        )),
+        title: Some(title),
         headers: [
             "operand",
             "layout",

@@ -498,7 +498,14 @@ fn coalescing_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 /// 64-byte transactions per representative tile (`gpu::tile_coalescing`).
 fn tiled_coalescing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     use crate::gpu::tile_coalescing::{check_tile, tiled_report};
-    for k in ["mapping", "block", "vector", "unroll", "max_blocks", "tiled"] {
+    for k in [
+        "mapping",
+        "block",
+        "vector",
+        "unroll",
+        "max_blocks",
+        "tiled",
+    ] {
         if a.kv(k).is_some() {
             return Err(Diagnostic::at(
                 format!("`{k}=` sets the GPU launch; `tile=` counts tiles of the output instead"),
@@ -514,9 +521,7 @@ fn tiled_coalescing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     };
     if let Err((at, msg)) = check_tile(&spec.output.dims, &tile) {
         let span = match (at, arg) {
-            (Some(i), Arg::Tuple(items, _)) if i < items.len() => {
-                items[i].span()
-            }
+            (Some(i), Arg::Tuple(items, _)) if i < items.len() => items[i].span(),
             _ => arg.span(),
         };
         return Err(Diagnostic::at(
