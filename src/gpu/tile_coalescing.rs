@@ -129,14 +129,15 @@ pub fn check_tile(dims: &[i64], tile: &[i64]) -> Result<(), (Option<usize>, Stri
     Ok(())
 }
 
-/// The representative tiles of an output of `dims` cut by `tile` (already checked): the
-/// first, the interior one (the middle index along every dimension) and the last; a tile
-/// equal to one listed before is left out.
+/// The representative tiles of an output of `dims` cut by `tile` (already checked: every
+/// size from 1 to its extent, so nothing here overflows): the first, the interior one (the
+/// middle index along every dimension) and the last; a tile equal to one listed before is
+/// left out.
 pub fn representative_tiles(dims: &[i64], tile: &[i64]) -> (Vec<i64>, Vec<TileAt>) {
     let grid: Vec<i64> = dims
         .iter()
         .zip(tile)
-        .map(|(&d, &t)| (d + t - 1) / t)
+        .map(|(&d, &t)| (d - 1) / t + 1)
         .collect();
     let mut out: Vec<TileAt> = Vec::new();
     let picks: [(&str, Box<dyn Fn(i64) -> i64>); 3] = [
@@ -154,7 +155,7 @@ pub fn representative_tiles(dims: &[i64], tile: &[i64]) -> (Vec<i64>, Vec<TileAt
             .iter()
             .zip(tile)
             .zip(dims)
-            .map(|((&l, &t), &d)| (l + t).min(d) - 1)
+            .map(|((&l, &t), &d)| l + t.min(d - l) - 1)
             .collect();
         let partial = lo
             .iter()
@@ -230,7 +231,9 @@ pub fn count_tile(
         let first = o
             .checked_mul(eb)
             .ok_or_else(|| MapError::Overflow(format!("a byte address in {}", t.name)))?;
-        let last = first + eb - 1;
+        let last = first
+            .checked_add(eb - 1)
+            .ok_or_else(|| MapError::Overflow(format!("a byte address in {}", t.name)))?;
         for s in first.div_euclid(SEGMENT)..=last.div_euclid(SEGMENT) {
             segments.insert(s);
         }
