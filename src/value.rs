@@ -62,6 +62,8 @@ pub enum Value {
     Written(Written),
     /// `indexing` of an instruction with no operands (a parameter, a constant, an iota).
     NoOperands(NoOperands),
+    /// `coalescing FUSION tile=(..)`: each operand's 64-byte transactions per tile.
+    TiledCoalescing(crate::gpu::tile_coalescing::TiledReport),
 }
 
 impl Value {
@@ -92,6 +94,7 @@ impl Value {
             Value::Shown(_) => "shown",
             Value::Written(_) => "written",
             Value::NoOperands(_) => "no_operands",
+            Value::TiledCoalescing(_) => "table",
         }
     }
 }

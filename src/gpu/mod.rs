@@ -18,6 +18,7 @@ pub mod nvcc;
 pub mod reference;
 pub mod spec;
 pub mod sweep;
+pub mod tile_coalescing;
 
 /// Whether a CUDA driver with a device can be loaded on this machine.
 pub fn cuda_available() -> bool {

@@ -207,3 +207,80 @@ pub fn bench_lines(b: &Bench) -> Vec<(String, String)> {
     ));
     lines
 }
+
+/// `coalescing FUSION tile=(..)`: one row per operand and representative tile (the write
+/// last), then what the columns mean and which tiles were counted.
+pub fn tiled_coalescing_table(r: &crate::gpu::tile_coalescing::TiledReport) -> Table {
+    use crate::gpu::tile_coalescing::SEGMENT;
+    let sizes = crate::gpu::mapping::join(&r.tile);
+    let n: i64 = r.grid.iter().product();
+    let grid: Vec<String> = r.grid.iter().map(|g| g.to_string()).collect();
+    let title = format!(
+        "coalescing of {} through tiles ({sizes}), {n} tile{} ({}); {SEGMENT}-byte transactions",
+        r.fusion,
+        if n == 1 { "" } else { "s" },
+        grid.join(" × ")
+    );
+    let mut t = Table {
+        title: Some(title),
+        headers: [
+            "operand",
+            "layout",
+            "tile",
+            "bytes",
+            "transactions",
+            "ideal",
+            "utilization",
+            "min run",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+        ..Default::default()
+    };
+    for o in &r.operands {
+        for (ti, c) in r.tiles.iter().zip(&o.counts) {
+            t.rows.push(vec![
+                o.label.clone(),
+                o.tensor.shape_text(),
+                ti.which.clone(),
+                c.bytes.to_string(),
+                c.transactions.to_string(),
+                c.ideal.to_string(),
+                format!("{:.1}%", c.utilization()),
+                format!("{} B", c.min_run),
+                if c.coalesced {
+                    "coalesced".into()
+                } else {
+                    "NOT coalesced".into()
+                },
+            ]);
+        }
+    }
+    t.notes.push(format!(
+        "bytes: distinct bytes the tile touches (each once); transactions: distinct {SEGMENT}-byte aligned segments; ideal: ceil(bytes / {SEGMENT}); utilization: bytes / (transactions × {SEGMENT}); min run: shortest contiguous run; coalesced when transactions ≤ 2 × ideal"
+    ));
+    for ti in &r.tiles {
+        let bx: Vec<String> = ti
+            .lo
+            .iter()
+            .zip(&ti.hi)
+            .map(|(l, h)| format!("{l}:{}", h + 1))
+            .collect();
+        t.notes.push(format!(
+            "{} tile: index ({}), output [{}]",
+            ti.which,
+            crate::gpu::mapping::join(&ti.index),
+            bx.join(", ")
+        ));
+    }
+    for o in &r.operands {
+        if o.counts.iter().any(|c| c.reads > c.elements) {
+            t.notes.push(format!(
+                "{}: elements read more than once per tile (broadcast or window); their bytes count once",
+                o.label
+            ));
+        }
+    }
+    t
+}

@@ -85,6 +85,12 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
             obj.insert("headers".into(), json!(t.headers));
             obj.insert("rows".into(), json!(t.rows));
         }
+        Value::TiledCoalescing(r) => {
+            let t = super::gpu::tiled_coalescing_table(r);
+            obj.insert("headers".into(), json!(t.headers));
+            obj.insert("rows".into(), json!(t.rows));
+            obj.insert("notes".into(), json!(t.notes));
+        }
         Value::Coalescing(c) => {
             let t = super::gpu::coalescing_table(c);
             obj.insert("headers".into(), json!(t.headers));

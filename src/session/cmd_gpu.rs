@@ -23,8 +23,8 @@ pub static COMMANDS: [Command; 6] = [
     },
     Command {
         name: "coalescing",
-        usage: "coalescing FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false]",
-        summary: "per operand: sectors and lines per warp load against the ideal, the worst warp, and a verdict",
+        usage: "coalescing FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] | coalescing FUSION tile=(T0, .., Tn)",
+        summary: "per operand: sectors and lines per warp load against the ideal, the worst warp, and a verdict; with tile=, the 64-byte transactions each tile reads",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); coalescing add0 vector=4",
         run: coalescing_cmd,
     },
@@ -481,7 +481,9 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 }
 
 fn coalescing_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    no_tile_here(a, "`coalescing` counts the GPU launch's warps")?;
+    if a.kv("tile").is_some() {
+        return tiled_coalescing(s, a);
+    }
     let (spec, l) = launch_for(s, a)?;
     let report =
         coalescing::analyse(&spec, &l).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
@@ -490,6 +492,46 @@ fn coalescing_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         launch: describe(&l),
         report,
     }))
+}
+
+/// `coalescing FUSION tile=(..)`: the output cut into tiles of those sizes, each operand's
+/// 64-byte transactions per representative tile (`gpu::tile_coalescing`).
+fn tiled_coalescing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    use crate::gpu::tile_coalescing::{check_tile, tiled_report};
+    for k in [
+        "mapping",
+        "block",
+        "vector",
+        "unroll",
+        "max_blocks",
+        "tiled",
+    ] {
+        if a.kv(k).is_some() {
+            return Err(Diagnostic::at(
+                format!("`{k}=` sets the GPU launch; `tile=` counts tiles of the output instead"),
+                span_of(a, k),
+            )
+            .with_help("give either tile=(..) or the launch options, not both"));
+        }
+    }
+    let spec = spec(s, a)?;
+    let tile = a.kv_tuple("tile")?.unwrap_or_default();
+    let Some(arg) = a.kv("tile") else {
+        return Err(Diagnostic::at("`tile=` is missing", a.span()));
+    };
+    if let Err((at, msg)) = check_tile(&spec.output.dims, &tile) {
+        let span = match (at, arg) {
+            (Some(i), Arg::Tuple(items, _)) if i < items.len() => items[i].span(),
+            _ => arg.span(),
+        };
+        return Err(Diagnostic::at(
+            format!("{msg} ({} is {})", spec.name, spec.output.shape_text()),
+            span,
+        )
+        .with_help("one size per output dimension, each from 1 to its extent"));
+    }
+    let r = tiled_report(&spec, &tile).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
+    Ok(Value::TiledCoalescing(r))
 }
 
 /// The target `emit` writes for: `target=` if given, else the CPU for a mapping with a CPU
