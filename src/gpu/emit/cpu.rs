@@ -6,8 +6,8 @@
 //! README for why a compiler rather than a JIT).
 
 use super::{
-    c_ident, helper_functions, input_params, outside, simplified, substitute, types, BodyWriter,
-    Emitted, Target, C_HELPERS,
+    c_ident, elementwise, helper_functions, input_params, outside, simplified, substitute, types,
+    BodyWriter, Emitted, ScalarWriter, Target, C_HELPERS,
 };
 use crate::expr::Expr;
 use crate::gpu::spec::{BinOp, Body, ElemType, UnOp};
@@ -635,52 +635,11 @@ impl Rows<'_> {
         Ok(match b {
             Body::Const(c) => types::constant(*c, t),
             Body::Load { .. } => w.body_t(b, ctx, &self.params.clone(), t)?,
-            Body::Unary(op, a) => {
-                let x = self.expr_t(w, a, ctx, t)?;
-                if *op == UnOp::Exp && t == ElemType::F32 {
-                    format!("ix_expf({x})")
-                } else {
-                    types::unary(*op, t, &x)?
-                }
-            }
-            Body::Binary(op, a, b2) => {
-                let x = self.expr_t(w, a, ctx, t)?;
-                let y = self.expr_t(w, b2, ctx, t)?;
-                let v = self.fresh("v");
-                w.line(format!(
-                    "const {} {v} = {};",
-                    types::reg(t),
-                    types::binary(*op, t, &x, &y)
-                ));
-                v
-            }
-            Body::Convert(to, a) => {
-                if let Body::Const(c) = **a {
-                    return Ok(types::constant(c, *to));
-                }
-                let from = self.spec.elem_opt(a).unwrap_or(*to);
-                let x = self.expr_t(w, a, ctx, from)?;
-                types::convert(from, *to, &x)
-            }
-            Body::Compare(dir, a, b2) => {
-                let ct = self.spec.compared_elem(a, b2);
-                let x = self.expr_t(w, a, ctx, ct)?;
-                let y = self.expr_t(w, b2, ctx, ct)?;
-                let v = self.fresh("v");
-                w.line(format!(
-                    "const bool {v} = {};",
-                    types::compare(*dir, &x, &y)
-                ));
-                v
-            }
-            Body::Select(c, a, b2) => {
-                let p = self.expr_t(w, c, ctx, ElemType::Pred)?;
-                let x = self.expr_t(w, a, ctx, t)?;
-                let y = self.expr_t(w, b2, ctx, t)?;
-                let v = self.fresh("v");
-                w.line(format!("const {} {v} = {p} ? {x} : {y};", types::reg(t)));
-                v
-            }
+            Body::Unary(..)
+            | Body::Binary(..)
+            | Body::Convert(..)
+            | Body::Compare(..)
+            | Body::Select(..) => elementwise(&mut AtRow { rows: self, w, ctx }, b, t)?,
             Body::Call { func, map } => {
                 let inner = substitute(ctx, map)?;
                 let f = &self.spec.functions[*func];
@@ -799,6 +758,36 @@ impl Rows<'_> {
                 acc
             }
         })
+    }
+}
+
+/// [`Rows::expr_t`]'s operands, at one row.
+struct AtRow<'r, 'a, 'w, 'c> {
+    rows: &'r mut Rows<'a>,
+    w: &'r mut BodyWriter<'w>,
+    ctx: &'c IndexingMap,
+}
+
+impl ScalarWriter for AtRow<'_, '_, '_, '_> {
+    fn spec(&self) -> &KernelSpec {
+        self.rows.spec
+    }
+    fn operand(&mut self, b: &Body, want: ElemType) -> Result<String, MapError> {
+        self.rows.expr_t(self.w, b, self.ctx, want)
+    }
+    fn register(&mut self) -> String {
+        self.rows.fresh("v")
+    }
+    fn statement(&mut self, s: String) {
+        self.w.line(s)
+    }
+    /// f32 `exp` through [`C_EXPF`].
+    fn unary(&self, op: UnOp, t: ElemType, x: &str) -> Result<String, MapError> {
+        if op == UnOp::Exp && t == ElemType::F32 {
+            Ok(format!("ix_expf({x})"))
+        } else {
+            types::unary(op, t, x)
+        }
     }
 }
 

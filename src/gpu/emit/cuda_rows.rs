@@ -21,7 +21,9 @@
 //! of the other launches are not emitted. Naive and simplified index arithmetic work as
 //! elsewhere ([`BodyWriter`]): the scopes' maps are the same, only their printing differs.
 
-use super::{outside, simplified, substitute, types, BodyWriter, I32_INDEX};
+use super::{
+    elementwise, outside, simplified, substitute, types, BodyWriter, ScalarWriter, I32_INDEX,
+};
 use crate::expr::Expr;
 use crate::gpu::launch::{Launch, Strategy};
 use crate::gpu::spec::{Body, ElemType, KernelSpec, Root};
@@ -265,48 +267,11 @@ impl<'a> Coop<'a> {
                 let params = self.params.clone();
                 w.body_t(b, ctx, &params, t)?
             }
-            Body::Unary(op, a) => {
-                let x = self.expr_t(w, a, ctx, t)?;
-                types::unary(*op, t, &x)?
-            }
-            Body::Binary(op, a, b2) => {
-                let x = self.expr_t(w, a, ctx, t)?;
-                let y = self.expr_t(w, b2, ctx, t)?;
-                let v = self.fresh("v");
-                w.line(format!(
-                    "const {} {v} = {};",
-                    types::reg(t),
-                    types::binary(*op, t, &x, &y)
-                ));
-                v
-            }
-            Body::Convert(to, a) => {
-                if let Body::Const(c) = **a {
-                    return Ok(types::constant(c, *to));
-                }
-                let from = self.spec.elem_opt(a).unwrap_or(*to);
-                let x = self.expr_t(w, a, ctx, from)?;
-                types::convert(from, *to, &x)
-            }
-            Body::Compare(dir, a, b2) => {
-                let ct = self.spec.compared_elem(a, b2);
-                let x = self.expr_t(w, a, ctx, ct)?;
-                let y = self.expr_t(w, b2, ctx, ct)?;
-                let v = self.fresh("v");
-                w.line(format!(
-                    "const bool {v} = {};",
-                    types::compare(*dir, &x, &y)
-                ));
-                v
-            }
-            Body::Select(c, a, b2) => {
-                let p = self.expr_t(w, c, ctx, ElemType::Pred)?;
-                let x = self.expr_t(w, a, ctx, t)?;
-                let y = self.expr_t(w, b2, ctx, t)?;
-                let v = self.fresh("v");
-                w.line(format!("const {} {v} = {p} ? {x} : {y};", types::reg(t)));
-                v
-            }
+            Body::Unary(..)
+            | Body::Binary(..)
+            | Body::Convert(..)
+            | Body::Compare(..)
+            | Body::Select(..) => elementwise(&mut AtRow { coop: self, w, ctx }, b, t)?,
             Body::Call { func, map } => {
                 let inner = substitute(ctx, map)?;
                 let f = self
@@ -603,4 +568,26 @@ pub fn emit(
     w.lines.append(&mut ew.lines);
     w.line("}");
     Ok(())
+}
+
+/// [`Coop::expr_t`]'s operands, at one row.
+struct AtRow<'r, 'a, 'w, 'c> {
+    coop: &'r mut Coop<'a>,
+    w: &'r mut BodyWriter<'w>,
+    ctx: &'c IndexingMap,
+}
+
+impl ScalarWriter for AtRow<'_, '_, '_, '_> {
+    fn spec(&self) -> &KernelSpec {
+        self.coop.spec
+    }
+    fn operand(&mut self, b: &Body, want: ElemType) -> Result<String, MapError> {
+        self.coop.expr_t(self.w, b, self.ctx, want)
+    }
+    fn register(&mut self) -> String {
+        self.coop.fresh("v")
+    }
+    fn statement(&mut self, s: String) {
+        self.w.line(s)
+    }
 }

@@ -701,50 +701,118 @@ impl<'a> BodyWriter<'a> {
                 }
                 acc
             }
-            Body::Unary(op, a) => {
-                let x = self.body_t(a, ctx, params, t)?;
-                types::unary(*op, t, &x)?
-            }
-            Body::Binary(op, a, b2) => {
-                let x = self.body_t(a, ctx, params, t)?;
-                let y = self.body_t(b2, ctx, params, t)?;
-                let v = self.fresh("t");
-                let ty = types::reg(t);
-                self.line(format!(
-                    "const {ty} {v} = {};",
-                    types::binary(*op, t, &x, &y)
-                ));
-                v
-            }
-            Body::Convert(to, a) => {
-                if let Body::Const(c) = **a {
-                    return Ok(types::constant(c, *to));
-                }
-                let from = self.elem(a, *to);
-                let x = self.body_t(a, ctx, params, from)?;
-                types::convert(from, *to, &x)
-            }
-            Body::Compare(dir, a, b2) => {
-                let ct = self.spec.compared_elem(a, b2);
-                let x = self.body_t(a, ctx, params, ct)?;
-                let y = self.body_t(b2, ctx, params, ct)?;
-                let v = self.fresh("t");
-                self.line(format!(
-                    "const bool {v} = {};",
-                    types::compare(*dir, &x, &y)
-                ));
-                v
-            }
-            Body::Select(c, a, b2) => {
-                let p = self.body_t(c, ctx, params, ElemType::Pred)?;
-                let x = self.body_t(a, ctx, params, t)?;
-                let y = self.body_t(b2, ctx, params, t)?;
-                let v = self.fresh("t");
-                let ty = types::reg(t);
-                self.line(format!("const {ty} {v} = {p} ? {x} : {y};"));
-                v
+            Body::Unary(..)
+            | Body::Binary(..)
+            | Body::Convert(..)
+            | Body::Compare(..)
+            | Body::Select(..) => {
+                let mut scope = InScope {
+                    w: self,
+                    ctx,
+                    params,
+                };
+                elementwise(&mut scope, b, t)?
             }
         })
+    }
+}
+
+/// What the body writers share (a kernel's functions here, the host row loops of
+/// [`cpu`], the CUDA row normalization of [`cuda_rows`]): how each writes an operand, names
+/// a register and emits a statement; [`elementwise`] writes the operators alike for all.
+pub(super) trait ScalarWriter {
+    fn spec(&self) -> &KernelSpec;
+    /// The C expression of `b`, of the register type of its element type (`want` for a
+    /// bare constant).
+    fn operand(&mut self, b: &Body, want: ElemType) -> Result<String, MapError>;
+    /// A register name not used before in the function.
+    fn register(&mut self) -> String;
+    fn statement(&mut self, s: String);
+    /// The C expression of a unary operator (a writer may pick a faster spelling).
+    fn unary(&self, op: UnOp, t: ElemType, x: &str) -> Result<String, MapError> {
+        types::unary(op, t, x)
+    }
+}
+
+/// The C expression of the elementwise body `b` (unary, binary, convert, compare, select)
+/// of element type `t`: binary operators, comparisons and selects into a register of their
+/// own, so each operand is evaluated once and in order.
+pub(super) fn elementwise<S: ScalarWriter>(
+    s: &mut S,
+    b: &Body,
+    t: ElemType,
+) -> Result<String, MapError> {
+    Ok(match b {
+        Body::Unary(op, a) => {
+            let x = s.operand(a, t)?;
+            s.unary(*op, t, &x)?
+        }
+        Body::Binary(op, a, b2) => {
+            let x = s.operand(a, t)?;
+            let y = s.operand(b2, t)?;
+            let v = s.register();
+            s.statement(format!(
+                "const {} {v} = {};",
+                types::reg(t),
+                types::binary(*op, t, &x, &y)
+            ));
+            v
+        }
+        Body::Convert(to, a) => {
+            if let Body::Const(c) = **a {
+                return Ok(types::constant(c, *to));
+            }
+            let from = s.spec().elem_opt(a).unwrap_or(*to);
+            let x = s.operand(a, from)?;
+            types::convert(from, *to, &x)
+        }
+        Body::Compare(dir, a, b2) => {
+            let ct = s.spec().compared_elem(a, b2);
+            let x = s.operand(a, ct)?;
+            let y = s.operand(b2, ct)?;
+            let v = s.register();
+            s.statement(format!(
+                "const bool {v} = {};",
+                types::compare(*dir, &x, &y)
+            ));
+            v
+        }
+        Body::Select(c, a, b2) => {
+            let p = s.operand(c, ElemType::Pred)?;
+            let x = s.operand(a, t)?;
+            let y = s.operand(b2, t)?;
+            let v = s.register();
+            s.statement(format!("const {} {v} = {p} ? {x} : {y};", types::reg(t)));
+            v
+        }
+        Body::Const(_) | Body::Load { .. } | Body::Call { .. } | Body::Reduce { .. } => {
+            return Err(MapError::Other(format!(
+                "{}: a constant, load, call or reduction is each writer's own",
+                s.spec().name
+            )))
+        }
+    })
+}
+
+/// [`BodyWriter::body_t`]'s operands, in a scope and with the callees' arguments.
+struct InScope<'w, 'a, 'c> {
+    w: &'w mut BodyWriter<'a>,
+    ctx: &'c IndexingMap,
+    params: &'c str,
+}
+
+impl ScalarWriter for InScope<'_, '_, '_> {
+    fn spec(&self) -> &KernelSpec {
+        self.w.spec
+    }
+    fn operand(&mut self, b: &Body, want: ElemType) -> Result<String, MapError> {
+        self.w.body_t(b, self.ctx, self.params, want)
+    }
+    fn register(&mut self) -> String {
+        self.w.fresh("t")
+    }
+    fn statement(&mut self, s: String) {
+        self.w.line(s)
     }
 }
 
