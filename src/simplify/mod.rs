@@ -46,6 +46,10 @@ pub struct SimplifyLimits {
     /// Whether the deterministic pre-pass (`fold.rs`) runs before the e-graph (off only to
     /// measure it: `benches/simplify.rs -- --once` compares both).
     pub prepass: bool,
+    /// Most iterations in a row in which no root's weight (`cost.rs`, the first part of
+    /// the rank, kept per class by the analysis) went down: an e-graph run stops there, as
+    /// converged (a count, so the result does not depend on the machine; 0: never).
+    pub max_plateau: usize,
 }
 
 impl Default for SimplifyLimits {
@@ -55,6 +59,7 @@ impl Default for SimplifyLimits {
             max_iterations: 30,
             max_millis: 5_000,
             prepass: true,
+            max_plateau: 3,
         }
     }
 }
