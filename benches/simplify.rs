@@ -193,6 +193,10 @@ fn once(maps: &[(String, IndexingMap)]) {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(SimplifyLimits::default().max_plateau),
+        max_nodes: std::env::var("IXMAP_MAX_NODES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(SimplifyLimits::default().max_nodes),
         ..SimplifyLimits::default()
     };
     let compare = args.iter().any(|a| a == "--compare");
