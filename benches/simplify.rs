@@ -188,8 +188,20 @@ fn once(maps: &[(String, IndexingMap)]) {
     let at = args.iter().position(|a| a == "--once").unwrap_or(0);
     let group = args.get(at + 1).filter(|g| !g.starts_with('-')).cloned();
     let repeat: usize = args.get(at + 2).and_then(|r| r.parse().ok()).unwrap_or(1);
-    let limits = SimplifyLimits::default();
+    let limits = SimplifyLimits {
+        max_plateau: std::env::var("IXMAP_PLATEAU")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(SimplifyLimits::default().max_plateau),
+        max_nodes: std::env::var("IXMAP_MAX_NODES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(SimplifyLimits::default().max_nodes),
+        ..SimplifyLimits::default()
+    };
     let compare = args.iter().any(|a| a == "--compare");
+    ixmap::simplify::rules::profile::enable();
+    let outputs = args.iter().any(|a| a == "--outputs");
     let mut rows = Vec::new();
     let (mut worse, mut better, mut same_out, mut t_old) = (0, 0, 0, Duration::ZERO);
     for (kind, m) in maps {
@@ -239,6 +251,17 @@ fn once(maps: &[(String, IndexingMap)]) {
             last = Some(s);
         }
         let s = last.expect("repeat >= 1");
+        if outputs {
+            // every map's output and the deterministic counts, in corpus order (diff two
+            // builds' files to see what a change did to the printed results)
+            println!(
+                "OUT\t{kind}\tnodes {}\titerations {}\t{}\t{m}\t=> {}",
+                s.nodes,
+                s.phases.iterations,
+                s.limit_hit.clone().unwrap_or_default(),
+                s.map
+            );
+        }
         rows.push((
             best,
             kind.clone(),
@@ -276,6 +299,17 @@ fn once(maps: &[(String, IndexingMap)]) {
     }
     if compare {
         println!("compare (pre-pass off vs on): same output {same_out}, new cheaper {better}, new dearer {worse}; time without the pre-pass {t_old:.1?}");
+    }
+    // per rule: the Compute appliers' calls, time, e-nodes added and unions, dearest first
+    let mut stats: Vec<_> = ixmap::simplify::rules::profile::take()
+        .into_iter()
+        .collect();
+    stats.sort_by(|a, b| b.1.time.cmp(&a.1.time));
+    for (rule, st) in &stats {
+        println!(
+            "rule {rule:>26}: calls {:>9}, time {:>10.1?}, nodes added {:>8}, unions {:>7}",
+            st.calls, st.time, st.nodes_added, st.unions
+        );
     }
     for (k, (t, n, h, ph)) in &by_group {
         println!(

@@ -23,6 +23,10 @@ use egg::{Extractor, Runner, SimpleScheduler, StopReason};
 use std::sync::LazyLock;
 use std::time::Duration;
 
+/// The stop reason of a run whose roots' weights stayed put for
+/// [`SimplifyLimits::max_plateau`] iterations: converged, not a bound hit.
+const PLATEAU: &str = "plateau";
+
 static RULES: LazyLock<Vec<Rule>> = LazyLock::new(all_rules);
 
 /// What one e-graph run did, for explain and for the benchmark.
@@ -90,15 +94,39 @@ pub fn rewrite_exprs(
     egraph.rebuild();
     let recs: Vec<_> = exprs.iter().map(|&e| to_rec(e)).collect();
     let roots: Vec<_> = recs.iter().map(|r| egraph.add_expr(r)).collect();
+    let hook_roots = roots.clone();
+    let plateau_limit = limits.max_plateau;
+    let mut plateau = 0usize;
+    let mut last_weights: Vec<u64> = Vec::new();
     let mut runner = Runner::default()
         .with_egraph(egraph)
         .with_scheduler(SimpleScheduler)
         .with_node_limit(limits.max_nodes)
         .with_iter_limit(limits.max_iterations)
         .with_time_limit(Duration::from_millis(limits.max_millis))
+        .with_hook(move |runner| {
+            if plateau_limit == 0 {
+                return Ok(());
+            }
+            let weights: Vec<u64> = hook_roots
+                .iter()
+                .map(|&r| runner.egraph[r].data.weight)
+                .collect();
+            if weights == last_weights {
+                plateau += 1;
+                if plateau >= plateau_limit {
+                    return Err(PLATEAU.to_string());
+                }
+            } else {
+                plateau = 0;
+                last_weights = weights;
+            }
+            Ok(())
+        })
         .run(RULES.iter());
     let limit_hit = match runner.stop_reason {
         Some(StopReason::Saturated) | None => None,
+        Some(StopReason::Other(s)) if s == PLATEAU => None,
         Some(StopReason::IterationLimit(n)) => Some(format!("iteration limit ({n})")),
         Some(StopReason::NodeLimit(n)) => Some(format!("e-node limit ({n})")),
         Some(StopReason::TimeLimit(s)) => Some(format!("time limit ({} ms)", (s * 1000.0).round())),

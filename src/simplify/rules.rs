@@ -74,10 +74,70 @@ impl Applier<IxLang, Facts> for Compute {
         rule_name: Symbol,
     ) -> Vec<Id> {
         let args: Vec<Id> = self.vars.iter().map(|v| subst[*v]).collect();
-        match (self.f)(egraph, &args) {
+        let t = profile::on().then(std::time::Instant::now);
+        let nodes = egraph.total_size();
+        let out = match (self.f)(egraph, &args) {
             Some(new) if egraph.union_trusted(eclass, new, rule_name) => vec![new],
             _ => vec![],
+        };
+        if let Some(t) = t {
+            profile::record(
+                rule_name,
+                t.elapsed(),
+                egraph.total_size().saturating_sub(nodes),
+                !out.is_empty(),
+            );
         }
+        out
+    }
+}
+
+/// Per-rule counters of the [`Compute`] appliers (calls, time, e-nodes added, unions that
+/// changed the graph), for the benchmark's `--once` only: off unless [`profile::enable`]
+/// was called on this thread, and never read by the simplifier.
+pub mod profile {
+    use egg::Symbol;
+    use std::cell::{Cell, RefCell};
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    /// Calls, time, e-nodes added, unions that merged two classes.
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct RuleStats {
+        pub calls: u64,
+        pub time: Duration,
+        pub nodes_added: u64,
+        pub unions: u64,
+    }
+
+    thread_local! {
+        static ON: Cell<bool> = const { Cell::new(false) };
+        static STATS: RefCell<BTreeMap<String, RuleStats>> = RefCell::new(BTreeMap::new());
+    }
+
+    /// Starts counting on this thread.
+    pub fn enable() {
+        ON.with(|o| o.set(true));
+    }
+
+    pub(super) fn on() -> bool {
+        ON.with(|o| o.get())
+    }
+
+    pub(super) fn record(rule: Symbol, t: Duration, added: usize, union: bool) {
+        STATS.with(|s| {
+            let mut s = s.borrow_mut();
+            let e = s.entry(rule.as_str().to_string()).or_default();
+            e.calls += 1;
+            e.time += t;
+            e.nodes_added += added as u64;
+            e.unions += u64::from(union);
+        });
+    }
+
+    /// The counters so far, by rule name, and resets them.
+    pub fn take() -> BTreeMap<String, RuleStats> {
+        STATS.with(|s| std::mem::take(&mut *s.borrow_mut()))
     }
 }
 
