@@ -288,7 +288,8 @@ fn once(maps: &[(String, IndexingMap)]) {
 /// `-- --fold [GROUP]`: what the deterministic pre-pass (`simplify/fold.rs`) alone makes of
 /// each map's results (under the map's bounds and constraints, as `simplify` hands them
 /// over), beside what `simplify` prints: per map its corpus line, whether the pre-pass
-/// result is flat and final (`fold::is_final`), the ranks, the e-nodes of the whole run.
+/// result is flat (`fold::is_flat`: what `mod.rs` hands on to the e-graph instead of the
+/// input), the operator weights, the e-nodes of the whole run.
 /// Maps the pre-pass does not finish are the ones the e-graph spends its time on.
 fn fold_report(maps: &[(String, IndexingMap)]) {
     use ixmap::simplify::cost::expr_rank;
@@ -308,7 +309,7 @@ fn fold_report(maps: &[(String, IndexingMap)]) {
         c.normalize_divisors();
         let bounds = c.bounds();
         let folded = fold::fold_all(&c.results, &bounds, &c.constraints);
-        let fin = fold::is_final(&folded, &bounds, &c.constraints);
+        let fin = folded.iter().all(|&e| fold::is_flat(e));
         let s = simplify(m, &limits);
         let names = c.names();
         let shown: Vec<String> = folded
@@ -323,21 +324,35 @@ fn fold_report(maps: &[(String, IndexingMap)]) {
             fin_nodes = fin_nodes.max(s.nodes);
         }
         println!(
-            "line {} {kind} flat {} final {fin} weight in {r_in} pre-pass {r_fold} simplify {r_out} nodes {} {}\n  pre-pass: ({})\n  simplify: {}",
+            "line {} {kind} flat {fin} weight in {r_in} pre-pass {r_fold} simplify {r_out} nodes {} {}\n  pre-pass: ({})\n  simplify: {}",
             line + 1,
-            folded.iter().all(|&e| fold::is_flat(e)),
             s.nodes,
             s.limit_hit.clone().unwrap_or_default(),
             shown.join(", "),
             s.map
         );
     }
-    println!("{n} maps; the pre-pass finishes {finished}");
+    println!("{n} maps; the pre-pass leaves {finished} flat; most e-nodes among those: {fin_nodes}");
 }
 
 fn main() {
     if std::env::args().any(|a| a == "--isl-worker") {
         isl_worker::run();
+        return;
+    }
+    if std::env::args().any(|a| a == "--rank") {
+        // `-- --rank`: each stdin line a map as printed; its summed rank (cost.rs) out
+        use std::io::BufRead;
+        for line in std::io::stdin().lock().lines() {
+            let line = line.expect("stdin");
+            let m = ixmap::syntax::parse_map_lit(&line)
+                .map_err(|e| format!("{e:?}"))
+                .and_then(|l| ixmap::session::build::build_map(&l).map_err(|e| format!("{e:?}")));
+            match m {
+                Ok(m) => println!("{:?}", isl_worker::rank_of(&m)),
+                Err(e) => println!("error {e}"),
+            }
+        }
         return;
     }
     if std::env::args().any(|a| a == "--fold") {
@@ -424,7 +439,7 @@ mod isl_worker {
 
     /// The summed [`ixmap::simplify::cost::Rank`] of the results and constraints (what the
     /// simplifier minimises), to compare two builds' outputs map by map.
-    fn rank_of(m: &IndexingMap) -> [u64; 5] {
+    pub fn rank_of(m: &IndexingMap) -> [u64; 5] {
         let mut r = [0u64; 5];
         for &e in m.results.iter().chain(m.constraints.iter().map(|c| &c.0)) {
             let x = ixmap::simplify::cost::expr_rank(e);

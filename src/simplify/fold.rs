@@ -19,6 +19,19 @@
 //!   = X
 //! ```
 //!
+//! Beside that pass, each expression also gets a *digit candidate* (the second half of this
+//! file): the whole expression in the quotient basis `Σ k·(b floordiv p)`, divisions split
+//! digit by digit over the mixed-radix digits of each base, printed per base in the cheaper
+//! of the quotient and the digit form; reshape and transpose chains come out flat and with
+//! one division per digit boundary instead of a quotient and a remainder:
+//!
+//! ```text
+//! (d2 mod 2) * 6 + d0 * 2 + d2 floordiv 2,  d2 in [0, 3]   =>   d2 * 6 + d0 * 2 - (d2 floordiv 2) * 11
+//! ```
+//!
+//! It replaces the pass's result only when lighter (`lighter`: weight, then weight under
+//! divisions).
+//!
 //! Every step is an instance of an identity the e-graph uses (named at each step), with
 //! the same side conditions read from the same facts: intervals over the variable bounds
 //! (and the map's constraints, as the e-graph reads them), congruences (`congruence.rs`).
@@ -58,13 +71,21 @@ pub fn fold_all(exprs: &[Expr], bounds: &[Interval], facts: &[(Expr, Interval)])
             } else {
                 start
             };
-            // the digit candidate, where it is cheaper still
+            // the digit candidate, where it is cheaper still: lighter, or as heavy with
+            // less weight under the divisions (not on the rank's tie-breaks alone: a
+            // different spelling of an equally heavy form is churn, not progress)
             match f.digit_candidate(start) {
-                Some(d) if expr_rank(d) < expr_rank(out) => d,
+                Some(d) if lighter(expr_rank(d), expr_rank(out)) => d,
                 _ => out,
             }
         })
         .collect()
+}
+
+/// Whether rank `a` is below `b` in weight, or in the weight under divisions at equal
+/// weight (the first two components of [`super::cost::Rank`]).
+fn lighter(a: super::cost::Rank, b: super::cost::Rank) -> bool {
+    (a.0, a.1) < (b.0, b.1)
 }
 
 struct Folder<'a> {
@@ -1232,18 +1253,7 @@ impl Folder<'_> {
 
     /// The digit candidate for `e`, or `None`.
     fn digit_candidate(&mut self, e: Expr) -> Option<Expr> {
-        let q = self.qsum(e);
-        if std::env::var_os("IXMAP_FOLD_DEBUG").is_some() {
-            eprintln!("digit candidate: {q:?} steps {} memo {}", self.qsteps, self.qmemo.len());
-        }
-        self.qexpr(&q?)
+        let q = self.qsum(e)?;
+        self.qexpr(&q)
     }
-}
-
-/// Whether the pre-pass results `exprs` leave nothing for the e-graph to find, by a
-/// deterministic test: every division's dividend is division-free and ... (see below).
-pub fn is_final(exprs: &[Expr], _bounds: &[Interval], _facts: &[(Expr, Interval)]) -> bool {
-    exprs
-        .iter()
-        .all(|&e| division_pairs(e).iter().all(|&(a, _, _)| !a.has_div()))
 }
