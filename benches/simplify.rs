@@ -319,9 +319,78 @@ fn once(maps: &[(String, IndexingMap)]) {
     }
 }
 
+/// `-- --fold [GROUP]`: what the deterministic pre-pass (`simplify/fold.rs`) alone makes of
+/// each map's results (under the map's bounds and constraints, as `simplify` hands them
+/// over), beside what `simplify` prints: per map its corpus line, whether the pre-pass
+/// result is flat (`fold::is_flat`: what `mod.rs` hands on to the e-graph instead of the
+/// input), the operator weights, the e-nodes of the whole run.
+/// Maps the pre-pass does not finish are the ones the e-graph spends its time on.
+fn fold_report(maps: &[(String, IndexingMap)]) {
+    use ixmap::simplify::cost::expr_rank;
+    use ixmap::simplify::fold;
+    let args: Vec<String> = std::env::args().collect();
+    let at = args.iter().position(|a| a == "--fold").unwrap_or(0);
+    let group = args.get(at + 1).filter(|g| !g.starts_with('-')).cloned();
+    let limits = SimplifyLimits::default();
+    let (mut n, mut finished, mut fin_nodes) = (0, 0, 0usize);
+    for (line, (kind, m)) in maps.iter().enumerate() {
+        if group.as_ref().is_some_and(|g| g != "all" && g != kind) {
+            continue;
+        }
+        n += 1;
+        let mut c = m.clone();
+        c.canonicalize();
+        c.normalize_divisors();
+        let bounds = c.bounds();
+        let folded = fold::fold_all(&c.results, &bounds, &c.constraints);
+        let fin = folded.iter().all(|&e| fold::is_flat(e));
+        let s = simplify(m, &limits);
+        let names = c.names();
+        let shown: Vec<String> = folded
+            .iter()
+            .map(|&e| ixmap::expr::display(e, &names).to_string())
+            .collect();
+        let r_in: u64 = c.results.iter().map(|&e| expr_rank(e).0).sum();
+        let r_fold: u64 = folded.iter().map(|&e| expr_rank(e).0).sum();
+        let r_out: u64 = s.map.results.iter().map(|&e| expr_rank(e).0).sum();
+        finished += usize::from(fin);
+        if fin {
+            fin_nodes = fin_nodes.max(s.nodes);
+        }
+        println!(
+            "line {} {kind} flat {fin} weight in {r_in} pre-pass {r_fold} simplify {r_out} nodes {} {}\n  pre-pass: ({})\n  simplify: {}",
+            line + 1,
+            s.nodes,
+            s.limit_hit.clone().unwrap_or_default(),
+            shown.join(", "),
+            s.map
+        );
+    }
+    println!("{n} maps; the pre-pass leaves {finished} flat; most e-nodes among those: {fin_nodes}");
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--isl-worker") {
         isl_worker::run();
+        return;
+    }
+    if std::env::args().any(|a| a == "--rank") {
+        // `-- --rank`: each stdin line a map as printed; its summed rank (cost.rs) out
+        use std::io::BufRead;
+        for line in std::io::stdin().lock().lines() {
+            let line = line.expect("stdin");
+            let m = ixmap::syntax::parse_map_lit(&line)
+                .map_err(|e| format!("{e:?}"))
+                .and_then(|l| ixmap::session::build::build_map(&l).map_err(|e| format!("{e:?}")));
+            match m {
+                Ok(m) => println!("{:?}", isl_worker::rank_of(&m)),
+                Err(e) => println!("error {e}"),
+            }
+        }
+        return;
+    }
+    if std::env::args().any(|a| a == "--fold") {
+        fold_report(&corpus());
         return;
     }
     if std::env::args().any(|a| a == "--once") {
@@ -400,6 +469,19 @@ mod isl_worker {
             walk(r, &mut c);
         }
         c
+    }
+
+    /// The summed [`ixmap::simplify::cost::Rank`] of the results and constraints (what the
+    /// simplifier minimises), to compare two builds' outputs map by map.
+    pub fn rank_of(m: &IndexingMap) -> [u64; 5] {
+        let mut r = [0u64; 5];
+        for &e in m.results.iter().chain(m.constraints.iter().map(|c| &c.0)) {
+            let x = ixmap::simplify::cost::expr_rank(e);
+            for (a, b) in r.iter_mut().zip([x.0, x.1, x.2, x.3, x.4]) {
+                *a = a.saturating_add(b);
+            }
+        }
+        r
     }
 
     fn parse(src: &str) -> Result<IndexingMap, String> {
@@ -611,6 +693,7 @@ mod isl_worker {
                 "ixmap_cost_err": out_cost.err().unwrap_or_default(),
                 "limit_hit": s.limit_hit,
                 "nodes": s.nodes,
+                "rank": rank_of(&s.map),
             }));
         }
         let stdout = std::io::stdout();

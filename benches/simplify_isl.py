@@ -352,6 +352,7 @@ def main():
         m = maps[i]
         row = {"i": i, "group": m["group"], "src": m["src"], "ixmap": m["ixmap_out"],
                "ixmap_cost": m["ixmap_cost"], "limit_hit": m["limit_hit"],
+               "nodes": m.get("nodes", 0),
                "t_ixmap": statistics.median(t_ix[i]), "t_gist": statistics.median(t_gist[i]),
                "t_coalesce": statistics.median(t_coal[i]),
                "t_parse_gist": statistics.median(t_full[i])}
@@ -484,6 +485,13 @@ def main():
         name, c = r["isl_best"]
         say(f"  line {r['i'] + 1} {r['group']}: {tuple(r['ixmap_cost'])} vs {tuple(c)} ({name})  "
             f"isl: {short(r[name]['ours'])}")
+    slowest = sorted(rows, key=lambda r: -r["t_ixmap"])[:10]
+    say(f"slowest maps for ixmap (top {len(slowest)}; µs, e-nodes of the largest e-graph, "
+        f"bound hit):")
+    for r in slowest:
+        say(f"  line {r['i'] + 1} {r['group']}: ixmap {us(r['t_ixmap'])} (nodes {r['nodes']}"
+            f"{', ' + r['limit_hit'] if r['limit_hit'] else ''}) vs isl {us(r['t_gist'])}  "
+            f"{short(r['src'], 110)}")
     say(f"maps where isl is faster than ixmap ({len(isl_faster)}; ixmap µs vs isl µs):")
     for r in isl_faster[:25]:
         say(f"  line {r['i'] + 1} {r['group']}: {us(r['t_ixmap'])} vs {us(r['t_gist'])}  "
@@ -501,7 +509,7 @@ def main():
                 "isl gist; costs (div, ops)):\n")
         for r in rows:
             best = r["isl_best"]
-            f.write(f"\nline {r['i'] + 1} {r['group']}  ixmap {us(r['t_ixmap'])}  isl "
+            f.write(f"\nline {r['i'] + 1} {r['group']}  ixmap {us(r['t_ixmap'])} (nodes {r['nodes']})  isl "
                     f"{us(r['t_gist'])}  cost ixmap {r['ixmap_cost']} isl "
                     f"{best[1] if best else None} ({best[0] if best else 'no checked output'})"
                     f"  -> {who_cheaper(r)}\n  in:    {r['src']}\n  ixmap: {r['ixmap']}\n"

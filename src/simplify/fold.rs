@@ -19,6 +19,19 @@
 //!   = X
 //! ```
 //!
+//! Beside that pass, each expression also gets a *digit candidate* (the second half of this
+//! file): the whole expression in the quotient basis `Σ k·(b floordiv p)`, divisions split
+//! digit by digit over the mixed-radix digits of each base, printed per base in the cheaper
+//! of the quotient and the digit form; reshape and transpose chains come out flat and with
+//! one division per digit boundary instead of a quotient and a remainder:
+//!
+//! ```text
+//! (d2 mod 2) * 6 + d0 * 2 + d2 floordiv 2,  d2 in [0, 3]   =>   d2 * 6 + d0 * 2 - (d2 floordiv 2) * 11
+//! ```
+//!
+//! It replaces the pass's result only when lighter (`lighter`: weight, then weight under
+//! divisions).
+//!
 //! Every step is an instance of an identity the e-graph uses (named at each step), with
 //! the same side conditions read from the same facts: intervals over the variable bounds
 //! (and the map's constraints, as the e-graph reads them), congruences (`congruence.rs`).
@@ -53,13 +66,26 @@ pub fn fold_all(exprs: &[Expr], bounds: &[Interval], facts: &[(Expr, Interval)])
         .map(|&e| {
             let start = canonical(e);
             let out = f.expr(start);
-            if expr_rank(out) < expr_rank(start) {
+            let out = if expr_rank(out) < expr_rank(start) {
                 out
             } else {
                 start
+            };
+            // the digit candidate, where it is cheaper still: lighter, or as heavy with
+            // less weight under the divisions (not on the rank's tie-breaks alone: a
+            // different spelling of an equally heavy form is churn, not progress)
+            match f.digit_candidate(start) {
+                Some(d) if lighter(expr_rank(d), expr_rank(out)) => d,
+                _ => out,
             }
         })
         .collect()
+}
+
+/// Whether rank `a` is below `b` in weight, or in the weight under divisions at equal
+/// weight (the first two components of [`super::cost::Rank`]).
+fn lighter(a: super::cost::Rank, b: super::cost::Rank) -> bool {
+    (a.0, a.1) < (b.0, b.1)
 }
 
 struct Folder<'a> {
@@ -68,6 +94,17 @@ struct Folder<'a> {
     memo: HashMap<Expr, Expr>,
     info: HashMap<Expr, (Interval, Congruence)>,
     steps: usize,
+    /// The digit candidate's memo (`None`: no quotient-basis form) and its opaque bases.
+    qmemo: HashMap<Expr, Option<QSum>>,
+    base_ranges: HashMap<Expr, Interval>,
+    qsteps: usize,
+    /// Quotients found digit by digit: `T -> (S, p)` where `T = S fd p`, so that a later
+    /// `T fd c` that does not split is `S fd (p·c)` (floordiv-nested), one base for both.
+    slices: HashMap<QSum, (QSum, i64)>,
+    /// The divisions `qfd` is inside of.
+    qstack: Vec<(QSum, i64)>,
+    /// Each opaque base's own sum.
+    base_sums: HashMap<Expr, QSum>,
 }
 
 fn lin(e: Expr) -> Option<Linear> {
@@ -173,6 +210,12 @@ impl<'a> Folder<'a> {
             memo: HashMap::new(),
             info: HashMap::new(),
             steps: 0,
+            qmemo: HashMap::new(),
+            base_ranges: HashMap::new(),
+            qsteps: 0,
+            slices: HashMap::new(),
+            qstack: Vec::new(),
+            base_sums: HashMap::new(),
         }
     }
 
@@ -663,5 +706,554 @@ impl<'a> Folder<'a> {
             return Some(e);
         }
         Some(e)
+    }
+}
+
+
+// ------------------------------------------------------------------ the digit candidate
+//
+// A second candidate per expression, built without search: every subterm written in the
+// *quotient basis* `Σ k·(b floordiv p) + k0` over bases b (a variable, or a sum the
+// divisions could not split, kept whole), where `b floordiv 1` is b itself. A base's terms
+// `Σ c_j·(b fd P_j)` over a divisibility chain P_0 | P_1 | ... are also its mixed-radix
+// digits `D_i = (b fd P_i) mod (P_{i+1} / P_i)` (the last `b fd P_m`):
+//
+//   b fd P_j = Σ_{i >= j} (P_i / P_j)·D_i        (floordiv-nested, add-floordiv-to-mod)
+//
+// A division `S fd c` splits S digit by digit: a term `k·D` with c | k leaves the
+// division (floordiv-split-multiples); else D is cut at `a = c / gcd(k, c)`,
+// `D = a·(D fd a) + D mod a` (add-floordiv-to-mod), `k·a·(D fd a)` leaves and `k·(D mod a)`
+// stays; when what stays lies in one window `[w·c, w·c + c - 1]` the quotient is what
+// left plus w (interval-constant). Otherwise the small-remainder split
+// (floordiv-small-remainder) or, last, S becomes a base of its own. `S mod c` is
+// `S - c·(S fd c)` (add-floordiv-to-mod) in this basis. Reshape and transpose chains of
+// any depth are sums of digits, so they come out flat:
+//
+// ```text
+// (d1 floordiv 64) * 512 + d0 * 64 + d1 mod 64,  d1 in [0, 127]
+//   = 512·(d1 fd 64) + 64·d0 + d1 - 64·(d1 fd 64)         (quotient basis)
+//   = d0 * 64 + d1 + (d1 floordiv 64) * 448                (one division, not two)
+// ```
+//
+// Printing picks per base the cheaper of the quotient form and the digit form.
+
+/// `Σ k·(base floordiv p) + constant`, keyed by `(base, p)`; no zero coefficient.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct QSum {
+    terms: std::collections::BTreeMap<(Expr, i64), i64>,
+    constant: i64,
+}
+
+impl QSum {
+    fn konst(c: i64) -> QSum {
+        QSum {
+            terms: Default::default(),
+            constant: c,
+        }
+    }
+
+    fn quot(b: Expr, p: i64) -> QSum {
+        let mut q = QSum::konst(0);
+        q.terms.insert((b, p), 1);
+        q
+    }
+
+    /// `self + k·o`; `None` on overflow.
+    fn add_scaled(&self, o: &QSum, k: i64) -> Option<QSum> {
+        let mut out = self.clone();
+        for (&key, &j) in &o.terms {
+            let s = out.terms.entry(key).or_insert(0);
+            *s = s.checked_add(j.checked_mul(k)?)?;
+            if *s == 0 {
+                out.terms.remove(&key);
+            }
+        }
+        out.constant = out.constant.checked_add(o.constant.checked_mul(k)?)?;
+        Some(out)
+    }
+
+    fn as_const(&self) -> Option<i64> {
+        self.terms.is_empty().then_some(self.constant)
+    }
+}
+
+/// One digit `(base fd p) mod e` (`e` None: `base fd p`, the top digit).
+#[derive(Clone, Copy, Debug)]
+struct Digit {
+    base: Expr,
+    p: i64,
+    e: Option<i64>,
+}
+
+impl Digit {
+    /// The digit in the quotient basis: `(b fd p) mod e = (b fd p) - e·(b fd p·e)`.
+    fn qsum(self) -> Option<QSum> {
+        let q = QSum::quot(self.base, self.p);
+        match self.e {
+            None => Some(q),
+            Some(e) => q.add_scaled(&QSum::quot(self.base, self.p.checked_mul(e)?), -e),
+        }
+    }
+}
+
+/// Most distinct subterms one digit candidate may visit (a bound on work, by count).
+const MAX_DIGIT_NODES: usize = 4_000;
+
+impl Folder<'_> {
+    /// The interval of base `b` (a variable's bounds, or an opaque base's recorded range).
+    fn base_range(&mut self, b: Expr) -> Interval {
+        if let Some(&r) = self.base_ranges.get(&b) {
+            return r;
+        }
+        self.info(b).0
+    }
+
+    /// The range of `b fd p`.
+    fn quot_range(&mut self, b: Expr, p: i64) -> Option<Interval> {
+        let r = self.base_range(b);
+        if r.is_empty() || r.lo == i64::MIN || r.hi == i64::MAX {
+            return None;
+        }
+        Some(Interval::new(floor_div(r.lo, p), floor_div(r.hi, p)))
+    }
+
+    fn digit_range(&mut self, d: Digit) -> Option<Interval> {
+        let q = self.quot_range(d.base, d.p)?;
+        Some(match d.e {
+            Some(e) if q.lo >= 0 && q.hi <= e - 1 => q,
+            Some(e) => Interval::new(0, e - 1),
+            None => q,
+        })
+    }
+
+    /// The digits of `s`, base by base: `None` when some base's divisors are not a chain.
+    fn digits_of(&self, s: &QSum) -> Option<Vec<(Digit, i64)>> {
+        let mut out = Vec::new();
+        let mut it = s.terms.iter().peekable();
+        while let Some((&(b, _), _)) = it.peek() {
+            let mut chain: Vec<(i64, i64)> = Vec::new();
+            while let Some(&(&(b2, p), &k)) = it.peek() {
+                if b2 != b {
+                    break;
+                }
+                chain.push((p, k));
+                it.next();
+            }
+            for w in chain.windows(2) {
+                if w[1].0 % w[0].0 != 0 {
+                    return None;
+                }
+            }
+            // coefficient of D_i = Σ_{j <= i} c_j·(P_i / P_j)
+            let mut coef: i64 = 0;
+            for i in 0..chain.len() {
+                let (p, c) = chain[i];
+                if i > 0 {
+                    coef = coef.checked_mul(p / chain[i - 1].0)?;
+                }
+                coef = coef.checked_add(c)?;
+                let e = chain.get(i + 1).map(|&(p2, _)| p2 / p);
+                if coef != 0 {
+                    out.push((Digit { base: b, p, e }, coef));
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// The range of `s` from its digits (tight for sums of digits).
+    fn qrange(&mut self, s: &QSum) -> Option<Interval> {
+        let mut lo = s.constant as i128;
+        let mut hi = s.constant as i128;
+        let terms: Vec<(Option<Interval>, i64)> = match self.digits_of(s) {
+            Some(ds) => ds
+                .into_iter()
+                .map(|(d, k)| (self.digit_range(d), k))
+                .collect(),
+            None => s
+                .terms
+                .iter()
+                .map(|(&(b, p), &k)| (b, p, k))
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|(b, p, k)| (self.quot_range(b, p), k))
+                .collect(),
+        };
+        for (r, k) in terms {
+            let r = r?;
+            let (a, b) = (r.lo as i128 * k as i128, r.hi as i128 * k as i128);
+            lo += a.min(b);
+            hi += a.max(b);
+        }
+        let lo = i64::try_from(lo).ok()?;
+        let hi = i64::try_from(hi).ok()?;
+        Some(Interval::new(lo, hi))
+    }
+
+    /// `s fd c` (`c > 0`) in the quotient basis.
+    fn qfd(&mut self, s: &QSum, c: i64) -> Option<QSum> {
+        self.qsteps += 1;
+        if self.qsteps > MAX_STEPS || self.qstack.len() > 64 {
+            return None;
+        }
+        self.qstack.push((s.clone(), c));
+        let out = self.qfd_in(s, c);
+        self.qstack.pop();
+        out
+    }
+
+    fn qfd_in(&mut self, s: &QSum, c: i64) -> Option<QSum> {
+        if c == 1 {
+            return Some(s.clone());
+        }
+        if let Some(k) = s.as_const() {
+            return Some(QSum::konst(floor_div(k, c)));
+        }
+        // digit by digit
+        if let Some(q) = self.digitwise(s, c) {
+            let q = self.resolve(q);
+            self.slices.entry(q.clone()).or_insert((s.clone(), c));
+            return Some(q);
+        }
+        // a quotient found before: (S fd p) fd c = S fd (p·c) (floordiv-nested)
+        if let Some((whole, p)) = self.slices.get(s).cloned() {
+            if let Some(pc) = p.checked_mul(c) {
+                // (not back into a division this one is already part of)
+                if !self.qstack.iter().any(|(w, d)| *d == pc && *w == whole) {
+                    return self.qfd(&whole, pc);
+                }
+            }
+        }
+        // floordiv-small-remainder: (g·A + B) fd c = A fd (c / g) when B in [0, g - 1]
+        let mut gs: Vec<i64> = s
+            .terms
+            .values()
+            .map(|&k| gcd(k, c))
+            .filter(|&g| g > 1)
+            .collect();
+        gs.sort_unstable_by(|x, y| y.cmp(x));
+        gs.dedup();
+        for g in gs {
+            let r0 = modulo(s.constant, g);
+            let mut big = QSum::konst((s.constant - r0) / g);
+            let mut small = QSum::konst(r0);
+            for (&key, &k) in &s.terms {
+                if k % g == 0 {
+                    big.terms.insert(key, k / g);
+                } else {
+                    small.terms.insert(key, k);
+                }
+            }
+            let fits = self
+                .qrange(&small)
+                .is_some_and(|r| r.lo >= 0 && r.hi <= g - 1);
+            if fits {
+                return self.qfd(&big, c / g);
+            }
+        }
+        // a base of its own: (g·T + c·q0) fd c = q0 + T fd (c / g), g the common factor
+        // of T's coefficients and c (floordiv-split-multiples, floordiv-small-remainder)
+        let q0 = floor_div(s.constant, c);
+        let t = s.add_scaled(&QSum::konst(q0.checked_mul(c)?), -1)?;
+        self.opaque_quot(t, c)?.add_scaled(&QSum::konst(q0), 1)
+    }
+
+    /// `t fd c` as a quotient of t made a base of its own (after the common factor of t's
+    /// coefficients and c is cancelled: floordiv-small-remainder with B = 0).
+    fn opaque_quot(&mut self, t: QSum, c: i64) -> Option<QSum> {
+        let g = t.terms.values().fold(gcd(t.constant, c), |g, &k| gcd(g, k));
+        let g = g.max(1);
+        let mut t = t;
+        for k in t.terms.values_mut() {
+            *k /= g;
+        }
+        t.constant /= g;
+        let range = self.qrange(&t)?;
+        let b = self.qexpr(&t)?;
+        if b.as_const().is_some() {
+            return None;
+        }
+        let slot = self.base_ranges.entry(b).or_insert(range);
+        *slot = slot.intersect(&range);
+        self.base_sums.entry(b).or_insert(t);
+        Some(QSum::quot(b, c / g))
+    }
+
+    /// `s` with every quotient `T fd p` of an opaque base written
+    /// `A + (T - p·A) fd p` where `p·A` is the part of T in multiples of p
+    /// (floordiv-split-multiples): what prints, so `k·T - k·p·(T fd p)` still gathers
+    /// into `k·(T' mod p)` for the smaller T'.
+    fn split_opaque(&mut self, s: &QSum) -> Option<QSum> {
+        let mut out = s.clone();
+        let keys: Vec<((Expr, i64), i64)> = s
+            .terms
+            .iter()
+            .filter(|(&(b, p), _)| p > 1 && self.base_sums.contains_key(&b))
+            .map(|(&key, &k)| (key, k))
+            .collect();
+        for ((b, p), k) in keys {
+            let t = self.base_sums.get(&b)?.clone();
+            let mut outside = QSum::konst(floor_div(t.constant, p));
+            let mut inside = QSum::konst(modulo(t.constant, p));
+            for (&key, &j) in &t.terms {
+                if j % p == 0 {
+                    outside.terms.insert(key, j / p);
+                } else {
+                    inside.terms.insert(key, j);
+                }
+            }
+            if outside.terms.is_empty() || inside.terms.is_empty() {
+                continue;
+            }
+            let q = self.opaque_quot(inside, p)?.add_scaled(&outside, 1)?;
+            out = out
+                .add_scaled(&QSum::quot(b, p), -k)?
+                .add_scaled(&q, k)?;
+        }
+        Some(out)
+    }
+
+    /// `s fd c` digit by digit, where what stays under the division lies in one window.
+    fn digitwise(&mut self, s: &QSum, c: i64) -> Option<QSum> {
+        let ds = self.digits_of(s)?;
+        let mut high = QSum::konst(floor_div(s.constant, c));
+        let mut low = QSum::konst(modulo(s.constant, c));
+        for (d, k) in ds {
+            let a = c / gcd(k, c);
+            if a == 1 {
+                high = high.add_scaled(&d.qsum()?, k / c)?;
+                continue;
+            }
+            let r = self.digit_range(d)?;
+            let splittable = match d.e {
+                Some(e) => e % a == 0 && e > a,
+                None => true,
+            };
+            if (r.lo >= 0 && r.hi < a) || !splittable {
+                low = low.add_scaled(&d.qsum()?, k)?;
+                continue;
+            }
+            let upper = Digit {
+                base: d.base,
+                p: d.p.checked_mul(a)?,
+                e: d.e.map(|e| e / a),
+            };
+            let lower = Digit {
+                base: d.base,
+                p: d.p,
+                e: Some(a),
+            };
+            high = high.add_scaled(&upper.qsum()?, k.checked_mul(a)? / c)?;
+            low = low.add_scaled(&lower.qsum()?, k)?;
+            if low.terms.len() > 64 {
+                return None;
+            }
+        }
+        let r = self.qrange(&low)?;
+        let w = floor_div(r.lo, c);
+        if w != floor_div(r.hi, c) {
+            return None;
+        }
+        high.add_scaled(&QSum::konst(w), 1)
+    }
+
+    /// `q` with every quotient `T fd P` of an opaque base T that splits digit by digit
+    /// over T's own sum written so (floordiv-nested: the base was cut further).
+    fn resolve(&mut self, q: QSum) -> QSum {
+        let mut q = q;
+        let keys: Vec<((Expr, i64), i64)> = q
+            .terms
+            .iter()
+            .filter(|(&(b, p), _)| p > 1 && self.base_sums.contains_key(&b))
+            .map(|(&key, &k)| (key, k))
+            .collect();
+        for ((b, p), k) in keys {
+            let Some(t) = self.base_sums.get(&b).cloned() else {
+                continue;
+            };
+            self.qsteps += 1;
+            if self.qsteps > MAX_STEPS {
+                break;
+            }
+            let Some(r) = self.digitwise(&t, p) else {
+                continue;
+            };
+            if let Some(n) = q
+                .add_scaled(&QSum::quot(b, p), -k)
+                .and_then(|n| n.add_scaled(&r, k))
+            {
+                q = n;
+            }
+        }
+        q
+    }
+
+    /// `e` in the quotient basis (memoized); `None` where it has no such form (a min, a
+    /// product of two variables, a division by a non-constant) or on overflow.
+    fn qsum(&mut self, e: Expr) -> Option<QSum> {
+        if let Some(q) = self.qmemo.get(&e) {
+            return q.clone();
+        }
+        if self.qmemo.len() >= MAX_DIGIT_NODES {
+            return None;
+        }
+        let out = self.qsum_uncached(e);
+        self.qmemo.insert(e, out.clone());
+        out
+    }
+
+    fn qsum_uncached(&mut self, e: Expr) -> Option<QSum> {
+        match e.kind() {
+            ExprKind::Const(c) => Some(QSum::konst(c)),
+            ExprKind::Var(v) => {
+                let b = self.bounds.get(v as usize).copied()?;
+                if b.is_empty() || b.lo == i64::MIN || b.hi == i64::MAX {
+                    return None;
+                }
+                if b.is_point() {
+                    return Some(QSum::konst(b.lo));
+                }
+                Some(QSum::quot(e, 1))
+            }
+            ExprKind::Bin(op, a, b) => {
+                let qa = self.qsum(a)?;
+                let qb = self.qsum(b)?;
+                match op {
+                    Op::Add => qa.add_scaled(&qb, 1),
+                    Op::Mul => match (qa.as_const(), qb.as_const()) {
+                        (_, Some(k)) => QSum::konst(0).add_scaled(&qa, k),
+                        (Some(k), None) => QSum::konst(0).add_scaled(&qb, k),
+                        _ => None,
+                    },
+                    Op::FloorDiv | Op::Mod | Op::CeilDiv => {
+                        let c = qb.as_const().filter(|&c| c > 0)?;
+                        match op {
+                            Op::FloorDiv => self.qfd(&qa, c),
+                            Op::Mod => {
+                                let q = self.qfd(&qa, c)?;
+                                qa.add_scaled(&q, c.checked_neg()?)
+                            }
+                            // ceildiv-to-floordiv: a ceildiv c = (a + c - 1) floordiv c
+                            _ => self.qfd(&qa.add_scaled(&QSum::konst(c - 1), 1)?, c),
+                        }
+                    }
+                    Op::Min | Op::Max => None,
+                }
+            }
+        }
+    }
+
+    /// `b fd p` as an expression (a point range is that constant: interval-constant).
+    fn quot_expr(&mut self, b: Expr, p: i64) -> Expr {
+        if let Some(r) = self.quot_range(b, p) {
+            if r.is_point() {
+                return Expr::constant(r.lo);
+            }
+        }
+        if p == 1 {
+            b
+        } else {
+            Expr::bin(Op::FloorDiv, b, Expr::constant(p))
+        }
+    }
+
+    /// The digit as an expression (`mod-in-range` drops a mod its range never reaches).
+    fn digit_expr(&mut self, d: Digit) -> Expr {
+        let q = self.quot_expr(d.base, d.p);
+        match d.e {
+            None => q,
+            Some(e) => match self.quot_range(d.base, d.p) {
+                Some(r) if r.lo >= 0 && r.hi <= e - 1 => q,
+                _ => Expr::bin(Op::Mod, q, Expr::constant(e)),
+            },
+        }
+    }
+
+    /// `s` printed: an opaque base T whose multiple `k·T` the sum holds spelled out (as
+    /// `T mod c = T - c·(T fd c)` leaves it) is gathered back into one atom `k·(T fd 1)`
+    /// where that prints cheaper, then [`Self::qexpr_parts`].
+    fn qexpr(&mut self, s: &QSum) -> Option<Expr> {
+        let s = &self.split_opaque(s)?;
+        let mut best = self.qexpr_parts(s)?;
+        let mut cur = s.clone();
+        let bases: Vec<Expr> = s
+            .terms
+            .keys()
+            .map(|&(b, _)| b)
+            .filter(|b| self.base_sums.contains_key(b))
+            .collect();
+        for b in bases {
+            let Some(t) = self.base_sums.get(&b).cloned() else {
+                continue;
+            };
+            if cur.terms.contains_key(&(b, 1)) {
+                continue;
+            }
+            let Some((&(_, p), &q)) = cur.terms.range((b, 0)..).next().filter(|x| x.0 .0 == b)
+            else {
+                continue;
+            };
+            if q % p != 0 {
+                continue;
+            }
+            let k = -(q / p);
+            let Some(next) = cur
+                .add_scaled(&t, -k)
+                .and_then(|n| n.add_scaled(&QSum::quot(b, 1), k))
+            else {
+                continue;
+            };
+            if let Some(e) = self.qexpr_parts(&next) {
+                if expr_rank(e) < expr_rank(best) {
+                    best = e;
+                    cur = next;
+                }
+            }
+        }
+        Some(best)
+    }
+
+    /// `s` printed: per base the cheaper of its quotient form and its digit form.
+    fn qexpr_parts(&mut self, s: &QSum) -> Option<Expr> {
+        let mut parts = Linear::constant(s.constant);
+        let mut it = s.terms.iter().map(|(&(b, p), &k)| (b, p, k)).collect::<Vec<_>>();
+        it.sort_by_key(|&(b, p, _)| (b, p));
+        let mut i = 0;
+        while i < it.len() {
+            let b = it[i].0;
+            let mut j = i;
+            while j < it.len() && it[j].0 == b {
+                j += 1;
+            }
+            let mut quot = Linear::constant(0);
+            for &(_, p, k) in &it[i..j] {
+                let q = self.quot_expr(b, p);
+                quot = add_scaled(&quot, &Linear::of(q)?, k)?;
+            }
+            let mut best = quot;
+            let mut one = QSum::konst(0);
+            for &(_, p, k) in &it[i..j] {
+                one.terms.insert((b, p), k);
+            }
+            if let Some(ds) = self.digits_of(&one) {
+                let mut dig = Linear::constant(0);
+                for (d, k) in ds {
+                    let de = self.digit_expr(d);
+                    dig = add_scaled(&dig, &Linear::of(de)?, k)?;
+                }
+                if expr_rank(canonical(dig.to_expr())) < expr_rank(canonical(best.to_expr())) {
+                    best = dig;
+                }
+            }
+            parts = add_scaled(&parts, &best, 1)?;
+            i = j;
+        }
+        Some(canonical(parts.to_expr()))
+    }
+
+    /// The digit candidate for `e`, or `None`.
+    fn digit_candidate(&mut self, e: Expr) -> Option<Expr> {
+        let q = self.qsum(e)?;
+        self.qexpr(&q)
     }
 }
