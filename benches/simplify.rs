@@ -366,7 +366,9 @@ fn fold_report(maps: &[(String, IndexingMap)]) {
             s.map
         );
     }
-    println!("{n} maps; the pre-pass leaves {finished} flat; most e-nodes among those: {fin_nodes}");
+    println!(
+        "{n} maps; the pre-pass leaves {finished} flat; most e-nodes among those: {fin_nodes}"
+    );
 }
 
 fn main() {

@@ -6,7 +6,7 @@
 //! Jupyter kernel runs statements on a worker thread).
 
 use super::ExprKind;
-use std::collections::HashMap;
+use fxhash::FxHashMap as HashMap;
 use std::sync::{LazyLock, RwLock};
 
 struct Arena {
@@ -17,7 +17,7 @@ struct Arena {
 static ARENA: LazyLock<RwLock<Arena>> = LazyLock::new(|| {
     RwLock::new(Arena {
         nodes: Vec::new(),
-        ids: HashMap::new(),
+        ids: HashMap::default(),
     })
 });
 

@@ -44,7 +44,7 @@ use crate::expr::arith::{floor_div, modulo};
 use crate::expr::linear::Linear;
 use crate::expr::{canonical, Expr, ExprKind, Op};
 use crate::interval::Interval;
-use std::collections::HashMap;
+use fxhash::FxHashMap as HashMap;
 
 /// Most candidate rewrites one [`fold`] may build (a bound on work, by count; reaching it
 /// only stops the pass early, the expression so far is still equal to the input).
@@ -198,7 +198,7 @@ fn least_residue(k: i64, c: i64) -> i64 {
 
 impl<'a> Folder<'a> {
     fn new(bounds: &'a [Interval], facts: &[(Expr, Interval)]) -> Folder<'a> {
-        let mut map: HashMap<Expr, Interval> = HashMap::new();
+        let mut map: HashMap<Expr, Interval> = HashMap::default();
         for &(e, iv) in facts {
             let c = canonical(e);
             let slot = map.entry(c).or_insert(Interval::FULL);
@@ -207,15 +207,15 @@ impl<'a> Folder<'a> {
         Folder {
             bounds,
             facts: map,
-            memo: HashMap::new(),
-            info: HashMap::new(),
+            memo: HashMap::default(),
+            info: HashMap::default(),
             steps: 0,
-            qmemo: HashMap::new(),
-            base_ranges: HashMap::new(),
+            qmemo: HashMap::default(),
+            base_ranges: HashMap::default(),
             qsteps: 0,
-            slices: HashMap::new(),
+            slices: HashMap::default(),
             qstack: Vec::new(),
-            base_sums: HashMap::new(),
+            base_sums: HashMap::default(),
         }
     }
 
@@ -709,7 +709,6 @@ impl<'a> Folder<'a> {
     }
 }
 
-
 // ------------------------------------------------------------------ the digit candidate
 //
 // A second candidate per expression, built without search: every subterm written in the
@@ -1006,9 +1005,7 @@ impl Folder<'_> {
                 continue;
             }
             let q = self.opaque_quot(inside, p)?.add_scaled(&outside, 1)?;
-            out = out
-                .add_scaled(&QSum::quot(b, p), -k)?
-                .add_scaled(&q, k)?;
+            out = out.add_scaled(&QSum::quot(b, p), -k)?.add_scaled(&q, k)?;
         }
         Some(out)
     }
@@ -1216,7 +1213,11 @@ impl Folder<'_> {
     /// `s` printed: per base the cheaper of its quotient form and its digit form.
     fn qexpr_parts(&mut self, s: &QSum) -> Option<Expr> {
         let mut parts = Linear::constant(s.constant);
-        let mut it = s.terms.iter().map(|(&(b, p), &k)| (b, p, k)).collect::<Vec<_>>();
+        let mut it = s
+            .terms
+            .iter()
+            .map(|(&(b, p), &k)| (b, p, k))
+            .collect::<Vec<_>>();
         it.sort_by_key(|&(b, p, _)| (b, p));
         let mut i = 0;
         while i < it.len() {
