@@ -978,19 +978,23 @@ impl Folder<'_> {
         Some(QSum::quot(b, c / g))
     }
 
+    /// The quotients `T fd p` (p > 1) of `s` whose base T is an opaque sum, with their
+    /// coefficients.
+    fn opaque_quotients(&self, s: &QSum) -> Vec<((Expr, i64), i64)> {
+        s.terms
+            .iter()
+            .filter(|(&(b, p), _)| p > 1 && self.base_sums.contains_key(&b))
+            .map(|(&key, &k)| (key, k))
+            .collect()
+    }
+
     /// `s` with every quotient `T fd p` of an opaque base written
     /// `A + (T - p·A) fd p` where `p·A` is the part of T in multiples of p
     /// (floordiv-split-multiples): what prints, so `k·T - k·p·(T fd p)` still gathers
     /// into `k·(T' mod p)` for the smaller T'.
     fn split_opaque(&mut self, s: &QSum) -> Option<QSum> {
         let mut out = s.clone();
-        let keys: Vec<((Expr, i64), i64)> = s
-            .terms
-            .iter()
-            .filter(|(&(b, p), _)| p > 1 && self.base_sums.contains_key(&b))
-            .map(|(&key, &k)| (key, k))
-            .collect();
-        for ((b, p), k) in keys {
+        for ((b, p), k) in self.opaque_quotients(s) {
             let t = self.base_sums.get(&b)?.clone();
             let mut outside = QSum::konst(floor_div(t.constant, p));
             let mut inside = QSum::konst(modulo(t.constant, p));
@@ -1058,13 +1062,7 @@ impl Folder<'_> {
     /// over T's own sum written so (floordiv-nested: the base was cut further).
     fn resolve(&mut self, q: QSum) -> QSum {
         let mut q = q;
-        let keys: Vec<((Expr, i64), i64)> = q
-            .terms
-            .iter()
-            .filter(|(&(b, p), _)| p > 1 && self.base_sums.contains_key(&b))
-            .map(|(&key, &k)| (key, k))
-            .collect();
-        for ((b, p), k) in keys {
+        for ((b, p), k) in self.opaque_quotients(&q) {
             let Some(t) = self.base_sums.get(&b).cloned() else {
                 continue;
             };
