@@ -122,6 +122,12 @@ pub fn sweep_input(label: &str, input: &str, session: &mut Session, found: &mut 
         names.sort();
         names.dedup();
         for name in names.iter().filter(|n| mentioned.contains(n.as_str())) {
+            // A lone parameter is an input, not a kernel: nothing to emit, nothing refused.
+            if matches!(session.hlo.resolve(name),
+                Some(Target::Instr(c, id)) if c.instrs[id].opcode == "parameter")
+            {
+                continue;
+            }
             match spec_for(&session.hlo, name) {
                 Some(Ok(spec)) => found.add(format!("{label}:{name}"), spec),
                 Some(Err(e)) => found.refuse(format!("{label}:{name}"), &e),
