@@ -21,13 +21,19 @@ use ixmap::simplify::cost::{div_count, expr_cost};
 use ixmap::simplify::{simplify, SimplifyLimits};
 use std::time::{Duration, Instant};
 
+/// mimalloc, as in the `ixmap` binary (Cargo.toml says why).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn corpus() -> Vec<(String, IndexingMap)> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/benches/data/simplify-corpus.txt"
     );
     // From the checkout that built the bench, or (a copied binary) the current directory.
-    let text = std::fs::read_to_string(path)
+    // IXMAP_CORPUS: another corpus file (a few maps to profile alone)
+    let path = std::env::var("IXMAP_CORPUS").unwrap_or(path.to_string());
+    let text = std::fs::read_to_string(&path)
         .or_else(|_| std::fs::read_to_string("benches/data/simplify-corpus.txt"))
         .expect("the corpus file exists");
     text.lines()
@@ -290,7 +296,13 @@ fn once(maps: &[(String, IndexingMap)]) {
         )
     };
     rows.sort_by(|a, b| b.0.cmp(&a.0));
-    for (t, k, n, hit, src, out, ph) in rows.iter().take(25) {
+    // `--all`: every map, slowest first (else the 25 slowest)
+    let shown = if args.iter().any(|a| a == "--all") {
+        rows.len()
+    } else {
+        25
+    };
+    for (t, k, n, hit, src, out, ph) in rows.iter().take(shown) {
         println!(
             "{t:>10.1?} {k:>8} nodes {n:>6} {}\n    {}\n    {src}\n => {out}",
             hit.clone().unwrap_or_default(),
@@ -645,7 +657,9 @@ mod isl_worker {
                 env!("CARGO_MANIFEST_DIR"),
                 "/benches/data/simplify-corpus.txt"
             );
-            let text = std::fs::read_to_string(path)
+            // IXMAP_CORPUS: another corpus file (a few maps to profile alone)
+            let path = std::env::var("IXMAP_CORPUS").unwrap_or(path.to_string());
+            let text = std::fs::read_to_string(&path)
                 .or_else(|_| std::fs::read_to_string("benches/data/simplify-corpus.txt"))
                 .expect("the corpus file exists");
             text.lines()

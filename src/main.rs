@@ -2,6 +2,10 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use clap::{Parser, Subcommand};
+
+/// mimalloc (Cargo.toml says why); the benchmarks use it too.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use ixmap::render::{json, text, Style};
 use ixmap::session::Session;
 use std::io::Read;

@@ -141,8 +141,11 @@ fn collect(e: Expr, k: i64, acc: &mut BTreeMap<Expr, i64>, constant: &mut i64) -
             }
         }
         ExprKind::Bin(op, a, b) => {
-            let la = Linear::of(a)?;
-            let lb = Linear::of(b)?;
+            // the operands through their memoized canonical forms: a division's dividend
+            // is walked once, not once per enclosing sum (`Linear::of(canonical(x))` is
+            // `Linear::of(x)`: canonical forms are fixpoints)
+            let la = Linear::of(canonical_opt(a)?)?;
+            let lb = Linear::of(canonical_opt(b)?)?;
             match (op, lb.is_constant().then_some(lb.constant)) {
                 (_, Some(c)) if c != 0 && la.is_constant() => {
                     let v = super::arith::apply(op, la.constant, c).ok()?;
@@ -172,10 +175,33 @@ fn add_term(acc: &mut BTreeMap<Expr, i64>, atom: Expr, k: i64) -> Option<()> {
 
 /// The canonical form of `e` (unchanged if canonicalization would overflow).
 pub fn canonical(e: Expr) -> Expr {
-    match Linear::of(e) {
-        Some(l) => l.to_expr(),
-        None => e,
+    canonical_opt(e).unwrap_or(e)
+}
+
+thread_local! {
+    /// `canonical_opt` of every compound expression asked for on this thread (expressions
+    /// are interned and never freed, so an entry never goes stale).
+    static CANONICAL: std::cell::RefCell<fxhash::FxHashMap<Expr, Option<Expr>>> =
+        Default::default();
+}
+
+/// Forgets the memo of [`canonical`] on this thread (`simplify` starts each map afresh, so
+/// a map simplified twice, as the benchmark does, costs the same both times).
+pub fn forget_canonical_forms() {
+    CANONICAL.with(|m| m.borrow_mut().clear());
+}
+
+/// `Linear::of(e).to_expr()`, memoized; `None` when a coefficient overflows.
+fn canonical_opt(e: Expr) -> Option<Expr> {
+    if !matches!(e.kind(), ExprKind::Bin(..)) {
+        return Some(e);
     }
+    if let Some(c) = CANONICAL.with(|m| m.borrow().get(&e).copied()) {
+        return c;
+    }
+    let c = Linear::of(e).map(|l| l.to_expr());
+    CANONICAL.with(|m| m.borrow_mut().insert(e, c));
+    c
 }
 
 #[cfg(test)]

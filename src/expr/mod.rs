@@ -65,6 +65,16 @@ impl Op {
     pub fn is_min_max(self) -> bool {
         matches!(self, Op::Min | Op::Max)
     }
+    /// The operator's weight in the simplifier's cost (`simplify/cost.rs`): divisions far
+    /// dearer than `+` and `*`; a comparison and a select (min, max) in between.
+    pub const fn weight(self) -> u64 {
+        match self {
+            Op::Add => 1,
+            Op::Mul => 2,
+            Op::FloorDiv | Op::CeilDiv | Op::Mod => 32,
+            Op::Min | Op::Max => 4,
+        }
+    }
 }
 
 /// One node of an expression.
@@ -235,17 +245,55 @@ impl Expr {
             }
         }
     }
+    /// Calls `f` once on each variable occurring in the expression, in index order (from
+    /// the variable set kept with the node; a walk only past 63 variables).
+    pub fn each_var(self, f: &mut dyn FnMut(u32)) {
+        let mask = self.var_mask();
+        if mask & (1u64 << 63) == 0 {
+            let mut m = mask;
+            while m != 0 {
+                f(m.trailing_zeros());
+                m &= m - 1;
+            }
+            return;
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        self.visit_vars(&mut |v| {
+            seen.insert(v);
+        });
+        for v in seen {
+            f(v);
+        }
+    }
     pub fn uses_var(self, v: u32) -> bool {
+        let mask = self.var_mask();
+        if v < 63 {
+            return mask & (1u64 << v) != 0;
+        }
+        if mask & (1u64 << 63) == 0 {
+            return false;
+        }
         let mut found = false;
         self.visit_vars(&mut |w| found |= w == v);
         found
     }
-    /// Whether the expression contains floordiv, ceildiv or mod.
+    /// Whether the expression contains floordiv, ceildiv or mod (kept with the node: O(1)).
     pub fn has_div(self) -> bool {
-        match self.kind() {
-            ExprKind::Bin(op, a, b) => op.is_div_like() || a.has_div() || b.has_div(),
-            _ => false,
-        }
+        intern::meta(self.0).has_div
+    }
+    /// Whether the expression contains min or max (O(1)).
+    pub fn has_min_max(self) -> bool {
+        intern::meta(self.0).has_min_max
+    }
+    /// The variables used, as a bit set: bit v for variable v < 63; bit 63 stands for
+    /// every variable of index 63 or more (O(1)).
+    pub fn var_mask(self) -> u64 {
+        intern::meta(self.0).vars
+    }
+    /// The simplifier's rank of the expression (`simplify::cost::Rank`), kept with the
+    /// node: O(1) however often the subterms are shared.
+    pub fn rank(self) -> (u64, u64, u64, u64, u64) {
+        intern::meta(self.0).rank
     }
     /// Number of nodes in the tree (shared subtrees counted each time).
     pub fn size(self) -> usize {
@@ -256,14 +304,7 @@ impl Expr {
     }
     /// Whether every divisor in the expression is a positive constant.
     pub fn divisors_are_positive_constants(self) -> bool {
-        match self.kind() {
-            ExprKind::Bin(op, a, b) => {
-                (!op.is_div_like() || b.as_const().is_some_and(|c| c > 0))
-                    && a.divisors_are_positive_constants()
-                    && b.divisors_are_positive_constants()
-            }
-            _ => true,
-        }
+        intern::meta(self.0).positive_divisors
     }
     /// Structural order, independent of interning history: variables (by index) first,
     /// then compound expressions, then constants. Used wherever order is printed.
@@ -315,6 +356,9 @@ impl Expr {
 /// between the two divisions). A divisor of `i64::MIN` (no positive counterpart) and
 /// non-constant divisors are left as they are.
 pub fn normalize_negative_divisors(e: Expr) -> Expr {
+    if e.divisors_are_positive_constants() {
+        return e; // nothing to rewrite (the commonest case, known from the node)
+    }
     let mut memo = std::collections::HashMap::new();
     normalize_memo(e, &mut memo)
 }
@@ -346,11 +390,9 @@ fn normalize_memo(e: Expr, memo: &mut std::collections::HashMap<Expr, Expr>) -> 
     out
 }
 
-/// The smallest variable index in `e` (`u32::MAX` for constants).
+/// The smallest variable index in `e` (`u32::MAX`: none), kept with the node.
 fn first_var(e: Expr) -> u32 {
-    let mut m = u32::MAX;
-    e.visit_vars(&mut |v| m = m.min(v));
-    m
+    intern::meta(e.0).first_var
 }
 
 impl PartialOrd for Expr {

@@ -49,14 +49,14 @@ fn remove_unused(m: &IndexingMap, keep_runtimes: bool, dims: bool) -> (IndexingM
         }
     }
     for r in &m.results {
-        r.visit_vars(&mut |v| used[v as usize] = true);
+        r.each_var(&mut |v| used[v as usize] = true);
     }
     // A constraint that ties a kept variable to a symbol keeps the symbol.
     loop {
         let mut changed = false;
         for &(e, _) in &m.constraints {
             let mut vs = Vec::new();
-            e.visit_vars(&mut |v| vs.push(v as usize));
+            e.each_var(&mut |v| vs.push(v as usize));
             if vs.iter().any(|&v| used[v]) && vs.iter().any(|&v| !used[v]) {
                 for v in vs {
                     changed |= !used[v];
@@ -78,7 +78,7 @@ fn remove_unused(m: &IndexingMap, keep_runtimes: bool, dims: bool) -> (IndexingM
         .iter()
         .filter(|(e, _)| {
             let mut all = true;
-            e.visit_vars(&mut |v| all &= !used[v as usize]);
+            e.each_var(&mut |v| all &= !used[v as usize]);
             all
         })
         .copied()
@@ -144,7 +144,7 @@ fn remove_unused(m: &IndexingMap, keep_runtimes: bool, dims: bool) -> (IndexingM
         .iter()
         .filter(|(e, _)| {
             let mut any_used = false;
-            e.visit_vars(&mut |v| any_used |= used[v as usize]);
+            e.each_var(&mut |v| any_used |= used[v as usize]);
             any_used
         })
         .map(|&(e, iv)| (e.rename(&rename), iv))

@@ -14,21 +14,16 @@ use crate::expr::{Expr, ExprKind, Op};
 use egg::{CostFunction, Id};
 
 /// The weight of `+`.
-pub const ADD: u64 = 1;
+pub const ADD: u64 = Op::Add.weight();
 /// The weight of `*`.
-pub const MUL: u64 = 2;
+pub const MUL: u64 = Op::Mul.weight();
 /// The weight of `floordiv`, `ceildiv` and `mod`.
-pub const DIV: u64 = 32;
+pub const DIV: u64 = Op::FloorDiv.weight();
 
-/// The weight of one operator.
+/// The weight of one operator (`Op::weight`: a comparison and a select, min and max,
+/// dearer than `*`, far cheaper than a division).
 pub fn op_weight(op: Op) -> u64 {
-    match op {
-        Op::Add => ADD,
-        Op::Mul => MUL,
-        Op::FloorDiv | Op::CeilDiv | Op::Mod => DIV,
-        // A comparison and a select: dearer than `*`, far cheaper than a division.
-        Op::Min | Op::Max => 4,
-    }
+    op.weight()
 }
 
 /// The weight of a node alone (leaves weigh nothing).
@@ -64,16 +59,11 @@ pub fn div_count(e: Expr) -> usize {
 /// `(d0 mod 8) floordiv 2` (10), `(d0 * 8 + d1) mod 32` over `(d0 * 40 + d1) mod 32`.
 pub type Rank = (u64, u64, u64, u64, u64);
 
-/// The [`Rank`] of an expression.
+/// The [`Rank`] of an expression (computed once per interned node from its children's
+/// ranks as [`combine`] does: `expr/intern.rs`; `rank_is_kept_with_the_node` checks the two
+/// agree).
 pub fn expr_rank(e: Expr) -> Rank {
-    match e.kind() {
-        ExprKind::Bin(op, a, b) => {
-            let (ra, rb) = (expr_rank(a), expr_rank(b));
-            combine(op_weight(op), op.is_div_like(), ra, rb)
-        }
-        ExprKind::Const(c) => leaf(Some(c)),
-        ExprKind::Var(_) => leaf(None),
-    }
+    e.rank()
 }
 
 fn leaf(c: Option<i64>) -> Rank {
@@ -139,5 +129,60 @@ impl CostFunction<IxLang> for IxCost {
                 _ => (leaf(None), 0),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rank as the definition reads, by walking the tree.
+    fn walked(e: Expr) -> Rank {
+        match e.kind() {
+            ExprKind::Bin(op, a, b) => {
+                combine(op_weight(op), op.is_div_like(), walked(a), walked(b))
+            }
+            ExprKind::Const(c) => leaf(Some(c)),
+            ExprKind::Var(_) => leaf(None),
+        }
+    }
+
+    #[test]
+    fn rank_is_kept_with_the_node() {
+        // shared subterms, every operator, negative and large constants, high variables
+        let x = Expr::var(0)
+            .mul(Expr::constant(768))
+            .add(Expr::var(2))
+            .add(Expr::constant(-3));
+        let y = Expr::bin(Op::FloorDiv, x, Expr::constant(8));
+        let z = Expr::bin(Op::Mod, y.add(x), Expr::constant(36))
+            .mul(Expr::constant(i64::MAX))
+            .add(Expr::bin(Op::CeilDiv, Expr::var(70), Expr::var(1)))
+            .add(Expr::bin(
+                Op::Min,
+                y,
+                Expr::bin(Op::Max, x, Expr::constant(-9)),
+            ));
+        let mut e = z;
+        for k in 0..40 {
+            // deep sharing: each level uses the last twice (2^40 leaves as printed)
+            e = Expr::bin(Op::Add, Expr::bin(Op::Mod, e, Expr::constant(k + 2)), e);
+        }
+        for t in [x, y, z, e] {
+            if t != e {
+                assert_eq!(t.rank(), walked(t), "{t:?}");
+            }
+        }
+        // the deep one (too big to walk) in O(1): 2^40 copies of z as printed
+        assert_eq!(e.rank().2, (z.rank().2 + 3) * (1u64 << 40) - 3);
+        let mut vars = Vec::new();
+        z.visit_vars(&mut |v| vars.push(v));
+        vars.sort_unstable();
+        vars.dedup();
+        let mut once = Vec::new();
+        z.each_var(&mut |v| once.push(v));
+        assert_eq!(vars, once);
+        assert!(z.has_div() && z.has_min_max() && !x.has_div());
+        assert!(!z.divisors_are_positive_constants() && y.divisors_are_positive_constants());
     }
 }

@@ -109,6 +109,7 @@ pub fn simplify_explained(map: &IndexingMap, limits: &SimplifyLimits) -> Simplif
 }
 
 fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified {
+    crate::expr::linear::forget_canonical_forms();
     let mut steps = Vec::new();
     let mut m = map.clone();
     m.canonicalize();
