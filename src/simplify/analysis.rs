@@ -50,17 +50,11 @@ impl View {
     }
     /// `self + other`, collecting like atoms; `None` on overflow.
     pub fn add(&self, other: &View) -> Option<View> {
-        let mut terms = self.terms.clone();
-        for &(id, k) in &other.terms {
-            match terms.iter_mut().find(|(a, _)| *a == id) {
-                Some(slot) => slot.1 = slot.1.checked_add(k)?,
-                None => terms.push((id, k)),
-            }
-        }
-        terms.retain(|&(_, k)| k != 0);
-        terms.sort();
+        let mut terms = Vec::with_capacity(self.terms.len() + other.terms.len());
+        terms.extend_from_slice(&self.terms);
+        terms.extend_from_slice(&other.terms);
         Some(View {
-            terms,
+            terms: collected(terms)?,
             constant: self.constant.checked_add(other.constant)?,
         })
     }
@@ -81,15 +75,27 @@ impl View {
     }
     /// The same view with every atom id canonical (atoms that merged are collected).
     pub fn canonical(&self, egraph: &EGraph) -> Option<View> {
-        let mut out = View::constant(self.constant);
-        for &(id, k) in &self.terms {
-            out = out.add(&View {
-                terms: vec![(egraph.find(id), k)],
-                constant: 0,
-            })?;
-        }
-        Some(out)
+        let terms = self.terms.iter().map(|&(id, k)| (egraph.find(id), k)).collect();
+        Some(View {
+            terms: collected(terms)?,
+            constant: self.constant,
+        })
     }
+}
+
+/// Like atoms summed (in the order given, so an overflow is found as term-by-term addition
+/// finds it), zero coefficients dropped, atoms in id order; `None` on overflow.
+fn collected(mut terms: Vec<(Id, i64)>) -> Option<Vec<(Id, i64)>> {
+    terms.sort_by_key(|&(id, _)| id); // stable: equal atoms keep their order
+    let mut out: Vec<(Id, i64)> = Vec::with_capacity(terms.len());
+    for (id, k) in terms {
+        match out.last_mut() {
+            Some(last) if last.0 == id => last.1 = last.1.checked_add(k)?,
+            _ => out.push((id, k)),
+        }
+    }
+    out.retain(|&(_, k)| k != 0);
+    Some(out)
 }
 
 /// What is known about one e-class.
