@@ -75,7 +75,11 @@ impl View {
     }
     /// The same view with every atom id canonical (atoms that merged are collected).
     pub fn canonical(&self, egraph: &EGraph) -> Option<View> {
-        let terms = self.terms.iter().map(|&(id, k)| (egraph.find(id), k)).collect();
+        let terms = self
+            .terms
+            .iter()
+            .map(|&(id, k)| (egraph.find(id), k))
+            .collect();
         Some(View {
             terms: collected(terms)?,
             constant: self.constant,
