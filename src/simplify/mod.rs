@@ -128,6 +128,7 @@ fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified 
         return out;
     }
     let mut last_egraph_input = None;
+    let mut saturated_output = None;
     for _ in 0..MAX_ROUNDS {
         let before = m.clone();
         // Constraints and the bounds they imply to a fixpoint before the e-graph: bound
@@ -148,11 +149,17 @@ fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified 
             // changes nothing, which is what makes `simplify` idempotent.
             // Each accepted form is ranked strictly lower than the one it replaces, so this
             // ends.
+            // A map that is what a saturated run extracted needs no second run (only the
+            // pre-pass, which may still find a cheaper form): every term and fact of a run
+            // from it is in the saturated graph it came from, whose cheapest form it is.
             let state = (m.bounds(), m.constraints.clone(), m.results.clone());
             if last_egraph_input.as_ref() != Some(&state) || out.limit_hit.is_some() {
-                rewrite_map(&mut m, limits, explain, &mut steps, &mut out);
+                let proven = saturated_output.as_ref() == Some(&state);
+                let saturated = rewrite_map(&mut m, limits, explain, &mut steps, &mut out, proven);
                 m.canonicalize();
                 last_egraph_input = Some(state);
+                saturated_output =
+                    saturated.then(|| (m.bounds(), m.constraints.clone(), m.results.clone()));
             }
         }
         if m.status == Status::Defined {
@@ -211,14 +218,17 @@ fn worth_rewriting(e: Expr, point_vars: &[bool]) -> bool {
     }
 }
 
-/// Runs the e-graph on the results and constraint expressions that could improve.
+/// Runs the e-graph on the results and constraint expressions that could improve (with
+/// `proven`, only where the pre-pass changed them). Returns whether every e-graph run
+/// saturated (true when none ran).
 fn rewrite_map(
     m: &mut IndexingMap,
     limits: &SimplifyLimits,
     explain: bool,
     steps: &mut Vec<Step>,
     out: &mut Simplified,
-) {
+    proven: bool,
+) -> bool {
     let bounds = m.bounds();
     let point_vars: Vec<bool> = bounds.iter().map(|b| b.is_point()).collect();
     let nr = m.results.len();
@@ -232,8 +242,9 @@ fn rewrite_map(
         .filter(|&i| worth_rewriting(all[i], &point_vars))
         .collect();
     if picked.is_empty() {
-        return;
+        return true;
     }
+    let mut saturated = true;
     // The constraints are facts for the results; never for themselves (a constraint would
     // prove itself redundant). Without constraints, one e-graph serves every expression.
     let groups: Vec<(Vec<usize>, &[(Expr, Interval)])> = if m.constraints.is_empty() {
@@ -255,6 +266,7 @@ fn rewrite_map(
             names: &names,
             limits,
             point_vars: &point_vars,
+            proven,
         };
         let new = if explain {
             // The steps of `simplify M explain`: the e-graph's own proof from the input when
@@ -266,15 +278,18 @@ fn rewrite_map(
                 rewrite::rewrite_exprs(&exprs, &bounds, facts, &names, limits, true, &mut direct);
             if alone == plain {
                 steps.extend(direct);
+                saturated &= report.saturated;
                 report.record(out);
                 alone
             } else {
                 let (new, report) = ctx.rewrite(&exprs, true, steps);
+                saturated &= report.saturated;
                 report.record(out);
                 new
             }
         } else {
             let (new, report) = ctx.rewrite(&exprs, false, steps);
+            saturated &= report.saturated;
             report.record(out);
             new
         };
@@ -295,6 +310,7 @@ fn rewrite_map(
             m.constraints[i - nr].0 = e;
         }
     }
+    saturated
 }
 
 /// What one group of expressions (results under the constraints as facts, or the
@@ -305,6 +321,9 @@ struct Group<'a> {
     names: &'a [String],
     limits: &'a SimplifyLimits,
     point_vars: &'a [bool],
+    /// The expressions are what a saturated run extracted: the e-graph runs only on those
+    /// the pre-pass changes.
+    proven: bool,
 }
 
 impl rewrite::RunReport {
@@ -351,12 +370,15 @@ impl Group<'_> {
                 }
                 new[i] = f;
             }
-            if worth_rewriting(new[i], self.point_vars) {
+            if worth_rewriting(new[i], self.point_vars) && (!self.proven || new[i] != e) {
                 rest.push(i);
             }
         }
         if rest.is_empty() {
-            let mut report = rewrite::RunReport::default();
+            let mut report = rewrite::RunReport {
+                saturated: true,
+                ..Default::default()
+            };
             report.phases.prepass_s = prepass_s;
             return (new, report);
         }

@@ -36,6 +36,8 @@ pub struct RunReport {
     pub nodes: usize,
     /// The bound that stopped the run, if it did not saturate.
     pub limit_hit: Option<String>,
+    /// Whether the run saturated (no rule changed the graph): not a bound, not the plateau.
+    pub saturated: bool,
     /// Where the run's time went (for the benchmark; never read by the simplifier).
     pub phases: Phases,
 }
@@ -124,6 +126,7 @@ pub fn rewrite_exprs(
             Ok(())
         })
         .run(RULES.iter());
+    let saturated = matches!(runner.stop_reason, Some(StopReason::Saturated));
     let limit_hit = match runner.stop_reason {
         Some(StopReason::Saturated) | None => None,
         Some(StopReason::Other(s)) if s == PLATEAU => None,
@@ -146,6 +149,7 @@ pub fn rewrite_exprs(
     let mut report = RunReport {
         nodes: runner.egraph.total_number_of_nodes(),
         limit_hit,
+        saturated,
         phases,
     };
     let mut out = Vec::with_capacity(exprs.len());
