@@ -10,15 +10,15 @@
 //! from fusions of reshapes share subterms many times over; walking the tree for these
 //! facts cost time proportional to the printed size at every query.
 
-use super::{ExprKind, Op};
+use super::{rank_of_bin, rank_of_leaf, ExprKind, Op, Rank};
 use fxhash::FxHashMap as HashMap;
 use std::sync::{LazyLock, RwLock};
 
 /// Facts of a whole expression, kept beside its node.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Meta {
-    /// `simplify::cost::Rank` of the expression (shared subtrees counted each time).
-    pub rank: (u64, u64, u64, u64, u64),
+    /// The expression's [`Rank`].
+    pub rank: Rank,
     /// Whether a floordiv, ceildiv or mod occurs.
     pub has_div: bool,
     /// Whether a min or max occurs.
@@ -39,13 +39,7 @@ impl Meta {
             ExprKind::Bin(..) => unreachable!("leaf of a leaf node"),
         };
         Meta {
-            rank: (
-                0,
-                0,
-                1,
-                u64::from(c.is_some_and(|c| c < 0)),
-                c.map_or(0, |c| c.unsigned_abs()),
-            ),
+            rank: rank_of_leaf(c),
             has_div: false,
             has_min_max: false,
             positive_divisors: true,
@@ -55,16 +49,8 @@ impl Meta {
     }
 
     fn bin(op: Op, a: &Meta, b: &Meta, divisor: Option<i64>) -> Meta {
-        let (ra, rb) = (a.rank, b.rank);
-        let inner = if op.is_div_like() { ra.0 } else { 0 };
         Meta {
-            rank: (
-                op.weight().saturating_add(ra.0).saturating_add(rb.0),
-                inner.saturating_add(ra.1).saturating_add(rb.1),
-                1u64.saturating_add(ra.2).saturating_add(rb.2),
-                ra.3.saturating_add(rb.3),
-                ra.4.saturating_add(rb.4),
-            ),
+            rank: rank_of_bin(op, a.rank, b.rank),
             has_div: op.is_div_like() || a.has_div || b.has_div,
             has_min_max: op.is_min_max() || a.has_min_max || b.has_min_max,
             positive_divisors: (!op.is_div_like() || divisor.is_some_and(|c| c > 0))
@@ -88,23 +74,8 @@ static ARENA: LazyLock<RwLock<Arena>> = LazyLock::new(|| {
     })
 });
 
-thread_local! {
-    /// The ids this thread has interned or found, so that building a node it built before
-    /// takes no lock.
-    static KNOWN: std::cell::RefCell<HashMap<ExprKind, u32>> = Default::default();
-}
-
 /// The id of `kind`, adding it to the arena if it is new.
 pub(crate) fn intern(kind: ExprKind) -> u32 {
-    if let Some(id) = KNOWN.with(|k| k.borrow().get(&kind).copied()) {
-        return id;
-    }
-    let id = intern_shared(kind);
-    KNOWN.with(|k| k.borrow_mut().insert(kind, id));
-    id
-}
-
-fn intern_shared(kind: ExprKind) -> u32 {
     let meta = {
         let arena = ARENA.read().unwrap_or_else(|e| e.into_inner());
         if let Some(&id) = arena.ids.get(&kind) {
@@ -133,36 +104,14 @@ fn intern_shared(kind: ExprKind) -> u32 {
     id
 }
 
-thread_local! {
-    /// This thread's copy of the arena's first nodes: nodes never change once interned,
-    /// so a copy stays valid, and reading it takes no lock (lookups are the commonest
-    /// operation of the simplifier). Extended from the arena when an id is past its end.
-    static MIRROR: std::cell::RefCell<Vec<(ExprKind, Meta)>> = const {
-        std::cell::RefCell::new(Vec::new())
-    };
-}
-
-fn with_node<T>(id: u32, f: impl Fn(&(ExprKind, Meta)) -> T) -> T {
-    MIRROR.with(|m| {
-        if let Some(n) = m.borrow().get(id as usize) {
-            return f(n);
-        }
-        let mut m = m.borrow_mut();
-        let arena = ARENA.read().unwrap_or_else(|e| e.into_inner());
-        let have = m.len();
-        m.extend_from_slice(&arena.nodes[have..]);
-        f(&m[id as usize])
-    })
-}
-
 /// The node behind an id handed out by [`intern`].
 pub(crate) fn lookup(id: u32) -> ExprKind {
-    with_node(id, |n| n.0)
+    ARENA.read().unwrap_or_else(|e| e.into_inner()).nodes[id as usize].0
 }
 
 /// The facts kept beside the node.
 pub(crate) fn meta(id: u32) -> Meta {
-    with_node(id, |n| n.1)
+    ARENA.read().unwrap_or_else(|e| e.into_inner()).nodes[id as usize].1
 }
 
 /// How many distinct expressions exist (for benchmarks and memory reports).

@@ -77,6 +77,34 @@ impl Op {
     }
 }
 
+/// The simplifier's rank of an expression (`simplify::cost::Rank`): `(weight, weight inside
+/// dividends, size, negative constants, sum of constant magnitudes)`, shared subtrees
+/// counted each time. Kept with every interned node ([`Expr::rank`]).
+pub type Rank = (u64, u64, u64, u64, u64);
+
+/// The [`Rank`] of a leaf: a constant `Some(c)` or a variable `None`.
+pub fn rank_of_leaf(c: Option<i64>) -> Rank {
+    (
+        0,
+        0,
+        1,
+        u64::from(c.is_some_and(|c| c < 0)),
+        c.map_or(0, |c| c.unsigned_abs()),
+    )
+}
+
+/// The [`Rank`] of `op(a, b)` from its operands' ranks (saturating).
+pub fn rank_of_bin(op: Op, a: Rank, b: Rank) -> Rank {
+    let inner = if op.is_div_like() { a.0 } else { 0 };
+    (
+        op.weight().saturating_add(a.0).saturating_add(b.0),
+        inner.saturating_add(a.1).saturating_add(b.1),
+        1u64.saturating_add(a.2).saturating_add(b.2),
+        a.3.saturating_add(b.3),
+        a.4.saturating_add(b.4),
+    )
+}
+
 /// One node of an expression.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum ExprKind {
@@ -292,7 +320,7 @@ impl Expr {
     }
     /// The simplifier's rank of the expression (`simplify::cost::Rank`), kept with the
     /// node: O(1) however often the subterms are shared.
-    pub fn rank(self) -> (u64, u64, u64, u64, u64) {
+    pub fn rank(self) -> Rank {
         intern::meta(self.0).rank
     }
     /// Number of nodes in the tree (shared subtrees counted each time).

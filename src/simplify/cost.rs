@@ -10,7 +10,7 @@
 //! ```
 
 use super::language::IxLang;
-use crate::expr::{Expr, ExprKind, Op};
+use crate::expr::{rank_of_bin, rank_of_leaf, Expr, ExprKind, Op};
 use egg::{CostFunction, Id};
 
 /// The weight of `+`.
@@ -57,34 +57,13 @@ pub fn div_count(e: Expr) -> usize {
 /// constants first (`(bl_x * 128 + th_x) mod 75` stays, not `(th_x - bl_x * 22) mod 75`),
 /// then the smaller sum of magnitudes: `(d0 floordiv 2) mod 4` (6) over
 /// `(d0 mod 8) floordiv 2` (10), `(d0 * 8 + d1) mod 32` over `(d0 * 40 + d1) mod 32`.
-pub type Rank = (u64, u64, u64, u64, u64);
+pub type Rank = crate::expr::Rank;
 
-/// The [`Rank`] of an expression (computed once per interned node from its children's
-/// ranks as [`combine`] does: `expr/intern.rs`; `rank_is_kept_with_the_node` checks the two
-/// agree).
+/// The [`Rank`] of an expression, kept with each interned node (computed once from its
+/// children's ranks by `expr::rank_of_bin`, the same formula extraction uses below;
+/// `rank_is_kept_with_the_node` checks it against a walk of the tree).
 pub fn expr_rank(e: Expr) -> Rank {
     e.rank()
-}
-
-fn leaf(c: Option<i64>) -> Rank {
-    (
-        0,
-        0,
-        1,
-        u64::from(c.is_some_and(|c| c < 0)),
-        c.map_or(0, |c| c.unsigned_abs()),
-    )
-}
-
-fn combine(w: u64, div: bool, a: Rank, b: Rank) -> Rank {
-    let inner = if div { a.0 } else { 0 };
-    (
-        w.saturating_add(a.0).saturating_add(b.0),
-        inner.saturating_add(a.1).saturating_add(b.1),
-        1u64.saturating_add(a.2).saturating_add(b.2),
-        a.3.saturating_add(b.3),
-        a.4.saturating_add(b.4),
-    )
 }
 
 /// A fingerprint of a term built from its operators, constants and variables alone (never
@@ -118,15 +97,12 @@ impl CostFunction<IxLang> for IxCost {
         match enode.op() {
             Some((op, a, b)) => {
                 let ((ra, ha), (rb, hb)) = (costs(a), costs(b));
-                (
-                    combine(op_weight(op), op.is_div_like(), ra, rb),
-                    term_hash(3 + op as u64, ha, hb),
-                )
+                (rank_of_bin(op, ra, rb), term_hash(3 + op as u64, ha, hb))
             }
             None => match enode {
-                IxLang::Num(c) => (leaf(Some(*c)), term_hash(1, *c as u64, 0)),
-                IxLang::Var(v) => (leaf(None), term_hash(2, u64::from(v.0), 0)),
-                _ => (leaf(None), 0),
+                IxLang::Num(c) => (rank_of_leaf(Some(*c)), term_hash(1, *c as u64, 0)),
+                IxLang::Var(v) => (rank_of_leaf(None), term_hash(2, u64::from(v.0), 0)),
+                _ => (rank_of_leaf(None), 0),
             },
         }
     }
@@ -139,11 +115,9 @@ mod tests {
     /// The rank as the definition reads, by walking the tree.
     fn walked(e: Expr) -> Rank {
         match e.kind() {
-            ExprKind::Bin(op, a, b) => {
-                combine(op_weight(op), op.is_div_like(), walked(a), walked(b))
-            }
-            ExprKind::Const(c) => leaf(Some(c)),
-            ExprKind::Var(_) => leaf(None),
+            ExprKind::Bin(op, a, b) => rank_of_bin(op, walked(a), walked(b)),
+            ExprKind::Const(c) => rank_of_leaf(Some(c)),
+            ExprKind::Var(_) => rank_of_leaf(None),
         }
     }
 

@@ -40,6 +40,7 @@
 
 use super::congruence::Congruence;
 use super::cost::expr_rank;
+use super::rules::remainder_factors;
 use crate::expr::arith::{floor_div, modulo};
 use crate::expr::linear::Linear;
 use crate::expr::{canonical, Expr, ExprKind, Op};
@@ -449,15 +450,7 @@ impl<'a> Folder<'a> {
     /// `[0, g - 1]` (the largest such g among the gcds of the coefficients with c), as
     /// `split_small_remainder` in `rules.rs`.
     fn small_remainder_split(&mut self, a: &Linear, c: i64) -> Option<(i64, Linear, Linear)> {
-        let mut gs: Vec<i64> = a
-            .terms
-            .iter()
-            .map(|&(_, k)| gcd(k, c))
-            .filter(|&g| g > 1)
-            .collect();
-        gs.sort_unstable_by(|x, y| y.cmp(x));
-        gs.dedup();
-        for g in gs {
+        for g in remainder_factors(a.terms.iter().map(|&(_, k)| k), c) {
             let r0 = modulo(a.constant, g);
             let mut big = Linear::constant(a.constant.checked_sub(r0)? / g);
             let mut small = Linear::constant(r0);
@@ -924,15 +917,7 @@ impl Folder<'_> {
             }
         }
         // floordiv-small-remainder: (g·A + B) fd c = A fd (c / g) when B in [0, g - 1]
-        let mut gs: Vec<i64> = s
-            .terms
-            .values()
-            .map(|&k| gcd(k, c))
-            .filter(|&g| g > 1)
-            .collect();
-        gs.sort_unstable_by(|x, y| y.cmp(x));
-        gs.dedup();
-        for g in gs {
+        for g in remainder_factors(s.terms.values().copied(), c) {
             let r0 = modulo(s.constant, g);
             let mut big = QSum::konst((s.constant - r0) / g);
             let mut small = QSum::konst(r0);

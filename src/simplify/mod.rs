@@ -152,14 +152,13 @@ fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified 
             // A map that is what a saturated run extracted needs no second run (only the
             // pre-pass, which may still find a cheaper form): every term and fact of a run
             // from it is in the saturated graph it came from, whose cheapest form it is.
-            let state = (m.bounds(), m.constraints.clone(), m.results.clone());
+            let state = egraph_state(&m);
             if last_egraph_input.as_ref() != Some(&state) || out.limit_hit.is_some() {
                 let proven = saturated_output.as_ref() == Some(&state);
                 let saturated = rewrite_map(&mut m, limits, explain, &mut steps, &mut out, proven);
                 m.canonicalize();
                 last_egraph_input = Some(state);
-                saturated_output =
-                    saturated.then(|| (m.bounds(), m.constraints.clone(), m.results.clone()));
+                saturated_output = saturated.then(|| egraph_state(&m));
             }
         }
         if m.status == Status::Defined {
@@ -194,6 +193,13 @@ fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified 
         out.steps = steps;
     }
     out
+}
+
+/// What an e-graph run of the map reads: the bounds, the constraints and the results.
+type EgraphState = (Vec<Interval>, Vec<(Expr, Interval)>, Vec<Expr>);
+
+fn egraph_state(m: &IndexingMap) -> EgraphState {
+    (m.bounds(), m.constraints.clone(), m.results.clone())
 }
 
 fn same(a: &IndexingMap, b: &IndexingMap) -> bool {

@@ -209,19 +209,20 @@ pub fn gcd(a: i64, b: i64) -> i64 {
     i64::try_from(a).unwrap_or(1)
 }
 
+/// The candidate factors `g` of the small-remainder split of `Σ kᵢ·tᵢ + k0` by `c`: the
+/// distinct `gcd(kᵢ, c) > 1`, largest first.
+pub fn remainder_factors(ks: impl Iterator<Item = i64>, c: i64) -> Vec<i64> {
+    let mut gs: Vec<i64> = ks.map(|k| gcd(k, c)).filter(|&g| g > 1).collect();
+    gs.sort_unstable_by(|a, b| b.cmp(a));
+    gs.dedup();
+    gs
+}
+
 /// Splits `v` by a divisor `g` of `c`: `v = g·A' + B` with every coefficient of `A'`
 /// whole and `B` (the terms not divisible by `g`, plus `constant mod g`) in `[0, g - 1]`.
 /// Tries the candidate `g = gcd(kᵢ, c)` from largest to smallest; `None` if none works.
 pub fn split_small_remainder(egraph: &EGraph, v: &View, c: i64) -> Option<(i64, View, View)> {
-    let mut gs: Vec<i64> = v
-        .terms
-        .iter()
-        .map(|&(_, k)| gcd(k, c))
-        .filter(|&g| g > 1)
-        .collect();
-    gs.sort_unstable_by(|a, b| b.cmp(a));
-    gs.dedup();
-    for g in gs {
+    for g in remainder_factors(v.terms.iter().map(|&(_, k)| k), c) {
         let r0 = crate::expr::arith::modulo(v.constant, g);
         let mut a = View::constant(v.constant.checked_sub(r0)? / g);
         let mut b = View::constant(r0);
