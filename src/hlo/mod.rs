@@ -40,6 +40,7 @@
 
 pub mod attrs;
 pub mod epilogue;
+pub mod frames;
 pub mod fusion;
 pub mod groups;
 pub mod inline;
@@ -143,6 +144,8 @@ impl Computation {
 pub struct Module {
     pub name: String,
     pub computations: Vec<Computation>,
+    /// The stack-frame tables printed after the `HloModule` line, when the module has them.
+    pub frames: frames::StackFrames,
 }
 
 impl Module {

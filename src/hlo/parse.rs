@@ -59,7 +59,24 @@ pub struct RawComputation {
 
 #[derive(Clone, Debug)]
 pub enum HloItem {
-    Module { name: String, span: Span },
+    Module {
+        name: String,
+        span: Span,
+    },
+    /// A stack-frame table with the rows written in the same statement (a file's rows), each
+    /// row's id, text and span.
+    Table {
+        table: super::frames::FrameTable,
+        rows: Vec<(u64, String, Span)>,
+        span: Span,
+    },
+    /// One row typed alone (the REPL reads a pasted table line by line): it belongs to the
+    /// table opened last.
+    TableRow {
+        id: u64,
+        text: String,
+        span: Span,
+    },
     Computation(RawComputation),
     Instr(RawInstr),
 }
@@ -95,6 +112,19 @@ pub fn parse_hlo(text: &str, offset: usize) -> Result<HloItem, Diagnostic> {
                 span,
             })
         }
+        Rule::hlo_table => {
+            let span = lw.span(&body);
+            let mut it = body.into_inner();
+            let name = it.next().expect("grammar: a table has a name");
+            let table = super::frames::FrameTable::from_name(name.as_str())
+                .expect("grammar: the four table names");
+            let rows = it.map(|r| lw.table_row(r)).collect::<Result<_, _>>()?;
+            Ok(HloItem::Table { table, rows, span })
+        }
+        Rule::hlo_table_row => {
+            let (id, text, span) = lw.table_row(body)?;
+            Ok(HloItem::TableRow { id, text, span })
+        }
         Rule::hlo_computation => Ok(HloItem::Computation(lw.computation(body)?)),
         Rule::hlo_instr => Ok(HloItem::Instr(lw.instr(body)?)),
         r => unreachable!("grammar: hlo_stmt cannot be {r:?}"),
@@ -113,6 +143,19 @@ impl Lower {
     fn span(&self, p: &Pair<Rule>) -> Span {
         let s = p.as_span();
         Span::new(self.offset + s.start(), self.offset + s.end())
+    }
+
+    /// `1 "models.py"` or `1 {file_location_id=1 parent_frame_id=1}`: the id, the text
+    /// after it and the text's span.
+    fn table_row(&self, p: Pair<Rule>) -> Result<(u64, String, Span), Diagnostic> {
+        let mut it = p.into_inner();
+        let id = it.next().expect("grammar: a row has an id");
+        let text = it.next().expect("grammar: a row has a value");
+        let n = id
+            .as_str()
+            .parse::<u64>()
+            .map_err(|_| Diagnostic::at("a table row's id must fit in 64 bits", self.span(&id)))?;
+        Ok((n, text.as_str().to_string(), self.span(&text)))
     }
 
     fn computation(&self, p: Pair<Rule>) -> Result<RawComputation, Diagnostic> {

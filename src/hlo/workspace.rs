@@ -8,6 +8,7 @@
 //! f { p0 = ... ROOT a = ... }                 -> computation f
 //! ```
 
+use super::frames::FrameTable;
 use super::parse::{HloItem, RawComputation, RawInstr};
 use super::{ops, Computation, Instr, InstrId, Module, Shape};
 use crate::syntax::{suggest, Diagnostic, Span};
@@ -24,6 +25,8 @@ pub enum Target<'a> {
 pub struct Workspace {
     pub module: Module,
     pub scratch: Computation,
+    /// The stack-frame table the last statement opened, which rows typed alone extend.
+    pub open_table: Option<FrameTable>,
 }
 
 impl Default for Workspace {
@@ -37,6 +40,7 @@ impl Default for Workspace {
                 is_entry: false,
                 span: Span::default(),
             },
+            open_table: None,
         }
     }
 }
@@ -48,12 +52,37 @@ impl Workspace {
 
     /// Adds a parsed statement. Returns the names defined.
     pub fn define(&mut self, item: HloItem) -> Result<Vec<String>, Diagnostic> {
+        let open = self.open_table.take();
         match item {
             HloItem::Module { name, .. } => {
                 self.module.name = name;
+                // A new module's tables replace the last one's.
+                self.module.frames = Default::default();
                 Ok(vec![])
             }
-            HloItem::Computation(rc) => {
+            HloItem::Table { table, rows, .. } => {
+                for (id, text, span) in rows {
+                    add_row(&mut self.module.frames, table, id, &text, span)?;
+                }
+                self.open_table = Some(table);
+                Ok(vec![])
+            }
+            HloItem::TableRow { id, text, span } => {
+                let Some(table) = open else {
+                    return Err(Diagnostic::at(
+                        "a stack-frame table row outside a table",
+                        span,
+                    )
+                    .with_help(
+                        "rows follow a `FileNames`, `FunctionNames`, `FileLocations` or `StackFrames` line",
+                    ));
+                };
+                add_row(&mut self.module.frames, table, id, &text, span)?;
+                self.open_table = Some(table);
+                Ok(vec![])
+            }
+            HloItem::Computation(mut rc) => {
+                expand_tuple_refs(&mut rc.instrs, &[]);
                 let comp = build_computation(&rc)?;
                 let name = comp.name.clone();
                 self.module.computations.retain(|c| c.name != name);
@@ -62,6 +91,14 @@ impl Workspace {
             }
             HloItem::Instr(ri) => {
                 let mut scratch = self.scratch.clone();
+                let mut more = vec![ri];
+                let known: Vec<String> = scratch.instrs.iter().map(|i| i.name.clone()).collect();
+                expand_tuple_refs(&mut more, &known);
+                let ri = more.pop().expect("the instruction itself stays last");
+                for gte in more {
+                    let id = add_instr(&mut scratch, &gte)?;
+                    check_instr(&scratch, id, &gte)?;
+                }
                 let id = add_instr(&mut scratch, &ri)?;
                 check_instr(&scratch, id, &ri)?;
                 scratch.root = id;
@@ -100,6 +137,64 @@ impl Workspace {
         }
         v
     }
+}
+
+fn add_row(
+    frames: &mut super::frames::StackFrames,
+    table: FrameTable,
+    id: u64,
+    text: &str,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    frames.add_row(table, id, text).map_err(|(msg, at)| {
+        let at = span.start + at.min(text.len());
+        Diagnostic::at(msg, Span::new(at, (at + 1).min(span.end.max(at + 1))))
+    })
+}
+
+/// Operands written `name#k` (element `k` of a tuple-shaped instruction, as XLA prints the
+/// users of multi-output fusions) become a `get-tuple-element` instruction of that name,
+/// added once before the first instruction that reads it (shape inferred). `known`: names
+/// defined outside `instrs` (a session's loose lines) that already hold such an element.
+fn expand_tuple_refs(instrs: &mut Vec<RawInstr>, known: &[String]) {
+    let mut made: Vec<String> = known.to_vec();
+    made.extend(instrs.iter().map(|i| i.name.clone()));
+    let mut out = Vec::with_capacity(instrs.len());
+    for ri in instrs.drain(..) {
+        for o in &ri.operands {
+            let Some((base, k)) = o.name.rsplit_once('#') else {
+                continue;
+            };
+            let Ok(index) = k.parse::<i64>() else {
+                continue;
+            };
+            if made.iter().any(|m| m == &o.name) {
+                continue;
+            }
+            made.push(o.name.clone());
+            let mut attrs = super::attrs::Attrs::default();
+            attrs.index = Some(index);
+            out.push(RawInstr {
+                name: o.name.clone(),
+                name_span: o.span,
+                shape: None,
+                shape_span: o.span,
+                opcode: "get-tuple-element".into(),
+                opcode_span: o.span,
+                operands: vec![super::parse::RawOperand {
+                    name: base.to_string(),
+                    span: o.span,
+                    shape: None,
+                }],
+                attrs,
+                attr_spans: vec![],
+                is_root: false,
+                span: o.span,
+            });
+        }
+        out.push(ri);
+    }
+    *instrs = out;
 }
 
 fn unknown_operand(name: &str, span: Span, user: &str, comp: &Computation) -> Diagnostic {

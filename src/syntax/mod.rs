@@ -41,7 +41,14 @@ pub fn blank_comments(src: &str) -> String {
             i += 1;
             continue;
         }
-        let starts_comment = c == b'#' || (c == b'/' && bytes.get(i + 1) == Some(&b'/'));
+        // `%fusion#2` (an element of a tuple-shaped instruction, as XLA prints operands) is
+        // no comment: a `#` right after a name character and before a digit.
+        let tuple_ref = c == b'#'
+            && i > 0
+            && (bytes[i - 1].is_ascii_alphanumeric() || matches!(bytes[i - 1], b'_' | b'.' | b'-'))
+            && bytes.get(i + 1).is_some_and(|d| d.is_ascii_digit());
+        let starts_comment =
+            (c == b'#' && !tuple_ref) || (c == b'/' && bytes.get(i + 1) == Some(&b'/'));
         if starts_comment {
             while i < bytes.len() && bytes[i] != b'\n' {
                 out[i] = b' ';
