@@ -19,6 +19,8 @@ pub mod simplify;
 
 // 4. GPU: mappings, kernels, measurements
 pub mod gpu;
+/// `dump`: a survey of an XLA dump directory (every fusion indexed, launched, emitted, verified).
+pub mod dump;
 pub mod tile;
 
 // 5. values (what statements return; below both the interpreter and the renderers)

@@ -44,6 +44,22 @@ enum Sub {
         bless: bool,
         paths: Vec<PathBuf>,
     },
+    /// Survey an XLA dump (`--xla_dump_to=DIR --xla_dump_hlo_as_text`): every fusion of
+    /// every module after optimizations, indexed, launched, emitted and verified.
+    Dump {
+        /// Dump directories or module files.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Index and launch only: no kernel emitted.
+        #[arg(long)]
+        no_emit: bool,
+        /// Emit but do not run the kernels to verify them.
+        #[arg(long)]
+        no_check: bool,
+        /// Time each kernel on the GPU, beside XLA's time when the dump has it.
+        #[arg(long)]
+        bench: bool,
+    },
     /// Help on a command or topic.
     Help { topic: Option<String> },
     /// The Jupyter kernel: `kernel install` writes the kernelspec; `kernel --connection-file
@@ -149,6 +165,37 @@ fn main() -> ExitCode {
             code
         }
         (None, Some(Sub::Test { bless, paths })) => test(bless, paths),
+        (
+            None,
+            Some(Sub::Dump {
+                paths,
+                no_emit,
+                no_check,
+                bench,
+            }),
+        ) => {
+            // The statement `dump` with the same arguments, so the CLI, the REPL and the
+            // notebook give one survey.
+            let mut src = String::from("dump");
+            for p in &paths {
+                let p = p.display().to_string();
+                if p.contains('"') {
+                    eprintln!("error: a path with a double quote cannot be surveyed: {p}");
+                    return ExitCode::from(2);
+                }
+                src += &format!(" \"{p}\"");
+            }
+            if no_emit {
+                src += " emit=false";
+            }
+            if no_check {
+                src += " check=false";
+            }
+            if bench {
+                src += " bench";
+            }
+            run_source(&mut Session::new(), &src, None, cli.json, false)
+        }
         (None, Some(Sub::Help { topic })) => {
             let src = match topic {
                 Some(t) => format!("help {t}"),

@@ -64,6 +64,8 @@ pub enum Value {
     NoOperands(NoOperands),
     /// `coalescing FUSION tile=(..)`: each operand's 64-byte transactions per tile.
     TiledCoalescing(crate::gpu::tile_coalescing::TiledReport),
+    /// `dump`: every fusion of an XLA dump, indexed, launched, emitted and verified.
+    Dump(crate::dump::DumpReport),
 }
 
 impl Value {
@@ -95,6 +97,7 @@ impl Value {
             Value::Written(_) => "written",
             Value::NoOperands(_) => "no_operands",
             Value::TiledCoalescing(_) => "table",
+            Value::Dump(_) => "dump",
         }
     }
 }

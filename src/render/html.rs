@@ -239,6 +239,7 @@ pub fn html(v: &Value) -> String {
         Value::Table(t) => table(t),
         Value::Coalescing(c) => table(&super::gpu::coalescing_table(c)),
         Value::TiledCoalescing(r) => table(&super::gpu::tiled_coalescing_table(r)),
+        Value::Dump(r) => super::dump::html(r),
         Value::Fused(f) => format!("{}\n<div>{}</div>", map(&f.map), escape(&f.how)),
         Value::Groups(_) | Value::Shown(_) | Value::Written(_) | Value::NoOperands(_) => {
             format!(

@@ -85,6 +85,9 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
             obj.insert("headers".into(), json!(t.headers));
             obj.insert("rows".into(), json!(t.rows));
         }
+        Value::Dump(r) => {
+            obj.insert("dump".into(), super::dump::json(r));
+        }
         Value::TiledCoalescing(r) => {
             let t = super::gpu::tiled_coalescing_table(r);
             obj.insert("headers".into(), json!(t.headers));

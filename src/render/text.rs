@@ -234,6 +234,7 @@ fn text_plain(v: &Value, style: Style) -> String {
         Value::Table(t) => table(t, style),
         Value::Coalescing(c) => table(&super::gpu::coalescing_table(c), style),
         Value::TiledCoalescing(r) => table(&super::gpu::tiled_coalescing_table(r), style),
+        Value::Dump(r) => super::dump::text(r, style),
         Value::Groups(g) => groups(g),
         Value::Fused(f) => format!("{}\n  {}", f.map, f.how),
         Value::Shown(sh) => match sh.syntax {

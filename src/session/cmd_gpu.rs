@@ -380,7 +380,8 @@ fn choose_launch(spec: &KernelSpec, m: &Mapping, a: &Args) -> Result<Launch, Dia
     })
 }
 
-fn describe(l: &Launch) -> String {
+/// A launch in words: `row reduction, block 128, grid 2048` (also `dump`'s launch column).
+pub fn describe(l: &Launch) -> String {
     let mut s = format!(
         "{}, block {}, grid {}",
         l.strategy.name(),

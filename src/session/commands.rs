@@ -24,6 +24,7 @@ pub fn all() -> impl Iterator<Item = &'static Command> {
         .chain(super::cmd_plot::COMMANDS.iter())
         .chain(super::cmd_gpu::COMMANDS.iter())
         .chain(super::cmd_tile::COMMANDS.iter())
+        .chain(super::cmd_dump::COMMANDS.iter())
         .chain(super::cmd_session::COMMANDS.iter())
         .chain(HELP.iter())
 }
@@ -40,6 +41,7 @@ pub fn groups() -> Vec<(&'static str, &'static str, &'static [Command])> {
             &super::cmd_gpu::COMMANDS[..],
         ),
         ("tiling", "tiles", &super::cmd_tile::COMMANDS[..]),
+        ("dumps", "XLA dumps", &super::cmd_dump::COMMANDS[..]),
         ("session", "the session", &super::cmd_session::COMMANDS[..]),
         ("help", "help", &HELP[..]),
     ]

@@ -1,0 +1,739 @@
+//! `dump`: a survey of what XLA wrote with `--xla_dump_to=DIR --xla_dump_hlo_as_text` — the
+//! first thing a user points ixmap at. For every module after optimizations, every fusion:
+//! its kind and XLA's emitter, where in the user's source it came from (the stack-frame
+//! tables), its output → input indexing (simplified), the launch ixmap would use beside
+//! XLA's launch when the backend config prints one, the coalescing of each operand, and
+//! whether ixmap emits it (CUDA and C) and verifies it (the CUDA text run on the CPU, every
+//! element against the reference). Kernel times XLA measured, when the directory has them
+//! (`xla-kernel-times-ncu.csv`, Nsight Compute's CSV), are shown beside each fusion.
+//!
+//! ```text
+//! ixmap dump /tmp/dump          # every *after_optimizations.txt under it
+//! module jit_layernorm (module_11916.jit_layernorm.sm_9.0a_gpu_after_optimizations.txt)
+//!   fusion.4  kCustom __triton  f32[4096,1024]  models.py:12 (layernorm)
+//!     operand 0 f32[1024]: (d0, d1) -> (d1) ...
+//!     ixmap: row normalization, block 128, ...   XLA: Triton, 4 warps, tile 4x1024
+//! ```
+//!
+//! The survey is analysis first: a fusion whose maps are known is indexed, launched and
+//! analysed even when an op in it has no emitter yet; that is said in the emit column only.
+
+use crate::gpu::spec::KernelSpec;
+use crate::hlo::parse::parse_hlo;
+use crate::hlo::workspace::Workspace;
+use crate::hlo::{Computation, Instr, InstrId};
+use crate::syntax::{self, Diagnostic, StmtKind};
+use std::path::{Path, PathBuf};
+
+/// What to do besides indexing.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Emit each fusion for CUDA and C.
+    pub emit: bool,
+    /// Run the CUDA text on the CPU and check every element (implies `emit`).
+    pub verify: bool,
+    /// Time each kernel on the GPU (`bench device=gpu`), when one is found.
+    pub bench: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            emit: true,
+            verify: true,
+            bench: false,
+        }
+    }
+}
+
+/// Whether a step worked, failed (with why), or was not tried (with why).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Status {
+    Ok(String),
+    Failed(String),
+    Skipped(String),
+}
+
+impl Status {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Status::Ok(_))
+    }
+    pub fn detail(&self) -> &str {
+        match self {
+            Status::Ok(s) | Status::Failed(s) | Status::Skipped(s) => s,
+        }
+    }
+    pub fn word(&self) -> &'static str {
+        match self {
+            Status::Ok(_) => "ok",
+            Status::Failed(_) => "failed",
+            Status::Skipped(_) => "skipped",
+        }
+    }
+}
+
+/// One operand's (or output's) maps.
+#[derive(Clone, Debug)]
+pub struct OperandIndexing {
+    /// `output 1, operand 0` for a multi-output fusion, else `operand 0`.
+    pub label: String,
+    /// The parameter's shape.
+    pub shape: String,
+    /// Each distinct map, printed (simplified); empty: not read. `UNDEFINED` when unknown.
+    pub maps: Vec<String>,
+}
+
+/// One operand's coalescing under ixmap's launch.
+#[derive(Clone, Debug)]
+pub struct OperandCoalescing {
+    pub label: String,
+    pub coalesced: bool,
+    /// `12/8 sectors per warp load`
+    pub detail: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct FusionReport {
+    pub name: String,
+    /// The fused computation.
+    pub computation: String,
+    /// `kLoop`, `kInput`, `kCustom`, with the backend kind when printed (`__triton`).
+    pub kind: String,
+    pub shape: String,
+    /// The user's source line, from the stack-frame tables.
+    pub location: Option<String>,
+    pub indexing: Result<Vec<OperandIndexing>, String>,
+    /// ixmap's launch for the fusion (`row reduction, block 128, grid 2048`).
+    pub launch: Status,
+    /// XLA's launch, as its backend config prints it.
+    pub xla_launch: Option<String>,
+    pub coalescing: Result<Vec<OperandCoalescing>, String>,
+    pub emit_cuda: Status,
+    pub emit_cpu: Status,
+    pub verify: Status,
+    /// XLA's kernel time in µs (median over the launches found), and how many launches.
+    pub xla_time_us: Option<(f64, usize)>,
+    /// ixmap's kernel time in µs on the GPU (`bench`).
+    pub ixmap_time_us: Option<f64>,
+}
+
+/// Instructions of the entry that run outside fusions as kernels or library calls.
+#[derive(Clone, Debug)]
+pub struct OtherKernel {
+    pub name: String,
+    pub opcode: String,
+    /// `custom_call_target` for custom calls.
+    pub target: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ModuleReport {
+    pub file: String,
+    pub name: String,
+    /// Why the file did not load (line:column and message), if it did not.
+    pub error: Option<String>,
+    pub fusions: Vec<FusionReport>,
+    pub others: Vec<OtherKernel>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Counts {
+    pub modules: usize,
+    pub modules_loaded: usize,
+    pub fusions: usize,
+    pub indexed: usize,
+    pub launched: usize,
+    pub emitted_cuda: usize,
+    pub emitted_cpu: usize,
+    pub verified: usize,
+    pub verify_failed: usize,
+}
+
+#[derive(Clone, Debug)]
+pub struct DumpReport {
+    pub modules: Vec<ModuleReport>,
+    pub counts: Counts,
+    pub options: Options,
+}
+
+impl DumpReport {
+    pub fn new(modules: Vec<ModuleReport>, options: Options) -> DumpReport {
+        let mut c = Counts {
+            modules: modules.len(),
+            ..Counts::default()
+        };
+        for m in &modules {
+            if m.error.is_none() {
+                c.modules_loaded += 1;
+            }
+            for f in &m.fusions {
+                c.fusions += 1;
+                c.indexed += f.indexing.is_ok() as usize;
+                c.launched += f.launch.is_ok() as usize;
+                c.emitted_cuda += f.emit_cuda.is_ok() as usize;
+                c.emitted_cpu += f.emit_cpu.is_ok() as usize;
+                c.verified += f.verify.is_ok() as usize;
+                c.verify_failed += matches!(f.verify, Status::Failed(_)) as usize;
+            }
+        }
+        DumpReport {
+            modules,
+            counts: c,
+            options,
+        }
+    }
+}
+
+/// The module files under `paths`: a file as given; a directory's
+/// `*after_optimizations.txt` files (XLA's optimized modules), sorted, or when it has none,
+/// its `*.txt` files that start with `HloModule`.
+pub fn module_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut all: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| format!("cannot read {}: {e}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.is_file())
+                .collect();
+            all.sort();
+            let after: Vec<PathBuf> = all
+                .iter()
+                .filter(|f| {
+                    f.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.ends_with("after_optimizations.txt"))
+                })
+                .cloned()
+                .collect();
+            if after.is_empty() {
+                out.extend(all.into_iter().filter(|f| {
+                    f.extension().is_some_and(|e| e == "txt")
+                        && std::fs::read_to_string(f)
+                            .is_ok_and(|t| t.trim_start().starts_with("HloModule"))
+                }));
+            } else {
+                out.extend(after);
+            }
+        } else if p.is_file() {
+            out.push(p.clone());
+        } else {
+            return Err(format!("{}: no such file or directory", p.display()));
+        }
+    }
+    Ok(out)
+}
+
+/// Reads a module's text into a workspace of its own (its computations, stack frames).
+pub fn load_module(src: &str) -> Result<Workspace, Diagnostic> {
+    let mut ws = Workspace::new();
+    for piece in syntax::split(src) {
+        let stmt = syntax::parse_statement(src, &piece)?;
+        match stmt.kind {
+            StmtKind::Hlo(h) => {
+                ws.define(parse_hlo(&h.text, h.span.start)?)?;
+            }
+            _ => {
+                return Err(Diagnostic::at(
+                    "not HLO text: a dump file holds one HLO module",
+                    stmt.span,
+                ))
+            }
+        }
+    }
+    Ok(ws)
+}
+
+/// `kCustom __triton`: the fusion kind and the backend's kind when the config names one.
+fn kind_of(ins: &Instr) -> String {
+    let kind = ins.attrs.kind.clone().unwrap_or_else(|| "kLoop".into());
+    match backend_config(ins).and_then(|c| backend_kind(&c)) {
+        Some(k) => format!("{kind} {k}"),
+        None => kind,
+    }
+}
+
+fn backend_config(ins: &Instr) -> Option<serde_json::Value> {
+    let text = ins
+        .attrs
+        .other
+        .iter()
+        .find(|(k, _)| k == "backend_config")
+        .map(|(_, v)| v.as_str())?;
+    // Printed bare (`backend_config={...}`) or as a quoted, escaped string.
+    let text = text.trim();
+    let json = if text.starts_with('"') {
+        serde_json::from_str::<String>(text).ok()?
+    } else {
+        text.to_string()
+    };
+    serde_json::from_str(&json).ok()
+}
+
+fn backend_kind(c: &serde_json::Value) -> Option<String> {
+    c.pointer("/fusion_backend_config/kind")
+        .or_else(|| c.pointer("/fusion_config/kind"))
+        .and_then(|k| k.as_str())
+        .map(str::to_string)
+}
+
+/// XLA's launch as the backend config prints it: Triton's warps, stages and output tile;
+/// XLA:CPU's outer-dimension partitions.
+pub fn xla_launch(ins: &Instr) -> Option<String> {
+    let c = backend_config(ins)?;
+    if let Some(b) = c.pointer("/fusion_backend_config/block_level_fusion_config") {
+        let num = |k: &str| -> Option<i64> {
+            let v = b.get(k)?;
+            v.as_i64().or_else(|| v.as_str()?.parse().ok())
+        };
+        let mut parts = Vec::new();
+        if let Some(w) = num("num_warps") {
+            parts.push(format!("{w} warps ({} threads)", w.saturating_mul(32)));
+        }
+        if let Some(tiles) = b.get("output_tiles").and_then(|t| t.as_array()) {
+            for t in tiles {
+                if let Some(sizes) = t.get("sizes").and_then(|s| s.as_array()) {
+                    let s: Vec<String> = sizes
+                        .iter()
+                        .map(|x| {
+                            x.as_str()
+                                .map(str::to_string)
+                                .unwrap_or_else(|| x.to_string())
+                        })
+                        .collect();
+                    parts.push(format!("output tile {}", s.join("x")));
+                }
+            }
+        }
+        if let Some(s) = num("num_stages") {
+            parts.push(format!("{s} stage{}", if s == 1 { "" } else { "s" }));
+        }
+        let kind = backend_kind(&c).unwrap_or_default();
+        let who = if kind.contains("triton") {
+            "Triton"
+        } else {
+            "block-level"
+        };
+        return Some(format!("{who}: {}", parts.join(", ")));
+    }
+    if let Some(p) = c
+        .get("outer_dimension_partitions")
+        .and_then(|p| p.as_array())
+    {
+        if !p.is_empty() {
+            let s: Vec<String> = p
+                .iter()
+                .map(|x| {
+                    x.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| x.to_string())
+                })
+                .collect();
+            return Some(format!("outer dimensions split in {} parts", s.join("x")));
+        }
+    }
+    None
+}
+
+/// The source line of an instruction, from its metadata's `stack_frame_id`.
+fn location(ws: &Workspace, ins: &Instr) -> Option<String> {
+    let meta = ins
+        .attrs
+        .other
+        .iter()
+        .find(|(k, _)| k == "metadata")
+        .map(|(_, v)| v.as_str())?;
+    let id = crate::hlo::frames::stack_frame_id(meta)?;
+    ws.module.frames.location(id).map(|l| l.to_string())
+}
+
+/// XLA's kernel times from Nsight Compute's CSV (`--csv --page raw`): kernel name → times
+/// in µs, in launch order.
+#[derive(Clone, Debug, Default)]
+pub struct KernelTimes {
+    pub launches: Vec<(String, f64)>,
+}
+
+impl KernelTimes {
+    /// Reads `xla-kernel-times-ncu.csv` (or any ncu raw CSV with `Kernel Name` and
+    /// `gpu__time_duration.sum`); None when the file is missing or has neither column.
+    pub fn read(path: &Path) -> Option<KernelTimes> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let mut lines = text.lines();
+        let header = csv_row(lines.next()?);
+        let name_col = header.iter().position(|h| h == "Kernel Name")?;
+        let time_col = header.iter().position(|h| h == "gpu__time_duration.sum")?;
+        let units = csv_row(lines.next()?);
+        let scale = match units.get(time_col).map(String::as_str) {
+            Some("ns") => 1e-3,
+            Some("us") | Some("usecond") => 1.0,
+            Some("ms") | Some("msecond") => 1e3,
+            _ => 1e-3,
+        };
+        let mut launches = Vec::new();
+        for l in lines {
+            let row = csv_row(l);
+            let (Some(name), Some(t)) = (row.get(name_col), row.get(time_col)) else {
+                continue;
+            };
+            if let Ok(v) = t.replace(',', "").parse::<f64>() {
+                launches.push((name.clone(), v * scale));
+            }
+        }
+        Some(KernelTimes { launches })
+    }
+
+    /// The times of `fusions` (a module's fusions in schedule order, kernel names): every
+    /// place where the launches, restricted to those names, run exactly that sequence; the
+    /// median of each fusion's times over those places, and how many there were.
+    pub fn for_module(&self, fusions: &[String]) -> Vec<Option<(f64, usize)>> {
+        let want: Vec<String> = fusions.iter().map(|f| f.replace('.', "_")).collect();
+        let mut none = vec![None; fusions.len()];
+        if want.is_empty() {
+            return none;
+        }
+        let seq: Vec<&(String, f64)> = self
+            .launches
+            .iter()
+            .filter(|(n, _)| want.contains(n))
+            .collect();
+        let mut per: Vec<Vec<f64>> = vec![Vec::new(); want.len()];
+        let mut i = 0;
+        while i + want.len() <= seq.len() {
+            if (0..want.len()).all(|k| seq[i + k].0 == want[k]) {
+                for k in 0..want.len() {
+                    per[k].push(seq[i + k].1);
+                }
+                i += want.len();
+            } else {
+                i += 1;
+            }
+        }
+        for (k, mut v) in per.into_iter().enumerate() {
+            if v.is_empty() {
+                continue;
+            }
+            v.sort_by(|a, b| a.total_cmp(b));
+            none[k] = Some((v[v.len() / 2], v.len()));
+        }
+        none
+    }
+}
+
+/// One CSV line's fields (quoted fields may hold commas).
+fn csv_row(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+/// The output → input maps of a fused computation, simplified and printed.
+fn indexing(ws: &Workspace, comp: &Computation) -> Result<Vec<OperandIndexing>, String> {
+    let module = &ws.module;
+    let flat;
+    let comp = if crate::hlo::inline::has_nesting(module, comp) {
+        flat = crate::hlo::inline::flatten(module, comp);
+        &flat
+    } else {
+        comp
+    };
+    let fi = crate::hlo::fusion::output_to_input(module, comp);
+    let params = comp.parameters();
+    let multi = fi.outputs.len() > 1;
+    let mut out = Vec::new();
+    for (o, per_param) in fi.outputs.iter().enumerate() {
+        for (p, maps) in per_param.iter().enumerate() {
+            let label = if multi {
+                format!("output {o}, operand {p}")
+            } else {
+                format!("operand {p}")
+            };
+            let shape = params
+                .get(p)
+                .map(|&id| comp.instrs[id].shape.to_string())
+                .unwrap_or_default();
+            out.push(OperandIndexing {
+                label,
+                shape,
+                maps: maps.iter().map(|m| m.to_string()).collect(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The survey of one fusion instruction `id` of the entry `entry`.
+pub fn survey_fusion(
+    ws: &Workspace,
+    entry: &Computation,
+    id: InstrId,
+    opts: &Options,
+) -> FusionReport {
+    let ins = &entry.instrs[id];
+    let fused = ws.module.fused_computation(ins);
+    let mut r = FusionReport {
+        name: ins.name.clone(),
+        computation: ins.attrs.calls.clone().unwrap_or_default(),
+        kind: kind_of(ins),
+        shape: ins.shape.to_string(),
+        location: location(ws, ins).or_else(|| fused.and_then(|c| location(ws, &c.instrs[c.root]))),
+        indexing: Err(String::new()),
+        launch: Status::Skipped(String::new()),
+        xla_launch: xla_launch(ins),
+        coalescing: Err(String::new()),
+        emit_cuda: Status::Skipped(String::new()),
+        emit_cpu: Status::Skipped(String::new()),
+        verify: Status::Skipped(String::new()),
+        xla_time_us: None,
+        ixmap_time_us: None,
+    };
+    let Some(comp) = fused else {
+        let why = format!(
+            "the fused computation `{}` is not in the module",
+            r.computation
+        );
+        r.indexing = Err(why.clone());
+        r.launch = Status::Failed(why);
+        return r;
+    };
+    r.indexing = indexing(ws, comp);
+    let spec = match crate::gpu::from_hlo::from_computation(&ws.module, comp) {
+        Ok(s) => s,
+        Err(e) => {
+            r.launch = Status::Failed(e.clone());
+            r.coalescing = Err(e.clone());
+            r.emit_cuda = Status::Failed(e.clone());
+            r.emit_cpu = Status::Failed(e.clone());
+            r.verify = Status::Skipped("not emitted".into());
+            return r;
+        }
+    };
+    survey_spec(&spec, opts, &mut r);
+    r
+}
+
+fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
+    use crate::gpu::launch;
+    let l = match launch::choose(spec, launch::LaunchConfig::default(), None) {
+        Ok(l) => l,
+        Err(e) => {
+            r.launch = Status::Failed(e.to_string());
+            return;
+        }
+    };
+    r.launch = Status::Ok(crate::session::cmd_gpu::describe(&l));
+    r.coalescing = crate::gpu::coalescing::analyse(spec, &l)
+        .map(|rep| {
+            rep.operands
+                .iter()
+                .map(|o| OperandCoalescing {
+                    label: o.label.clone(),
+                    coalesced: o.coalesced,
+                    detail: format!("{}/{} sectors", o.sectors, o.ideal_sectors),
+                })
+                .collect()
+        })
+        .map_err(|e| e.to_string());
+    if !opts.emit && !opts.verify {
+        r.emit_cuda = Status::Skipped("not asked".into());
+        r.emit_cpu = Status::Skipped("not asked".into());
+        r.verify = Status::Skipped("not asked".into());
+        return;
+    }
+    r.emit_cuda = match crate::gpu::emit::cuda::emit(spec, &l, false) {
+        Ok(e) => Status::Ok(format!("{} lines", e.source.lines().count())),
+        Err(e) => Status::Failed(e.to_string()),
+    };
+    r.emit_cpu = match crate::gpu::emit::cpu::emit(spec, false) {
+        Ok(e) => Status::Ok(format!("{} lines", e.source.lines().count())),
+        Err(e) => Status::Failed(e.to_string()),
+    };
+    r.verify = if !opts.verify {
+        Status::Skipped("not asked".into())
+    } else if !r.emit_cuda.is_ok() {
+        Status::Skipped("not emitted".into())
+    } else {
+        match crate::gpu::cuda_cpu::check(spec, &l, false) {
+            Ok(bits) => Status::Ok(format!(
+                "the CUDA kernel ran on the CPU ({bits}-bit indices); every element matches the reference"
+            )),
+            Err(e) => Status::Failed(e.to_string()),
+        }
+    };
+    if opts.bench {
+        r.ixmap_time_us = bench_gpu(spec, &l);
+    }
+}
+
+/// The kernel's median time on the GPU in µs under ixmap's default launch, when a CUDA
+/// device is found and every element of the output verifies.
+fn bench_gpu(spec: &KernelSpec, l: &crate::gpu::launch::Launch) -> Option<f64> {
+    use crate::gpu::bench;
+    let opts = bench::Options {
+        device: bench::Device::Gpu,
+        config: l.config,
+        ..Default::default()
+    };
+    let out = bench::run(spec, &opts, false, false).ok()?;
+    let m = out.variants.first().filter(|m| m.verified)?;
+    Some(m.timing.median_s * 1e6)
+}
+
+/// Surveys one module file.
+pub fn survey_file(path: &Path, opts: &Options, times: Option<&KernelTimes>) -> ModuleReport {
+    let file = path.display().to_string();
+    let mut m = ModuleReport {
+        file: file.clone(),
+        name: String::new(),
+        error: None,
+        fusions: Vec::new(),
+        others: Vec::new(),
+    };
+    let text = match std::fs::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(syntax::decode_utf8)
+    {
+        Ok(t) => t,
+        Err(e) => {
+            m.error = Some(format!("cannot read {file}: {e}"));
+            return m;
+        }
+    };
+    let ws = match load_module(&text) {
+        Ok(ws) => ws,
+        Err(d) => {
+            m.error = Some(format!("{file}: {}", d.render(&text)));
+            return m;
+        }
+    };
+    survey_workspace(&ws, m, opts, times)
+}
+
+/// Surveys the module a workspace holds (a file's, or a session's own), into `m`.
+pub fn survey_workspace(
+    ws: &Workspace,
+    mut m: ModuleReport,
+    opts: &Options,
+    times: Option<&KernelTimes>,
+) -> ModuleReport {
+    let file = m.file.clone();
+    m.name = ws.module.name.clone();
+    let Some(entry) = ws.module.entry() else {
+        m.error = Some(format!("{file}: the module has no ENTRY computation"));
+        return m;
+    };
+    for (id, ins) in entry.instrs.iter().enumerate() {
+        match ins.opcode.as_str() {
+            "fusion" => m.fusions.push(survey_fusion(ws, entry, id, opts)),
+            "custom-call" | "convolution" | "dot" | "sort" | "all-reduce" | "send" | "recv"
+            | "while" | "conditional" | "call" => m.others.push(OtherKernel {
+                name: ins.name.clone(),
+                opcode: ins.opcode.clone(),
+                target: ins
+                    .attrs
+                    .other
+                    .iter()
+                    .find(|(k, _)| k == "custom_call_target")
+                    .map(|(_, v)| v.trim_matches('"').to_string()),
+            }),
+            _ => {}
+        }
+    }
+    if let Some(t) = times {
+        let names: Vec<String> = m.fusions.iter().map(|f| f.name.clone()).collect();
+        for (f, t) in m.fusions.iter_mut().zip(t.for_module(&names)) {
+            f.xla_time_us = t;
+        }
+    }
+    m
+}
+
+/// Surveys every module under `paths`; `progress(done, total, file)` after each file.
+pub fn survey(
+    paths: &[PathBuf],
+    opts: &Options,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> Result<DumpReport, String> {
+    let files = module_files(paths)?;
+    if files.is_empty() {
+        return Err(format!(
+            "no HLO module files under {}",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let mut modules = Vec::new();
+    let mut times_of: Vec<(PathBuf, Option<KernelTimes>)> = Vec::new();
+    for (k, f) in files.iter().enumerate() {
+        let dir = f.parent().map(Path::to_path_buf).unwrap_or_default();
+        if !times_of.iter().any(|(d, _)| d == &dir) {
+            let t = KernelTimes::read(&dir.join("xla-kernel-times-ncu.csv"));
+            times_of.push((dir.clone(), t));
+        }
+        let times = times_of
+            .iter()
+            .find(|(d, _)| d == &dir)
+            .and_then(|(_, t)| t.as_ref());
+        modules.push(survey_file(f, opts, times));
+        progress(k + 1, files.len(), &f.display().to_string());
+        if crate::interrupted() {
+            break;
+        }
+    }
+    Ok(DumpReport::new(modules, *opts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_keep_quoted_commas() {
+        assert_eq!(
+            csv_row(r#""0","a, b","1,234""#),
+            vec!["0".to_string(), "a, b".into(), "1,234".into()]
+        );
+    }
+
+    #[test]
+    fn kernel_times_match_a_module_by_its_sequence() {
+        let t = KernelTimes {
+            launches: vec![
+                ("x".into(), 1.0),
+                ("loop_add_fusion".into(), 5.0),
+                ("input_reduce_fusion_1".into(), 10.0),
+                ("input_reduce_fusion".into(), 20.0),
+                ("loop_add_fusion".into(), 30.0),
+                ("loop_add_fusion".into(), 7.0),
+            ],
+        };
+        let got = t.for_module(&[
+            "input_reduce_fusion.1".into(),
+            "input_reduce_fusion".into(),
+            "loop_add_fusion".into(),
+        ]);
+        assert_eq!(got, vec![Some((10.0, 1)), Some((20.0, 1)), Some((30.0, 1))]);
+        // A one-fusion module matches every launch of its kernel: the median of three.
+        assert_eq!(
+            t.for_module(&["loop_add_fusion".into()]),
+            vec![Some((7.0, 3))]
+        );
+    }
+}

@@ -1,0 +1,331 @@
+//! `dump`'s report in the three front ends: text (terminal, transcripts), HTML (notebook),
+//! JSON (`--json`). The text is a section per module, a block per fusion, then the counts.
+
+use super::Style;
+use crate::dump::{DumpReport, FusionReport, Status};
+use colored::Colorize;
+use serde_json::{json, Value as Json};
+
+fn mark(s: &Status, style: Style) -> String {
+    let w = s.word();
+    match (s, style) {
+        (Status::Ok(_), Style::Ansi) => w.green().to_string(),
+        (Status::Failed(_), Style::Ansi) => w.red().to_string(),
+        (Status::Skipped(_), Style::Ansi) => w.yellow().to_string(),
+        _ => w.to_string(),
+    }
+}
+
+fn status_line(s: &Status, style: Style) -> String {
+    match s {
+        Status::Ok(d) if d.is_empty() => mark(s, style),
+        Status::Ok(d) | Status::Failed(d) | Status::Skipped(d) => {
+            format!("{} ({d})", mark(s, style))
+        }
+    }
+}
+
+fn us(t: f64) -> String {
+    if t >= 100.0 {
+        format!("{t:.0} µs")
+    } else {
+        format!("{t:.1} µs")
+    }
+}
+
+fn fusion_text(f: &FusionReport, style: Style) -> String {
+    let mut s = format!("  {} ({}) {} {}", f.name, f.computation, f.kind, f.shape);
+    if let Some(l) = &f.location {
+        s += &format!(" at {l}");
+    }
+    s.push('\n');
+    match &f.indexing {
+        Ok(ops) => {
+            for o in ops {
+                if o.maps.is_empty() {
+                    s += &format!("    {} {}: not read\n", o.label, o.shape);
+                }
+                for m in &o.maps {
+                    s += &format!("    {} {}: {m}\n", o.label, o.shape);
+                }
+            }
+        }
+        Err(e) => s += &format!("    indexing: {e}\n"),
+    }
+    s += &match &f.launch {
+        Status::Ok(d) => format!("    launch: ixmap {d}"),
+        other => format!("    launch: ixmap {}", status_line(other, style)),
+    };
+    if let Some(x) = &f.xla_launch {
+        s += &format!(" · XLA {x}");
+    }
+    s.push('\n');
+    if let Ok(c) = &f.coalescing {
+        let parts: Vec<String> = c
+            .iter()
+            .map(|o| {
+                let v = if o.coalesced {
+                    "coalesced"
+                } else {
+                    "uncoalesced"
+                };
+                let v = match style {
+                    Style::Ansi if o.coalesced => v.green().to_string(),
+                    Style::Ansi => v.red().to_string(),
+                    _ => v.to_string(),
+                };
+                format!("{} {v} ({})", o.label, o.detail)
+            })
+            .collect();
+        s += &format!("    coalescing: {}\n", parts.join(", "));
+    } else if let Err(e) = &f.coalescing {
+        if f.launch.is_ok() && !e.is_empty() {
+            s += &format!("    coalescing: not analysed ({e})\n");
+        }
+    }
+    s += &match (&f.emit_cuda, &f.emit_cpu) {
+        // One reason for both (an op with no emitter): said once.
+        (Status::Failed(a), Status::Failed(b)) if a == b => {
+            format!("    emit: {} ({a})\n", mark(&f.emit_cuda, style))
+        }
+        (c, h) => format!(
+            "    emit: CUDA {}, C {}\n",
+            status_line(c, style),
+            status_line(h, style)
+        ),
+    };
+    s += &format!("    verify: {}\n", status_line(&f.verify, style));
+    match (f.xla_time_us, f.ixmap_time_us) {
+        (Some((x, n)), Some(i)) => {
+            s += &format!(
+                "    time: ixmap {} · XLA {} (ncu{}) · ixmap / XLA {:.2}\n",
+                us(i),
+                us(x),
+                if n > 1 {
+                    format!(", median of {n} launches")
+                } else {
+                    String::new()
+                },
+                i / x
+            )
+        }
+        (Some((x, n)), None) => {
+            s += &format!(
+                "    time: XLA {} (ncu{})\n",
+                us(x),
+                if n > 1 {
+                    format!(", median of {n} launches")
+                } else {
+                    String::new()
+                }
+            )
+        }
+        (None, Some(i)) => s += &format!("    time: ixmap {}\n", us(i)),
+        (None, None) => {}
+    }
+    s
+}
+
+/// The counts line: what a script or a CI log greps.
+pub fn counts_line(r: &DumpReport) -> String {
+    let c = &r.counts;
+    let mut s = format!(
+        "{} module{} ({} loaded), {} fusion{}: {} indexed, {} launched, {} emitted for CUDA, {} for C",
+        c.modules,
+        if c.modules == 1 { "" } else { "s" },
+        c.modules_loaded,
+        c.fusions,
+        if c.fusions == 1 { "" } else { "s" },
+        c.indexed,
+        c.launched,
+        c.emitted_cuda,
+        c.emitted_cpu,
+    );
+    if r.options.verify {
+        s += &format!(", {} verified", c.verified);
+        if c.verify_failed > 0 {
+            s += &format!(" ({} failed verification)", c.verify_failed);
+        }
+    }
+    s
+}
+
+pub fn text(r: &DumpReport, style: Style) -> String {
+    let mut s = String::new();
+    for m in &r.modules {
+        let name = if m.name.is_empty() { "?" } else { &m.name };
+        let file = std::path::Path::new(&m.file)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| m.file.clone());
+        let head = if m.file == "(session)" {
+            format!("module {name} (this session)")
+        } else {
+            format!("module {name} ({file})")
+        };
+        s += &match style {
+            Style::Ansi => head.bold().to_string(),
+            _ => head,
+        };
+        s.push('\n');
+        if let Some(e) = &m.error {
+            for l in e.lines() {
+                s += &format!("  {l}\n");
+            }
+            continue;
+        }
+        if m.fusions.is_empty() {
+            s += "  no fusions\n";
+        }
+        for f in &m.fusions {
+            s += &fusion_text(f, style);
+        }
+        for o in &m.others {
+            s += &format!(
+                "  {} ({}{}): not a fusion, not surveyed\n",
+                o.name,
+                o.opcode,
+                o.target
+                    .as_ref()
+                    .map(|t| format!(" {t}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    s += &counts_line(r);
+    s
+}
+
+fn status_json(s: &Status) -> Json {
+    json!({ "status": s.word(), "detail": s.detail() })
+}
+
+pub fn json(r: &DumpReport) -> Json {
+    let c = &r.counts;
+    json!({
+        "counts": {
+            "modules": c.modules,
+            "modules_loaded": c.modules_loaded,
+            "fusions": c.fusions,
+            "indexed": c.indexed,
+            "launched": c.launched,
+            "emitted_cuda": c.emitted_cuda,
+            "emitted_cpu": c.emitted_cpu,
+            "verified": c.verified,
+            "verify_failed": c.verify_failed,
+        },
+        "modules": r.modules.iter().map(|m| json!({
+            "file": m.file,
+            "name": m.name,
+            "error": m.error,
+            "others": m.others.iter().map(|o| json!({
+                "name": o.name, "opcode": o.opcode, "target": o.target,
+            })).collect::<Vec<_>>(),
+            "fusions": m.fusions.iter().map(|f| json!({
+                "name": f.name,
+                "computation": f.computation,
+                "kind": f.kind,
+                "shape": f.shape,
+                "location": f.location,
+                "indexing": match &f.indexing {
+                    Ok(ops) => json!(ops.iter().map(|o| json!({
+                        "label": o.label, "shape": o.shape, "maps": o.maps,
+                    })).collect::<Vec<_>>()),
+                    Err(e) => json!({ "error": e }),
+                },
+                "launch": status_json(&f.launch),
+                "xla_launch": f.xla_launch,
+                "coalescing": match &f.coalescing {
+                    Ok(c) => json!(c.iter().map(|o| json!({
+                        "label": o.label, "coalesced": o.coalesced, "detail": o.detail,
+                    })).collect::<Vec<_>>()),
+                    Err(e) => json!({ "error": e }),
+                },
+                "emit_cuda": status_json(&f.emit_cuda),
+                "emit_cpu": status_json(&f.emit_cpu),
+                "verify": status_json(&f.verify),
+                "xla_time_us": f.xla_time_us.map(|t| t.0),
+                "xla_launches": f.xla_time_us.map(|t| t.1),
+                "ixmap_time_us": f.ixmap_time_us,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn cell(s: &Status) -> String {
+    let (color, w) = match s {
+        Status::Ok(_) => ("#1a7f37", "✓"),
+        Status::Failed(_) => ("#cf222e", "✗"),
+        Status::Skipped(_) => ("#9a6700", "–"),
+    };
+    format!(
+        "<td title=\"{}\" style=\"color:{color}\">{w}</td>",
+        esc(s.detail())
+    )
+}
+
+/// A table per module: one row per fusion, with its maps and every reason in a
+/// `<details>` of its own.
+pub fn html(r: &DumpReport) -> String {
+    let mut s = String::from("<div class=\"ixmap-dump\">");
+    for m in &r.modules {
+        s += &format!(
+            "<h4>module {} <small><code>{}</code></small></h4>",
+            esc(&m.name),
+            esc(&m.file)
+        );
+        if let Some(e) = &m.error {
+            s += &format!("<pre style=\"color:#cf222e\">{}</pre>", esc(e));
+            continue;
+        }
+        s += "<table><thead><tr><th>fusion</th><th>kind</th><th>shape</th><th>ixmap launch</th><th>XLA launch</th><th>coalesced</th><th>CUDA</th><th>C</th><th>verified</th><th>XLA µs</th><th>ixmap µs</th></tr></thead><tbody>";
+        for f in &m.fusions {
+            let coal = match &f.coalescing {
+                Ok(c) => format!("{}/{}", c.iter().filter(|o| o.coalesced).count(), c.len()),
+                Err(_) => "–".into(),
+            };
+            let maps = match &f.indexing {
+                Ok(ops) => ops
+                    .iter()
+                    .flat_map(|o| {
+                        o.maps.iter().map(move |m| {
+                            format!(
+                                "<div>{} {}: <code>{}</code></div>",
+                                esc(&o.label),
+                                esc(&o.shape),
+                                esc(m)
+                            )
+                        })
+                    })
+                    .collect::<String>(),
+                Err(e) => esc(e),
+            };
+            s += &format!(
+                "<tr><td><details><summary><code>{}</code></summary>{}{}</details></td><td>{}</td><td><code>{}</code></td><td title=\"{}\">{}</td><td>{}</td><td>{coal}</td>{}{}{}<td>{}</td><td>{}</td></tr>",
+                esc(&f.name),
+                f.location.as_ref().map(|l| format!("<div><small>{}</small></div>", esc(l))).unwrap_or_default(),
+                maps,
+                esc(&f.kind),
+                esc(&f.shape),
+                esc(f.launch.detail()),
+                if f.launch.is_ok() { esc(f.launch.detail()) } else { "–".into() },
+                esc(f.xla_launch.as_deref().unwrap_or("")),
+                cell(&f.emit_cuda),
+                cell(&f.emit_cpu),
+                cell(&f.verify),
+                f.xla_time_us.map(|t| format!("{:.1}", t.0)).unwrap_or_default(),
+                f.ixmap_time_us.map(|t| format!("{t:.1}")).unwrap_or_default(),
+            );
+        }
+        s += "</tbody></table>";
+    }
+    s += &format!("<p>{}</p></div>", esc(&counts_line(r)));
+    s
+}
