@@ -34,6 +34,8 @@ pub struct Options {
     pub verify: bool,
     /// Time each kernel on the GPU (`bench device=gpu`), when one is found.
     pub bench: bool,
+    /// Verify the C kernel too (compiled by the system compiler), not only the CUDA text.
+    pub verify_c: bool,
 }
 
 impl Default for Options {
@@ -42,6 +44,7 @@ impl Default for Options {
             emit: true,
             verify: true,
             bench: false,
+            verify_c: true,
         }
     }
 }
@@ -115,6 +118,8 @@ pub struct FusionReport {
     pub xla_time_us: Option<(f64, usize)>,
     /// ixmap's kernel time in µs on the GPU (`bench`).
     pub ixmap_time_us: Option<f64>,
+    /// The CUDA source emitted (for compiling it elsewhere: the corpus test's NVRTC).
+    pub cuda_source: Option<String>,
 }
 
 /// Instructions of the entry that run outside fusions as kernels or library calls.
@@ -500,6 +505,7 @@ pub fn survey_fusion(
         verify: Status::Skipped(String::new()),
         xla_time_us: None,
         ixmap_time_us: None,
+        cuda_source: None,
     };
     let Some(comp) = fused else {
         let why = format!(
@@ -555,7 +561,11 @@ fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
         return;
     }
     r.emit_cuda = match crate::gpu::emit::cuda::emit(spec, &l, false) {
-        Ok(e) => Status::Ok(format!("{} lines", e.source.lines().count())),
+        Ok(e) => {
+            let n = e.source.lines().count();
+            r.cuda_source = Some(e.source);
+            Status::Ok(format!("{n} lines"))
+        }
         Err(e) => Status::Failed(e.to_string()),
     };
     r.emit_cpu = match crate::gpu::emit::cpu::emit(spec, false) {
@@ -567,11 +577,19 @@ fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
     } else if !r.emit_cuda.is_ok() {
         Status::Skipped("not emitted".into())
     } else {
+        // Both kernels on the same inputs: the CUDA text run on the CPU, and the C kernel.
+        let also_c = r.emit_cpu.is_ok() && opts.verify_c;
         match crate::gpu::cuda_cpu::check(spec, &l, false) {
-            Ok(bits) => Status::Ok(format!(
+            Err(e) => Status::Failed(format!("CUDA on the CPU: {e}")),
+            Ok(bits) if !also_c => Status::Ok(format!(
                 "the CUDA kernel ran on the CPU ({bits}-bit indices); every element matches the reference"
             )),
-            Err(e) => Status::Failed(e.to_string()),
+            Ok(bits) => match crate::gpu::cuda_cpu::check_c(spec, false, None) {
+                Err(e) => Status::Failed(format!("the C kernel: {e}")),
+                Ok(()) => Status::Ok(format!(
+                    "the CUDA kernel on the CPU ({bits}-bit indices) and the C kernel: every element matches the reference"
+                )),
+            },
         }
     };
     if opts.bench {

@@ -6,12 +6,15 @@
 use ixmap::hlo::interp::{all_indices, run_outputs, Tensor};
 use ixmap::hlo::parse::parse_hlo;
 use ixmap::hlo::{fusion, ops, Computation, Workspace};
-use ixmap::map::{IndexingMap, Variable};
+use ixmap::map::IndexingMap;
 use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
 
+#[path = "common/brute.rs"]
+mod brute;
 #[path = "common/rng.rs"]
 mod rng;
+use brute::{image, image_all, reads};
 use rng::Rng;
 
 /// The shapes, permutations and choices the cases draw.
@@ -76,52 +79,6 @@ fn build(src: &str) -> (Workspace, String) {
         .define(item)
         .unwrap_or_else(|e| panic!("{}\n{src}", e.render(src)));
     (ws, names[0].clone())
-}
-
-/// Every point of the box the bounds of `vars` span.
-fn var_points(vars: &[Variable]) -> Vec<Vec<i64>> {
-    let ext: Vec<i64> = vars.iter().map(|v| v.bounds.hi - v.bounds.lo + 1).collect();
-    all_indices(&ext)
-        .into_iter()
-        .map(|p| p.iter().zip(vars).map(|(x, v)| x + v.bounds.lo).collect())
-        .collect()
-}
-
-/// The points a map sends `dims` to, with range variables over their bounds and runtime
-/// variables fixed to `rt` (or over their bounds when `rt` is None).
-fn image(m: &IndexingMap, dims: &[i64], rt: Option<&[i64]>) -> BTreeSet<Vec<i64>> {
-    assert!(!m.is_undefined());
-    let mut out = BTreeSet::new();
-    if m.is_known_empty() {
-        return out;
-    }
-    let rt_choices: Vec<Vec<i64>> = match rt {
-        Some(r) => vec![r.to_vec()],
-        None => var_points(&m.runtimes),
-    };
-    for s in var_points(&m.ranges) {
-        for r in &rt_choices {
-            let point: Vec<i64> = dims.iter().chain(&s).chain(r).copied().collect();
-            if let Some(v) = m.eval_point(&point).expect("evaluates") {
-                out.insert(v);
-            }
-        }
-    }
-    out
-}
-
-fn image_all(ms: &[IndexingMap], dims: &[i64], rt: Option<&[i64]>) -> BTreeSet<Vec<i64>> {
-    ms.iter().flat_map(|m| image(m, dims, rt)).collect()
-}
-
-/// The elements of parameter `p` that element `o` of `out` reads, as the interpreter saw.
-fn reads(out: &Tensor, o: &[i64], p: usize) -> BTreeSet<Vec<i64>> {
-    out.at(o)
-        .deps
-        .iter()
-        .filter(|(q, _)| *q == p)
-        .map(|(_, i)| i.clone())
-        .collect()
 }
 
 /// The elements of `out` that read element `x` of parameter `p`, as the interpreter saw.

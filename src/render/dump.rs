@@ -83,7 +83,9 @@ fn fusion_text(f: &FusionReport, style: Style) -> String {
             s += &format!("    coalescing: not analysed ({e})\n");
         }
     }
+    let asked = |s: &Status| !matches!(s, Status::Skipped(w) if w == "not asked");
     s += &match (&f.emit_cuda, &f.emit_cpu) {
+        (c, h) if !asked(c) && !asked(h) => String::new(),
         // One reason for both (an op with no emitter): said once.
         (Status::Failed(a), Status::Failed(b)) if a == b => {
             format!("    emit: {} ({a})\n", mark(&f.emit_cuda, style))
@@ -94,7 +96,9 @@ fn fusion_text(f: &FusionReport, style: Style) -> String {
             status_line(h, style)
         ),
     };
-    s += &format!("    verify: {}\n", status_line(&f.verify, style));
+    if asked(&f.verify) {
+        s += &format!("    verify: {}\n", status_line(&f.verify, style));
+    }
     match (f.xla_time_us, f.ixmap_time_us) {
         (Some((x, n)), Some(i)) => {
             s += &format!(

@@ -44,7 +44,17 @@ pub fn options(a: &Args) -> Result<(Options, Vec<PathBuf>), Diagnostic> {
                 }
             }
             Arg::Word(w, _) if w == "bench" => o.bench = true,
-            Arg::Word(w, _) | Arg::Str(w, _) => paths.push(PathBuf::from(w)),
+            Arg::Word(w, sp) | Arg::Str(w, sp) => {
+                let p = PathBuf::from(w);
+                if !p.exists() {
+                    return Err(
+                        Diagnostic::at(format!("{w}: no such file or directory"), *sp).with_help(
+                            "give an XLA dump directory (--xla_dump_to) or module files",
+                        ),
+                    );
+                }
+                paths.push(p)
+            }
             other => {
                 return Err(Diagnostic::at(
                     "`dump` takes directories or files of XLA's HLO text, and options",

@@ -1,0 +1,315 @@
+//! The regression corpus of real models (tests/data/xla-dumps/, see its README): every file
+//! as XLA wrote it loads; every fusion of every optimized module is indexed (its maps
+//! checked by brute force against the reference interpreter where the interpreter's work is
+//! small), emitted for CUDA (compiled by NVRTC and ptxas with no warning, when they are
+//! found; required under CI=true) and for the CPU, and verified: the CUDA text run on the
+//! CPU and the C kernel, every element against the reference.
+//!
+//! The goal is every fusion. The counts print; each test fails below its floor, which only
+//! goes up (a ratchet, as `MAX_REFUSED` in tests/gpu_sweep.rs goes down).
+
+use ixmap::dump::{self, DumpReport, FusionReport, Options, Status};
+use ixmap::hlo::interp::{all_indices, run_outputs, Tensor};
+use ixmap::hlo::workspace::Workspace;
+use ixmap::hlo::{fusion, Computation};
+use ixmap::map::IndexingMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+#[path = "common/brute.rs"]
+mod brute;
+
+/// Fusions that must verify (both kernels, every element). The corpus has FUSIONS.
+const MIN_VERIFIED: usize = 0;
+/// Fusions whose maps the brute-force check covers and passes.
+const MIN_BRUTE_FORCED: usize = 0;
+
+fn say(s: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{s}");
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/xla-dumps")
+}
+
+fn dirs() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(corpus())
+        .expect("tests/data/xla-dumps")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    v
+}
+
+fn survey() -> &'static DumpReport {
+    static R: OnceLock<DumpReport> = OnceLock::new();
+    R.get_or_init(|| {
+        let t = std::time::Instant::now();
+        let r = dump::survey(&dirs(), &Options::default(), &mut |_, _, _| {})
+            .expect("the corpus surveys");
+        say(&format!(
+            "xla dumps: surveyed in {:.1} s: {}",
+            t.elapsed().as_secs_f64(),
+            ixmap::render::dump::counts_line(&r)
+        ));
+        r
+    })
+}
+
+fn fusions() -> impl Iterator<Item = (&'static str, &'static FusionReport)> {
+    survey()
+        .modules
+        .iter()
+        .flat_map(|m| m.fusions.iter().map(move |f| (m.file.as_str(), f)))
+}
+
+fn short(file: &str) -> &str {
+    file.rsplit('/').next().unwrap_or(file)
+}
+
+#[test]
+fn every_file_loads_as_dumped() {
+    let mut n = 0;
+    let mut failed = Vec::new();
+    for d in dirs() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&d)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+            .collect();
+        files.sort();
+        for f in files {
+            n += 1;
+            let text = std::fs::read_to_string(&f).unwrap();
+            match dump::load_module(&text) {
+                Ok(ws) => assert!(
+                    ws.module.entry().is_some(),
+                    "{}: no ENTRY computation",
+                    f.display()
+                ),
+                Err(e) => failed.push(format!("{}: {}", f.display(), e.render(&text))),
+            }
+        }
+    }
+    say(&format!(
+        "xla dumps: {} of {n} files load",
+        n - failed.len()
+    ));
+    assert!(n >= 62, "the corpus has its 62 files ({n})");
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+#[test]
+fn every_fusion_indexes_emits_and_verifies() {
+    let r = survey();
+    let c = &r.counts;
+    assert_eq!(c.modules, c.modules_loaded, "every module loads");
+    let mut by_reason: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (file, f) in fusions() {
+        let why = match (&f.indexing, &f.emit_cuda, &f.emit_cpu, &f.verify) {
+            (Err(e), ..) => format!("indexing: {e}"),
+            (_, Status::Failed(e), ..) => format!("CUDA: {e}"),
+            (_, _, Status::Failed(e), _) => format!("C: {e}"),
+            (.., Status::Failed(e)) => format!("verify: {e}"),
+            (.., Status::Skipped(e)) => format!("verify skipped: {e}"),
+            _ => continue,
+        };
+        by_reason
+            .entry(ixmap::gpu::sweep::reason(&why))
+            .or_default()
+            .push(format!("{}:{}", short(file), f.name));
+    }
+    for (why, who) in &by_reason {
+        say(&format!("  {:>3} × {why}  ({})", who.len(), who.join(", ")));
+    }
+    say(&format!(
+        "xla dumps: {} of {} fusions verified (goal: all; floor {MIN_VERIFIED})",
+        c.verified, c.fusions
+    ));
+    assert_eq!(c.indexed, c.fusions, "every fusion is indexed");
+    assert_eq!(c.verify_failed, 0, "no kernel computes a wrong element");
+    assert!(
+        c.verified >= MIN_VERIFIED,
+        "{} fusions verified, below the floor {MIN_VERIFIED}",
+        c.verified
+    );
+}
+
+/// What the interpreter's run of a computation costs, roughly: elements of every
+/// instruction, and for reductions and dots the elements they fold.
+fn interpreter_work(comp: &Computation) -> i64 {
+    let mut w: i64 = 0;
+    for ins in &comp.instrs {
+        let n: i64 = ins.dims().iter().product::<i64>().max(1);
+        let folded: i64 = match ins.opcode.as_str() {
+            "reduce" | "reduce-window" | "dot" | "convolution" | "scatter" => ins
+                .operands
+                .iter()
+                .map(|&o| comp.instrs[o].dims().iter().product::<i64>())
+                .max()
+                .unwrap_or(1),
+            _ => 1,
+        };
+        w = w.saturating_add(n.saturating_mul(folded.max(1).min(1 << 20)));
+    }
+    w
+}
+
+const WORK_BUDGET: i64 = 1 << 21;
+
+/// Parameter values for the interpreter: small integers, so that indices and offsets read
+/// from parameters fall in and out of bounds.
+fn params(comp: &Computation) -> Vec<Tensor> {
+    comp.parameters()
+        .iter()
+        .enumerate()
+        .map(|(p, &id)| {
+            Tensor::parameter(p, comp.instrs[id].dims(), &move |idx: &[i64]| {
+                let h = idx.iter().fold(p as u64 * 7919 + 17, |a, &x| {
+                    a.wrapping_mul(31).wrapping_add(x as u64)
+                });
+                (h % 9) as i64 - 2
+            })
+        })
+        .collect()
+}
+
+/// Checks the output → input maps of `comp` against the interpreter at every output
+/// element; maps with runtime variables (offsets and indices read at run time) must name at
+/// least what is read.
+fn brute_force(ws: &Workspace, comp: &Computation) -> Result<(), String> {
+    let module = &ws.module;
+    let ps = params(comp);
+    let outs = run_outputs(module, comp, &ps).map_err(|e| format!("interpreter: {}", e.0))?;
+    let fi = fusion::output_to_input(module, comp);
+    for (o, per_param) in fi.outputs.iter().enumerate() {
+        let out = &outs[o];
+        for (p, maps) in per_param.iter().enumerate() {
+            let maps: Vec<IndexingMap> = maps.iter().cloned().collect();
+            if maps.iter().any(|m| m.is_undefined()) {
+                return Err(format!("output {o}, operand {p}: UNDEFINED"));
+            }
+            let over = maps.iter().any(|m| !m.runtimes.is_empty());
+            for idx in all_indices(&out.dims) {
+                let predicted = brute::image_all(&maps, &idx, None);
+                let actual = brute::reads(out, &idx, p);
+                let ok = if over {
+                    actual.is_subset(&predicted)
+                } else {
+                    actual == predicted
+                };
+                if !ok {
+                    return Err(format!(
+                        "output {o} {idx:?}, operand {p}: the interpreter reads {} elements, the maps name {} ({})",
+                        actual.len(),
+                        predicted.len(),
+                        maps.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("; ")
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn indexing_matches_the_interpreter() {
+    let mut checked = 0;
+    let mut too_big = 0;
+    let mut problems = Vec::new();
+    for d in dirs() {
+        for f in dump::module_files(&[d]).unwrap() {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let ws = dump::load_module(&text).unwrap();
+            let entry = ws.module.entry().unwrap();
+            for ins in &entry.instrs {
+                let Some(comp) = ws.module.fused_computation(ins) else {
+                    continue;
+                };
+                let flat;
+                let comp = if ixmap::hlo::inline::has_nesting(&ws.module, comp) {
+                    flat = ixmap::hlo::inline::flatten(&ws.module, comp);
+                    &flat
+                } else {
+                    comp
+                };
+                if interpreter_work(comp) > WORK_BUDGET {
+                    too_big += 1;
+                    continue;
+                }
+                match brute_force(&ws, comp) {
+                    Ok(()) => checked += 1,
+                    Err(e) => problems.push(format!(
+                        "{}:{}: {e}",
+                        short(&f.display().to_string()),
+                        ins.name
+                    )),
+                }
+            }
+        }
+    }
+    say(&format!(
+        "xla dumps: indexing of {checked} fusions checked by brute force against the interpreter; {too_big} larger than the budget ({WORK_BUDGET} interpreter steps: their models are in the CPU corpus at small sizes); {} disagree",
+        problems.len()
+    ));
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(checked >= MIN_BRUTE_FORCED);
+}
+
+#[test]
+fn emitted_cuda_compiles_without_warnings() {
+    use ixmap::gpu::nvcc::{self, Nvrtc};
+    let nvrtc = match Nvrtc::load() {
+        Ok(n) => n,
+        Err(e) if in_ci() => panic!("CI=true and {e}"),
+        Err(e) => {
+            say(&format!(
+                "\n*** SKIPPED compiling the corpus's CUDA kernels: {e}\n"
+            ));
+            return;
+        }
+    };
+    let ptxas = nvcc::find_ptxas();
+    assert!(ptxas.is_some() || !in_ci(), "CI=true and ptxas not found");
+    let tmp = std::env::temp_dir();
+    let mut n = 0;
+    let mut problems = Vec::new();
+    for (file, f) in fusions() {
+        let Some(src) = &f.cuda_source else { continue };
+        n += 1;
+        let what = format!("{}:{}", short(file), f.name);
+        match nvrtc.compile(src, "k.cu", &["--gpu-architecture=compute_90"]) {
+            Err(e) => problems.push(format!("{what}: NVRTC: {e}")),
+            Ok(c) => {
+                if !c.log.is_empty() {
+                    problems.push(format!("{what}: NVRTC: {}", c.log));
+                }
+                if let (Some(ptx), Some(pt)) = (c.ptx, ptxas.as_deref()) {
+                    match nvcc::ptxas(pt, &ptx, "sm_90", &tmp) {
+                        Ok(a) if a.ok && a.diagnostics.is_empty() => {}
+                        Ok(a) => {
+                            problems.push(format!("{what}: ptxas: {}", a.diagnostics.join("\n")))
+                        }
+                        Err(e) => problems.push(format!("{what}: ptxas: {e}")),
+                    }
+                }
+            }
+        }
+    }
+    say(&format!(
+        "xla dumps: {n} CUDA kernels compiled by NVRTC for compute_90{}; {} complaints",
+        if ptxas.is_some() {
+            " and ptxas for sm_90"
+        } else {
+            ""
+        },
+        problems.len()
+    ));
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
