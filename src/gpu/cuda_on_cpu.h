@@ -115,23 +115,30 @@ static inline bool ix_can_run(unsigned i) {
   }
 }
 
-// `threads a-b` lists of the fibers in `state`, appended to the message (at most 8 ranges).
+static void ix_append(const char *format, unsigned a, unsigned b = 0) {
+  const size_t len = strlen(ix_s.message);
+  snprintf(ix_s.message + len, sizeof ix_s.message - len, format, a, b);
+}
+
+// `; threads a-b, c returned`: the fibers in `state` (at most 8 ranges), after the message.
 static void ix_list_threads(unsigned state, const char *what) {
-  char *m = ix_s.message;
-  size_t len = strlen(m), cap = sizeof ix_s.message;
   unsigned ranges = 0, count = 0;
   for (unsigned i = 0; i < ix_s.n; ++i) count += ix_s.fibers[i].state == state;
   if (count == 0) return;
-  len += snprintf(m + len, cap - len, "; %s %s", count == 1 ? "thread" : "threads", "");
-  for (unsigned i = 0; i < ix_s.n && len < cap; ++i) {
+  ix_append(count == 1 ? "; thread " : "; threads ", 0);
+  for (unsigned i = 0; i < ix_s.n; ++i) {
     if (ix_s.fibers[i].state != state || (i > 0 && ix_s.fibers[i - 1].state == state)) continue;
     unsigned j = i;
     while (j + 1 < ix_s.n && ix_s.fibers[j + 1].state == state) ++j;
-    if (++ranges > 8) { len += snprintf(m + len, cap - len, ", ..."); break; }
-    if (j == i) len += snprintf(m + len, cap - len, "%s%u", ranges > 1 ? ", " : "", i);
-    else len += snprintf(m + len, cap - len, "%s%u-%u", ranges > 1 ? ", " : "", i, j);
+    if (++ranges > 8) {
+      ix_append(", ...", 0);
+      break;
+    }
+    ix_append(ranges > 1 ? ", " : "", 0);
+    ix_append(j == i ? "%u" : "%u-%u", i, j);
   }
-  if (len < cap) snprintf(m + len, cap - len, " %s", what);
+  const size_t len = strlen(ix_s.message);
+  snprintf(ix_s.message + len, sizeof ix_s.message - len, " %s", what);
 }
 
 // No fiber of the block can go on, and not all are done: a thread missed a barrier.
