@@ -490,7 +490,8 @@ fn scatter_maps_follow_xla_semantics() {
 /// (`atomicAdd`, a compare-and-swap loop, or for 1- and 2-byte types a compare-and-swap of
 /// the 32-bit word holding the element), with the reference's arithmetic per type (s8
 /// wraps, f16 and bf16 round after each combine). Run as CUDA on the CPU (the threads of a
-/// block are real threads) and as C, every element checked against the reference.
+/// block are fibers on one OS thread: the combines' arithmetic is checked, not their
+/// atomicity under contention) and as C, every element checked against the reference.
 #[test]
 fn scatters_of_every_element_width_combine_exactly() {
     if !has_cxx() {

@@ -1,7 +1,7 @@
 //! The emitted CUDA source, run on the CPU: the same text `emit ... target=cuda` prints,
 //! compiled by the host C++ compiler after a small header of ours (`cuda_on_cpu.h`:
 //! `threadIdx`/`blockIdx`/`blockDim`/`gridDim`, `__global__`/`__device__`/`__shared__`,
-//! `__syncthreads` as a barrier of a block's real threads, `__shfl_down_sync`), launched
+//! `__syncthreads` as a barrier of a block's fibers, `__shfl_down_sync`), launched
 //! over the launch's grid and checked element by element against the reference. A kernel
 //! that compiles for a GPU can still index wrongly; this finds it on a laptop.
 
@@ -34,7 +34,7 @@ pub fn translation_unit(spec: &KernelSpec, launch: &Launch, source: &str, entry:
         ));
     }
     format!(
-        "{HEADER}\nnamespace ixk {{\n{source}}}\n\nextern \"C\" void ix_launch(void **args) {{\n  ix_launch_grid({}, {}, {}, [&] {{ ixk::{entry}({}); }});\n}}\n",
+        "{HEADER}\nnamespace ixk {{\n{source}}}\n\nextern \"C\" const char *ix_launch(void **args) {{\n  return ix_launch_grid({}, {}, {}, [&] {{ ixk::{entry}({}); }});\n}}\n",
         launch.grid[0],
         launch.grid[1],
         launch.block[0],
@@ -132,7 +132,8 @@ pub fn check_inputs(
         // exports `ix_launch(void **)`.
         let lib = unsafe { libloading::Library::new(&so) }
             .map_err(|e| err(format!("cannot load the kernel: {e}")))?;
-        type Launch = unsafe extern "C" fn(*mut *mut std::ffi::c_void);
+        // Null, or why the launch stopped (a deadlock at a barrier).
+        type Launch = unsafe extern "C" fn(*mut *mut std::ffi::c_void) -> *const std::ffi::c_char;
         let f: Launch = unsafe {
             *lib.get::<Launch>(b"ix_launch")
                 .map_err(|e| err(format!("no ix_launch: {e}")))?
@@ -143,7 +144,19 @@ pub fn check_inputs(
         };
         // SAFETY: the arguments are as `run_verified` requires (`ix_launch` takes the
         // inputs then the outputs, as the kernel's parameters are declared).
-        unsafe { run_verified(spec, inputs, &mut |args| f(args.as_mut_ptr())) }.map(|()| bits)
+        let mut stopped = None;
+        let verified = unsafe {
+            run_verified(spec, inputs, &mut |args| {
+                let m = f(args.as_mut_ptr());
+                if !m.is_null() {
+                    stopped = Some(std::ffi::CStr::from_ptr(m).to_string_lossy().into_owned());
+                }
+            })
+        };
+        match stopped {
+            Some(m) => Err(err(format!("the kernel did not run to its end: {m}"))),
+            None => verified.map(|()| bits),
+        }
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
