@@ -697,24 +697,56 @@ pub fn survey(
                 .join(", ")
         ));
     }
-    let mut modules = Vec::new();
     let mut times_of: Vec<(PathBuf, Option<KernelTimes>)> = Vec::new();
-    for (k, f) in files.iter().enumerate() {
+    for f in &files {
         let dir = f.parent().map(Path::to_path_buf).unwrap_or_default();
         if !times_of.iter().any(|(d, _)| d == &dir) {
             let t = KernelTimes::read(&dir.join("xla-kernel-times-ncu.csv"));
-            times_of.push((dir.clone(), t));
-        }
-        let times = times_of
-            .iter()
-            .find(|(d, _)| d == &dir)
-            .and_then(|(_, t)| t.as_ref());
-        modules.push(survey_file(f, opts, times));
-        progress(k + 1, files.len(), &f.display().to_string());
-        if crate::interrupted() {
-            break;
+            times_of.push((dir, t));
         }
     }
+    let times_for = |f: &Path| {
+        let dir = f.parent().map(Path::to_path_buf).unwrap_or_default();
+        times_of
+            .iter()
+            .find(|(d, _)| d == &dir)
+            .and_then(|(_, t)| t.as_ref())
+    };
+    // Modules are independent: surveyed by a few threads (each verification compiles and
+    // runs kernels), reported in file order. Benchmarks on the GPU run one at a time.
+    let workers = if opts.bench {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(2, |n| n.get().min(4))
+    };
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut slots: Vec<Option<ModuleReport>> = vec![None; files.len()];
+    std::thread::scope(|sc| {
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, ModuleReport)>();
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let (files, next, times_for) = (&files, &next, &times_for);
+            sc.spawn(move || loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(f) = files.get(k) else { break };
+                if crate::interrupted() {
+                    break;
+                }
+                let m = survey_file(f, opts, times_for(f));
+                if tx.send((k, m)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut done = 0;
+        for (k, m) in rx {
+            done += 1;
+            progress(done, files.len(), &files[k].display().to_string());
+            slots[k] = Some(m);
+        }
+    });
+    let modules: Vec<ModuleReport> = slots.into_iter().flatten().collect();
     Ok(DumpReport::new(modules, *opts))
 }
 
