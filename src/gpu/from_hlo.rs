@@ -30,7 +30,7 @@ fn tensor(name: &str, shape: &Shape) -> Result<Tensor, String> {
     }
     let elem = ElemType::from_hlo(shape.elem()).ok_or_else(|| {
         format!(
-            "`{name}` has element type {}; kernels are emitted for pred, s8-s64, u8-u64, f16, bf16, f32 and f64 (complex types are not supported)",
+            "`{name}` has element type {}; kernels are emitted for pred, s8-s64, u8-u64, f16, bf16, f32 and f64 (complex element types are not supported)",
             shape.elem()
         )
     })?;
