@@ -852,8 +852,9 @@ pub fn c_unary(op: UnOp, x: &str, elem: ElemType) -> Option<String> {
         ("", "1.0")
     };
     Some(match op {
-        // `-(x)`: a negative constant operand must not make `--`.
-        UnOp::Neg => format!("(-({x}))"),
+        // A negative constant operand in parentheses: `--` would be a decrement.
+        UnOp::Neg if x.starts_with('-') => format!("(-({x}))"),
+        UnOp::Neg => format!("(-{x})"),
         UnOp::Abs => format!("fabs{f}({x})"),
         UnOp::Exp => format!("exp{f}({x})"),
         UnOp::Log => format!("log{f}({x})"),
