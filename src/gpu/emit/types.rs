@@ -10,6 +10,10 @@
 //! - integer `+ - *` wrap: computed in the unsigned type of the width (at least 32 bits, so
 //!   C's promotion to `int` cannot overflow) and converted back; `/` and `%` by helpers with
 //!   XLA's semantics (`x / 0 = -1`, `x % 0 = x`, `MIN / -1 = MIN`, `MIN % -1 = 0`);
+//! - the integer ops with edge cases are helpers with XLA's semantics: shifts by the width
+//!   or more (`ix_shl_T`, `ix_shra_T`, `ix_shrl_T`), `ix_pow_T` (wrapping; a negative
+//!   exponent truncates), `ix_popcnt_T` and `ix_clz_T` (the type's own width, `clz(0)` the
+//!   width), `ix_sign_T`; `ix_bc_A_B` reinterprets bits (bitcast-convert);
 //! - float → integer conversion saturates, NaN gives 0 (`ix_f2i_T`); a `double` reaches
 //!   `f16`/`bf16` through `ix_d2f_odd` (round to odd in `float`, then one rounding to the
 //!   16-bit type: no double-rounding error).
