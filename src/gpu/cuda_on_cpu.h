@@ -261,6 +261,13 @@ static inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i
 
 static inline long long __double_as_longlong(double f) { long long i; memcpy(&i, &f, 8); return i; }
 
+// Bit counts (popcnt, count-leading-zeros): __clz and __clzll count 32 and 64 for 0, as on
+// the GPU (GCC's builtins are undefined there).
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
+static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+
 // Atomics (a scatter's combining stores), on the host's atomics (GCC's __atomic builtins):
 // atomicCAS returns the value it found, atomicAdd the value before the add.
 static inline int atomicCAS(int *a, int expected, int desired) {

@@ -30,7 +30,7 @@ fn tensor(name: &str, shape: &Shape) -> Result<Tensor, String> {
     }
     let elem = ElemType::from_hlo(shape.elem()).ok_or_else(|| {
         format!(
-            "`{name}` has element type {}; kernels are emitted for pred, s8-s64, u8-u64, f16, bf16, f32 and f64",
+            "`{name}` has element type {}; kernels are emitted for pred, s8-s64, u8-u64, f16, bf16, f32 and f64 (complex element types are not supported)",
             shape.elem()
         )
     })?;
@@ -219,15 +219,34 @@ impl<'a> Builder<'a> {
             let (c, a, b) = (parts.remove(0), parts.remove(0), parts.remove(0));
             return Ok(Body::Select(Box::new(c), Box::new(a), Box::new(b)));
         }
-        if let Some(u) = UnOp::from_hlo(op) {
+        let unary = match op {
+            "bitcast-convert" => ElemType::from_hlo(ins.shape.elem()).map(UnOp::BitcastConvert),
+            _ => UnOp::from_hlo(op),
+        };
+        if let (Some(u), [a0]) = (unary, ins.operands.as_slice()) {
+            let t = self.elem_of(*a0)?;
+            u.check(t).map_err(|e| format!("`{}`: {e}", ins.name))?;
             let m = Self::then(map, &self.op_map(id, 0)?)?;
-            return Ok(Body::Unary(
-                u,
-                Box::new(self.body(ins.operands[0], &m, false)?),
-            ));
+            return Ok(Body::Unary(u, Box::new(self.body(*a0, &m, false)?)));
         }
-        if let Some(b) = BinOp::from_hlo(op) {
-            let (a0, a1) = (ins.operands[0], ins.operands[1]);
+        if op == "clamp" && ins.operands.len() == 3 {
+            // clamp(lo, x, hi) = min(max(x, lo), hi), with max and min's NaN semantics.
+            let mut parts = Vec::new();
+            for k in 0..3 {
+                let m = Self::then(map, &self.op_map(id, k)?)?;
+                parts.push(self.body(ins.operands[k], &m, false)?);
+            }
+            let (lo, x, hi) = (parts.remove(0), parts.remove(0), parts.remove(0));
+            let max = Body::Binary(BinOp::Max, Box::new(x), Box::new(lo));
+            return Ok(Body::Binary(BinOp::Min, Box::new(max), Box::new(hi)));
+        }
+        if let Some(why) = elementwise_refusal(op) {
+            return Err(format!("`{}`: {why}", ins.name));
+        }
+        if let (Some(b), [a0, a1]) = (BinOp::from_hlo(op), ins.operands.as_slice()) {
+            let (a0, a1) = (*a0, *a1);
+            let t = self.elem_of(a0)?;
+            b.check(t).map_err(|e| format!("`{}`: {e}", ins.name))?;
             let m0 = Self::then(map, &self.op_map(id, 0)?)?;
             let m1 = Self::then(map, &self.op_map(id, 1)?)?;
             let x = self.body(a0, &m0, false)?;
@@ -280,6 +299,18 @@ impl<'a> Builder<'a> {
         ))
     }
 
+    /// The element type of instruction `id`'s value.
+    fn elem_of(&self, id: InstrId) -> Result<ElemType, String> {
+        let ins = &self.comp.instrs[id];
+        ElemType::from_hlo(ins.shape.elem()).ok_or_else(|| {
+            format!(
+                "`{}` has element type {}, which is not emitted",
+                ins.name,
+                ins.shape.elem()
+            )
+        })
+    }
+
     /// The binary op a reduction applies, from its `to_apply` computation.
     fn reducer(&self, ins: &Instr) -> Result<BinOp, String> {
         let name = ins
@@ -299,6 +330,21 @@ impl<'a> Builder<'a> {
             )
         })
     }
+}
+
+/// Why an elementwise op of XLA's that has no emitter is refused.
+fn elementwise_refusal(op: &str) -> Option<&'static str> {
+    Some(match op {
+        "complex" | "real" | "imag" => {
+            "complex element types (c64, c128) are not supported, so complex, real and imag are not emitted"
+        }
+        "stochastic-convert" => {
+            "stochastic-convert is not emitted: how its rounding uses the random bits is not specified by XLA's operation semantics"
+        }
+        "reduce-precision" => "reduce-precision has no emitter yet",
+        "map" => "map (an elementwise call of a computation) has no emitter yet",
+        _ => return None,
+    })
 }
 
 /// The spec of a fused computation: its parameters are the inputs, its root the output.

@@ -54,21 +54,114 @@ fn in_wheels(package: &str, rest: &str) -> Vec<PathBuf> {
     out
 }
 
-/// The folder holding `cuda_fp16.h` and `cuda_bf16.h` (NVRTC has no system headers):
-/// `IXMAP_CUDA_INCLUDE`, the `nvidia-cuda-runtime-cu12` wheel's `include/`, or
-/// `/usr/local/cuda/include`.
-pub fn cuda_include_dir() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("IXMAP_CUDA_INCLUDE") {
-        return Some(PathBuf::from(p));
+/// Where NVRTC found the 16-bit float types' headers (`cuda_fp16.h`, `cuda_bf16.h`): the
+/// directory, and why it was searched (`IXMAP_CUDA_INCLUDE`, `CUDA_HOME`, the directory of
+/// `nvcc` on PATH, ...).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CudaInclude {
+    pub dir: PathBuf,
+    pub from: String,
+}
+
+impl std::fmt::Display for CudaInclude {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.dir.display(), self.from)
     }
-    if let Some(p) = in_wheels("cuda_runtime", "include/cuda_fp16.h")
-        .into_iter()
-        .next()
+}
+
+/// The directories that may hold `cuda_fp16.h`, in the order they are searched, each with
+/// why: `IXMAP_CUDA_INCLUDE`; `CUDA_HOME/include` and `CUDA_PATH/include` (a CUDA
+/// installation); `../include` beside each `nvcc` on `PATH`; each of `system` (for the
+/// real search, `/usr/local/cuda/include`); then NVIDIA's pip wheels in each of `venvs`:
+/// `nvidia/cuda_runtime/include` (`nvidia-cuda-runtime-cu12`) and `nvidia/cu13/include`
+/// (CUDA 13's wheels). `env` reads an environment variable.
+pub fn include_candidates(
+    env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    system: &[PathBuf],
+    venvs: &[PathBuf],
+) -> Vec<CudaInclude> {
+    let mut out = Vec::new();
+    let mut push = |dir: PathBuf, from: String| out.push(CudaInclude { dir, from });
+    if let Some(p) = env("IXMAP_CUDA_INCLUDE") {
+        push(PathBuf::from(p), "IXMAP_CUDA_INCLUDE".into());
+    }
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(p) = env(var) {
+            push(PathBuf::from(p).join("include"), format!("{var}/include"));
+        }
+    }
+    if let Some(path) = env("PATH") {
+        for d in std::env::split_paths(&path) {
+            if d.join("nvcc").is_file() {
+                if let Some(root) = d.parent() {
+                    push(
+                        root.join("include"),
+                        format!("beside {}", d.join("nvcc").display()),
+                    );
+                }
+            }
+        }
+    }
+    for d in system {
+        push(d.clone(), "the system's CUDA".into());
+    }
+    for venv in venvs {
+        let Ok(libs) = std::fs::read_dir(venv.join("lib")) else {
+            continue;
+        };
+        let mut pys: Vec<PathBuf> = libs.flatten().map(|e| e.path()).collect();
+        pys.sort();
+        for py in pys {
+            let nv = py.join("site-packages/nvidia");
+            push(
+                nv.join("cuda_runtime/include"),
+                "the nvidia-cuda-runtime-cu12 wheel".into(),
+            );
+            push(nv.join("cu13/include"), "CUDA 13's pip wheels".into());
+        }
+    }
+    out
+}
+
+/// The first of [`include_candidates`] that holds `cuda_fp16.h`, or an error that lists
+/// every directory searched.
+pub fn find_cuda_include(candidates: &[CudaInclude]) -> Result<CudaInclude, String> {
+    if let Some(c) = candidates
+        .iter()
+        .find(|c| c.dir.join("cuda_fp16.h").is_file())
     {
-        return p.parent().map(PathBuf::from);
+        return Ok(c.clone());
     }
-    let p = PathBuf::from("/usr/local/cuda/include");
-    p.join("cuda_fp16.h").is_file().then_some(p)
+    let looked: Vec<String> = candidates.iter().map(|c| c.to_string()).collect();
+    Err(format!(
+        "no directory has cuda_fp16.h (f16 and bf16 kernels need CUDA's headers): looked in {}; set IXMAP_CUDA_INCLUDE or CUDA_HOME, or install nvidia-cuda-runtime-cu12",
+        if looked.is_empty() {
+            "nothing (no CUDA_HOME, CUDA_PATH, nvcc on PATH, /usr/local/cuda or Python environment)".to_string()
+        } else {
+            looked.join(", ")
+        }
+    ))
+}
+
+/// The directory of `cuda_fp16.h` and `cuda_bf16.h` for NVRTC (which has no system
+/// headers), searched as [`include_candidates`] says in this process's environment.
+pub fn cuda_include() -> Result<CudaInclude, String> {
+    let env = |v: &str| std::env::var_os(v);
+    find_cuda_include(&include_candidates(
+        &env,
+        &[PathBuf::from("/usr/local/cuda/include")],
+        &venvs(),
+    ))
+}
+
+/// [`cuda_include`]'s directory, if one is found.
+pub fn cuda_include_dir() -> Option<PathBuf> {
+    cuda_include().ok().map(|c| c.dir)
+}
+
+/// Whether a CUDA source includes CUDA's headers (the 16-bit float types').
+pub fn needs_cuda_headers(source: &str) -> bool {
+    source.contains("#include <cuda_")
 }
 
 /// The ptxas program, if one is found.
@@ -114,10 +207,12 @@ pub struct Nvrtc {
 }
 
 /// What NVRTC made of one program: PTX when it compiled, and its log (warnings and
-/// errors, empty when there are none).
+/// errors, empty when there are none); where CUDA's headers were found, when it includes
+/// them.
 pub struct Compiled {
     pub ptx: Option<String>,
     pub log: String,
+    pub include: Option<CudaInclude>,
 }
 
 impl Nvrtc {
@@ -182,12 +277,15 @@ impl Nvrtc {
         let src = CString::new(source).map_err(|_| "a NUL in the source".to_string())?;
         let cname = CString::new(name).map_err(|_| "a NUL in the name".to_string())?;
         let mut options: Vec<String> = options.iter().map(|o| o.to_string()).collect();
-        // The 16-bit float types' headers, for kernels that include them.
-        if source.contains("#include <cuda_") {
-            if let Some(dir) = cuda_include_dir() {
-                options.push(format!("--include-path={}", dir.display()));
-            }
-        }
+        // The 16-bit float types' headers, for kernels that include them: without them
+        // NVRTC would only say it cannot open the file, not where it was looked for.
+        let include = if needs_cuda_headers(source) {
+            let inc = cuda_include()?;
+            options.push(format!("--include-path={}", inc.dir.display()));
+            Some(inc)
+        } else {
+            None
+        };
         let opts: Vec<CString> = options
             .iter()
             .map(|o| CString::new(o.as_str()).map_err(|_| "a NUL in an option".to_string()))
@@ -228,6 +326,7 @@ impl Nvrtc {
             Ok(Compiled {
                 ptx,
                 log: log.trim().to_string(),
+                include,
             })
         }
     }
@@ -325,6 +424,89 @@ pub fn parse_ptxas(text: &str) -> (Vec<KernelResources>, Vec<String>) {
 mod tests {
     use super::*;
 
+    /// The header search on a made-up machine in a temporary directory: each place CUDA may
+    /// be installed, found in order; the first with `cuda_fp16.h` wins; with none, the
+    /// error names every directory searched.
+    #[test]
+    fn cuda_headers_are_searched_in_order_and_the_error_says_where() {
+        let t = std::env::temp_dir().join(format!("ixmap-cuda-include-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&t);
+        let header = |d: &Path| {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(d.join("cuda_fp16.h"), "").unwrap();
+        };
+        let explicit = t.join("explicit");
+        std::fs::create_dir_all(&explicit).unwrap(); // set, but without the header
+        header(&t.join("home/include"));
+        header(&t.join("path-cuda/include"));
+        std::fs::create_dir_all(t.join("path-cuda/bin")).unwrap();
+        std::fs::write(t.join("path-cuda/bin/nvcc"), "").unwrap();
+        header(&t.join("system"));
+        let site = t.join("venv/lib/python3.12/site-packages/nvidia");
+        header(&site.join("cuda_runtime/include"));
+        header(&site.join("cu13/include"));
+        let vars: Vec<(&str, std::ffi::OsString)> = vec![
+            ("IXMAP_CUDA_INCLUDE", explicit.clone().into()),
+            ("CUDA_PATH", t.join("home").into()),
+            (
+                "PATH",
+                std::env::join_paths([t.join("nowhere"), t.join("path-cuda/bin")]).unwrap(),
+            ),
+        ];
+        let env = |v: &str| vars.iter().find(|(k, _)| *k == v).map(|(_, p)| p.clone());
+        let system = [t.join("system")];
+        let venvs = [t.join("venv")];
+        let c = include_candidates(&env, &system, &venvs);
+        let dirs: Vec<PathBuf> = c.iter().map(|c| c.dir.clone()).collect();
+        assert_eq!(
+            dirs,
+            vec![
+                explicit.clone(),
+                t.join("home/include"),
+                t.join("path-cuda/include"),
+                t.join("system"),
+                site.join("cuda_runtime/include"),
+                site.join("cu13/include"),
+            ]
+        );
+        assert_eq!(c[1].from, "CUDA_PATH/include");
+        assert!(c[2].from.starts_with("beside ") && c[2].from.ends_with("nvcc"));
+        // The explicit directory lacks the header: CUDA_PATH's is used.
+        assert_eq!(find_cuda_include(&c).unwrap().dir, t.join("home/include"));
+        // Then, as each is removed, the next.
+        for (gone, next) in [
+            (t.join("home/include"), t.join("path-cuda/include")),
+            (t.join("path-cuda/include"), t.join("system")),
+            (t.join("system"), site.join("cuda_runtime/include")),
+            (site.join("cuda_runtime/include"), site.join("cu13/include")),
+        ] {
+            std::fs::remove_file(gone.join("cuda_fp16.h")).unwrap();
+            let found = find_cuda_include(&include_candidates(&env, &system, &venvs)).unwrap();
+            assert_eq!(found.dir, next);
+        }
+        // CUDA_HOME comes before CUDA_PATH.
+        header(&t.join("home2/include"));
+        let env2 = |v: &str| match v {
+            "CUDA_HOME" => Some(t.join("home2").into()),
+            _ => env(v),
+        };
+        let found = find_cuda_include(&include_candidates(&env2, &system, &venvs)).unwrap();
+        assert_eq!(
+            (found.dir, found.from.as_str()),
+            (t.join("home2/include"), "CUDA_HOME/include")
+        );
+        // None left: the error lists every directory searched.
+        std::fs::remove_file(site.join("cu13/include/cuda_fp16.h")).unwrap();
+        let e = find_cuda_include(&include_candidates(&env, &system, &venvs)).unwrap_err();
+        for d in &dirs {
+            assert!(e.contains(&d.display().to_string()), "{e}");
+        }
+        assert!(e.contains("no directory has cuda_fp16.h"), "{e}");
+        let none = find_cuda_include(&include_candidates(&|_| None, &[], &[])).unwrap_err();
+        assert!(none.contains("looked in nothing"), "{none}");
+        let _ = std::fs::remove_dir_all(&t);
+    }
+
     #[test]
     fn parses_ptxas_verbose_output() {
         let text = "ptxas info    : 0 bytes gmem\n\
@@ -410,6 +592,9 @@ pub fn resource_comment(source: &str) -> Option<String> {
             }
         }
         Err(e) => out += &format!("// ptxas: {e}\n"),
+    }
+    if let Some(inc) = &c.include {
+        out += &format!("// CUDA headers: {inc}\n");
     }
     Some(out)
 }

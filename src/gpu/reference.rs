@@ -532,8 +532,9 @@ impl<'a> Reference<'a> {
                 acc
             }
             Body::Unary(op, a) => {
+                // The operand's type: `is-finite` and `bitcast-convert` give another.
                 let x = self.body(a, idx)?;
-                unary(*op, ty, x)?
+                unary(*op, self.ty(a), x)?
             }
             Body::Binary(op, a, b) => {
                 let x = self.body(a, idx)?;
@@ -754,46 +755,220 @@ fn not_for(what: &str, elem: ElemType) -> MapError {
     MapError::Other(format!("{what} is not defined on {}", elem.hlo_name()))
 }
 
-/// `op x` in type `elem` (floats of 16 bits computed in f32 and rounded).
+/// `op x` for `x` of type `elem` (floats of 16 bits computed in f32 and rounded); the result
+/// has the type [`UnOp::result_elem`] gives. See [`UnOp`] for the semantics.
 pub fn unary(op: UnOp, elem: ElemType, x: Scalar) -> Result<Scalar, MapError> {
-    if elem.is_int() || elem == ElemType::Pred {
+    op.check(elem).map_err(MapError::Other)?;
+    if let UnOp::BitcastConvert(to) = op {
+        return Ok(bitcast(elem, to, x));
+    }
+    if !elem.is_float() {
         let i = x.int(elem);
+        let bits = elem.bits();
+        // The bits of the operand's width, as an unsigned number.
+        let u = (i as u128) & ((1u128 << bits) - 1);
         return Ok(Scalar::I(match op {
             UnOp::Neg => wrap(elem, -i),
             UnOp::Abs => wrap(elem, i.abs()),
-            _ => return Err(not_for(&format!("{op:?}"), elem)),
+            UnOp::Sign => wrap(elem, i.signum()),
+            UnOp::Not if elem == ElemType::Pred => (i == 0) as i64,
+            UnOp::Not => wrap(elem, !i),
+            UnOp::Popcnt => u.count_ones() as i64,
+            UnOp::Clz => (u.leading_zeros() - (128 - bits)) as i64,
+            _ => return Err(not_for(op.hlo_name(), elem)),
         }));
     }
     let v = x.float(elem);
+    if op == UnOp::IsFinite {
+        return Ok(Scalar::I(v.is_finite() as i64));
+    }
     let r = if elem == ElemType::F64 {
-        match op {
-            UnOp::Neg => -v,
-            UnOp::Abs => v.abs(),
-            UnOp::Exp => v.exp(),
-            UnOp::Log => v.ln(),
-            UnOp::Sqrt => v.sqrt(),
-            UnOp::Tanh => v.tanh(),
-        }
+        unary_f64(op, v)
     } else {
-        let f = v as f32;
-        (match op {
-            UnOp::Neg => -f,
-            UnOp::Abs => f.abs(),
-            UnOp::Exp => f.exp(),
-            UnOp::Log => f.ln(),
-            UnOp::Sqrt => f.sqrt(),
-            UnOp::Tanh => f.tanh(),
-        }) as f64
+        unary_f32(op, v as f32) as f64
     };
     Ok(Scalar::F(round_float(elem, r)))
 }
 
+/// A float op in f64 (libm's functions, as C's).
+fn unary_f64(op: UnOp, v: f64) -> f64 {
+    match op {
+        UnOp::Neg => -v,
+        UnOp::Abs => v.abs(),
+        UnOp::Exp => v.exp(),
+        UnOp::Log => v.ln(),
+        UnOp::Sqrt => v.sqrt(),
+        UnOp::Tanh => v.tanh(),
+        UnOp::Rsqrt => 1.0 / v.sqrt(),
+        UnOp::Cbrt => v.cbrt(),
+        UnOp::Expm1 => v.exp_m1(),
+        UnOp::Log1p => v.ln_1p(),
+        UnOp::Logistic => 1.0 / (1.0 + (-v).exp()),
+        UnOp::Sin => v.sin(),
+        UnOp::Cos => v.cos(),
+        UnOp::Tan => v.tan(),
+        UnOp::Erf => erf(v),
+        UnOp::Sign => sign_f(v),
+        UnOp::Floor => v.floor(),
+        UnOp::Ceil => v.ceil(),
+        UnOp::RoundAfz => v.round(),
+        UnOp::RoundEven => v.round_ties_even(),
+        // Not float functions: refused before.
+        UnOp::IsFinite | UnOp::Not | UnOp::Popcnt | UnOp::Clz | UnOp::BitcastConvert(_) => f64::NAN,
+    }
+}
+
+/// A float op in f32, each step rounded to f32 as C's `float` arithmetic and libm's `f`
+/// functions do (`erf` is computed in f64 and rounded once).
+fn unary_f32(op: UnOp, f: f32) -> f32 {
+    match op {
+        UnOp::Neg => -f,
+        UnOp::Abs => f.abs(),
+        UnOp::Exp => f.exp(),
+        UnOp::Log => f.ln(),
+        UnOp::Sqrt => f.sqrt(),
+        UnOp::Tanh => f.tanh(),
+        UnOp::Rsqrt => 1.0 / f.sqrt(),
+        UnOp::Cbrt => f.cbrt(),
+        UnOp::Expm1 => f.exp_m1(),
+        UnOp::Log1p => f.ln_1p(),
+        UnOp::Logistic => 1.0 / (1.0 + (-f).exp()),
+        UnOp::Sin => f.sin(),
+        UnOp::Cos => f.cos(),
+        UnOp::Tan => f.tan(),
+        UnOp::Erf => erf(f as f64) as f32,
+        UnOp::Sign => sign_f(f as f64) as f32,
+        UnOp::Floor => f.floor(),
+        UnOp::Ceil => f.ceil(),
+        UnOp::RoundAfz => f.round(),
+        UnOp::RoundEven => f.round_ties_even(),
+        UnOp::IsFinite | UnOp::Not | UnOp::Popcnt | UnOp::Clz | UnOp::BitcastConvert(_) => f32::NAN,
+    }
+}
+
+/// -1 or 1 by the sign; NaN and zeros (either sign) as they are.
+fn sign_f(v: f64) -> f64 {
+    if v > 0.0 {
+        1.0
+    } else if v < 0.0 {
+        -1.0
+    } else {
+        v
+    }
+}
+
+/// The error function, to a few units in the last place of f64: below 2.5 the series
+/// `erf(a) = 2/sqrt(pi) exp(-a^2) sum_n (2a^2)^n a / (1 3 5 .. (2n+1))` (positive terms, no
+/// cancellation); from 2.5 `1 - erfc(a)` with erfc's continued fraction
+/// `exp(-a^2) / sqrt(pi) / (a + (1/2) / (a + 1 / (a + (3/2) / (a + ...))))`; from 6 on,
+/// ±1 (erfc(6) < 2^-55).
+pub fn erf(x: f64) -> f64 {
+    const FRAC_2_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
+    if x.is_nan() || x == 0.0 {
+        return x;
+    }
+    let a = x.abs();
+    let r = if a >= 6.0 {
+        1.0
+    } else if a < 2.5 {
+        let a2 = a * a;
+        let (mut term, mut sum) = (a, a);
+        let mut n = 0.0;
+        while term > sum * 1e-18 {
+            n += 1.0;
+            term *= 2.0 * a2 / (2.0 * n + 1.0);
+            sum += term;
+        }
+        FRAC_2_SQRT_PI * (-a2).exp() * sum
+    } else {
+        let mut t = a;
+        for k in (1..=120).rev() {
+            t = a + (k as f64 / 2.0) / t;
+        }
+        1.0 - FRAC_2_SQRT_PI / 2.0 * (-a * a).exp() / t
+    };
+    r.copysign(x)
+}
+
+/// The bits of `x`, of type `from`, read as a value of type `to` (the same width). A NaN
+/// is first the canonical quiet NaN of `from` (see [`UnOp::BitcastConvert`]).
+fn bitcast(from: ElemType, to: ElemType, x: Scalar) -> Scalar {
+    if from == to {
+        return x;
+    }
+    let bits: u64 = match from {
+        ElemType::F16 | ElemType::BF16 => {
+            let v = x.float(from);
+            match (v.is_nan(), from) {
+                (true, ElemType::F16) => 0x7e00,
+                (true, _) => 0x7fc0,
+                (false, _) => half_bits(from, v) as u64,
+            }
+        }
+        ElemType::F32 => {
+            let v = x.float(from);
+            if v.is_nan() {
+                0x7fc0_0000
+            } else {
+                (v as f32).to_bits() as u64
+            }
+        }
+        ElemType::F64 => {
+            let v = x.float(from);
+            if v.is_nan() {
+                0x7ff8_0000_0000_0000
+            } else {
+                v.to_bits()
+            }
+        }
+        _ => {
+            let b = from.bits();
+            ((x.int(from) as u128) & ((1u128 << b) - 1)) as u64
+        }
+    };
+    match to {
+        ElemType::F16 | ElemType::BF16 => Scalar::F(half_value(to, bits as u16)),
+        ElemType::F32 => Scalar::F(f32::from_bits(bits as u32) as f64),
+        ElemType::F64 => Scalar::F(f64::from_bits(bits)),
+        _ => Scalar::I(wrap(to, bits as i128)),
+    }
+}
+
+/// `a ^ b` on integers of type `elem`, wrapping: by squaring over every bit of a
+/// non-negative exponent; a negative one gives the truncated quotient `1 / a^|b|` (0 unless
+/// `a` is 1 or -1; 0 for `a = 0` too).
+fn int_pow(elem: ElemType, a: i128, b: i128) -> i128 {
+    if b < 0 {
+        return match a {
+            1 => 1,
+            -1 if b % 2 != 0 => -1,
+            -1 => 1,
+            _ => 0,
+        };
+    }
+    let (mut r, mut x, mut e) = (1u64, wrap(elem, a) as u64, b as u128);
+    while e != 0 {
+        if e & 1 == 1 {
+            r = r.wrapping_mul(x);
+        }
+        x = x.wrapping_mul(x);
+        e >>= 1;
+    }
+    r as i128
+}
+
 /// `x op y` in type `elem`: floats of 16 bits computed in f32 and rounded; integers
-/// wrapping, with XLA's division and remainder by 0 and of the minimum by -1.
+/// wrapping, with XLA's division and remainder by 0 and of the minimum by -1. See [`BinOp`]
+/// for the semantics.
 pub fn binary(op: BinOp, elem: ElemType, x: Scalar, y: Scalar) -> Result<Scalar, MapError> {
+    op.check(elem).map_err(MapError::Other)?;
     if elem.is_int() || elem == ElemType::Pred {
         let (a, b) = (x.int(elem), y.int(elem));
         let (lo, _) = int_range(elem);
+        let bits = elem.bits();
+        let mask = (1u128 << bits) - 1;
+        // A shift count is read as unsigned of the type's width.
+        let count = (b as u128) & mask;
         let r = match op {
             BinOp::Add => a + b,
             BinOp::Sub => a - b,
@@ -806,14 +981,39 @@ pub fn binary(op: BinOp, elem: ElemType, x: Scalar, y: Scalar) -> Result<Scalar,
             BinOp::Rem => a % b,
             BinOp::Max => a.max(b),
             BinOp::Min => a.min(b),
+            BinOp::And => a & b,
+            BinOp::Or => a | b,
+            BinOp::Xor => a ^ b,
+            BinOp::Pow => int_pow(elem, a, b),
+            BinOp::Shl if count >= bits as u128 => 0,
+            BinOp::Shl => ((a as u128 & mask) << count) as i128,
+            BinOp::ShrL if count >= bits as u128 => 0,
+            BinOp::ShrL => ((a as u128 & mask) >> count) as i128,
+            BinOp::ShrA => {
+                // The value as signed of the type's width, shifted arithmetically.
+                let sh = 128 - bits;
+                let signed = ((a as u128 & mask) << sh) as i128 >> sh;
+                signed >> count.min(bits as u128 - 1)
+            }
+            BinOp::Atan2 => return Err(not_for(op.hlo_name(), elem)),
         };
         return Ok(Scalar::I(wrap(elem, r)));
     }
     let (a, b) = (x.float(elem), y.float(elem));
     let r = if elem == ElemType::F64 {
-        binary_f(op, a, b)
+        match op {
+            BinOp::Pow => a.powf(b),
+            BinOp::Atan2 => a.atan2(b),
+            _ => binary_f(op, a, b),
+        }
     } else {
-        binary_f(op, a as f32 as f64, b as f32 as f64) as f32 as f64
+        let (fa, fb) = (a as f32, b as f32);
+        match op {
+            // libm's `powf` and `atan2f`, as C's.
+            BinOp::Pow => fa.powf(fb) as f64,
+            BinOp::Atan2 => fa.atan2(fb) as f64,
+            _ => binary_f(op, fa as f64, fb as f64) as f32 as f64,
+        }
     };
     Ok(Scalar::F(round_float(elem, r)))
 }
@@ -842,6 +1042,10 @@ fn binary_f(op: BinOp, x: f64, y: f64) -> f64 {
                 y
             }
         }
+        BinOp::Pow => x.powf(y),
+        BinOp::Atan2 => x.atan2(y),
+        // Not defined on floats (refused before).
+        BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::ShrA | BinOp::ShrL => f64::NAN,
     }
 }
 

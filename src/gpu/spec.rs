@@ -234,6 +234,23 @@ impl Tensor {
     }
 }
 
+/// An elementwise unary op of XLA's operation semantics. Floats of 16 bits compute in f32
+/// and round to nearest even after the op; the float functions (`exp`, `sin`, `erf`, ...)
+/// are libm's (CUDA's on the GPU, within a few units in the last place). Semantics where
+/// they are not obvious:
+///
+/// - `Abs`/`Neg` of the most negative integer is itself (wrapping); of `pred`, itself;
+/// - `Sign`: -1, 0 or 1 in the operand's type; NaN for NaN, and a zero keeps its sign;
+/// - `RoundAfz` rounds halves away from zero, `RoundEven` to even; both, `Floor` and `Ceil`
+///   keep NaN, infinities and the sign of zero;
+/// - `Logistic(x)` is `1 / (1 + exp(-x))`; `Rsqrt(x)` is `1 / sqrt(x)`;
+/// - `IsFinite` gives a `pred`: false for NaN and ±inf;
+/// - `Not` is logical on `pred`, bitwise on integers;
+/// - `Popcnt` and `Clz` count bits of the operand's width (`clz(0)` is the width), in the
+///   operand's type;
+/// - `BitcastConvert(t)` reinterprets the bits as `t`, of the same width (a NaN of a float
+///   type is first made the type's canonical quiet NaN: 16-bit floats are computed in f32
+///   registers, which cannot keep their NaN payloads).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum UnOp {
     Neg,
@@ -242,9 +259,30 @@ pub enum UnOp {
     Log,
     Sqrt,
     Tanh,
+    Rsqrt,
+    Cbrt,
+    Expm1,
+    Log1p,
+    Logistic,
+    Sin,
+    Cos,
+    Tan,
+    Erf,
+    Sign,
+    Floor,
+    Ceil,
+    RoundAfz,
+    RoundEven,
+    IsFinite,
+    Not,
+    Popcnt,
+    Clz,
+    BitcastConvert(ElemType),
 }
 
 impl UnOp {
+    /// The op of an HLO opcode (`bitcast-convert` needs its result type: see
+    /// [`UnOp::BitcastConvert`]).
     pub fn from_hlo(op: &str) -> Option<UnOp> {
         Some(match op {
             "negate" => UnOp::Neg,
@@ -253,14 +291,136 @@ impl UnOp {
             "log" => UnOp::Log,
             "sqrt" => UnOp::Sqrt,
             "tanh" => UnOp::Tanh,
+            "rsqrt" => UnOp::Rsqrt,
+            "cbrt" => UnOp::Cbrt,
+            "exponential-minus-one" => UnOp::Expm1,
+            "log-plus-one" => UnOp::Log1p,
+            "logistic" => UnOp::Logistic,
+            "sine" => UnOp::Sin,
+            "cosine" => UnOp::Cos,
+            "tan" => UnOp::Tan,
+            "erf" => UnOp::Erf,
+            "sign" => UnOp::Sign,
+            "floor" => UnOp::Floor,
+            "ceil" => UnOp::Ceil,
+            "round-nearest-afz" => UnOp::RoundAfz,
+            "round-nearest-even" => UnOp::RoundEven,
+            "is-finite" => UnOp::IsFinite,
+            "not" => UnOp::Not,
+            "popcnt" => UnOp::Popcnt,
+            "count-leading-zeros" | "clz" => UnOp::Clz,
             _ => return None,
+        })
+    }
+    /// Every op but `BitcastConvert` (whose variants are per target type).
+    pub const SIMPLE: [UnOp; 24] = [
+        UnOp::Neg,
+        UnOp::Abs,
+        UnOp::Exp,
+        UnOp::Log,
+        UnOp::Sqrt,
+        UnOp::Tanh,
+        UnOp::Rsqrt,
+        UnOp::Cbrt,
+        UnOp::Expm1,
+        UnOp::Log1p,
+        UnOp::Logistic,
+        UnOp::Sin,
+        UnOp::Cos,
+        UnOp::Tan,
+        UnOp::Erf,
+        UnOp::Sign,
+        UnOp::Floor,
+        UnOp::Ceil,
+        UnOp::RoundAfz,
+        UnOp::RoundEven,
+        UnOp::IsFinite,
+        UnOp::Not,
+        UnOp::Popcnt,
+        UnOp::Clz,
+    ];
+    /// The HLO opcode.
+    pub fn hlo_name(self) -> &'static str {
+        match self {
+            UnOp::Neg => "negate",
+            UnOp::Abs => "abs",
+            UnOp::Exp => "exponential",
+            UnOp::Log => "log",
+            UnOp::Sqrt => "sqrt",
+            UnOp::Tanh => "tanh",
+            UnOp::Rsqrt => "rsqrt",
+            UnOp::Cbrt => "cbrt",
+            UnOp::Expm1 => "exponential-minus-one",
+            UnOp::Log1p => "log-plus-one",
+            UnOp::Logistic => "logistic",
+            UnOp::Sin => "sine",
+            UnOp::Cos => "cosine",
+            UnOp::Tan => "tan",
+            UnOp::Erf => "erf",
+            UnOp::Sign => "sign",
+            UnOp::Floor => "floor",
+            UnOp::Ceil => "ceil",
+            UnOp::RoundAfz => "round-nearest-afz",
+            UnOp::RoundEven => "round-nearest-even",
+            UnOp::IsFinite => "is-finite",
+            UnOp::Not => "not",
+            UnOp::Popcnt => "popcnt",
+            UnOp::Clz => "count-leading-zeros",
+            UnOp::BitcastConvert(_) => "bitcast-convert",
+        }
+    }
+    /// The element type of the result for an operand of type `t`.
+    pub fn result_elem(self, t: ElemType) -> ElemType {
+        match self {
+            UnOp::IsFinite => ElemType::Pred,
+            UnOp::BitcastConvert(to) => to,
+            _ => t,
+        }
+    }
+    /// Whether the op is defined on an operand of type `t` (XLA's type rules): the float
+    /// functions on floats only; `not` on `pred` and integers; `popcnt` and `clz` on
+    /// integers; `bitcast-convert` between types of the same width (not `pred`); `negate`,
+    /// `abs` and `sign` on every type.
+    pub fn accepts(self, t: ElemType) -> bool {
+        match self {
+            UnOp::Neg | UnOp::Abs | UnOp::Sign => true,
+            UnOp::Not => !t.is_float(),
+            UnOp::Popcnt | UnOp::Clz => t.is_int(),
+            UnOp::BitcastConvert(to) => {
+                to == t || (to != ElemType::Pred && t != ElemType::Pred && to.bytes() == t.bytes())
+            }
+            _ => t.is_float(),
+        }
+    }
+    /// An error unless the op is defined on `t`.
+    pub fn check(self, t: ElemType) -> Result<(), String> {
+        if self.accepts(t) {
+            return Ok(());
+        }
+        Err(match self {
+            UnOp::BitcastConvert(to) if t != ElemType::Pred && to != ElemType::Pred => format!(
+                "bitcast-convert from {} to {} changes the element width (and so the shape); only conversions between types of the same width are emitted",
+                t.hlo_name(),
+                to.hlo_name()
+            ),
+            _ => format!("{} is not defined on {}", self.hlo_name(), t.hlo_name()),
         })
     }
 }
 
 /// Binary arithmetic. On integers, `+ - *` wrap around (two's complement); `x / 0` is -1
 /// (all bits set) and `x % 0` is `x`; the most negative value `/ -1` is itself and `% -1` is
-/// 0 (XLA's integer division semantics). `Rem` on floats is C's `fmod`.
+/// 0 (XLA's integer division semantics). `Rem` on floats is C's `fmod`. Float `max`/`min`
+/// propagate NaN. The others:
+///
+/// - `Pow`: floats as C's `pow`; integers by repeated multiplication, wrapping; a negative
+///   exponent gives 0 unless the base is 1 or -1 (then `base ^ |e|`, as the exact quotient
+///   truncated);
+/// - `Atan2(y, x)`: floats, as C's `atan2`;
+/// - `And`, `Or`, `Xor`: logical on `pred`, bitwise on integers;
+/// - `Shl`, `ShrA`, `ShrL`: integers, the count read as unsigned of the operand's width: a
+///   count of the width or more gives 0 (`Shl`, `ShrL`) or the sign bit everywhere
+///   (`ShrA`, which shifts in the top bit on unsigned types too).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum BinOp {
     Add,
@@ -270,6 +430,14 @@ pub enum BinOp {
     Max,
     Min,
     Rem,
+    Pow,
+    Atan2,
+    And,
+    Or,
+    Xor,
+    Shl,
+    ShrA,
+    ShrL,
 }
 
 impl BinOp {
@@ -282,8 +450,82 @@ impl BinOp {
             "maximum" => BinOp::Max,
             "minimum" => BinOp::Min,
             "remainder" => BinOp::Rem,
+            "power" => BinOp::Pow,
+            "atan2" => BinOp::Atan2,
+            "and" => BinOp::And,
+            "or" => BinOp::Or,
+            "xor" => BinOp::Xor,
+            "shift-left" => BinOp::Shl,
+            "shift-right-arithmetic" => BinOp::ShrA,
+            "shift-right-logical" => BinOp::ShrL,
             _ => return None,
         })
+    }
+    /// Every op.
+    pub const ALL: [BinOp; 15] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Max,
+        BinOp::Min,
+        BinOp::Rem,
+        BinOp::Pow,
+        BinOp::Atan2,
+        BinOp::And,
+        BinOp::Or,
+        BinOp::Xor,
+        BinOp::Shl,
+        BinOp::ShrA,
+        BinOp::ShrL,
+    ];
+    /// The HLO opcode.
+    pub fn hlo_name(self) -> &'static str {
+        match self {
+            BinOp::Add => "add",
+            BinOp::Sub => "subtract",
+            BinOp::Mul => "multiply",
+            BinOp::Div => "divide",
+            BinOp::Max => "maximum",
+            BinOp::Min => "minimum",
+            BinOp::Rem => "remainder",
+            BinOp::Pow => "power",
+            BinOp::Atan2 => "atan2",
+            BinOp::And => "and",
+            BinOp::Or => "or",
+            BinOp::Xor => "xor",
+            BinOp::Shl => "shift-left",
+            BinOp::ShrA => "shift-right-arithmetic",
+            BinOp::ShrL => "shift-right-logical",
+        }
+    }
+    /// Whether the op is defined on operands of type `t` (XLA's type rules).
+    pub fn accepts(self, t: ElemType) -> bool {
+        match self {
+            BinOp::Add
+            | BinOp::Sub
+            | BinOp::Mul
+            | BinOp::Div
+            | BinOp::Max
+            | BinOp::Min
+            | BinOp::Rem => true,
+            BinOp::Pow => t != ElemType::Pred,
+            BinOp::Atan2 => t.is_float(),
+            BinOp::And | BinOp::Or | BinOp::Xor => !t.is_float(),
+            BinOp::Shl | BinOp::ShrA | BinOp::ShrL => t.is_int(),
+        }
+    }
+    /// An error unless the op is defined on `t`.
+    pub fn check(self, t: ElemType) -> Result<(), String> {
+        if self.accepts(t) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} is not defined on {}",
+                self.hlo_name(),
+                t.hlo_name()
+            ))
+        }
     }
 }
 
@@ -791,6 +1033,9 @@ impl KernelSpec {
                 let f = self.functions.get(*func)?;
                 self.elem_in(&f.body, depth + 1)
             }
+            // `is-finite` gives a pred, `bitcast-convert` its type; the others keep theirs.
+            Body::Unary(UnOp::IsFinite, _) => Some(ElemType::Pred),
+            Body::Unary(UnOp::BitcastConvert(t), _) => Some(*t),
             Body::Unary(_, a) => self.elem_in(a, depth + 1),
             Body::Binary(_, a, c) | Body::Select(_, a, c) => self
                 .elem_in(a, depth + 1)

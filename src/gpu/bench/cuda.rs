@@ -106,7 +106,20 @@ fn run_on_device(
     let mut variants = Vec::new();
     for naive in modes {
         let e = emit::cuda::emit(spec, &launch, naive)?;
-        let ptx = cudarc::nvrtc::compile_ptx(&e.source)
+        // CUDA's headers for f16/bf16 kernels, found where CUDA may be installed.
+        let include = if crate::gpu::nvcc::needs_cuda_headers(&e.source) {
+            Some(crate::gpu::nvcc::cuda_include().map_err(MapError::Other)?)
+        } else {
+            None
+        };
+        let opts = cudarc::nvrtc::CompileOptions {
+            include_paths: include
+                .iter()
+                .map(|i| i.dir.display().to_string())
+                .collect(),
+            ..Default::default()
+        };
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(&e.source, opts)
             .map_err(|x| MapError::Other(format!("NVRTC rejected the kernel: {x}")))?;
         let module = ctx.load_module(ptx).map_err(cuda_err("module"))?;
         let f = module
@@ -136,6 +149,9 @@ fn run_on_device(
         if let Some(r) = crate::gpu::nvcc::resources(&e.source) {
             let parts: Vec<String> = r.iter().map(|k| k.summary()).collect();
             label += &format!(" ({})", parts.join("; "));
+        }
+        if let Some(inc) = &include {
+            label += &format!(" [CUDA headers: {inc}]");
         }
         variants.push(Measured {
             label,

@@ -744,10 +744,16 @@ pub(super) fn elementwise<S: ScalarWriter>(
 ) -> Result<String, MapError> {
     Ok(match b {
         Body::Unary(op, a) => {
-            let x = s.operand(a, t)?;
-            s.unary(*op, t, &x)?
+            // `is-finite` and `bitcast-convert` read another type than they give.
+            let at = match op {
+                UnOp::IsFinite | UnOp::BitcastConvert(_) => s.spec().elem_opt(a).unwrap_or(t),
+                _ => t,
+            };
+            let x = s.operand(a, at)?;
+            s.unary(*op, at, &x)?
         }
         Body::Binary(op, a, b2) => {
+            types::check_binary(*op, t)?;
             let x = s.operand(a, t)?;
             let y = s.operand(b2, t)?;
             let v = s.register();
@@ -837,18 +843,46 @@ pub fn c_float(v: f64, elem: ElemType) -> String {
     }
 }
 
-pub fn c_unary(op: UnOp, x: &str, elem: ElemType) -> String {
-    let f = if elem == ElemType::F32 { "f" } else { "" };
-    match op {
+/// The C (and CUDA) spelling of a float function of `x`, computed in `elem` (`f32` or
+/// `f64`); `None` for an op that is not a float function (`not`, `popcnt`, ...).
+pub fn c_unary(op: UnOp, x: &str, elem: ElemType) -> Option<String> {
+    let (f, one) = if elem == ElemType::F32 {
+        ("f", "1.0f")
+    } else {
+        ("", "1.0")
+    };
+    Some(match op {
+        // A negative constant operand in parentheses: `--` would be a decrement.
+        UnOp::Neg if x.starts_with('-') => format!("(-({x}))"),
         UnOp::Neg => format!("(-{x})"),
         UnOp::Abs => format!("fabs{f}({x})"),
         UnOp::Exp => format!("exp{f}({x})"),
         UnOp::Log => format!("log{f}({x})"),
         UnOp::Sqrt => format!("sqrt{f}({x})"),
         UnOp::Tanh => format!("tanh{f}({x})"),
-    }
+        UnOp::Rsqrt => format!("({one} / sqrt{f}({x}))"),
+        UnOp::Cbrt => format!("cbrt{f}({x})"),
+        UnOp::Expm1 => format!("expm1{f}({x})"),
+        UnOp::Log1p => format!("log1p{f}({x})"),
+        UnOp::Logistic => format!("({one} / ({one} + exp{f}(-({x}))))"),
+        UnOp::Sin => format!("sin{f}({x})"),
+        UnOp::Cos => format!("cos{f}({x})"),
+        UnOp::Tan => format!("tan{f}({x})"),
+        UnOp::Erf => format!("erf{f}({x})"),
+        UnOp::Sign => format!("ix_sign_{}({x})", elem.hlo_name()),
+        UnOp::Floor => format!("floor{f}({x})"),
+        UnOp::Ceil => format!("ceil{f}({x})"),
+        UnOp::RoundAfz => format!("round{f}({x})"),
+        // Rounding to nearest even: `rint` in the default rounding mode.
+        UnOp::RoundEven => format!("rint{f}({x})"),
+        UnOp::IsFinite | UnOp::Not | UnOp::Popcnt | UnOp::Clz | UnOp::BitcastConvert(_) => {
+            return None
+        }
+    })
 }
 
+/// The C operator or function of `x op y` on `elem` as C computes it (the type rules and
+/// the integer semantics are [`types::binary`]'s).
 pub fn c_binary(op: BinOp, x: &str, y: &str, elem: ElemType) -> String {
     // XLA's float max and min propagate NaN: `x` when it is NaN, else the comparison picks
     // (and a NaN `y` fails it, giving `y`).
@@ -857,6 +891,7 @@ pub fn c_binary(op: BinOp, x: &str, y: &str, elem: ElemType) -> String {
         BinOp::Min if elem.is_float() => return format!("({x} < {y} || {x} != {x} ? {x} : {y})"),
         _ => {}
     }
+    let f = if elem == ElemType::F32 { "f" } else { "" };
     match op {
         BinOp::Add => format!("{x} + {y}"),
         BinOp::Sub => format!("{x} - {y}"),
@@ -865,6 +900,13 @@ pub fn c_binary(op: BinOp, x: &str, y: &str, elem: ElemType) -> String {
         BinOp::Max => format!("({x} > {y} ? {x} : {y})"),
         BinOp::Min => format!("({x} < {y} ? {x} : {y})"),
         BinOp::Rem => format!("{x} % {y}"),
+        BinOp::Pow => format!("pow{f}({x}, {y})"),
+        BinOp::Atan2 => format!("atan2{f}({x}, {y})"),
+        BinOp::And => format!("({x} & {y})"),
+        BinOp::Or => format!("({x} | {y})"),
+        BinOp::Xor => format!("({x} ^ {y})"),
+        BinOp::Shl => format!("({x} << {y})"),
+        BinOp::ShrA | BinOp::ShrL => format!("({x} >> {y})"),
     }
 }
 

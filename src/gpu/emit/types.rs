@@ -10,6 +10,10 @@
 //! - integer `+ - *` wrap: computed in the unsigned type of the width (at least 32 bits, so
 //!   C's promotion to `int` cannot overflow) and converted back; `/` and `%` by helpers with
 //!   XLA's semantics (`x / 0 = -1`, `x % 0 = x`, `MIN / -1 = MIN`, `MIN % -1 = 0`);
+//! - the integer ops with edge cases are helpers with XLA's semantics: shifts by the width
+//!   or more (`ix_shl_T`, `ix_shra_T`, `ix_shrl_T`), `ix_pow_T` (wrapping; a negative
+//!   exponent truncates), `ix_popcnt_T` and `ix_clz_T` (the type's own width, `clz(0)` the
+//!   width), `ix_sign_T`; `ix_bc_A_B` reinterprets bits (bitcast-convert);
 //! - float → integer conversion saturates, NaN gives 0 (`ix_f2i_T`); a `double` reaches
 //!   `f16`/`bf16` through `ix_d2f_odd` (round to odd in `float`, then one rounding to the
 //!   16-bit type: no double-rounding error).
@@ -109,24 +113,88 @@ fn not_for(what: &str, t: ElemType) -> MapError {
     ))
 }
 
-/// `op x` for a value of type `t`.
+/// The unsigned C type of `t`'s width.
+fn unsigned_of(t: ElemType) -> &'static str {
+    match t.bytes() {
+        1 => "uint8_t",
+        2 => "uint16_t",
+        4 => "uint32_t",
+        _ => "uint64_t",
+    }
+}
+
+/// The signed C type of `t`'s width.
+fn signed_of(t: ElemType) -> &'static str {
+    match t.bytes() {
+        1 => "int8_t",
+        2 => "int16_t",
+        4 => "int32_t",
+        _ => "int64_t",
+    }
+}
+
+/// `op x` for a value `x` of type `t` (the operand's type; the result has
+/// [`UnOp::result_elem`]).
 pub fn unary(op: UnOp, t: ElemType, x: &str) -> Result<String, MapError> {
+    op.check(t)
+        .map_err(|e| MapError::Other(format!("{e}: the kernel is not emitted")))?;
+    if let UnOp::BitcastConvert(to) = op {
+        if to == t {
+            return Ok(x.to_string());
+        }
+        return Ok(format!("ix_bc_{}_{}({x})", t.hlo_name(), to.hlo_name()));
+    }
     if t.is_float() {
-        let e = super::c_unary(op, x, t.arith());
+        if op == UnOp::IsFinite {
+            // Not NaN (the comparison fails) and not infinite: no libm macro needed.
+            return Ok(if t == ElemType::F64 {
+                format!("(fabs({x}) <= 1.7976931348623157e308)")
+            } else {
+                format!("(fabsf({x}) <= 3.40282347e38f)")
+            });
+        }
+        let e = super::c_unary(op, x, t.arith()).ok_or_else(|| not_for(op.hlo_name(), t))?;
         return Ok(round16(t, e));
     }
     let w = wrap_ty(t);
-    let neg = format!("({})(0u - ({w}){x})", t.c_name());
+    let c = t.c_name();
+    let neg = format!("({c})(0u - ({w}){x})");
+    let n = t.hlo_name();
     match op {
         UnOp::Neg => Ok(neg),
         UnOp::Abs if t.is_unsigned_int() || t == ElemType::Pred => Ok(x.to_string()),
         UnOp::Abs => Ok(format!("({x} < 0 ? {neg} : {x})")),
-        _ => Err(not_for(&format!("{op:?}"), t)),
+        UnOp::Sign if t == ElemType::Pred => Ok(x.to_string()),
+        UnOp::Sign => Ok(format!("ix_sign_{n}({x})")),
+        UnOp::Not if t == ElemType::Pred => Ok(format!("(!{x})")),
+        UnOp::Not => Ok(format!("({c})(~{x})")),
+        UnOp::Popcnt => Ok(format!("ix_popcnt_{n}({x})")),
+        UnOp::Clz => Ok(format!("ix_clz_{n}({x})")),
+        _ => Err(not_for(op.hlo_name(), t)),
     }
 }
 
-/// `x op y` for values of type `t`.
+/// An error unless `op` is defined on values of type `t` (the callers of [`binary`] that
+/// can refuse; a kernel that reaches [`binary`] with such an op does not compile).
+pub fn check_binary(op: BinOp, t: ElemType) -> Result<(), MapError> {
+    op.check(t)
+        .map_err(|e| MapError::Other(format!("{e}: the kernel is not emitted")))
+}
+
+/// `x op y` for values of type `t`. An op not defined on `t` ([`BinOp::accepts`]) gives a
+/// call of a function that does not exist, so the kernel cannot compile: callers refuse it
+/// first with [`check_binary`].
 pub fn binary(op: BinOp, t: ElemType, x: &str, y: &str) -> String {
+    let undefined = || {
+        format!(
+            "ix_{}_is_not_defined_on_{}({x}, {y})",
+            op.hlo_name().replace('-', "_"),
+            t.hlo_name()
+        )
+    };
+    if !op.accepts(t) {
+        return undefined();
+    }
     if t.is_float() {
         let e = match op {
             BinOp::Rem if t == ElemType::F64 => format!("fmod({x}, {y})"),
@@ -137,22 +205,33 @@ pub fn binary(op: BinOp, t: ElemType, x: &str, y: &str) -> String {
     }
     if t == ElemType::Pred {
         return match op {
-            BinOp::Max => format!("({x} || {y})"),
-            BinOp::Min | BinOp::Mul => format!("({x} && {y})"),
-            BinOp::Add | BinOp::Sub => format!("({x} != {y})"),
+            BinOp::Max | BinOp::Or => format!("({x} || {y})"),
+            BinOp::Min | BinOp::Mul | BinOp::And => format!("({x} && {y})"),
+            BinOp::Add | BinOp::Sub | BinOp::Xor => format!("({x} != {y})"),
             // 1 bit: x / 0 is all ones, x / 1 is x; x % 0 is x, x % 1 is 0.
             BinOp::Div => format!("({y} ? {x} : 1)"),
             BinOp::Rem => format!("({y} ? 0 : {x})"),
+            // Not defined on pred (refused above).
+            BinOp::Pow | BinOp::Atan2 | BinOp::Shl | BinOp::ShrA | BinOp::ShrL => undefined(),
         };
     }
-    let (c, w) = (t.c_name(), wrap_ty(t));
+    let (c, w, n) = (t.c_name(), wrap_ty(t), t.hlo_name());
     match op {
         BinOp::Add => format!("({c})(({w}){x} + ({w}){y})"),
         BinOp::Sub => format!("({c})(({w}){x} - ({w}){y})"),
         BinOp::Mul => format!("({c})(({w}){x} * ({w}){y})"),
-        BinOp::Div => format!("ix_div_{}({x}, {y})", t.hlo_name()),
-        BinOp::Rem => format!("ix_rem_{}({x}, {y})", t.hlo_name()),
+        BinOp::Div => format!("ix_div_{n}({x}, {y})"),
+        BinOp::Rem => format!("ix_rem_{n}({x}, {y})"),
         BinOp::Max | BinOp::Min => super::c_binary(op, x, y, t),
+        BinOp::And => format!("({c})({x} & {y})"),
+        BinOp::Or => format!("({c})({x} | {y})"),
+        BinOp::Xor => format!("({c})({x} ^ {y})"),
+        BinOp::Pow => format!("ix_pow_{n}({x}, {y})"),
+        BinOp::Shl => format!("ix_shl_{n}({x}, {y})"),
+        BinOp::ShrA => format!("ix_shra_{n}({x}, {y})"),
+        BinOp::ShrL => format!("ix_shrl_{n}({x}, {y})"),
+        // Floats only (refused above).
+        BinOp::Atan2 => undefined(),
     }
 }
 
@@ -209,8 +288,21 @@ pub fn helpers(src: &str, cuda: bool) -> String {
     let mut out = String::new();
     let odd = uses("ix_d2f_odd");
     // C: the 16-bit formats by hand, bit-exact, round to nearest even.
-    let need_h = !cuda && (uses("ix_h2f") || uses("ix_f2h") || uses("ix_rh"));
-    let need_bf = !cuda && (uses("ix_bf2f") || uses("ix_f2bf") || uses("ix_rbf"));
+    // The bitcasts from and to a 16-bit float read and write its bits with the C versions.
+    let bitcasts: Vec<(ElemType, ElemType)> = ElemType::ALL
+        .into_iter()
+        .flat_map(|a| ElemType::ALL.into_iter().map(move |b| (a, b)))
+        .filter(|&(a, b)| {
+            a != b
+                && UnOp::BitcastConvert(b).accepts(a)
+                && uses(&format!("ix_bc_{}_{}", a.hlo_name(), b.hlo_name()))
+        })
+        .collect();
+    let bc_with = |t: ElemType| bitcasts.iter().any(|&(a, b)| a == t || b == t);
+    let need_h =
+        !cuda && (uses("ix_h2f") || uses("ix_f2h") || uses("ix_rh") || bc_with(ElemType::F16));
+    let need_bf =
+        !cuda && (uses("ix_bf2f") || uses("ix_f2bf") || uses("ix_rbf") || bc_with(ElemType::BF16));
     if !cuda && (need_h || need_bf || odd) {
         out += "typedef union { float f; uint32_t u; } ix_bits;\n";
     }
@@ -336,5 +428,151 @@ pub fn helpers(src: &str, cuda: bool) -> String {
             );
         }
     }
+    for t in [ElemType::F32, ElemType::F64] {
+        let n = t.hlo_name();
+        if uses(&format!("ix_sign_{n}")) {
+            let (c, one) = if t == ElemType::F32 {
+                ("float", "1.0f")
+            } else {
+                ("double", "1.0")
+            };
+            // NaN fails both comparisons and a zero neither: both are returned as they are.
+            out += &format!(
+                "{q} {c} ix_sign_{n}({c} x) {{ return x > 0 ? {one} : x < 0 ? -{one} : x; }}\n"
+            );
+        }
+    }
+    for t in ElemType::ALL.into_iter().filter(|t| t.is_int()) {
+        out += &int_helpers(t, cuda, q, &uses);
+    }
+    for (a, b) in bitcasts {
+        out += &bitcast_helper(a, b, cuda, q);
+    }
     out
+}
+
+/// The helpers of the integer type `t` that `uses` says the source calls: sign, popcnt,
+/// count-leading-zeros, power and the shifts.
+fn int_helpers(t: ElemType, cuda: bool, q: &str, uses: &dyn Fn(&str) -> bool) -> String {
+    let mut out = String::new();
+    let (n, c, u, s) = (t.hlo_name(), t.c_name(), unsigned_of(t), signed_of(t));
+    let bits = t.bits();
+    let wide = t.bytes() == 8;
+    if uses(&format!("ix_sign_{n}")) {
+        let body = if t.is_signed_int() {
+            "(x > 0) - (x < 0)"
+        } else {
+            "x != 0"
+        };
+        out += &format!("{q} {c} ix_sign_{n}({c} x) {{ return ({c})({body}); }}\n");
+    }
+    if uses(&format!("ix_popcnt_{n}")) {
+        // The bits of the operand's own width (zero-extended, never sign-extended).
+        let e = match (cuda, wide) {
+            (true, true) => "__popcll((unsigned long long)x)".to_string(),
+            (true, false) => format!("__popc((unsigned)({u})x)"),
+            (false, true) => "__builtin_popcountll((unsigned long long)x)".to_string(),
+            (false, false) => format!("__builtin_popcount((unsigned)({u})x)"),
+        };
+        out += &format!("{q} {c} ix_popcnt_{n}({c} x) {{ return ({c}){e}; }}\n");
+    }
+    if uses(&format!("ix_clz_{n}")) {
+        // CUDA's __clz and __clzll count 32 and 64 for 0; GCC's builtins are undefined there.
+        let e = match (cuda, wide) {
+            (true, true) => "__clzll((long long)x)".to_string(),
+            (true, false) => format!("__clz((int)(unsigned)({u})x) - {}", 32 - bits),
+            (false, true) => "(x == 0 ? 64 : __builtin_clzll((unsigned long long)x))".to_string(),
+            (false, false) => format!(
+                "(x == 0 ? {bits} : __builtin_clz((unsigned)({u})x) - {})",
+                32 - bits
+            ),
+        };
+        out += &format!("{q} {c} ix_clz_{n}({c} x) {{ return ({c})({e}); }}\n");
+    }
+    let w = wrap_ty(t);
+    if uses(&format!("ix_pow_{n}")) {
+        // By squaring over every bit of the exponent, wrapping; a negative exponent gives
+        // the truncated quotient 1 / a^|b|: 0 unless |a| is 1.
+        let neg = if t.is_signed_int() {
+            format!(
+                "if (b < 0) return a == 1 ? ({c})1 : a == -1 ? ((b & 1) ? ({c})-1 : ({c})1) : ({c})0; "
+            )
+        } else {
+            String::new()
+        };
+        out += &format!(
+            "{q} {c} ix_pow_{n}({c} a, {c} b) {{ {neg}{w} r = 1, x = ({w})a; {u} e = ({u})b; while (e) {{ if (e & 1) r *= x; x *= x; e >>= 1; }} return ({c})r; }}\n"
+        );
+    }
+    // Shift counts are read as unsigned of the type's width: a negative count is a large one.
+    if uses(&format!("ix_shl_{n}")) {
+        out += &format!(
+            "{q} {c} ix_shl_{n}({c} a, {c} b) {{ return ({u})b >= {bits} ? ({c})0 : ({c})(({w})a << ({u})b); }}\n"
+        );
+    }
+    if uses(&format!("ix_shrl_{n}")) {
+        out += &format!(
+            "{q} {c} ix_shrl_{n}({c} a, {c} b) {{ return ({u})b >= {bits} ? ({c})0 : ({c})(({u})a >> ({u})b); }}\n"
+        );
+    }
+    if uses(&format!("ix_shra_{n}")) {
+        // The top bit of the type's width shifted in (on unsigned types too); a count of the
+        // width or more leaves only copies of it.
+        out += &format!(
+            "{q} {c} ix_shra_{n}({c} a, {c} b) {{ return ({c})(({s})a >> (({u})b >= {bits} ? {} : ({u})b)); }}\n",
+            bits - 1
+        );
+    }
+    out
+}
+
+/// `ix_bc_A_B`: the bits of a value of `a` as a value of `b` (same width). A float NaN
+/// becomes the type's canonical quiet NaN first (a 16-bit float's NaN payload is not kept in
+/// its f32 register).
+fn bitcast_helper(a: ElemType, b: ElemType, cuda: bool, q: &str) -> String {
+    let u = unsigned_of(a);
+    let bits_of = match (a, cuda) {
+        (ElemType::F16, true) => {
+            "x != x ? (uint16_t)0x7e00u : (uint16_t)__half_as_ushort(__float2half_rn(x))"
+                .to_string()
+        }
+        (ElemType::F16, false) => "x != x ? (uint16_t)0x7e00u : ix_f2h(x)".to_string(),
+        (ElemType::BF16, true) => {
+            "x != x ? (uint16_t)0x7fc0u : (uint16_t)__bfloat16_as_ushort(__float2bfloat16_rn(x))"
+                .to_string()
+        }
+        (ElemType::BF16, false) => "x != x ? (uint16_t)0x7fc0u : ix_f2bf(x)".to_string(),
+        (ElemType::F32, true) => "x != x ? 0x7fc00000u : (uint32_t)__float_as_int(x)".to_string(),
+        (ElemType::F32, false) => {
+            "x != x ? 0x7fc00000u : ((union { float f; uint32_t u; }){ .f = x }).u".to_string()
+        }
+        (ElemType::F64, true) => {
+            "x != x ? 0x7ff8000000000000ull : (uint64_t)__double_as_longlong(x)".to_string()
+        }
+        (ElemType::F64, false) => {
+            "x != x ? 0x7ff8000000000000ull : ((union { double f; uint64_t u; }){ .f = x }).u"
+                .to_string()
+        }
+        _ => format!("({u})x"),
+    };
+    let value = match (b, cuda) {
+        (ElemType::F16, true) => "__half2float(__ushort_as_half((unsigned short)v))".to_string(),
+        (ElemType::F16, false) => "ix_h2f(v)".to_string(),
+        (ElemType::BF16, true) => {
+            "__bfloat162float(__ushort_as_bfloat16((unsigned short)v))".to_string()
+        }
+        (ElemType::BF16, false) => "ix_bf2f(v)".to_string(),
+        (ElemType::F32, true) => "__int_as_float((int)v)".to_string(),
+        (ElemType::F32, false) => "((union { uint32_t u; float f; }){ .u = v }).f".to_string(),
+        (ElemType::F64, true) => "__longlong_as_double((long long)v)".to_string(),
+        (ElemType::F64, false) => "((union { uint64_t u; double f; }){ .u = v }).f".to_string(),
+        _ => format!("({})v", b.c_name()),
+    };
+    format!(
+        "{q} {} ix_bc_{}_{}({} x) {{ const {u} v = {bits_of}; return {value}; }}\n",
+        reg(b),
+        a.hlo_name(),
+        b.hlo_name(),
+        reg(a)
+    )
 }
