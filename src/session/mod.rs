@@ -9,6 +9,7 @@
 
 pub mod args;
 pub mod build;
+mod cmd_gemm;
 pub mod cmd_gpu;
 pub mod cmd_hlo;
 mod cmd_map;
