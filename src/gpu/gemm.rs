@@ -395,7 +395,11 @@ fn from_computation(
         .clone()
         .ok_or_else(|| format!("`{}` has no dimension numbers", dot.name))?;
     if dot.operands.len() != 2 {
-        return Err(format!("`{}` has {} operands, not 2", dot.name, dot.operands.len()));
+        return Err(format!(
+            "`{}` has {} operands, not 2",
+            dot.name,
+            dot.operands.len()
+        ));
     }
     // Each operand's prologue: the cone of the operand, parameters as inputs.
     let mut operands = Vec::new();
@@ -406,7 +410,10 @@ fn from_computation(
         let root = dot.operands[if side == "lhs" { 0 } else { 1 }];
         let c = cone(comp, root, None);
         if c.instrs.iter().any(|i| i.opcode == "dot") {
-            return Err(format!("the {side} of `{}` is computed by another dot", dot.name));
+            return Err(format!(
+                "the {side} of `{}` is computed by another dot",
+                dot.name
+            ));
         }
         let spec = from_hlo::from_computation(module, &c)
             .map_err(|e| format!("the {side} prologue of `{}`: {e}", dot.name))?;
@@ -418,7 +425,10 @@ fn from_computation(
             .filter(|d| !batch.contains(d) && !contracting.contains(d))
             .collect();
         if batch.len() + contracting.len() + free.len() != rank {
-            return Err(format!("the {side} dimension numbers of `{}` repeat a dimension", dot.name));
+            return Err(format!(
+                "the {side} dimension numbers of `{}` repeat a dimension",
+                dot.name
+            ));
         }
         let k_minor = spec
             .output
@@ -444,8 +454,16 @@ fn from_computation(
     }
     let batch_dims: Vec<i64> = lhs.batch.iter().map(|&d| ld[d]).collect();
     let k_dims: Vec<i64> = lhs.contracting.iter().map(|&d| ld[d]).collect();
-    if rhs.batch.iter().map(|&d| rd[d]).ne(batch_dims.iter().copied())
-        || rhs.contracting.iter().map(|&d| rd[d]).ne(k_dims.iter().copied())
+    if rhs
+        .batch
+        .iter()
+        .map(|&d| rd[d])
+        .ne(batch_dims.iter().copied())
+        || rhs
+            .contracting
+            .iter()
+            .map(|&d| rd[d])
+            .ne(k_dims.iter().copied())
     {
         return Err(format!(
             "`{}`: the operands' batch or contracting extents differ",
@@ -519,7 +537,10 @@ fn from_computation(
 /// that reads the dot only at its own index (the kernel holds one accumulator per output
 /// element, and nothing else).
 fn check_epilogue(e: &KernelSpec, acc: usize, dot: &Tensor) -> Result<(), String> {
-    if e.output.dims != dot.dims || e.root != super::spec::Root::Elementwise || !e.more_outputs.is_empty() {
+    if e.output.dims != dot.dims
+        || e.root != super::spec::Root::Elementwise
+        || !e.more_outputs.is_empty()
+    {
         return Err(format!(
             "the ops after `{}` give {}, not one array of its shape {:?}: only elementwise epilogues are fused into the GEMM",
             dot.name,
@@ -534,12 +555,11 @@ fn check_epilogue(e: &KernelSpec, acc: usize, dot: &Tensor) -> Result<(), String
             e.functions.len()
         ));
     }
-    let id = IndexingMap::identity(&dot.dims);
     let mut bad = None;
     for (fi, f) in e.functions.iter().enumerate() {
         f.body.visit(&mut |b| {
             if let Body::Load { input, map } = b {
-                if *input == acc && (fi != 0 || *map != id) {
+                if *input == acc && (fi != 0 || !is_identity(map, &dot.dims)) {
                     bad = Some(map.to_string());
                 }
             }
@@ -554,20 +574,62 @@ fn check_epilogue(e: &KernelSpec, acc: usize, dot: &Tensor) -> Result<(), String
     Ok(())
 }
 
+/// Whether `m` maps each index to itself over `dims`.
+fn is_identity(m: &IndexingMap, dims: &[i64]) -> bool {
+    m.dims.len() == dims.len()
+        && m.ranges.is_empty()
+        && m.runtimes.is_empty()
+        && m.constraints.is_empty()
+        && m.dims
+            .iter()
+            .zip(dims)
+            .all(|(v, &n)| v.bounds.lo == 0 && v.bounds.hi == n - 1)
+        && m.results
+            .iter()
+            .enumerate()
+            .all(|(i, &r)| r == Expr::var(i as u32))
+}
+
+impl GemmSpec {
+    /// The maps through which the epilogue reads the dot's value (each the identity).
+    pub fn acc_loads(&self) -> Vec<IndexingMap> {
+        let mut out = Vec::new();
+        if let Some(e) = &self.epilogue {
+            for f in &e.functions {
+                f.body.visit(&mut |b| {
+                    if let Body::Load { input, map } = b {
+                        if *input == self.inputs.len() && !out.contains(map) {
+                            out.push(map.clone());
+                        }
+                    }
+                });
+            }
+        }
+        out
+    }
+}
+
 /// XLA's tiling from the fusion's `backend_config`
 /// (`block_level_fusion_config: {num_warps, num_stages, output_tiles: [{sizes}]}`) and the
 /// dot's (`sizes`: the K step), when both are printed and the output tile's batch sizes
 /// are 1.
 fn xla_tiling(fusion: &Instr, dot: &Instr, lhs: &Operand, rhs: &Operand) -> Option<Tiling> {
     let json = |ins: &Instr| -> Option<serde_json::Value> {
-        let (_, v) = ins.attrs.other.iter().find(|(k, _)| k == "backend_config")?;
+        let (_, v) = ins
+            .attrs
+            .other
+            .iter()
+            .find(|(k, _)| k == "backend_config")?;
         serde_json::from_str(v.trim()).ok()
     };
     let int = |v: &serde_json::Value| -> Option<i64> {
-        v.as_i64().or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        v.as_i64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
     };
     let f = json(fusion)?;
-    let cfg = f.get("fusion_backend_config")?.get("block_level_fusion_config")?;
+    let cfg = f
+        .get("fusion_backend_config")?
+        .get("block_level_fusion_config")?;
     let sizes: Vec<i64> = cfg
         .get("output_tiles")?
         .get(0)?
@@ -671,7 +733,10 @@ impl GemmSpec {
 
     /// `B = 32, M = 512, N = 512, K = 64`.
     pub fn shape_text(&self) -> String {
-        format!("B = {}, M = {}, N = {}, K = {}", self.b, self.m, self.n, self.k)
+        format!(
+            "B = {}, M = {}, N = {}, K = {}",
+            self.b, self.m, self.n, self.k
+        )
     }
 }
 
@@ -685,7 +750,11 @@ fn delinearize(v: Expr, extents: &[i64]) -> Vec<Expr> {
         } else {
             v.floordiv(Expr::constant(stride))
         };
-        out[i] = if i == 0 { q } else { q.modulo(Expr::constant(e.max(1))) };
+        out[i] = if i == 0 {
+            q
+        } else {
+            q.modulo(Expr::constant(e.max(1)))
+        };
         stride = stride.saturating_mul(e.max(1));
     }
     out
@@ -840,11 +909,10 @@ fn packed(g: &GemmSpec, lhs: bool, inputs: &[Vec<u8>]) -> Result<Vec<f64>, MapEr
     let t = &op.spec.output;
     let strides = t.strides()?;
     let free = if lhs { g.m } else { g.n };
-    let total = g
-        .b
-        .checked_mul(free)
-        .and_then(|x| x.checked_mul(g.k))
-        .ok_or_else(|| MapError::Overflow("the operand size".into()))?;
+    let total =
+        g.b.checked_mul(free)
+            .and_then(|x| x.checked_mul(g.k))
+            .ok_or_else(|| MapError::Overflow("the operand size".into()))?;
     let mut out = vec![0.0f64; total as usize];
     let free_dims = if lhs { &g.m_dims } else { &g.n_dims };
     let mut idx = vec![0i64; t.rank()];
@@ -885,7 +953,9 @@ pub fn expected(g: &GemmSpec, inputs: &[Vec<u8>]) -> Result<Expected, MapError> 
     let mut sums = vec![0.0f64; dot_n];
     let mut bounds = vec![0.0f64; dot_n];
     // Rows of the output split over the machine's cores.
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(16);
     let rows = (g.b * g.m) as usize;
     let per = rows.div_ceil(threads).max(1);
     let n = g.n as usize;
@@ -971,7 +1041,11 @@ pub fn expected(g: &GemmSpec, inputs: &[Vec<u8>]) -> Result<Expected, MapError> 
         let mut all = inputs.to_vec();
         all.push(buf.clone());
         let r = Reference::new(epi, &all)?.output()?;
-        outs.push(r.into_iter().map(|x| x.to_f64(g.output.elem)).collect::<Vec<f64>>());
+        outs.push(
+            r.into_iter()
+                .map(|x| x.to_f64(g.output.elem))
+                .collect::<Vec<f64>>(),
+        );
     }
     let oe = g.output.elem;
     let want = outs[1].clone();

@@ -28,7 +28,14 @@ fn span_of(a: &Args, key: &str) -> Span {
 /// The tiling from `tile=`, `warps=`, `stages=` over the fusion's default, checked, and
 /// `naive`; with where the tiling came from.
 fn config(g: &GemmSpec, a: &Args) -> Result<(Config, &'static str), Diagnostic> {
-    for key in ["mapping", "block", "vector", "unroll", "max_blocks", "tiled"] {
+    for key in [
+        "mapping",
+        "block",
+        "vector",
+        "unroll",
+        "max_blocks",
+        "tiled",
+    ] {
         if a.kv(key).is_some() {
             return Err(Diagnostic::at(
                 format!(
@@ -41,9 +48,7 @@ fn config(g: &GemmSpec, a: &Args) -> Result<(Config, &'static str), Diagnostic> 
         }
     }
     let bad = |key: &str, m: String| Err(Diagnostic::at(m, span_of(a, key)));
-    let (base, _, origin) = g
-        .tiling(None)
-        .map_err(|m| Diagnostic::at(m, a.span()))?;
+    let (base, _, origin) = g.tiling(None).map_err(|m| Diagnostic::at(m, a.span()))?;
     let mut t = base;
     let mut given = false;
     if let Some(v) = a.kv_tuple("tile")? {

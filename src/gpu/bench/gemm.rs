@@ -7,7 +7,7 @@
 use super::measure::{Note, Report};
 use super::{Measured, Options, Outcome, Timing};
 use crate::gpu::emit::gemm::{self as emit, Config};
-use crate::gpu::gemm::{expected, verify, Expected, GemmSpec};
+use crate::gpu::gemm::{expected, verify, GemmSpec};
 use crate::gpu::reference::make_inputs;
 use crate::gpu::spec::ElemType;
 use crate::MapError;
@@ -32,19 +32,30 @@ fn aligned(bytes: &[u8]) -> Vec<u128> {
     v
 }
 
-/// Runs `call` (given the input pointers, then the output's) on the inputs with the output
-/// set to all-ones bytes first (an element no thread writes reads as NaN and fails), and
-/// verifies it: the largest error as a fraction of its tolerance.
+/// Runs `call` (given the input pointers, then the output's) on `inputs` with the output
+/// set to all-ones bytes first (an element no thread writes reads as NaN and fails): the
+/// output's bytes.
 ///
 /// # Safety
 /// `call` must run a kernel whose parameters are `g`'s inputs then its output, reading and
 /// writing inside their sizes.
-unsafe fn run_verified(
+unsafe fn run_raw(
     g: &GemmSpec,
     inputs: &[Vec<u8>],
-    exp: &Expected,
     call: &mut dyn FnMut(&mut Vec<*mut std::ffi::c_void>),
-) -> Result<f64, MapError> {
+) -> Result<Vec<u8>, MapError> {
+    if inputs.len() != g.inputs.len() {
+        return Err(err(format!(
+            "{} inputs given, {} expected",
+            inputs.len(),
+            g.inputs.len()
+        )));
+    }
+    for (b, t) in inputs.iter().zip(&g.inputs) {
+        if b.len() as i64 != t.num_bytes()? {
+            return Err(err(format!("input {} has the wrong byte size", t.name)));
+        }
+    }
     let n = g.output.num_bytes()? as usize;
     let mut out = aligned(&vec![0xffu8; n]);
     let mut bufs: Vec<Vec<u128>> = inputs.iter().map(|b| aligned(b)).collect();
@@ -55,13 +66,17 @@ unsafe fn run_verified(
         .collect();
     call(&mut ptrs);
     // SAFETY: `out` holds at least `n` initialised bytes.
-    let got = unsafe { std::slice::from_raw_parts(out.as_ptr() as *const u8, n) };
-    verify(g, got, exp)
+    Ok(unsafe { std::slice::from_raw_parts(out.as_ptr() as *const u8, n) }.to_vec())
 }
 
-/// The CUDA source run on the CPU and verified; the width of its index arithmetic and the
-/// largest error as a fraction of its tolerance.
-pub fn check_cuda_on_cpu(g: &GemmSpec, c: &Config, wide: bool) -> Result<(u32, f64), MapError> {
+/// The CUDA source compiled for the CPU (through `cuda_on_cpu.h`) and run on `inputs`:
+/// the output's bytes and the width of the kernel's index arithmetic.
+pub fn run_cuda_on_cpu(
+    g: &GemmSpec,
+    c: &Config,
+    wide: bool,
+    inputs: &[Vec<u8>],
+) -> Result<(Vec<u8>, u32), MapError> {
     let (e, bits) = emit::cuda_width(g, c, wide)?;
     let ([grid, grid_y], block) = emit::launch_dims(g, &c.tiling);
     let arg = |t: ElemType| {
@@ -77,7 +92,11 @@ pub fn check_cuda_on_cpu(g: &GemmSpec, c: &Config, wide: bool) -> Result<(u32, f
         .enumerate()
         .map(|(k, t)| format!("(const {} *)args[{k}]", arg(t.elem)))
         .collect();
-    args.push(format!("({} *)args[{}]", arg(g.output.elem), g.inputs.len()));
+    args.push(format!(
+        "({} *)args[{}]",
+        arg(g.output.elem),
+        g.inputs.len()
+    ));
     let tu = format!(
         "{}\nnamespace ixk {{\n{}}}\n\nextern \"C\" void ix_launch(void **args) {{\n  ix_launch_grid({grid}, {grid_y}, {block}, [&] {{ ixk::{}({}); }});\n}}\n",
         crate::gpu::cuda_cpu::HEADER,
@@ -100,7 +119,15 @@ pub fn check_cuda_on_cpu(g: &GemmSpec, c: &Config, wide: bool) -> Result<(u32, f
         }
         let compiler = crate::gpu::cuda_cpu::compiler();
         let out = std::process::Command::new(&compiler)
-            .args(["-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-w", "-o"])
+            .args([
+                "-std=c++17",
+                "-O2",
+                "-fPIC",
+                "-shared",
+                "-pthread",
+                "-w",
+                "-o",
+            ])
             .arg(&so)
             .arg("-I")
             .arg(&dir)
@@ -122,25 +149,37 @@ pub fn check_cuda_on_cpu(g: &GemmSpec, c: &Config, wide: bool) -> Result<(u32, f
             *lib.get::<Launch>(b"ix_launch")
                 .map_err(|e| err(format!("no ix_launch: {e}")))?
         };
-        let ins = inputs(g)?;
-        let exp = expected(g, &ins)?;
         // SAFETY: `ix_launch` takes the inputs then the output, as the kernel declares them.
-        let worst = unsafe { run_verified(g, &ins, &exp, &mut |a| f(a.as_mut_ptr())) }?;
-        Ok((bits, worst))
+        let out = unsafe { run_raw(g, inputs, &mut |a| f(a.as_mut_ptr())) }?;
+        Ok((out, bits))
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-/// The host C kernel compiled, run and verified: the largest error as a fraction of its
-/// tolerance.
-pub fn check_c(g: &GemmSpec, c: &Config) -> Result<f64, MapError> {
+/// The CUDA source run on the CPU and verified against [`expected`]: the width of its
+/// index arithmetic and the largest error as a fraction of its tolerance.
+pub fn check_cuda_on_cpu(g: &GemmSpec, c: &Config, wide: bool) -> Result<(u32, f64), MapError> {
+    let ins = inputs(g)?;
+    let (out, bits) = run_cuda_on_cpu(g, c, wide, &ins)?;
+    let exp = expected(g, &ins)?;
+    Ok((bits, verify(g, &out, &exp)?))
+}
+
+/// The host C kernel compiled and run on `inputs`: the output's bytes.
+pub fn run_c(g: &GemmSpec, c: &Config, inputs: &[Vec<u8>]) -> Result<Vec<u8>, MapError> {
     let e = emit::cpu(g, c)?;
     let k = super::cpu::compile(&e.source, &e.entry)?;
-    let ins = inputs(g)?;
-    let exp = expected(g, &ins)?;
     // SAFETY: the CPU entry takes the inputs then the output.
-    unsafe { run_verified(g, &ins, &exp, &mut |a| k.call_args(a)) }
+    unsafe { run_raw(g, inputs, &mut |a| k.call_args(a)) }
+}
+
+/// The host C kernel run and verified against [`expected`]: the largest error as a
+/// fraction of its tolerance.
+pub fn check_c(g: &GemmSpec, c: &Config) -> Result<f64, MapError> {
+    let ins = inputs(g)?;
+    let out = run_c(g, c, &ins)?;
+    verify(g, &out, &expected(g, &ins)?)
 }
 
 /// What `bench` was asked for.

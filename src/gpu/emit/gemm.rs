@@ -138,11 +138,10 @@ fn epilogue(
             naive,
             index_ty,
             indent,
-            vec![(
-                g.inputs.len(),
-                IndexingMap::identity(&g.dot.dims),
-                "dv".to_string(),
-            )],
+            g.acc_loads()
+                .into_iter()
+                .map(|m| (g.inputs.len(), m, "dv".to_string()))
+                .collect(),
         )?,
     };
     // The output offset, with a writer of the output's spec (any will do: only the maps).
@@ -311,7 +310,10 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
             "__device__ static void {name}_load_{letter}({}, float (*s)[{row}], const {it} bz, const {it} {fname}, const {it} k0) {{\n",
             in_decl.join(", ")
         );
-        body += &format!("  for (int e = threadIdx.x; e < {}; e += {nt}) {{\n", fb * t.bk);
+        body += &format!(
+            "  for (int e = threadIdx.x; e < {}; e += {nt}) {{\n",
+            fb * t.bk
+        );
         if op.k_minor {
             body += &format!("    const int f = e / {}, kk = e % {};\n", t.bk, t.bk);
         } else {
@@ -379,7 +381,10 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
         );
     } else {
         body += "    const int buf = 0;\n";
-        body += &format!("    {}\n    __syncthreads();\n", load("0", &format!("kt * {}", t.bk)));
+        body += &format!(
+            "    {}\n    __syncthreads();\n",
+            load("0", &format!("kt * {}", t.bk))
+        );
     }
     body += &format!(
         "    #pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{\n",
@@ -545,7 +550,10 @@ pub fn cpu(g: &GemmSpec, c: &Config) -> Result<Emitted, MapError> {
         );
         body += &omp(pa_len.max(pb_len), 2);
         body += &format!("  for ({it} bz = 0; bz < {b}; ++bz)\n");
-        body += &format!("    for ({it} {0} = 0; {0} < {1}; ++{0})\n", outer.0, outer.1);
+        body += &format!(
+            "    for ({it} {0} = 0; {0} < {1}; ++{0})\n",
+            outer.0, outer.1
+        );
         body += &format!(
             "      for ({it} {0} = 0; {0} < {1}; ++{0}) {{\n",
             inner.0, inner.1
@@ -653,7 +661,10 @@ mod tests {
     #[test]
     fn helper_calls_are_renamed_and_nothing_else() {
         assert_eq!(
-            rename("const float t1 = f1(p0, d0) + f12(p0) + ff1(x) + f1 + fabsf(x);", "a_"),
+            rename(
+                "const float t1 = f1(p0, d0) + f12(p0) + ff1(x) + f1 + fabsf(x);",
+                "a_"
+            ),
             "const float t1 = a_f1(p0, d0) + a_f12(p0) + ff1(x) + f1 + fabsf(x);"
         );
     }
