@@ -17,7 +17,7 @@
 //!
 //! **CPU.** The prologues are evaluated once into packed `f32` panels (`A[b][m][k]`,
 //! `B[b][k][n]`), the product accumulates in `f32` over `bm`-row blocks split across
-//! threads by OpenMP, `bk × bn` blocks inside (the innermost loop runs along a row of B
+//! threads by OpenMP, cache blocks of at least 128 × 512 along K and N inside (the innermost loop runs along a row of B
 //! and of C, which the compiler vectorizes), then the epilogue writes the output.
 
 use super::{c_ident, mentions_word, types, used_helpers, BodyWriter, Emitted, Target};
@@ -301,10 +301,11 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
         )?;
         let reg = types::reg(op.spec.output.elem);
         body += &format!(
-            "// The {}x{} tile of {} at ({fname}, k0), K-major in shared memory, through its prologue; zero past the edges.\n",
+            "// The {}x{} tile of {} at ({}), K-major in shared memory, through its prologue; zero past the edges.\n",
             if lhs { t.bm } else { t.bk },
             if lhs { t.bk } else { t.bn },
             if lhs { "A" } else { "B" },
+            if lhs { "m0, k0" } else { "k0, n0" },
         );
         body += &format!(
             "__device__ static void {name}_load_{letter}({}, float (*s)[{row}], const {it} bz, const {it} {fname}, const {it} k0) {{\n",
@@ -477,6 +478,11 @@ pub fn launch_dims(g: &GemmSpec, t: &Tiling) -> ([i64; 2], i64) {
     ([tm.saturating_mul(tn), g.b], t.threads())
 }
 
+/// The host kernel's cache blocks along K and N (at least): a 128 x 512 block of B is
+/// 256 KiB of `f32`, an L2's share.
+const CPU_BK: i64 = 128;
+const CPU_BN: i64 = 512;
+
 /// The host C kernel (`void NAME(void **args)`: the inputs, then the output).
 pub fn cpu(g: &GemmSpec, c: &Config) -> Result<Emitted, MapError> {
     g.check_sizes(&c.tiling)?;
@@ -569,22 +575,23 @@ pub fn cpu(g: &GemmSpec, c: &Config) -> Result<Emitted, MapError> {
         };
         body += &format!("        {at} = (float)({v});\n      }}\n");
     }
-    // The product, f32 accumulation, blocked bm x bk x bn.
+    // The product, f32 accumulation: blocks of bm rows split across threads; inside, K
+    // and N in cache blocks of the host's (a GPU tile's bk x bn, 16 x 8, would leave the
+    // vectorized row loop 8 long).
+    let (cbk, cbn) = (t.bk.max(CPU_BK), t.bn.max(CPU_BN));
     let mb = (m + t.bm - 1) / t.bm;
     body += &format!(
-        "  // C += A B in blocks of {} rows (one thread each), {} x {} inside.\n",
-        t.bm, t.bk, t.bn
+        "  // C += A B in blocks of {} rows (one thread each), {cbk} x {cbn} inside.\n",
+        t.bm
     );
     body += &omp(pc_len, 2);
     body += &format!("  for ({it} bz = 0; bz < {b}; ++bz)\n");
     body += &format!("    for ({it} mb = 0; mb < {mb}; ++mb)\n");
     body += &format!(
-        "      for ({it} k0 = 0; k0 < {k}; k0 += {}) {{\n        const {it} k1 = k0 + {} < {k} ? k0 + {} : {k};\n",
-        t.bk, t.bk, t.bk
+        "      for ({it} k0 = 0; k0 < {k}; k0 += {cbk}) {{\n        const {it} k1 = k0 + {cbk} < {k} ? k0 + {cbk} : {k};\n"
     );
     body += &format!(
-        "        for ({it} n0 = 0; n0 < {n}; n0 += {}) {{\n          const {it} n1 = n0 + {} < {n} ? n0 + {} : {n};\n",
-        t.bn, t.bn, t.bn
+        "        for ({it} n0 = 0; n0 < {n}; n0 += {cbn}) {{\n          const {it} n1 = n0 + {cbn} < {n} ? n0 + {cbn} : {n};\n"
     );
     body += &format!(
         "          for ({it} gm = mb * {}; gm < {m} && gm < (mb + 1) * {}; ++gm) {{\n",
