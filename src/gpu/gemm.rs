@@ -230,6 +230,12 @@ pub struct GemmSpec {
     pub xla: Option<Tiling>,
 }
 
+/// `a / b` rounded up, for `a >= 0` (no overflow near `i64::MAX`); `b` below 1 counts as 1.
+pub fn ceil_div(a: i64, b: i64) -> i64 {
+    let b = b.max(1);
+    a / b + i64::from(a % b != 0)
+}
+
 fn product(dims: &[i64], what: &str) -> Result<i64, String> {
     dims.iter()
         .try_fold(1i64, |a, &d| a.checked_mul(d))
@@ -678,10 +684,7 @@ impl GemmSpec {
 
     /// Output tiles per batch element along M and N.
     pub fn tiles(&self, t: &Tiling) -> (i64, i64) {
-        (
-            (self.m + t.bm - 1) / t.bm.max(1),
-            (self.n + t.bn - 1) / t.bn.max(1),
-        )
+        (ceil_div(self.m, t.bm), ceil_div(self.n, t.bn))
     }
 
     /// Refuses shapes the kernels cannot index: an empty output or contraction, or a grid
@@ -949,7 +952,10 @@ pub fn expected(g: &GemmSpec, inputs: &[Vec<u8>]) -> Result<Expected, MapError> 
     let k = g.k as usize;
     let ku = g.k as f64 * U32;
     let gamma = ku / (1.0 - ku).max(1e-3);
-    let dot_n = (g.b * g.m * g.n) as usize;
+    let dot_n =
+        g.b.checked_mul(g.m)
+            .and_then(|x| x.checked_mul(g.n))
+            .ok_or_else(|| MapError::Overflow("the dot's size".into()))? as usize;
     let mut sums = vec![0.0f64; dot_n];
     let mut bounds = vec![0.0f64; dot_n];
     // Rows of the output split over the machine's cores.

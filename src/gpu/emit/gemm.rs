@@ -21,7 +21,7 @@
 //! and of C, which the compiler vectorizes), then the epilogue writes the output.
 
 use super::{c_ident, mentions_word, types, used_helpers, BodyWriter, Emitted, Target};
-use crate::gpu::gemm::{operand_map, output_map, GemmSpec, Split, Tiling};
+use crate::gpu::gemm::{ceil_div, operand_map, output_map, GemmSpec, Split, Tiling};
 use crate::gpu::spec::{ElemType, KernelSpec};
 use crate::map::IndexingMap;
 use crate::MapError;
@@ -182,9 +182,9 @@ fn index_type(g: &GemmSpec, wide: bool) -> &'static str {
         .chain([&g.output, &g.dot, &g.lhs.spec.output, &g.rhs.spec.output])
         .all(fits);
     // m0 + bm, k0 + bk and n0 + bn must fit as well.
-    let ext = [g.m + 1024, g.n + 1024, g.k + 1024, g.b]
+    let ext = [g.m, g.n, g.k, g.b]
         .iter()
-        .all(|&x| x <= i32::MAX as i64);
+        .all(|&x| x.saturating_add(1024) <= i32::MAX as i64);
     if all && ext && !wide {
         "int"
     } else {
@@ -269,7 +269,7 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
     }
     let (pa, pb) = (t.bm + Tiling::pad(t.bm), t.bn + Tiling::pad(t.bn));
     let (_, tiles_n) = g.tiles(t);
-    let steps = (g.k + t.bk - 1) / t.bk;
+    let steps = ceil_div(g.k, t.bk);
     let nt = sp.threads;
     let n_in = g.inputs.len();
     let params = params_of(n_in);
@@ -579,7 +579,7 @@ pub fn cpu(g: &GemmSpec, c: &Config) -> Result<Emitted, MapError> {
     // and N in cache blocks of the host's (a GPU tile's bk x bn, 16 x 8, would leave the
     // vectorized row loop 8 long).
     let (cbk, cbn) = (t.bk.max(CPU_BK), t.bn.max(CPU_BN));
-    let mb = (m + t.bm - 1) / t.bm;
+    let mb = ceil_div(m, t.bm);
     body += &format!(
         "  // C += A B in blocks of {} rows (one thread each), {cbk} x {cbn} inside.\n",
         t.bm
