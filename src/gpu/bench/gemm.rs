@@ -312,8 +312,21 @@ fn on_gpu(g: &GemmSpec, c: &Config, req: &Request) -> Result<Outcome, MapError> 
         block_dim: (dim(block)?, 1, 1),
         shared_mem_bytes: 0,
     };
-    let ptx = cudarc::nvrtc::compile_ptx(&e.source)
-        .map_err(|x| err(format!("NVRTC rejected the kernel: {x}")))?;
+    // The crate's NVRTC passes the directory of cuda_fp16.h / cuda_bf16.h (PTX for
+    // compute_80 runs on any later GPU); cudarc's own where ours is not found.
+    let ptx = match crate::gpu::nvcc::shared_nvrtc() {
+        Some(nv) => {
+            let c = nv
+                .compile(&e.source, "gemm.cu", &["--gpu-architecture=compute_80"])
+                .map_err(|x| err(format!("NVRTC: {x}")))?;
+            let ptx = c
+                .ptx
+                .ok_or_else(|| err(format!("NVRTC rejected the kernel:\n{}", c.log)))?;
+            cudarc::nvrtc::Ptx::from_src(ptx)
+        }
+        None => cudarc::nvrtc::compile_ptx(&e.source)
+            .map_err(|x| err(format!("NVRTC rejected the kernel: {x}")))?,
+    };
     let module = ctx.load_module(ptx).map_err(cuda_err("module"))?;
     let f = module
         .load_function(&e.entry)
