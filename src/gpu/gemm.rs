@@ -1097,7 +1097,7 @@ pub fn verify(g: &GemmSpec, out: &[u8], exp: &Expected) -> Result<f64, MapError>
             continue;
         }
         let d = (got - w).abs();
-        if !(d <= t) {
+        if d.is_nan() || d > t {
             return Err(MapError::Other(format!(
                 "{}: output element {i} (physical offset) is {got} but the reference says {w} (tolerance {t:.3e})",
                 g.name
