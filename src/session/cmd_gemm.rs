@@ -126,9 +126,30 @@ pub(super) fn emit(a: &Args, g: GemmSpec) -> Result<Value, Diagnostic> {
     }))
 }
 
-/// `check FUSION [tile=..] [warps=N] [stages=N] [naive]`: the CUDA kernel run on the CPU.
+/// `check FUSION [tile=..] [warps=N] [stages=N] [naive] [target=cuda|cpu]`: the CUDA kernel run
+/// on the CPU (or, with `target=cpu`, the host C kernel).
 pub(super) fn check(a: &Args, g: GemmSpec) -> Result<Value, Diagnostic> {
     let (c, origin) = config(&g, a)?;
+    match a.kv_word("target")?.as_deref() {
+        None | Some("cuda") | Some("gpu") => {}
+        Some("cpu") => {
+            let worst = run::check_c(&g, &c).map_err(map_err(a))?;
+            return Ok(Value::Text(format!(
+                "{}: the host C GEMM kernel (row blocks of {}) ran; every element of {} is within its bound of the reference (f32 accumulation over K = {}; largest error {:.0}% of its bound)",
+                g.name,
+                c.tiling.bm,
+                g.output.shape_text(),
+                g.k,
+                worst * 100.0
+            )));
+        }
+        Some(w) => {
+            return Err(Diagnostic::at(
+                format!("`target=` takes cuda or cpu, not `{w}`"),
+                span_of(a, "target"),
+            ))
+        }
+    }
     let (bits, worst) = run::check_cuda_on_cpu(&g, &c, false).map_err(map_err(a))?;
     let ([gx, gy], block) = emit::launch_dims(&g, &c.tiling);
     Ok(Value::Text(format!(
