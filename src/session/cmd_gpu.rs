@@ -51,7 +51,7 @@ pub static COMMANDS: [Command; 6] = [
     },
     Command {
         name: "check",
-        usage: "check FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [naive] [tile=(BM, BN, BK)] [warps=N] [stages=N]",
+        usage: "check FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [naive] [tile=(BM, BN, BK)] [warps=N] [stages=N] [target=cuda|cpu]",
         summary: "runs the emitted CUDA source on the CPU (threads of a block as real threads) and checks every element",
         example: "p0 = f32[40, 70] parameter(0); t = f32[70, 40] transpose(p0), dimensions={1, 0}; check t",
         run: check_cmd,
