@@ -12,6 +12,7 @@ pub mod coalescing;
 pub mod cuda_cpu;
 pub mod emit;
 pub mod from_hlo;
+pub mod gemm;
 pub mod launch;
 pub mod mapping;
 pub mod nvcc;

@@ -130,6 +130,9 @@ pub fn sweep_input(label: &str, input: &str, session: &mut Session, found: &mut 
             }
             match spec_for(&session.hlo, name) {
                 Some(Ok(spec)) => found.add(format!("{label}:{name}"), spec),
+                // A dot fusion is a GEMM (`gpu::gemm`, compiled in tests/gpu_gemm.rs).
+                Some(Err(_))
+                    if matches!(super::gemm::for_name(&session.hlo, name), Some(Ok(_))) => {}
                 Some(Err(e)) => found.refuse(format!("{label}:{name}"), &e),
                 None => {}
             }

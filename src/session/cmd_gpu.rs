@@ -30,14 +30,14 @@ pub static COMMANDS: [Command; 6] = [
     },
     Command {
         name: "emit",
-        usage: "emit FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [target=cuda|cpu] [naive]",
+        usage: "emit FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [target=cuda|cpu] [naive] [warps=N] [stages=N]",
         summary: "the kernel source for that mapping: CUDA C, or C for the host compiler",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); emit add0 target=cpu",
         run: emit_cmd,
     },
     Command {
         name: "bench",
-        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [reps=N] [threads=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)]",
+        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [reps=N] [threads=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [warps=N] [stages=N]",
         summary: "runs the kernel, checks every element against the reference, times it against a copy",
         example: "p0 = f32[64, 64] parameter(0); p1 = f32[64, 64] parameter(1); add0 = f32[64, 64] add(p0, p1); bench add0 device=cpu reps=3",
         run: bench_cmd,
@@ -51,7 +51,7 @@ pub static COMMANDS: [Command; 6] = [
     },
     Command {
         name: "check",
-        usage: "check FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [naive]",
+        usage: "check FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [naive] [tile=(BM, BN, BK)] [warps=N] [stages=N] [target=cuda|cpu]",
         summary: "runs the emitted CUDA source on the CPU (threads of a block as real threads) and checks every element",
         example: "p0 = f32[40, 70] parameter(0); t = f32[70, 40] transpose(p0), dimensions={1, 0}; check t",
         run: check_cmd,
@@ -61,6 +61,9 @@ pub static COMMANDS: [Command; 6] = [
 /// `check FUSION ...`: the CUDA kernel `emit` writes, run on the CPU through
 /// `src/gpu/cuda_on_cpu.h` and verified element by element.
 fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    if let Some(g) = super::cmd_gemm::gemm_of(s, a)? {
+        return super::cmd_gemm::check(a, g);
+    }
     let naive = a.flag("naive");
     let (spec, l) = launch_for(s, a)?;
     let bits = crate::gpu::cuda_cpu::check(&spec, &l, naive)
@@ -550,6 +553,9 @@ fn target(a: &Args, m: &Mapping) -> Result<Target, Diagnostic> {
 }
 
 fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    if let Some(g) = super::cmd_gemm::gemm_of(s, a)? {
+        return super::cmd_gemm::emit(a, g);
+    }
     let naive = a.flag("naive");
     let spec = spec(s, a)?;
     let m = mapping_of(s, a)?;
@@ -593,6 +599,9 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 }
 
 fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    if let Some(g) = super::cmd_gemm::gemm_of(s, a)? {
+        return super::cmd_gemm::bench(a, g);
+    }
     let spec = spec(s, a)?;
     let device = match a.kv_word("device")?.as_deref() {
         None | Some("auto") => Device::Auto,

@@ -10,6 +10,7 @@
 pub mod args;
 pub mod build;
 pub mod cmd_dump;
+pub mod cmd_gemm;
 pub mod cmd_gpu;
 pub mod cmd_hlo;
 mod cmd_map;

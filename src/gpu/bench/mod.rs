@@ -15,6 +15,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod gemm;
 pub mod measure;
 
 use super::reference::{matches, read_scalar, Reference, Scalar};

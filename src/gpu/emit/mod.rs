@@ -18,6 +18,7 @@
 pub mod cpu;
 pub mod cuda;
 pub mod cuda_rows;
+pub mod gemm;
 pub mod types;
 
 use super::spec::{BinOp, Body, ElemType, KernelSpec, UnOp};
