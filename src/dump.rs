@@ -357,6 +357,8 @@ fn location(ws: &Workspace, ins: &Instr) -> Option<String> {
 #[derive(Clone, Debug, Default)]
 pub struct KernelTimes {
     pub launches: Vec<(String, f64)>,
+    /// Each launch's block and grid as ncu prints them (`(128, 1, 1)`), when it does.
+    pub shapes: Vec<Option<(String, String)>>,
 }
 
 impl KernelTimes {
@@ -368,6 +370,8 @@ impl KernelTimes {
         let header = csv_row(lines.next()?);
         let name_col = header.iter().position(|h| h == "Kernel Name")?;
         let time_col = header.iter().position(|h| h == "gpu__time_duration.sum")?;
+        let block_col = header.iter().position(|h| h == "Block Size");
+        let grid_col = header.iter().position(|h| h == "Grid Size");
         let units = csv_row(lines.next()?);
         let scale = match units.get(time_col).map(String::as_str) {
             Some("ns") => 1e-3,
@@ -376,6 +380,7 @@ impl KernelTimes {
             _ => 1e-3,
         };
         let mut launches = Vec::new();
+        let mut shapes = Vec::new();
         for l in lines {
             let row = csv_row(l);
             let (Some(name), Some(t)) = (row.get(name_col), row.get(time_col)) else {
@@ -383,31 +388,50 @@ impl KernelTimes {
             };
             if let Ok(v) = t.replace(',', "").parse::<f64>() {
                 launches.push((name.clone(), v * scale));
+                let at = |c: Option<usize>| c.and_then(|c| row.get(c)).cloned();
+                shapes.push(at(block_col).zip(at(grid_col)));
             }
         }
-        Some(KernelTimes { launches })
+        Some(KernelTimes { launches, shapes })
     }
 
     /// The times of `fusions` (a module's fusions in schedule order, kernel names): every
     /// place where the launches, restricted to those names, run exactly that sequence; the
     /// median of each fusion's times over those places, and how many there were.
     pub fn for_module(&self, fusions: &[String]) -> Vec<Option<(f64, usize)>> {
+        self.matches(fusions)
+            .into_iter()
+            .map(|m| m.map(|(t, n, _)| (t, n)))
+            .collect()
+    }
+
+    /// [`KernelTimes::for_module`] with the block and grid of the first match.
+    pub fn matches(
+        &self,
+        fusions: &[String],
+    ) -> Vec<Option<(f64, usize, Option<(String, String)>)>> {
         let want: Vec<String> = fusions.iter().map(|f| f.replace('.', "_")).collect();
         let mut none = vec![None; fusions.len()];
         if want.is_empty() {
             return none;
         }
-        let seq: Vec<&(String, f64)> = self
+        let seq: Vec<(usize, &(String, f64))> = self
             .launches
             .iter()
-            .filter(|(n, _)| want.contains(n))
+            .enumerate()
+            .filter(|(_, (n, _))| want.contains(n))
             .collect();
         let mut per: Vec<Vec<f64>> = vec![Vec::new(); want.len()];
+        let mut shape: Vec<Option<(String, String)>> = vec![None; want.len()];
         let mut i = 0;
         while i + want.len() <= seq.len() {
-            if (0..want.len()).all(|k| seq[i + k].0 == want[k]) {
+            if (0..want.len()).all(|k| seq[i + k].1 .0 == want[k]) {
                 for k in 0..want.len() {
-                    per[k].push(seq[i + k].1);
+                    let (at, (_, t)) = seq[i + k];
+                    per[k].push(*t);
+                    if shape[k].is_none() {
+                        shape[k] = self.shapes.get(at).cloned().flatten();
+                    }
                 }
                 i += want.len();
             } else {
@@ -419,7 +443,7 @@ impl KernelTimes {
                 continue;
             }
             v.sort_by(|a, b| a.total_cmp(b));
-            none[k] = Some((v[v.len() / 2], v.len()));
+            none[k] = Some((v[v.len() / 2], v.len(), shape[k].take()));
         }
         none
     }
@@ -517,6 +541,21 @@ pub fn survey_fusion(
         return r;
     };
     r.indexing = indexing(ws, comp);
+    // A fusion with a dot is a GEMM kernel's.
+    match crate::gpu::gemm::for_name(ws, &ins.name) {
+        Some(Ok(g)) => {
+            survey_gemm(&g, opts, &mut r);
+            return r;
+        }
+        Some(Err(e)) => {
+            r.launch = Status::Failed(e.clone());
+            r.emit_cuda = Status::Failed(e.clone());
+            r.emit_cpu = Status::Failed(e);
+            r.verify = Status::Skipped("not emitted".into());
+            return r;
+        }
+        None => {}
+    }
     let spec = match crate::gpu::from_hlo::from_computation(&ws.module, comp) {
         Ok(s) => s,
         Err(e) => {
@@ -530,6 +569,82 @@ pub fn survey_fusion(
     };
     survey_spec(&spec, opts, &mut r);
     r
+}
+
+/// Multiply-adds past which a GEMM is not verified by running its CUDA text on the CPU
+/// (fibers, one OS thread), and past which its C kernel and the reference are not run
+/// either: the reference contracts in f64 on one core.
+const GEMM_CUDA_ON_CPU_MACS: f64 = (1u64 << 27) as f64;
+const GEMM_C_MACS: f64 = (1u64 << 30) as f64;
+
+fn survey_gemm(g: &crate::gpu::gemm::GemmSpec, opts: &Options, r: &mut FusionReport) {
+    use crate::gpu::emit::gemm as emit;
+    let (tiling, split, origin) = match g.tiling(None) {
+        Ok(t) => t,
+        Err(e) => {
+            r.launch = Status::Failed(e);
+            return;
+        }
+    };
+    let c = emit::Config {
+        tiling,
+        split,
+        naive: false,
+    };
+    let ([gx, gy], block) = emit::launch_dims(g, &c.tiling);
+    r.launch = Status::Ok(format!(
+        "GEMM {} ({origin}), grid {gx} x {gy}, block {block}",
+        c.tiling.describe()
+    ));
+    r.coalescing = Err("a GEMM stages its tiles through shared memory".into());
+    if !opts.emit && !opts.verify {
+        r.emit_cuda = Status::Skipped("not asked".into());
+        r.emit_cpu = Status::Skipped("not asked".into());
+        r.verify = Status::Skipped("not asked".into());
+        return;
+    }
+    r.emit_cuda = match emit::cuda(g, &c) {
+        Ok((e, _)) => {
+            let n = e.source.lines().count();
+            r.cuda_source = Some(e.source);
+            Status::Ok(format!("{n} lines"))
+        }
+        Err(e) => Status::Failed(e.to_string()),
+    };
+    r.emit_cpu = match emit::cpu(g, &c) {
+        Ok(e) => Status::Ok(format!("{} lines", e.source.lines().count())),
+        Err(e) => Status::Failed(e.to_string()),
+    };
+    if !opts.verify {
+        r.verify = Status::Skipped("not asked".into());
+        return;
+    }
+    let macs = g.flops() / 2.0;
+    if macs > GEMM_C_MACS {
+        r.verify = Status::Skipped(format!(
+            "{:.1} G multiply-adds: past the CPU's verification budget ({:.1} G); `check {}` runs it",
+            macs / 1e9,
+            GEMM_C_MACS / 1e9,
+            r.name
+        ));
+        return;
+    }
+    let c_result = crate::gpu::bench::gemm::check_c(g, &c);
+    r.verify = match c_result {
+        Err(e) => Status::Failed(format!("the C kernel: {e}")),
+        Ok(w) if macs > GEMM_CUDA_ON_CPU_MACS => Status::Ok(format!(
+            "the C kernel: every element within its bound of the reference (largest error {:.0}% of it); the CUDA text is not run on the CPU past {:.2} G multiply-adds",
+            w * 100.0,
+            GEMM_CUDA_ON_CPU_MACS / 1e9
+        )),
+        Ok(w) => match crate::gpu::bench::gemm::check_cuda_on_cpu(g, &c, false) {
+            Err(e) => Status::Failed(format!("CUDA on the CPU: {e}")),
+            Ok((bits, w2)) => Status::Ok(format!(
+                "the CUDA kernel on the CPU ({bits}-bit indices) and the C kernel: every element within its bound of the reference (largest error {:.0}% of it)",
+                w.max(w2) * 100.0
+            )),
+        },
+    };
 }
 
 fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
@@ -673,8 +788,13 @@ pub fn survey_workspace(
     }
     if let Some(t) = times {
         let names: Vec<String> = m.fusions.iter().map(|f| f.name.clone()).collect();
-        for (f, t) in m.fusions.iter_mut().zip(t.for_module(&names)) {
-            f.xla_time_us = t;
+        for (f, t) in m.fusions.iter_mut().zip(t.matches(&names)) {
+            let Some((us, n, shape)) = t else { continue };
+            f.xla_time_us = Some((us, n));
+            // The launch XLA made, as ncu saw it, where the config printed none.
+            if let (None, Some((block, grid))) = (&f.xla_launch, shape) {
+                f.xla_launch = Some(format!("block {block}, grid {grid} (ncu)"));
+            }
         }
     }
     m
@@ -773,6 +893,7 @@ mod tests {
                 ("loop_add_fusion".into(), 30.0),
                 ("loop_add_fusion".into(), 7.0),
             ],
+            shapes: vec![],
         };
         let got = t.for_module(&[
             "input_reduce_fusion.1".into(),
