@@ -239,45 +239,12 @@ impl<'a> Builder<'a> {
             return self.body(ins.operands[0], &m, false);
         }
         if op == "reduce" && ins.operands.len() == 2 {
-            let init_id = ins.operands[1];
-            let init = match self.body(init_id, &IndexingMap::identity(&[]), false)? {
-                Body::Const(v) => v,
-                Body::Convert(_, c) if matches!(*c, Body::Const(_)) => match *c {
-                    Body::Const(v) => v,
-                    _ => return Err(format!("`{}`: the init value must be a constant", ins.name)),
-                },
-                _ => return Err(format!("`{}`: the init value must be a constant", ins.name)),
-            };
             let red = self.reducer(ins)?;
             let m = Self::then(map, &self.op_map(id, 0)?)?;
-            let operand = ins.operands[0];
-            let func = match self.input_of[operand] {
-                Some(input) => {
-                    let d = self.comp.instrs[operand].dims().to_vec();
-                    let k = self.functions.len();
-                    self.functions.push(Function {
-                        name: format!("{} (load)", self.comp.instrs[operand].name),
-                        dims: d.clone(),
-                        body: Body::Load {
-                            input,
-                            map: IndexingMap::identity(&d),
-                        },
-                    });
-                    k
-                }
-                None => self.function(operand)?,
-            };
-            return Ok(Body::Reduce {
-                op: red,
-                init,
-                func,
-                map: m,
-            });
+            let func = self.operand_function(ins.operands[0])?;
+            return self.reduction(ins, red, func, m, map);
         }
-        Err(format!(
-            "`{}`: {op} is not emitted (elementwise, index-only ops and reduce are)",
-            ins.name
-        ))
+        self.shape_op(id, map)
     }
 
     /// The binary op a reduction applies, from its `to_apply` computation.
@@ -809,4 +776,367 @@ fn transposed_side(b: &Builder, t: &Tensor, rank: usize) -> Option<IndexingMap> 
         }
     });
     found
+}
+
+/// The identity of `op` on type `t`, when f64 holds it exactly.
+fn identity(op: BinOp, t: ElemType) -> Option<f64> {
+    let int_lo = || -> f64 {
+        if t.is_signed_int() {
+            -((1u64 << (t.bits() - 1)) as f64)
+        } else {
+            0.0
+        }
+    };
+    Some(match op {
+        // -0 + x is x for every x, -0 included.
+        BinOp::Add if t.is_float() => -0.0,
+        BinOp::Add => 0.0,
+        BinOp::Mul => 1.0,
+        BinOp::Max if t.is_float() => f64::NEG_INFINITY,
+        BinOp::Max if t == ElemType::Pred => 0.0,
+        BinOp::Max => int_lo(),
+        BinOp::Min if t.is_float() => f64::INFINITY,
+        BinOp::Min if t == ElemType::Pred => 1.0,
+        // The largest value must be exact in f64.
+        BinOp::Min if t.bits() <= 32 => {
+            if t.is_signed_int() {
+                ((1u64 << (t.bits() - 1)) - 1) as f64
+            } else {
+                ((1u64 << t.bits()) - 1) as f64
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// The ops of fused computations that are not elementwise: iota, pad, reduce-window,
+/// dynamic-slice, a reduce whose init value is computed, and ops with no emitter yet (kept
+/// as [`Body::Opaque`], their operands' maps known).
+impl Builder<'_> {
+    /// The function whose index space is `operand`'s: its own, or a load of it when it is
+    /// an input.
+    fn operand_function(&mut self, operand: InstrId) -> Result<usize, String> {
+        match self.input_of[operand] {
+            Some(input) => {
+                let d = self.comp.instrs[operand].dims().to_vec();
+                let k = self.functions.len();
+                self.functions.push(Function {
+                    name: format!("{} (load)", self.comp.instrs[operand].name),
+                    dims: d.clone(),
+                    body: Body::Load {
+                        input,
+                        map: IndexingMap::identity(&d),
+                    },
+                });
+                Ok(k)
+            }
+            None => self.function(operand),
+        }
+    }
+
+    /// The reduction of `func` over `m` starting from `ins`'s init value (operand
+    /// `operands.len() / 2`): a constant is the reduction's own; a computed init value
+    /// (a parameter) is combined after a reduction from the op's identity (XLA requires
+    /// the init value to be an identity of the reducer, and may apply it any number of
+    /// times).
+    fn reduction(
+        &mut self,
+        ins: &Instr,
+        op: BinOp,
+        func: usize,
+        m: IndexingMap,
+        map: &IndexingMap,
+    ) -> Result<Body, String> {
+        let init_id = ins.operands[ins.operands.len() / 2];
+        let scalar = Self::then(map, &self.scalar_map(ins)?)?;
+        let init_body = self.body(init_id, &scalar, false)?;
+        let constant = match &init_body {
+            Body::Const(v) => Some(*v),
+            Body::Convert(_, c) => match **c {
+                Body::Const(v) => Some(v),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(init) = constant {
+            return Ok(Body::Reduce {
+                op,
+                init,
+                func,
+                map: m,
+            });
+        }
+        let t = ElemType::from_hlo(ins.shape.elem()).ok_or_else(|| {
+            format!(
+                "`{}` has element type {}, which has no emitter",
+                ins.name,
+                ins.shape.elem()
+            )
+        })?;
+        let id = identity(op, t).ok_or_else(|| {
+            format!(
+                "`{}`: a computed init value is emitted for add, multiply, maximum and minimum reductions with an identity exact in f64 ({op:?} on {} has none)",
+                ins.name,
+                t.hlo_name()
+            )
+        })?;
+        Ok(Body::Binary(
+            op,
+            Box::new(Body::Reduce {
+                op,
+                init: id,
+                func,
+                map: m,
+            }),
+            Box::new(init_body),
+        ))
+    }
+
+    /// `(d..) -> ()` over `ins`'s output: how it reads a scalar operand.
+    fn scalar_map(&self, ins: &Instr) -> Result<IndexingMap, String> {
+        Ok(IndexingMap::new(
+            crate::map::default_vars(crate::map::VarKind::Dim, ins.dims()),
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+        ))
+    }
+
+    fn shape_op(&mut self, id: InstrId, map: &IndexingMap) -> Result<Body, String> {
+        let ins: &Instr = &self.comp.instrs[id];
+        let op = ins.opcode.as_str();
+        match op {
+            "iota" if ins.operands.is_empty() => {
+                let dim = ins
+                    .attrs
+                    .iota_dimension
+                    .and_then(|d| usize::try_from(d).ok())
+                    .filter(|&d| d < ins.dims().len())
+                    .ok_or_else(|| format!("`{}`: iota_dimension is not a dimension", ins.name))?;
+                let elem = self.elem_of(ins)?;
+                let mut m = map.clone();
+                m.results = vec![*map
+                    .results
+                    .get(dim)
+                    .ok_or_else(|| format!("`{}`: the index has no dimension {dim}", ins.name))?];
+                m.is_simplified = false;
+                Ok(Body::Convert(elem, Box::new(Body::Index { map: m })))
+            }
+            "pad" if ins.operands.len() == 2 => {
+                let m0 = Self::then(map, &self.op_map(id, 0)?)?;
+                let m1 = Self::then(map, &self.op_map(id, 1)?)?;
+                let (a, v) = (ins.operands[0], ins.operands[1]);
+                let then = self.body(a, &m0, false)?;
+                let otherwise = self.body(v, &m1, false)?;
+                Ok(Body::Guard {
+                    map: m0,
+                    then: Box::new(then),
+                    otherwise: Box::new(otherwise),
+                })
+            }
+            "reduce-window" if ins.operands.len() == 2 => self.reduce_window(id, map),
+            "dynamic-slice" if ins.operands.len() >= 1 => {
+                let operand = ins.operands[0];
+                let od = self.comp.instrs[operand].dims().to_vec();
+                let sd = ins.dims().to_vec();
+                if ins.operands.len() != 1 + od.len() || sd.len() != od.len() {
+                    return Err(format!(
+                        "`{}`: a dynamic-slice takes one start index per dimension",
+                        ins.name
+                    ));
+                }
+                let limits: Vec<i64> = od.iter().zip(&sd).map(|(o, s)| o - s).collect();
+                if limits.iter().any(|&l| l < 0) {
+                    return Err(format!(
+                        "`{}`: the slice is larger than its operand",
+                        ins.name
+                    ));
+                }
+                let scalar = Self::then(map, &self.scalar_map(ins)?)?;
+                let mut starts = Vec::new();
+                for k in 1..ins.operands.len() {
+                    let s = ins.operands[k];
+                    let st = self.comp.instrs[s].shape.elem();
+                    if !ElemType::from_hlo(st).is_some_and(|t| t.is_int()) {
+                        return Err(format!(
+                            "`{}`: start index `{}` is {st}, not an integer",
+                            ins.name, self.comp.instrs[s].name
+                        ));
+                    }
+                    starts.push(self.body(s, &scalar, false)?);
+                }
+                let func = self.operand_function(operand)?;
+                Ok(Body::DynCall {
+                    func,
+                    map: map.clone(),
+                    starts,
+                    limits,
+                })
+            }
+            _ => self.opaque(id, map),
+        }
+    }
+
+    fn elem_of(&self, ins: &Instr) -> Result<ElemType, String> {
+        if ins.shape.is_tuple() {
+            return Err(format!("`{}` has a tuple shape", ins.name));
+        }
+        ElemType::from_hlo(ins.shape.elem()).ok_or_else(|| {
+            format!(
+                "`{}` has element type {}, which has no emitter",
+                ins.name,
+                ins.shape.elem()
+            )
+        })
+    }
+
+    /// An op with no emitter: its operands' values at its maps, so the analyses see every
+    /// read; `emit`, `bench` and `check` refuse it.
+    fn opaque(&mut self, id: InstrId, map: &IndexingMap) -> Result<Body, String> {
+        let ins: &Instr = &self.comp.instrs[id];
+        let elem = self
+            .elem_of(ins)
+            .map_err(|e| format!("{e}; {} has no emitter yet (`{}`)", ins.opcode, ins.name))?;
+        let mut args = Vec::new();
+        for k in 0..ins.operands.len() {
+            let m = self
+                .op_map(id, k)
+                .map_err(|e| format!("{e}; {} has no emitter yet (`{}`)", ins.opcode, ins.name))?;
+            let m = Self::then(map, &m)?;
+            args.push(self.body(ins.operands[k], &m, false)?);
+        }
+        Ok(Body::Opaque {
+            op: ins.opcode.clone(),
+            name: ins.name.clone(),
+            elem,
+            args,
+        })
+    }
+
+    /// `reduce-window(x, init)`: a reduction over the window's positions of the padded,
+    /// base-dilated operand. Positions in the padding (and between dilated elements) hold
+    /// the init value (XLA's semantics): they are a function over the padded index space
+    /// that guards the operand's read.
+    fn reduce_window(&mut self, id: InstrId, map: &IndexingMap) -> Result<Body, String> {
+        use crate::expr::Expr;
+        use crate::interval::Interval;
+        let ins: &Instr = &self.comp.instrs[id];
+        let red = self.reducer(ins)?;
+        let operand = ins.operands[0];
+        let od = self.comp.instrs[operand].dims().to_vec();
+        let w = ins.attrs.window.clone().unwrap_or_default();
+        let out = ins.dims().to_vec();
+        if w.len() != od.len() || out.len() != od.len() {
+            return Err(format!(
+                "`{}`: the window's rank is not its operand's",
+                ins.name
+            ));
+        }
+        let overflow = || format!("`{}`: the padded operand's size overflows", ins.name);
+        let plain = w
+            .iter()
+            .all(|d| d.pad_lo == 0 && d.pad_hi == 0 && d.lhs_dilate == 1);
+        // The padded, dilated operand's sizes.
+        let mut padded = Vec::new();
+        for (&n, d) in od.iter().zip(&w) {
+            if d.lhs_dilate < 1 || d.rhs_dilate < 1 || d.stride < 1 || d.size < 1 {
+                return Err(format!(
+                    "`{}`: a window with a size, stride or dilation below 1",
+                    ins.name
+                ));
+            }
+            let dil = if n == 0 {
+                0
+            } else {
+                (n - 1)
+                    .checked_mul(d.lhs_dilate)
+                    .and_then(|x| x.checked_add(1))
+                    .ok_or_else(overflow)?
+            };
+            let p = dil
+                .checked_add(d.pad_lo)
+                .and_then(|x| x.checked_add(d.pad_hi))
+                .ok_or_else(overflow)?;
+            padded.push(p.max(0));
+        }
+        // Output index d, window position s: padded index d * stride + s * rhs_dilate.
+        let nd = out.len();
+        let mut results = Vec::new();
+        let mut ranges = Vec::new();
+        for (i, d) in w.iter().enumerate() {
+            let mut e = Expr::var(i as u32).mul(Expr::constant(d.stride));
+            if d.size > 1 {
+                let v = Expr::var((nd + ranges.len()) as u32);
+                ranges.push(crate::map::Variable::new(
+                    format!("s{}", ranges.len()),
+                    0,
+                    d.size - 1,
+                ));
+                e = e.add(v.mul(Expr::constant(d.rhs_dilate)));
+            }
+            results.push(e);
+        }
+        let win = IndexingMap::new(
+            crate::map::default_vars(crate::map::VarKind::Dim, &out),
+            ranges,
+            vec![],
+            results,
+            vec![],
+        );
+        let m = Self::then(map, &win)?;
+        let func = if plain {
+            self.operand_function(operand)?
+        } else {
+            // The padded operand: the operand's element where the padded index is one,
+            // else the init value.
+            let mut res = Vec::new();
+            let mut cons = Vec::new();
+            for (i, (&n, d)) in od.iter().zip(&w).enumerate() {
+                let p = Expr::var(i as u32).add(Expr::constant(-d.pad_lo));
+                if d.lhs_dilate > 1 {
+                    cons.push((p.modulo(Expr::constant(d.lhs_dilate)), Interval::point(0)));
+                }
+                let hi = (n - 1).checked_mul(d.lhs_dilate).ok_or_else(overflow)?;
+                cons.push((p, Interval::new(0, hi)));
+                res.push(if d.lhs_dilate > 1 {
+                    p.floordiv(Expr::constant(d.lhs_dilate))
+                } else {
+                    p
+                });
+            }
+            let to_operand = IndexingMap::new(
+                crate::map::default_vars(crate::map::VarKind::Dim, &padded),
+                vec![],
+                vec![],
+                res,
+                cons,
+            );
+            let to_operand = simplify(&to_operand, &SimplifyLimits::default()).map;
+            let k = self.functions.len();
+            self.functions.push(Function {
+                name: format!("{} (padded)", self.comp.instrs[operand].name),
+                dims: padded.clone(),
+                body: Body::Const(0.0),
+            });
+            let then = self.body(operand, &to_operand, false)?;
+            let init_id = ins.operands[1];
+            let none = IndexingMap::new(
+                crate::map::default_vars(crate::map::VarKind::Dim, &padded),
+                vec![],
+                vec![],
+                vec![],
+                vec![],
+            );
+            let otherwise = self.body(init_id, &none, false)?;
+            self.functions[k].body = Body::Guard {
+                map: to_operand,
+                then: Box::new(then),
+                otherwise: Box::new(otherwise),
+            };
+            k
+        };
+        let ins: &Instr = &self.comp.instrs[id];
+        self.reduction(ins, red, func, m, map)
+    }
 }

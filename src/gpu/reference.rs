@@ -352,6 +352,11 @@ const MEMO_LIMIT: i64 = 1 << 26;
 
 impl<'a> Reference<'a> {
     pub fn new(spec: &'a KernelSpec, inputs: &'a [Vec<u8>]) -> Result<Reference<'a>, MapError> {
+        for f in &spec.functions {
+            if let Some((op, name)) = f.body.opaque() {
+                return Err(MapError::Other(no_emitter(&op, &name)));
+            }
+        }
         let strides = spec
             .inputs
             .iter()
@@ -400,8 +405,12 @@ impl<'a> Reference<'a> {
                         reduce_memo.insert(key, (used, RefCell::new(HashMap::new())));
                     }
                 }
-                if let Body::Load { map, .. } | Body::Call { map, .. } | Body::Reduce { map, .. } =
-                    b
+                if let Body::Load { map, .. }
+                | Body::Call { map, .. }
+                | Body::Reduce { map, .. }
+                | Body::Index { map }
+                | Body::Guard { map, .. }
+                | Body::DynCall { map, .. } = b
                 {
                     let c = Compiled::new(map);
                     let regs = RefCell::new(c.registers());
@@ -549,6 +558,51 @@ impl<'a> Reference<'a> {
                 let x = self.body(a, idx)?;
                 let y = self.body(b, idx)?;
                 Scalar::I(compare(*dir, t, x, y) as i64)
+            }
+            Body::Index { map } => {
+                let at = self.at(map, idx)?;
+                Scalar::I(
+                    *at.first().ok_or_else(|| {
+                        MapError::Other(format!("the index map {map} has no result"))
+                    })?,
+                )
+            }
+            Body::Guard {
+                map,
+                then,
+                otherwise,
+            } => {
+                if self.point(map, idx)?.is_some() {
+                    self.body(then, idx)?
+                } else {
+                    self.body(otherwise, idx)?
+                }
+            }
+            Body::DynCall {
+                func,
+                map,
+                starts,
+                limits,
+            } => {
+                let mut at = self.at(map, idx)?;
+                if at.len() != starts.len() || at.len() != limits.len() {
+                    return Err(MapError::Other(format!(
+                        "a dynamic slice of rank {} has {} start indices",
+                        at.len(),
+                        starts.len()
+                    )));
+                }
+                for ((a, s), &l) in at.iter_mut().zip(starts).zip(limits) {
+                    let t = self.spec.elem_opt(s).unwrap_or(ElemType::S64);
+                    let v = index_value(self.body(s, idx)?, t).clamp(0, l.max(0));
+                    *a = a
+                        .checked_add(v)
+                        .ok_or_else(|| MapError::Overflow("a dynamic-slice index".into()))?;
+                }
+                self.eval(*func, &at)?
+            }
+            Body::Opaque { op, name, .. } => {
+                return Err(MapError::Other(no_emitter(op, name)));
             }
             Body::Select(c, a, b) => {
                 // Both sides are evaluated, as the emitted code may.
@@ -748,6 +802,11 @@ impl<'a> Reference<'a> {
         }
         self.output_of(&self.spec.output, 0)
     }
+}
+
+/// The refusal of an op with no emitter (the reference interpreter included).
+pub fn no_emitter(op: &str, name: &str) -> String {
+    format!("{op} has no emitter yet (`{name}`)")
 }
 
 fn not_for(what: &str, elem: ElemType) -> MapError {

@@ -357,6 +357,39 @@ pub enum Body {
     Compare(CmpDir, Box<Body>, Box<Body>),
     /// `pred ? on_true : on_false`.
     Select(Box<Body>, Box<Body>, Box<Body>),
+    /// The value of an index: `map` (from the function's index) has one result, and the
+    /// value is that integer, an `s64` (`iota` is `Convert(t, Index ..)`).
+    Index {
+        map: IndexingMap,
+    },
+    /// `then` where the function's index lies in `map`'s domain (its dimensions' bounds
+    /// and its constraints hold; `map` has no results), else `otherwise`. Only the branch
+    /// taken is evaluated: a load in `then` may be out of bounds elsewhere (`pad`: the
+    /// operand's element, or the padding value).
+    Guard {
+        map: IndexingMap,
+        then: Box<Body>,
+        otherwise: Box<Body>,
+    },
+    /// Function `func` at `map(index)` moved by start indices known at run time: coordinate
+    /// `i` is `map(index)[i] + clamp(starts[i], 0, limits[i])` (`dynamic-slice`: XLA clamps
+    /// the start so the slice fits in the operand). Each start is a scalar body (an
+    /// integer) evaluated at the function's index.
+    DynCall {
+        func: usize,
+        map: IndexingMap,
+        starts: Vec<Body>,
+        limits: Vec<i64>,
+    },
+    /// An op with no emitter yet (`op`, HLO instruction `name`, of element type `elem`),
+    /// over its operands' values: their maps are known, so indexing, launches and
+    /// coalescing are analysed; `emit`, `bench` and `check` refuse it.
+    Opaque {
+        op: String,
+        name: String,
+        elem: ElemType,
+        args: Vec<Body>,
+    },
 }
 
 impl Body {
@@ -375,9 +408,60 @@ impl Body {
                 a.visit(f);
                 b.visit(f);
             }
+            Body::Guard {
+                then, otherwise, ..
+            } => {
+                then.visit(f);
+                otherwise.visit(f);
+            }
+            Body::DynCall { starts, .. } => starts.iter().for_each(|s| s.visit(f)),
+            Body::Opaque { args, .. } => args.iter().for_each(|a| a.visit(f)),
             _ => {}
         }
     }
+
+    /// The first op of `self` that has no emitter, as `(op, instruction)`.
+    pub fn opaque(&self) -> Option<(String, String)> {
+        let mut found = None;
+        self.visit(&mut |b| {
+            if let (None, Body::Opaque { op, name, .. }) = (&found, b) {
+                found = Some((op.clone(), name.clone()));
+            }
+        });
+        found
+    }
+
+    /// Whether some part of `self` is evaluated only under a condition (a [`Body::Guard`])
+    /// or at an index known only at run time (a [`Body::DynCall`]): its loads may not be
+    /// hoisted out of it (vector loads, transpose tiles).
+    pub fn has_conditional(&self) -> bool {
+        let mut found = false;
+        self.visit(&mut |b| found |= matches!(b, Body::Guard { .. } | Body::DynCall { .. }));
+        found
+    }
+}
+
+/// `map` with the run-time shifts of a [`Body::DynCall`] as range variables: coordinate `i`
+/// plus `s_i in [0, limits[i]]`, the indices the call may reach (for the analyses).
+pub fn dyn_call_reach(map: &IndexingMap, limits: &[i64]) -> IndexingMap {
+    let mut m = map.clone();
+    if !m.runtimes.is_empty() {
+        // Range variables come before runtime ones; from_hlo makes no runtime variables.
+        return m;
+    }
+    let nv = (m.dims.len() + m.ranges.len()) as u32;
+    let mut extra = 0u32;
+    for (i, &l) in limits.iter().enumerate() {
+        if l > 0 && i < m.results.len() {
+            let v = Expr::var(nv + extra);
+            m.results[i] = m.results[i].add(v);
+            let name = format!("s{}", m.ranges.len());
+            m.ranges.push(crate::map::Variable::new(name, 0, l));
+            extra += 1;
+        }
+    }
+    m.is_simplified = false;
+    m
 }
 
 /// One partition of the fused computation: an index space and the element it computes.
@@ -719,6 +803,12 @@ impl KernelSpec {
                         let m = compose(from_root, map)?;
                         self.walk(*func, &m, depth + 1, out)?;
                     }
+                    Body::DynCall {
+                        func, map, limits, ..
+                    } => {
+                        let m = compose(from_root, &dyn_call_reach(map, limits))?;
+                        self.walk(*func, &m, depth + 1, out)?;
+                    }
                     _ => {}
                 }
                 Ok(())
@@ -742,7 +832,11 @@ impl KernelSpec {
             b = inner;
         }
         match b {
-            Body::Reduce { map, func, .. } => Some((map, *func)),
+            // A window reduction (reduce-window: the operand read at `d * stride + s`) is
+            // a loop, each thread folding its window, as XLA emits it.
+            Body::Reduce { map, func, .. } if map.results.iter().all(|r| r.as_var().is_some()) => {
+                Some((map, *func))
+            }
             _ => None,
         }
     }
@@ -784,7 +878,7 @@ impl KernelSpec {
         match b {
             Body::Const(_) => None,
             Body::Load { input, .. } => self.inputs.get(*input).map(|t| t.elem),
-            Body::Call { func, .. } | Body::Reduce { func, .. } => {
+            Body::Call { func, .. } | Body::Reduce { func, .. } | Body::DynCall { func, .. } => {
                 if *func == 0 {
                     return Some(self.output.elem);
                 }
@@ -797,6 +891,13 @@ impl KernelSpec {
                 .or_else(|| self.elem_in(c, depth + 1)),
             Body::Convert(t, _) => Some(*t),
             Body::Compare(..) => Some(ElemType::Pred),
+            Body::Index { .. } => Some(ElemType::S64),
+            Body::Guard {
+                then, otherwise, ..
+            } => self
+                .elem_in(then, depth + 1)
+                .or_else(|| self.elem_in(otherwise, depth + 1)),
+            Body::Opaque { elem, .. } => Some(*elem),
         }
     }
 

@@ -701,6 +701,106 @@ impl<'a> BodyWriter<'a> {
                 }
                 acc
             }
+            Body::Index { map } => {
+                let codes = self.args(ctx, map)?;
+                let code = codes
+                    .first()
+                    .ok_or_else(|| MapError::Other(format!("the index map {map} has no result")))?;
+                let v = self.fresh("t");
+                self.line(format!("const int64_t {v} = (int64_t)({code});"));
+                v
+            }
+            Body::Guard {
+                map,
+                then,
+                otherwise,
+            } => {
+                // Only the branch taken runs: a load of `then` may be out of bounds
+                // elsewhere.
+                let m = substitute(ctx, map)?;
+                let (names, bounds) = (m.names(), m.bounds());
+                let conds: Vec<String> = m.constraints[ctx.constraints.len()..]
+                    .iter()
+                    .filter_map(|&(e, iv)| outside(e, iv, &names, &bounds))
+                    .map(|c| format!("({c})"))
+                    .collect();
+                let v = self.fresh("g");
+                let ty = types::reg(t);
+                self.line(format!("// in the domain of {}", simplified(&m)));
+                self.line(format!("{ty} {v};"));
+                let cond = if conds.is_empty() {
+                    "1".to_string()
+                } else {
+                    format!("!({})", conds.join(" || "))
+                };
+                self.line(format!("if ({cond}) {{"));
+                self.indent += 1;
+                let x = self.body_t(then, ctx, params, t)?;
+                self.line(format!("{v} = {x};"));
+                self.indent -= 1;
+                self.line("} else {");
+                self.indent += 1;
+                let y = self.body_t(otherwise, ctx, params, t)?;
+                self.line(format!("{v} = {y};"));
+                self.indent -= 1;
+                self.line("}");
+                v
+            }
+            Body::DynCall {
+                func,
+                map,
+                starts,
+                limits,
+            } => {
+                let codes = self.args(ctx, map)?;
+                if codes.len() != starts.len() || codes.len() != limits.len() {
+                    return Err(MapError::Other(format!(
+                        "{}: a dynamic slice of rank {} has {} start indices",
+                        self.spec.name,
+                        codes.len(),
+                        starts.len()
+                    )));
+                }
+                let mut at = Vec::new();
+                for ((code, st), &l) in codes.iter().zip(starts).zip(limits) {
+                    let et = self.elem(st, ElemType::S64);
+                    if !et.is_int() {
+                        return Err(MapError::Other(format!(
+                            "{}: a start index of type {} (integers are)",
+                            self.spec.name,
+                            et.hlo_name()
+                        )));
+                    }
+                    let x = self.body_t(st, ctx, params, et)?;
+                    let l = l.max(0);
+                    // XLA clamps each start into [0, dim - slice dim].
+                    let clamped = if et.is_unsigned_int() {
+                        format!("((uint64_t)({x}) > (uint64_t){l} ? (int64_t){l} : (int64_t)({x}))")
+                    } else {
+                        format!(
+                            "((int64_t)({x}) < 0 ? (int64_t)0 : ((int64_t)({x}) > (int64_t){l} ? (int64_t){l} : (int64_t)({x})))"
+                        )
+                    };
+                    let sv = self.fresh("s");
+                    self.line(format!("const int64_t {sv} = {clamped};"));
+                    at.push(format!("({})(({code}) + {sv})", self.index_ty));
+                }
+                let shown = simplified(&substitute(ctx, map)?);
+                self.line(format!(
+                    "// f{func} at {shown}, moved by the run-time starts"
+                ));
+                let v = self.fresh("t");
+                let ty = types::reg(self.spec.function_elem(*func));
+                self.line(format!(
+                    "const {ty} {v} = f{func}({params}{}{});",
+                    if at.is_empty() { "" } else { ", " },
+                    at.join(", ")
+                ));
+                v
+            }
+            Body::Opaque { op, name, .. } => {
+                return Err(MapError::Other(super::reference::no_emitter(op, name)))
+            }
             Body::Unary(..)
             | Body::Binary(..)
             | Body::Convert(..)
@@ -785,12 +885,17 @@ pub(super) fn elementwise<S: ScalarWriter>(
             s.statement(format!("const {} {v} = {p} ? {x} : {y};", types::reg(t)));
             v
         }
-        Body::Const(_) | Body::Load { .. } | Body::Call { .. } | Body::Reduce { .. } => {
-            return Err(MapError::Other(format!(
-                "{}: a constant, load, call or reduction is each writer's own",
-                s.spec().name
-            )))
-        }
+        Body::Const(_)
+        | Body::Load { .. }
+        | Body::Call { .. }
+        | Body::Reduce { .. }
+        | Body::Index { .. }
+        | Body::Guard { .. }
+        | Body::DynCall { .. }
+        | Body::Opaque { .. } => return Err(MapError::Other(format!(
+            "{}: a constant, load, call, reduction, index, guard or opaque op is each writer's own",
+            s.spec().name
+        ))),
     })
 }
 
@@ -937,7 +1042,10 @@ fn callees_first(spec: &KernelSpec) -> Vec<usize> {
         .map(|f| {
             let mut c = Vec::new();
             f.body.visit(&mut |b| {
-                if let Body::Call { func, .. } | Body::Reduce { func, .. } = b {
+                if let Body::Call { func, .. }
+                | Body::Reduce { func, .. }
+                | Body::DynCall { func, .. } = b
+                {
                     c.push(*func);
                 }
             });
@@ -965,10 +1073,22 @@ fn callees_first(spec: &KernelSpec) -> Vec<usize> {
     order
 }
 
+/// An op with no emitter yet ([`Body::Opaque`]) is refused by every emitter, naming it;
+/// the analyses (indexing, launches, coalescing) take the spec as it is.
+pub fn refuse_opaque(spec: &KernelSpec) -> Result<(), MapError> {
+    for f in &spec.functions {
+        if let Some((op, name)) = f.body.opaque() {
+            return Err(MapError::Other(super::reference::no_emitter(&op, &name)));
+        }
+    }
+    Ok(())
+}
+
 /// A kernel for an output without elements (a zero-sized dimension) computes nothing: the
 /// emitters refuse it with this error rather than write index arithmetic that divides by
 /// the zero extent.
 pub fn refuse_empty(spec: &KernelSpec) -> Result<(), MapError> {
+    refuse_opaque(spec)?;
     if spec.output.dims.contains(&0) {
         return Err(MapError::Other(format!(
             "`{}` has no output elements ({}): there is nothing to emit",
