@@ -335,3 +335,50 @@ fn an_op_without_emitter_is_analysed_and_refused_by_name() {
     let e = Reference::new(&spec, &inputs).err().expect("refused");
     assert_eq!(e.to_string(), want);
 }
+
+/// A scatter whose indices the fusion computes (the max-pool gradient's: a concatenate of
+/// index tensors): XLA skips an update whose window does not fit in the operand, and
+/// combines updates that land on one element.
+#[test]
+fn scatter_with_computed_indices_and_a_concatenate_inside_the_body() {
+    let spec = spec_of(
+        "fsc {\n  p0 = f32[6,5] parameter(0)\n  p1 = s32[7] parameter(1)\n  p2 = s32[7] parameter(2)\n\
+         b1 = s32[7,1] bitcast(p1)\n  b2 = s32[7,1] bitcast(p2)\n\
+         c = s32[7,2] concatenate(b1, b2), dimensions={1}\n\
+         one = f32[] constant(1)\n  u = f32[7,1,2] broadcast(one), dimensions={}\n\
+         ROOT s = f32[6,5] scatter(p0, c, u), update_window_dims={1,2}, inserted_window_dims={}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=add_f32\n}\n",
+        "fsc",
+    );
+    let mut inputs = make_inputs(&spec).unwrap();
+    // Rows and columns in bounds, past the end, negative, and repeated.
+    let rows: [i32; 7] = [0, 5, 6, -1, 2, 2, 3];
+    let cols: [i32; 7] = [0, 3, 1, 1, 4, 1, 1];
+    inputs[1] = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
+    inputs[2] = cols.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let inp = inputs.clone();
+    let sp = &spec;
+    verify(&spec, &inputs, &|idx| {
+        let mut v = input(sp, &inp, 0, idx);
+        for (&r, &c) in rows.iter().zip(&cols) {
+            // The window is 1×2: it fits when r in [0, 5] and c in [0, 3].
+            let fits = (0..6).contains(&r) && (0..4).contains(&c);
+            if fits && idx[0] == i64::from(r) && (i64::from(c)..i64::from(c) + 2).contains(&idx[1])
+            {
+                v += 1.0;
+            }
+        }
+        v
+    });
+    let spec = spec_of(
+        "fcat {\n  p0 = f32[3,4] parameter(0)\n  p1 = f32[5,4] parameter(1)\n\
+         c = f32[8,4] concatenate(p0, p1), dimensions={0}\n  ROOT n = f32[8,4] negate(c)\n}\n",
+        "fcat",
+    );
+    verify_default(&spec, &|inp, idx| {
+        if idx[0] < 3 {
+            -input(&spec, inp, 0, idx)
+        } else {
+            -input(&spec, inp, 1, &[idx[0] - 3, idx[1]])
+        }
+    });
+}

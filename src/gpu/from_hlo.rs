@@ -531,18 +531,34 @@ fn build_scatter(
         })
     };
     let operand = input(0, "operand (the output aliases it)")?;
-    let indices = input(1, "indices")?;
-    if inputs[indices].elem != ElemType::S32 {
-        return Err(format!(
-            "`{}`: the scatter's indices are emitted as s32",
-            r.name
-        ));
-    }
     let op = b.reducer(r)?;
     let upd = b.function(r.operands[2])?;
     if upd != 0 {
         return Err(format!("`{}`: the updates are not function 0", r.name));
     }
+    // Indices computed in the fusion (the max-pool gradient concatenates the index
+    // tensors a reduce-window computed) are a function over their shape.
+    let (indices, indices_func) = match b.input_of[r.operands[1]] {
+        Some(k) => {
+            if inputs[k].elem != ElemType::S32 {
+                return Err(format!(
+                    "`{}`: the scatter's indices are emitted as s32",
+                    r.name
+                ));
+            }
+            (k, None)
+        }
+        None => {
+            let it = b.comp.instrs[r.operands[1]].shape.elem();
+            if !ElemType::from_hlo(it).is_some_and(|t| t.is_int()) {
+                return Err(format!(
+                    "`{}`: the scatter's indices are {it}, not integers",
+                    r.name
+                ));
+            }
+            (usize::MAX, Some(b.function(r.operands[1])?))
+        }
+    };
     let sd = r.attrs.scatter.clone().unwrap_or_default();
     let ivd = r.attrs.gather.as_ref().map_or(0, |g| g.index_vector_dim);
     let dims = |v: &[i64]| -> Result<Vec<usize>, String> {
@@ -576,6 +592,7 @@ fn build_scatter(
             scatter_dims_to_operand_dims: dims(&sd.scatter_dims_to_operand_dims)?,
             index_vector_dim: usize::try_from(ivd)
                 .map_err(|_| format!("`{}`: a negative index_vector_dim", r.name))?,
+            indices_func,
         },
     };
     if spec.scatter_geometry().is_none() {
@@ -936,6 +953,23 @@ impl Builder<'_> {
                 })
             }
             "reduce-window" if ins.operands.len() == 2 => self.reduce_window(id, map),
+            // Inside a body: the operand whose slice holds the index, the others guarded
+            // out (a concatenate at the root gives each operand its own loop instead).
+            "concatenate" if !ins.operands.is_empty() => {
+                let n = ins.operands.len();
+                let m = Self::then(map, &self.op_map(id, n - 1)?)?;
+                let mut body = self.body(ins.operands[n - 1], &m, false)?;
+                for k in (0..n - 1).rev() {
+                    let m = Self::then(map, &self.op_map(id, k)?)?;
+                    let then = self.body(ins.operands[k], &m, false)?;
+                    body = Body::Guard {
+                        map: m,
+                        then: Box::new(then),
+                        otherwise: Box::new(body),
+                    };
+                }
+                Ok(body)
+            }
             "dynamic-slice" if ins.operands.len() >= 1 => {
                 let operand = ins.operands[0];
                 let od = self.comp.instrs[operand].dims().to_vec();

@@ -653,6 +653,7 @@ impl<'a> Reference<'a> {
                 operand,
                 indices,
                 op,
+                indices_func,
                 ..
             } => {
                 let g = spec.scatter_geometry().ok_or_else(|| {
@@ -675,8 +676,10 @@ impl<'a> Reference<'a> {
                 let mut out: Vec<Scalar> = (0..n)
                     .map(|i| read_scalar(&self.inputs[*operand], t.elem, i))
                     .collect();
-                let it = &spec.inputs[*indices];
-                let istr = &self.strides[*indices];
+                // Computed indices are not read from an input (`indices` is unused).
+                let it = spec.inputs.get(*indices).unwrap_or(t);
+                let empty = Vec::new();
+                let istr = self.strides.get(*indices).unwrap_or(&empty);
                 let ostr = spec.output.strides()?;
                 let upd = spec.functions[0].dims.clone();
                 let bounds: Vec<crate::interval::Interval> = upd
@@ -689,11 +692,16 @@ impl<'a> Reference<'a> {
                     let mut start = vec![0i64; rank];
                     for (k, &o) in g.starts.iter().enumerate() {
                         let at = g.indices_index(&batch, k as i64);
-                        let off: i64 = at.iter().zip(istr).map(|(a, b)| a * b).sum();
-                        start[o] = index_value(
-                            read_scalar(&self.inputs[*indices], it.elem, off as usize),
-                            it.elem,
-                        );
+                        start[o] = match indices_func {
+                            Some(f) => index_value(self.eval(*f, &at)?, spec.function_elem(*f)),
+                            None => {
+                                let off: i64 = at.iter().zip(istr).map(|(a, b)| a * b).sum();
+                                index_value(
+                                    read_scalar(&self.inputs[*indices], it.elem, off as usize),
+                                    it.elem,
+                                )
+                            }
+                        };
                     }
                     // In i128: a start index may be any value of its type.
                     let fits = (0..rank).all(|o| {

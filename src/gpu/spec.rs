@@ -501,6 +501,9 @@ pub enum Root {
         inserted_window_dims: Vec<usize>,
         scatter_dims_to_operand_dims: Vec<usize>,
         index_vector_dim: usize,
+        /// Indices computed in the fusion: function `f` over the indices' shape gives
+        /// them (`indices` is then not read).
+        indices_func: Option<usize>,
     },
 }
 
@@ -727,14 +730,16 @@ impl KernelSpec {
         let batch: Vec<usize> = (0..upd.len())
             .filter(|j| !update_window_dims.contains(j))
             .collect();
-        let indices_rank = self.inputs.get(*indices)?.rank();
+        let (idims, _) = self.scatter_indices()?;
+        let indices_rank = idims.len();
+        let _ = indices;
         let implicit = *index_vector_dim == indices_rank;
         if batch.len() + usize::from(!implicit) != indices_rank
             || scatter_dims_to_operand_dims.iter().any(|&o| o >= rank)
             || (implicit && scatter_dims_to_operand_dims.len() != 1)
             || (!implicit
-                && self.inputs[*indices].dims[*index_vector_dim]
-                    != scatter_dims_to_operand_dims.len() as i64)
+                && idims.get(*index_vector_dim).copied()
+                    != Some(scatter_dims_to_operand_dims.len() as i64))
         {
             return None;
         }
@@ -745,6 +750,26 @@ impl KernelSpec {
             index_vector_dim: *index_vector_dim,
             indices_rank,
         })
+    }
+
+    /// A scatter's indices: their dims and element type (an input's, or the function's
+    /// that computes them).
+    pub fn scatter_indices(&self) -> Option<(Vec<i64>, ElemType)> {
+        let Root::Scatter {
+            indices,
+            indices_func,
+            ..
+        } = &self.root
+        else {
+            return None;
+        };
+        match indices_func {
+            Some(f) => Some((self.functions.get(*f)?.dims.clone(), self.function_elem(*f))),
+            None => {
+                let t = self.inputs.get(*indices)?;
+                Some((t.dims.clone(), t.elem))
+            }
+        }
     }
 
     /// Every output: output 0, then the tuple root's further outputs.

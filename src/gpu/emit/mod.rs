@@ -892,10 +892,12 @@ pub(super) fn elementwise<S: ScalarWriter>(
         | Body::Index { .. }
         | Body::Guard { .. }
         | Body::DynCall { .. }
-        | Body::Opaque { .. } => return Err(MapError::Other(format!(
+        | Body::Opaque { .. } => {
+            return Err(MapError::Other(format!(
             "{}: a constant, load, call, reduction, index, guard or opaque op is each writer's own",
             s.spec().name
-        ))),
+        )))
+        }
     })
 }
 
@@ -1223,16 +1225,66 @@ pub fn dus_starts(spec: &KernelSpec, index_ty: &str) -> Vec<String> {
 /// must be inside a loop (or a `do { } while (0)`).
 pub fn scatter_starts(w: &mut BodyWriter, ctx: &IndexingMap) -> Result<(), MapError> {
     let spec = w.spec;
-    let (Some(g), crate::gpu::spec::Root::Scatter { indices, .. }) =
-        (spec.scatter_geometry(), &spec.root)
+    let (
+        Some(g),
+        crate::gpu::spec::Root::Scatter {
+            indices,
+            indices_func,
+            ..
+        },
+    ) = (spec.scatter_geometry(), &spec.root)
     else {
         return Err(MapError::Other(format!("{} is not a scatter", spec.name)));
     };
-    let it = &spec.inputs[*indices];
-    let strides = it.strides()?;
     let names = ctx.names();
     let bounds = ctx.bounds();
     let batch: Vec<Expr> = g.batch.iter().map(|&j| ctx.results[j]).collect();
+    if let Some(f) = *indices_func {
+        // Computed indices: the function's value at the index vector's entry, checked in
+        // its own type (a large one could wrap into the bounds once narrowed).
+        let et = spec.function_elem(f);
+        let idims = spec.functions[f].dims.clone();
+        for (k, &o) in g.starts.iter().enumerate() {
+            let at = g.indices_index(&batch, Expr::constant(k as i64));
+            let mut here = ctx.clone();
+            here.results = at;
+            let call = Body::Call {
+                func: f,
+                map: IndexingMap::identity(&idims),
+            };
+            w.line(format!(
+                "// start of operand dimension {o}, index vector entry {k}: computed"
+            ));
+            let params: String = (0..spec.inputs.len())
+                .map(|i| format!("p{i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let v = w.body_t(&call, &here, &params, et)?;
+            let hi = spec.output.dims[o] - g.window[o].1;
+            if !et.is_int() {
+                return Err(MapError::Other(format!(
+                    "{}: scatter indices of type {}",
+                    spec.name,
+                    et.hlo_name()
+                )));
+            }
+            let below = if et.is_unsigned_int() {
+                String::new()
+            } else {
+                format!("{v} < 0 || ")
+            };
+            let hi_c = if et.is_unsigned_int() {
+                format!("(uint64_t){hi}")
+            } else {
+                format!("(int64_t){hi}")
+            };
+            w.line(format!("if ({below}{v} > {hi_c}) continue;"));
+            w.line(format!("const {} rt{o} = ({}){v};", w.index_ty, w.index_ty));
+        }
+        return Ok(());
+    }
+    let it = &spec.inputs[*indices];
+    let strides = it.strides()?;
     for (k, &o) in g.starts.iter().enumerate() {
         let at = g.indices_index(&batch, Expr::constant(k as i64));
         let lin = at
