@@ -382,3 +382,82 @@ fn scatter_with_computed_indices_and_a_concatenate_inside_the_body() {
         }
     });
 }
+
+const ARGMAX: &str = "argmax_r {\n  av = f32[] parameter(0)\n  ai = s32[] parameter(1)\n\
+  bv = f32[] parameter(2)\n  bi = s32[] parameter(3)\n\
+  gt = pred[] compare(av, bv), direction=GT\n  eq = pred[] compare(av, bv), direction=EQ\n\
+  lt = pred[] compare(ai, bi), direction=LT\n  tie = pred[] and(eq, lt)\n\
+  pick = pred[] or(gt, tie)\n  v = f32[] select(pick, av, bv)\n\
+  i = s32[] select(pick, ai, bi)\n  ROOT t = (f32[], s32[]) tuple(v, i)\n}\n";
+
+/// Argmax: a variadic reduce of the values and their iota, its reducer returning a tuple
+/// (the larger value, the smaller index on ties), read through get-tuple-element and as a
+/// tuple root; and a variadic reduce-window (max pooling that keeps the position).
+#[test]
+fn variadic_reductions_argmax_and_pooling_with_positions() {
+    let spec = spec_of(
+        &format!(
+            "{ARGMAX}fam {{\n  p0 = f32[6,9] parameter(0)\n  io = s32[6,9] iota(), iota_dimension=1\n\
+             ninf = f32[] constant(-inf)\n  z = s32[] constant(0)\n\
+             r = (f32[6], s32[6]) reduce(p0, io, ninf, z), dimensions={{1}}, to_apply=argmax_r\n\
+             ROOT i = s32[6] get-tuple-element(r), index=1\n}}\n"
+        ),
+        "fam",
+    );
+    let argmax = |inp: &[Vec<u8>], sp: &KernelSpec, row: i64| {
+        let mut best = (f64::NEG_INFINITY, 0i64);
+        for j in 0..9 {
+            let v = input(sp, inp, 0, &[row, j]);
+            if v > best.0 {
+                best = (v, j);
+            }
+        }
+        best
+    };
+    verify_default(&spec, &|inp, idx| argmax(inp, &spec, idx[0]).1 as f64);
+    let spec = spec_of(
+        &format!(
+            "{ARGMAX}fat {{\n  p0 = f32[6,9] parameter(0)\n  io = s32[6,9] iota(), iota_dimension=1\n\
+             ninf = f32[] constant(-inf)\n  z = s32[] constant(0)\n\
+             ROOT r = (f32[6], s32[6]) reduce(p0, io, ninf, z), dimensions={{1}}, to_apply=argmax_r\n}}\n"
+        ),
+        "fat",
+    );
+    assert_eq!(spec.more_outputs.len(), 1);
+    verify_default(&spec, &|inp, idx| argmax(inp, &spec, idx[0]).0);
+    let inputs = make_inputs(&spec).unwrap();
+    let both = Reference::new(&spec, &inputs).unwrap().outputs().unwrap();
+    for (row, v) in both[1].iter().enumerate() {
+        assert_eq!(
+            v.to_f64(ixmap::gpu::spec::ElemType::S32),
+            argmax(&inputs, &spec, row as i64).1 as f64
+        );
+    }
+    // Max pooling 2×2 that keeps the flat position of the maximum (the max-pool
+    // gradient's forward pass).
+    let spec = spec_of(
+        &format!(
+            "{ARGMAX}fpw {{\n  p0 = f32[8,6] parameter(0)\n  io = s32[8,6] iota(), iota_dimension=0\n\
+             six = s32[] constant(6)\n  b6 = s32[8,6] broadcast(six), dimensions={{}}\n\
+             r6 = s32[8,6] multiply(io, b6)\n  jo = s32[8,6] iota(), iota_dimension=1\n\
+             flat = s32[8,6] add(r6, jo)\n  ninf = f32[] constant(-inf)\n  m1 = s32[] constant(-1)\n\
+             w = (f32[4,3], s32[4,3]) reduce-window(p0, flat, ninf, m1), window={{size=2x2 stride=2x2}}, to_apply=argmax_r\n\
+             ROOT i = s32[4,3] get-tuple-element(w), index=1\n}}\n"
+        ),
+        "fpw",
+    );
+    verify_default(&spec, &|inp, idx| {
+        let mut best = (f64::NEG_INFINITY, -1i64);
+        for a in 0..2 {
+            for b in 0..2 {
+                let (r, c) = (idx[0] * 2 + a, idx[1] * 2 + b);
+                let v = input(&spec, inp, 0, &[r, c]);
+                let f = r * 6 + c;
+                if v > best.0 || (v == best.0 && f < best.1) {
+                    best = (v, f);
+                }
+            }
+        }
+        best.1 as f64
+    });
+}

@@ -308,6 +308,9 @@ fn build(
     ) {
         return build_root(module, comp, root, inputs, input_of);
     }
+    if matches!(r.opcode.as_str(), "reduce" | "reduce-window") && r.shape.is_tuple() {
+        return build_variadic(module, comp, root, inputs, input_of);
+    }
     let output = tensor(&r.name, &r.shape)?;
     let mut b = Builder {
         module,
@@ -325,6 +328,64 @@ fn build(
         inputs,
         output,
         functions: b.functions,
+    })
+}
+
+/// A variadic reduction at the root: one output per reduced value, all of one shape,
+/// written at the same index; function `k` computes output `k`.
+fn build_variadic(
+    module: &Module,
+    comp: &Computation,
+    root: InstrId,
+    inputs: Vec<Tensor>,
+    input_of: Vec<Option<usize>>,
+) -> Result<KernelSpec, String> {
+    let r = &comp.instrs[root];
+    let parts = r.shape.tuple_elements();
+    let mut b = Builder {
+        module,
+        comp,
+        users: comp.users(),
+        input_of,
+        func_of: vec![None; comp.instrs.len()],
+        functions: Vec::new(),
+    };
+    let mut tensors = Vec::new();
+    for (k, p) in parts.iter().enumerate() {
+        let t = tensor(&format!("{}#{k}", r.name), p)?;
+        if t.dims != r.dims() {
+            return Err(format!(
+                "`{}`: the outputs of a variadic reduction have one shape",
+                r.name
+            ));
+        }
+        tensors.push(t);
+        b.functions.push(Function {
+            name: format!("{}#{k}", r.name),
+            dims: r.dims().to_vec(),
+            body: Body::Const(0.0),
+        });
+    }
+    if tensors.is_empty() {
+        return Err(format!("`{}` has no outputs", r.name));
+    }
+    let id = IndexingMap::identity(r.dims());
+    for k in 0..tensors.len() {
+        b.functions[k].body = b.variadic(root, k, &id)?;
+    }
+    let output = tensors.remove(0);
+    let more_outputs = tensors
+        .into_iter()
+        .enumerate()
+        .map(|(k, t)| MoreOutput::same_index(t, k + 1, r.dims()))
+        .collect();
+    Ok(KernelSpec {
+        name: comp_label(comp, root),
+        inputs,
+        output,
+        functions: b.functions,
+        more_outputs,
+        root: Root::Elementwise,
     })
 }
 
@@ -953,6 +1014,20 @@ impl Builder<'_> {
                 })
             }
             "reduce-window" if ins.operands.len() == 2 => self.reduce_window(id, map),
+            "get-tuple-element" if ins.operands.len() == 1 => {
+                let src = ins.operands[0];
+                let which = ins
+                    .attrs
+                    .index
+                    .and_then(|k| usize::try_from(k).ok())
+                    .ok_or_else(|| format!("`{}` has no index", ins.name))?;
+                let s = &self.comp.instrs[src];
+                if matches!(s.opcode.as_str(), "reduce" | "reduce-window") && s.operands.len() > 2 {
+                    self.variadic(src, which, map)
+                } else {
+                    self.opaque(id, map)
+                }
+            }
             // Inside a body: the operand whose slice holds the index, the others guarded
             // out (a concatenate at the root gives each operand its own loop instead).
             "concatenate" if !ins.operands.is_empty() => {
@@ -1173,4 +1248,202 @@ impl Builder<'_> {
         let ins: &Instr = &self.comp.instrs[id];
         self.reduction(ins, red, func, m, map)
     }
+}
+
+/// Variadic reductions (argmax: a value and its index, reduced together by a computation
+/// that returns a tuple).
+impl Builder<'_> {
+    /// Output `which` of the variadic `reduce` or `reduce-window` `id` at `map(index)`.
+    fn variadic(&mut self, id: InstrId, which: usize, map: &IndexingMap) -> Result<Body, String> {
+        let ins: &Instr = &self.comp.instrs[id];
+        let n = ins.operands.len() / 2;
+        if n == 0 || ins.operands.len() != 2 * n || which >= n {
+            return Err(format!(
+                "`{}`: a variadic reduction takes inputs and as many init values",
+                ins.name
+            ));
+        }
+        let parts = ins.shape.tuple_elements();
+        if parts.len() != n {
+            return Err(format!(
+                "`{}` has {} outputs for {n} inputs",
+                ins.name,
+                parts.len()
+            ));
+        }
+        let mut elems = Vec::new();
+        for p in parts {
+            elems.push(ElemType::from_hlo(p.elem()).ok_or_else(|| {
+                format!(
+                    "`{}` has element type {}, which has no emitter",
+                    ins.name,
+                    p.elem()
+                )
+            })?);
+        }
+        if ins.opcode == "reduce-window" {
+            let w = ins.attrs.window.clone().unwrap_or_default();
+            if w.iter()
+                .any(|d| d.pad_lo != 0 || d.pad_hi != 0 || d.lhs_dilate != 1)
+            {
+                return Err(format!(
+                    "`{}`: a variadic reduce-window with padding or base dilation has no emitter yet",
+                    ins.name
+                ));
+            }
+        }
+        let reducer = self.scalar_computation(ins, &elems)?;
+        // Every input is read through the same map (the window's without padding:
+        // its constraints always hold).
+        let m = Self::then(map, &self.op_map(id, 0)?)?;
+        let scalar = Self::then(map, &self.scalar_map(ins)?)?;
+        let mut funcs = Vec::new();
+        let mut inits = Vec::new();
+        for k in 0..n {
+            let (o, i) = (ins.operands[k], ins.operands[n + k]);
+            funcs.push(self.operand_function(o)?);
+            inits.push(self.body(i, &scalar, false)?);
+        }
+        Ok(Body::ReduceTuple {
+            inits,
+            funcs,
+            map: m,
+            reducer,
+            which,
+        })
+    }
+
+    /// The reducer of `ins` as scalar bodies over [`Body::Param`] (accumulators, then
+    /// values): one per output. `and`, `or` and `not` of `pred` are written as selects
+    /// and comparisons.
+    fn scalar_computation(&self, ins: &Instr, elems: &[ElemType]) -> Result<Vec<Body>, String> {
+        let name = ins
+            .attrs
+            .to_apply
+            .as_deref()
+            .ok_or_else(|| format!("`{}` has no to_apply", ins.name))?;
+        let c = self
+            .module
+            .computation(name)
+            .ok_or_else(|| format!("no computation `{name}` (to_apply of `{}`)", ins.name))?;
+        let params = c.parameters();
+        let n = elems.len();
+        if params.len() != 2 * n {
+            return Err(format!(
+                "the reducer `{name}` takes {} arguments, not {}",
+                params.len(),
+                2 * n
+            ));
+        }
+        let root = &c.instrs[c.root];
+        let outs: Vec<InstrId> = if root.opcode == "tuple" {
+            root.operands.clone()
+        } else {
+            vec![c.root]
+        };
+        if outs.len() != n {
+            return Err(format!(
+                "the reducer `{name}` returns {} values, not {n}",
+                outs.len()
+            ));
+        }
+        outs.iter()
+            .map(|&o| scalar_body(c, &params, elems, o, name, 0))
+            .collect()
+    }
+}
+
+/// Instruction `id` of the scalar computation `c` (named `name`) as a body over its
+/// parameters ([`Body::Param`]).
+fn scalar_body(
+    c: &Computation,
+    params: &[InstrId],
+    elems: &[ElemType],
+    id: InstrId,
+    name: &str,
+    depth: usize,
+) -> Result<Body, String> {
+    if depth > c.instrs.len() {
+        return Err(format!("the reducer `{name}` is cyclic"));
+    }
+    let ins = &c.instrs[id];
+    let op = ins.opcode.as_str();
+    let arg = |k: usize| -> Result<Body, String> {
+        let o = *ins
+            .operands
+            .get(k)
+            .ok_or_else(|| format!("`{}` in `{name}` lacks operand {k}", ins.name))?;
+        scalar_body(c, params, elems, o, name, depth + 1)
+    };
+    let elem = || {
+        ElemType::from_hlo(ins.shape.elem()).ok_or_else(|| {
+            format!(
+                "`{}` in `{name}` has element type {}",
+                ins.name,
+                ins.shape.elem()
+            )
+        })
+    };
+    let pred = |v: f64| Body::Convert(ElemType::Pred, Box::new(Body::Const(v)));
+    if !ins.dims().is_empty() || ins.shape.is_tuple() {
+        return Err(format!(
+            "`{}` in the reducer `{name}` is not a scalar",
+            ins.name
+        ));
+    }
+    Ok(match op {
+        "parameter" => {
+            let k = params
+                .iter()
+                .position(|&p| p == id)
+                .ok_or_else(|| format!("`{}` is not a parameter of `{name}`", ins.name))?;
+            Body::Param(k, elems[k % elems.len()])
+        }
+        "constant" => {
+            let lit = ins.attrs.literal.as_deref().unwrap_or("");
+            let v = parse_literal(lit)
+                .ok_or_else(|| format!("`{}`: the constant {lit} in `{name}`", ins.name))?;
+            let t = elem()?;
+            if t.is_int() && (v.fract() != 0.0 || v.abs() > 9_007_199_254_740_992.0) {
+                return Err(format!(
+                    "`{}`: the integer constant {lit} in `{name}` is not exact in f64",
+                    ins.name
+                ));
+            }
+            Body::Convert(t, Box::new(Body::Const(v)))
+        }
+        "compare" => {
+            let dir = ins
+                .attrs
+                .other
+                .iter()
+                .find(|(k, _)| k == "direction")
+                .and_then(|(_, v)| CmpDir::from_hlo(v.trim()))
+                .ok_or_else(|| format!("`{}` in `{name}` has no direction", ins.name))?;
+            Body::Compare(dir, Box::new(arg(0)?), Box::new(arg(1)?))
+        }
+        "select" => Body::Select(Box::new(arg(0)?), Box::new(arg(1)?), Box::new(arg(2)?)),
+        "convert" => Body::Convert(elem()?, Box::new(arg(0)?)),
+        "not" if elem()? == ElemType::Pred => {
+            Body::Compare(CmpDir::Eq, Box::new(arg(0)?), Box::new(pred(0.0)))
+        }
+        "and" if elem()? == ElemType::Pred => {
+            Body::Select(Box::new(arg(0)?), Box::new(arg(1)?), Box::new(pred(0.0)))
+        }
+        "or" if elem()? == ElemType::Pred => {
+            Body::Select(Box::new(arg(0)?), Box::new(pred(1.0)), Box::new(arg(1)?))
+        }
+        _ => {
+            if let Some(u) = UnOp::from_hlo(op) {
+                Body::Unary(u, Box::new(arg(0)?))
+            } else if let Some(b) = BinOp::from_hlo(op) {
+                Body::Binary(b, Box::new(arg(0)?), Box::new(arg(1)?))
+            } else {
+                return Err(format!(
+                    "the reducer `{name}` computes {op} (`{}`), which has no emitter yet",
+                    ins.name
+                ));
+            }
+        }
+    })
 }

@@ -338,6 +338,8 @@ pub struct Reference<'a> {
     reduce_memo: HashMap<usize, (Vec<usize>, RefCell<HashMap<Vec<i64>, Scalar>>)>,
     /// The element type of every node of the bodies (keyed by its address).
     types: HashMap<usize, ElemType>,
+    /// The arguments of the reducer of a variadic reduction while it runs.
+    args: RefCell<Vec<Scalar>>,
 }
 
 /// Values of one function, filled on demand: `known[k]` says `values[k]` is computed.
@@ -410,7 +412,8 @@ impl<'a> Reference<'a> {
                 | Body::Reduce { map, .. }
                 | Body::Index { map }
                 | Body::Guard { map, .. }
-                | Body::DynCall { map, .. } = b
+                | Body::DynCall { map, .. }
+                | Body::ReduceTuple { map, .. } = b
                 {
                     let c = Compiled::new(map);
                     let regs = RefCell::new(c.registers());
@@ -426,6 +429,7 @@ impl<'a> Reference<'a> {
             compiled,
             reduce_memo,
             types,
+            args: RefCell::new(Vec::new()),
         })
     }
 
@@ -603,6 +607,48 @@ impl<'a> Reference<'a> {
             }
             Body::Opaque { op, name, .. } => {
                 return Err(MapError::Other(no_emitter(op, name)));
+            }
+            Body::Param(k, _) => *self
+                .args
+                .borrow()
+                .get(*k)
+                .ok_or_else(|| MapError::Other(format!("no argument {k} of a reducer")))?,
+            Body::ReduceTuple {
+                inits,
+                funcs,
+                map,
+                reducer,
+                which,
+            } => {
+                let mut acc = Vec::with_capacity(inits.len());
+                for b in inits {
+                    acc.push(self.body(b, idx)?);
+                }
+                let nd = idx.len();
+                let bounds = map.bounds();
+                let mut point: Vec<i64> = idx.to_vec();
+                point.extend(bounds[nd..].iter().map(|b| b.lo));
+                for_each_in_box(&bounds[nd..], &mut |s| {
+                    point[nd..].copy_from_slice(s);
+                    if let Some(at) = self.point(map, &point)? {
+                        let mut args = acc.clone();
+                        for &f in funcs {
+                            args.push(self.eval(f, &at)?);
+                        }
+                        // The reducer's bodies read only their arguments (no calls), so
+                        // the argument list is not replaced while they run.
+                        *self.args.borrow_mut() = args;
+                        let mut next = Vec::with_capacity(reducer.len());
+                        for r in reducer {
+                            next.push(self.body(r, &point[..nd])?);
+                        }
+                        acc = next;
+                    }
+                    Ok(true)
+                })?;
+                *acc.get(*which).ok_or_else(|| {
+                    MapError::Other(format!("a variadic reduction has no result {which}"))
+                })?
             }
             Body::Select(c, a, b) => {
                 // Both sides are evaluated, as the emitted code may.

@@ -381,6 +381,21 @@ pub enum Body {
         starts: Vec<Body>,
         limits: Vec<i64>,
     },
+    /// Argument `k` (of type `t`) of the scalar computation a [`Body::ReduceTuple`]
+    /// applies: its accumulators `0..n`, then the values `n..2n`.
+    Param(usize, ElemType),
+    /// A variadic reduction (argmax: a value and its index): `n` accumulators starting at
+    /// `inits`, each step replacing all of them at once by `reducer` (bodies over
+    /// [`Body::Param`]: the accumulators, then `funcs[k]` at `map(index, s..)`), over every
+    /// value of `map`'s range variables that satisfies its constraints; the value is
+    /// accumulator `which`.
+    ReduceTuple {
+        inits: Vec<Body>,
+        funcs: Vec<usize>,
+        map: IndexingMap,
+        reducer: Vec<Body>,
+        which: usize,
+    },
     /// An op with no emitter yet (`op`, HLO instruction `name`, of element type `elem`),
     /// over its operands' values: their maps are known, so indexing, launches and
     /// coalescing are analysed; `emit`, `bench` and `check` refuse it.
@@ -415,6 +430,10 @@ impl Body {
                 otherwise.visit(f);
             }
             Body::DynCall { starts, .. } => starts.iter().for_each(|s| s.visit(f)),
+            Body::ReduceTuple { inits, reducer, .. } => {
+                inits.iter().for_each(|s| s.visit(f));
+                reducer.iter().for_each(|s| s.visit(f));
+            }
             Body::Opaque { args, .. } => args.iter().for_each(|a| a.visit(f)),
             _ => {}
         }
@@ -828,6 +847,12 @@ impl KernelSpec {
                         let m = compose(from_root, map)?;
                         self.walk(*func, &m, depth + 1, out)?;
                     }
+                    Body::ReduceTuple { funcs, map, .. } => {
+                        let m = compose(from_root, map)?;
+                        for &func in funcs {
+                            self.walk(func, &m, depth + 1, out)?;
+                        }
+                    }
                     Body::DynCall {
                         func, map, limits, ..
                     } => {
@@ -923,6 +948,22 @@ impl KernelSpec {
                 .elem_in(then, depth + 1)
                 .or_else(|| self.elem_in(otherwise, depth + 1)),
             Body::Opaque { elem, .. } => Some(*elem),
+            Body::Param(_, t) => Some(*t),
+            Body::ReduceTuple {
+                funcs,
+                reducer,
+                which,
+                ..
+            } => reducer
+                .get(*which)
+                .and_then(|r| self.elem_in(r, depth + 1))
+                .or_else(|| {
+                    let f = *funcs.get(*which)?;
+                    if f == 0 {
+                        return Some(self.output.elem);
+                    }
+                    self.elem_in(&self.functions.get(f)?.body, depth + 1)
+                }),
         }
     }
 

@@ -638,7 +638,9 @@ impl Rows<'_> {
             | Body::Index { .. }
             | Body::Guard { .. }
             | Body::DynCall { .. }
-            | Body::Opaque { .. } => w.body_t(b, ctx, &self.params.clone(), t)?,
+            | Body::Opaque { .. }
+            | Body::Param(..)
+            | Body::ReduceTuple { .. } => w.body_t(b, ctx, &self.params.clone(), t)?,
             Body::Unary(..)
             | Body::Binary(..)
             | Body::Convert(..)

@@ -110,7 +110,9 @@ fn per_row(
     Ok(match b {
         Body::Const(_) | Body::Load { .. } | Body::Index { .. } | Body::Opaque { .. } => true,
         // Written per element by the plain body writer, not per row.
-        Body::Guard { .. } | Body::DynCall { .. } => false,
+        Body::Guard { .. } | Body::DynCall { .. } | Body::ReduceTuple { .. } | Body::Param(..) => {
+            false
+        }
         Body::Unary(_, a) | Body::Convert(_, a) => per_row(spec, a, ctx, found, depth + 1)?,
         Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
             per_row(spec, a, ctx, found, depth + 1)? && per_row(spec, c, ctx, found, depth + 1)?
@@ -269,7 +271,9 @@ impl<'a> Coop<'a> {
             | Body::Index { .. }
             | Body::Guard { .. }
             | Body::DynCall { .. }
-            | Body::Opaque { .. } => {
+            | Body::Opaque { .. }
+            | Body::Param(..)
+            | Body::ReduceTuple { .. } => {
                 let params = self.params.clone();
                 w.body_t(b, ctx, &params, t)?
             }

@@ -435,6 +435,9 @@ pub struct BodyWriter<'a> {
     pub cuda: bool,
     /// The function whose body is written (0: the root), for the types of its values.
     pub func: usize,
+    /// The registers holding a variadic reduction's reducer arguments while its step is
+    /// written ([`Body::Param`]).
+    pub args: Vec<String>,
 }
 
 /// File-scope state of host kernels with memoized reductions: a call counter, so a value
@@ -468,6 +471,7 @@ impl<'a> BodyWriter<'a> {
             index_ty: "int64_t",
             cuda: false,
             func: 0,
+            args: vec![],
         }
     }
     pub fn line(&mut self, s: impl AsRef<str>) {
@@ -801,6 +805,98 @@ impl<'a> BodyWriter<'a> {
             Body::Opaque { op, name, .. } => {
                 return Err(MapError::Other(super::reference::no_emitter(op, name)))
             }
+            Body::Param(k, _) => self.args.get(*k).cloned().ok_or_else(|| {
+                MapError::Other(format!("{}: no reducer argument {k}", self.spec.name))
+            })?,
+            Body::ReduceTuple {
+                inits,
+                funcs,
+                map,
+                reducer,
+                which,
+            } => {
+                let n = funcs.len();
+                if inits.len() != n || reducer.len() != n || *which >= n {
+                    return Err(MapError::Other(format!(
+                        "{}: a variadic reduction of {n} values with {} inits and {} results",
+                        self.spec.name,
+                        inits.len(),
+                        reducer.len()
+                    )));
+                }
+                let m = substitute(ctx, map)?;
+                let shown = simplified(&m);
+                let acc = self.fresh("acc");
+                let elems: Vec<ElemType> = (0..n).map(|k| self.elem(&reducer[k], t)).collect();
+                for k in 0..n {
+                    let x = self.body_t(&inits[k], ctx, params, elems[k])?;
+                    self.line(format!("{} {acc}_{k} = {x};", types::reg(elems[k])));
+                }
+                self.line(format!("// reduce ({n} values) over {shown}"));
+                for v in &m.ranges[ctx.ranges.len()..] {
+                    if !I32_INDEX.contains_interval(&v.bounds) {
+                        index_width_needs_64();
+                    }
+                    self.line(format!(
+                        "for ({3} {0} = {1}; {0} <= {2}; ++{0}) {{",
+                        v.name, v.bounds.lo, v.bounds.hi, self.index_ty
+                    ));
+                    self.indent += 1;
+                }
+                let keep = if self.naive {
+                    m.constraints[ctx.constraints.len()..].to_vec()
+                } else {
+                    shown.constraints.clone()
+                };
+                let (cn, cb) = if self.naive {
+                    (m.names(), m.bounds())
+                } else {
+                    (shown.names(), shown.bounds())
+                };
+                for (e, iv) in keep {
+                    if let Some(cond) = outside(e, iv, &cn, &cb) {
+                        self.line(format!("if ({cond}) continue;"));
+                    }
+                }
+                let codes = self.args(ctx, map)?;
+                let mut args: Vec<String> = (0..n).map(|k| format!("{acc}_{k}")).collect();
+                for &f in funcs {
+                    let v = self.fresh("v");
+                    self.line(format!(
+                        "const {} {v} = f{f}({params}{}{});",
+                        types::reg(self.spec.function_elem(f)),
+                        if codes.is_empty() { "" } else { ", " },
+                        codes.join(", ")
+                    ));
+                    args.push(v);
+                }
+                // Every new accumulator from the old ones, then all replaced at once.
+                let saved = std::mem::replace(&mut self.args, args);
+                let mut next = Vec::new();
+                for k in 0..n {
+                    let x = self.body_t(&reducer[k], ctx, params, elems[k]);
+                    let x = match x {
+                        Ok(x) => x,
+                        Err(e) => {
+                            self.args = saved;
+                            return Err(e);
+                        }
+                    };
+                    let r = self.fresh("r");
+                    self.line(format!("const {} {r} = {x};", types::reg(elems[k])));
+                    next.push(r);
+                }
+                self.args = saved;
+                for (k, r) in next.iter().enumerate() {
+                    self.line(format!("{acc}_{k} = {r};"));
+                }
+                for _ in &m.ranges[ctx.ranges.len()..] {
+                    self.indent -= 1;
+                    self.line("}");
+                }
+                format!("{acc}_{which}")
+            }
+
             Body::Unary(..)
             | Body::Binary(..)
             | Body::Convert(..)
@@ -892,6 +988,8 @@ pub(super) fn elementwise<S: ScalarWriter>(
         | Body::Index { .. }
         | Body::Guard { .. }
         | Body::DynCall { .. }
+        | Body::Param(..)
+        | Body::ReduceTuple { .. }
         | Body::Opaque { .. } => {
             return Err(MapError::Other(format!(
             "{}: a constant, load, call, reduction, index, guard or opaque op is each writer's own",
@@ -1049,6 +1147,9 @@ fn callees_first(spec: &KernelSpec) -> Vec<usize> {
                 | Body::DynCall { func, .. } = b
                 {
                     c.push(*func);
+                }
+                if let Body::ReduceTuple { funcs, .. } = b {
+                    c.extend(funcs.iter().copied());
                 }
             });
             c
