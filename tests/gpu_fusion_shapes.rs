@@ -461,3 +461,32 @@ fn variadic_reductions_argmax_and_pooling_with_positions() {
         best.1 as f64
     });
 }
+
+/// An in-place dynamic-update-slice whose starts the fusion computes: each clamped into
+/// `[0, dim - update dim]` (XLA's semantics).
+#[test]
+fn dynamic_update_slice_with_computed_starts() {
+    let spec = spec_of(
+        "fdus {\n  p0 = f32[6,5] parameter(0)\n  p1 = f32[2,3] parameter(1)\n  p2 = s32[] parameter(2)\n\
+         one = s32[] constant(1)\n  o0 = s32[] add(p2, one)\n  o1 = s32[] constant(4)\n\
+         n = f32[2,3] negate(p1)\n\
+         ROOT d = f32[6,5] dynamic-update-slice(p0, n, o0, o1)\n}\n",
+        "fdus",
+    );
+    let mut inputs = make_inputs(&spec).unwrap();
+    for p2 in [-7i32, 2, 50] {
+        inputs[2] = p2.to_le_bytes().to_vec();
+        let s0 = (i64::from(p2) + 1).clamp(0, 6 - 2);
+        let s1 = 4i64.clamp(0, 5 - 3);
+        let inp = inputs.clone();
+        let sp = &spec;
+        verify(&spec, &inputs, &|idx| {
+            let (a, b) = (idx[0] - s0, idx[1] - s1);
+            if (0..2).contains(&a) && (0..3).contains(&b) {
+                -input(sp, &inp, 1, &[a, b])
+            } else {
+                input(sp, &inp, 0, idx)
+            }
+        });
+    }
+}

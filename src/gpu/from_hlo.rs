@@ -528,13 +528,24 @@ fn build_root(
                 return Err(format!("`{}`: the update is not function 0", r.name));
             }
             let mut starts = Vec::new();
+            let mut computed = Vec::new();
             for &s in &r.operands[2..] {
                 let ok = comp.instrs[s].dims().is_empty();
+                let int =
+                    ElemType::from_hlo(comp.instrs[s].shape.elem()).is_some_and(|t| t.is_int());
                 match b.input_of[s] {
-                    Some(k) if ok && inputs[k].elem == ElemType::S32 => starts.push(k),
+                    Some(k) if ok && inputs[k].elem == ElemType::S32 => {
+                        starts.push(k);
+                        computed.push(None);
+                    }
+                    // A start computed in the fusion: a function of no dimensions.
+                    None if ok && int => {
+                        starts.push(usize::MAX);
+                        computed.push(Some(b.function(s)?));
+                    }
                     _ => {
                         return Err(format!(
-                            "`{}`: start indices are emitted when they are s32[] parameters (`{}` is not)",
+                            "`{}`: start indices are emitted when they are s32[] parameters or integer scalars computed in the fusion (`{}` is neither)",
                             r.name, comp.instrs[s].name
                         ))
                     }
@@ -563,7 +574,11 @@ fn build_root(
                 output,
                 functions: b.functions,
                 more_outputs: vec![],
-                root: Root::DynamicUpdateSlice { operand, starts },
+                root: Root::DynamicUpdateSlice {
+                    operand,
+                    starts,
+                    computed,
+                },
             })
         }
     }
@@ -1055,6 +1070,10 @@ impl Builder<'_> {
                         ins.name
                     ));
                 }
+                // The op's own check: one scalar start per dimension, sizes that fit.
+                if ins.operands.len() > 1 {
+                    self.op_map(id, 1)?;
+                }
                 let limits: Vec<i64> = od.iter().zip(&sd).map(|(o, s)| o - s).collect();
                 if limits.iter().any(|&l| l < 0) {
                     return Err(format!(
@@ -1130,6 +1149,9 @@ impl Builder<'_> {
     fn reduce_window(&mut self, id: InstrId, map: &IndexingMap) -> Result<Body, String> {
         use crate::expr::Expr;
         use crate::interval::Interval;
+        // The op's own check (the window fits the operand, the output has the window's
+        // shape): the maps below index only what it allows.
+        self.op_map(id, 0)?;
         let ins: &Instr = &self.comp.instrs[id];
         let red = self.reducer(ins)?;
         let operand = ins.operands[0];

@@ -767,7 +767,11 @@ impl<'a> Reference<'a> {
                 })?;
                 Ok(vec![out])
             }
-            Root::DynamicUpdateSlice { operand, starts } => {
+            Root::DynamicUpdateSlice {
+                operand,
+                starts,
+                computed,
+            } => {
                 let upd = spec
                     .functions
                     .first()
@@ -776,6 +780,11 @@ impl<'a> Reference<'a> {
                     .clone();
                 let mut s = Vec::new();
                 for (d, &k) in starts.iter().enumerate() {
+                    if let Some(&Some(f)) = computed.get(d) {
+                        let v = index_value(self.eval(f, &[])?, spec.function_elem(f));
+                        s.push(v.clamp(0, spec.output.dims[d] - upd[d]));
+                        continue;
+                    }
                     let t = spec
                         .inputs
                         .get(k)

@@ -507,7 +507,13 @@ pub enum Root {
     /// An in-place dynamic-update-slice: output 0 is input `operand` (aliased) with
     /// function 0, over the update's shape, written at the start indices read from the
     /// scalar inputs `starts`, each clamped to `[0, dim - update_dim]` (XLA's semantics).
-    DynamicUpdateSlice { operand: usize, starts: Vec<usize> },
+    /// `computed[d]`, when set, is the function (of no dimensions) that computes start `d`
+    /// in the fusion (then `starts[d]` is not read).
+    DynamicUpdateSlice {
+        operand: usize,
+        starts: Vec<usize>,
+        computed: Vec<Option<usize>>,
+    },
     /// A scatter (XLA's operation semantics): output 0 is input `operand` (aliased), and
     /// each element of function 0 (over the updates' shape) is combined by `op` into the
     /// output at its window position plus the start indices read from input `indices`; an

@@ -1295,9 +1295,16 @@ pub fn output_params(spec: &KernelSpec, restrict: &str) -> Vec<String> {
 /// (the runtime variables of its thread → output map): start `d` read from its scalar
 /// input, clamped to `[0, dim - update_dim]` (XLA's semantics).
 pub fn dus_starts(spec: &KernelSpec, index_ty: &str) -> Vec<String> {
-    let crate::gpu::spec::Root::DynamicUpdateSlice { starts, .. } = &spec.root else {
+    let crate::gpu::spec::Root::DynamicUpdateSlice {
+        starts, computed, ..
+    } = &spec.root
+    else {
         return vec![];
     };
+    let params: String = (0..spec.inputs.len())
+        .map(|k| format!("p{k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let upd = spec
         .functions
         .first()
@@ -1308,6 +1315,16 @@ pub fn dus_starts(spec: &KernelSpec, index_ty: &str) -> Vec<String> {
         .enumerate()
         .map(|(d, &k)| {
             let hi = spec.output.dims.get(d).copied().unwrap_or(1) - upd.get(d).copied().unwrap_or(1);
+            if let Some(&Some(f)) = computed.get(d) {
+                // Computed in the fusion: clamped in its own type (a large start could
+                // wrap into the bounds once narrowed).
+                let v = format!("f{f}({params})");
+                return if spec.function_elem(f).is_unsigned_int() {
+                    format!("const {index_ty} rt{d} = (uint64_t)({v}) > (uint64_t){hi} ? {hi} : ({index_ty})({v});")
+                } else {
+                    format!("const {index_ty} rt{d} = (int64_t)({v}) < 0 ? 0 : ((int64_t)({v}) > (int64_t){hi} ? {hi} : ({index_ty})({v}));")
+                };
+            }
             // An unsigned start is never below 0 (and a compiler warns of the comparison).
             if spec.inputs.get(k).is_some_and(|t| t.elem.is_unsigned_int()) {
                 format!("const {index_ty} rt{d} = p{k}[0] > {hi}u ? {hi} : ({index_ty})p{k}[0];")
