@@ -258,45 +258,12 @@ impl<'a> Builder<'a> {
             return self.body(ins.operands[0], &m, false);
         }
         if op == "reduce" && ins.operands.len() == 2 {
-            let init_id = ins.operands[1];
-            let init = match self.body(init_id, &IndexingMap::identity(&[]), false)? {
-                Body::Const(v) => v,
-                Body::Convert(_, c) if matches!(*c, Body::Const(_)) => match *c {
-                    Body::Const(v) => v,
-                    _ => return Err(format!("`{}`: the init value must be a constant", ins.name)),
-                },
-                _ => return Err(format!("`{}`: the init value must be a constant", ins.name)),
-            };
             let red = self.reducer(ins)?;
             let m = Self::then(map, &self.op_map(id, 0)?)?;
-            let operand = ins.operands[0];
-            let func = match self.input_of[operand] {
-                Some(input) => {
-                    let d = self.comp.instrs[operand].dims().to_vec();
-                    let k = self.functions.len();
-                    self.functions.push(Function {
-                        name: format!("{} (load)", self.comp.instrs[operand].name),
-                        dims: d.clone(),
-                        body: Body::Load {
-                            input,
-                            map: IndexingMap::identity(&d),
-                        },
-                    });
-                    k
-                }
-                None => self.function(operand)?,
-            };
-            return Ok(Body::Reduce {
-                op: red,
-                init,
-                func,
-                map: m,
-            });
+            let func = self.operand_function(ins.operands[0])?;
+            return self.reduction(ins, red, func, m, map);
         }
-        Err(format!(
-            "`{}`: {op} is not emitted (elementwise, index-only ops and reduce are)",
-            ins.name
-        ))
+        self.shape_op(id, map)
     }
 
     /// The element type of instruction `id`'s value.
@@ -387,6 +354,9 @@ fn build(
     ) {
         return build_root(module, comp, root, inputs, input_of);
     }
+    if matches!(r.opcode.as_str(), "reduce" | "reduce-window") && r.shape.is_tuple() {
+        return build_variadic(module, comp, root, inputs, input_of);
+    }
     let output = tensor(&r.name, &r.shape)?;
     let mut b = Builder {
         module,
@@ -404,6 +374,64 @@ fn build(
         inputs,
         output,
         functions: b.functions,
+    })
+}
+
+/// A variadic reduction at the root: one output per reduced value, all of one shape,
+/// written at the same index; function `k` computes output `k`.
+fn build_variadic(
+    module: &Module,
+    comp: &Computation,
+    root: InstrId,
+    inputs: Vec<Tensor>,
+    input_of: Vec<Option<usize>>,
+) -> Result<KernelSpec, String> {
+    let r = &comp.instrs[root];
+    let parts = r.shape.tuple_elements();
+    let mut b = Builder {
+        module,
+        comp,
+        users: comp.users(),
+        input_of,
+        func_of: vec![None; comp.instrs.len()],
+        functions: Vec::new(),
+    };
+    let mut tensors = Vec::new();
+    for (k, p) in parts.iter().enumerate() {
+        let t = tensor(&format!("{}#{k}", r.name), p)?;
+        if t.dims != r.dims() {
+            return Err(format!(
+                "`{}`: the outputs of a variadic reduction have one shape",
+                r.name
+            ));
+        }
+        tensors.push(t);
+        b.functions.push(Function {
+            name: format!("{}#{k}", r.name),
+            dims: r.dims().to_vec(),
+            body: Body::Const(0.0),
+        });
+    }
+    if tensors.is_empty() {
+        return Err(format!("`{}` has no outputs", r.name));
+    }
+    let id = IndexingMap::identity(r.dims());
+    for k in 0..tensors.len() {
+        b.functions[k].body = b.variadic(root, k, &id)?;
+    }
+    let output = tensors.remove(0);
+    let more_outputs = tensors
+        .into_iter()
+        .enumerate()
+        .map(|(k, t)| MoreOutput::same_index(t, k + 1, r.dims()))
+        .collect();
+    Ok(KernelSpec {
+        name: comp_label(comp, root),
+        inputs,
+        output,
+        functions: b.functions,
+        more_outputs,
+        root: Root::Elementwise,
     })
 }
 
@@ -546,13 +574,24 @@ fn build_root(
                 return Err(format!("`{}`: the update is not function 0", r.name));
             }
             let mut starts = Vec::new();
+            let mut computed = Vec::new();
             for &s in &r.operands[2..] {
                 let ok = comp.instrs[s].dims().is_empty();
+                let int =
+                    ElemType::from_hlo(comp.instrs[s].shape.elem()).is_some_and(|t| t.is_int());
                 match b.input_of[s] {
-                    Some(k) if ok && inputs[k].elem == ElemType::S32 => starts.push(k),
+                    Some(k) if ok && inputs[k].elem == ElemType::S32 => {
+                        starts.push(k);
+                        computed.push(None);
+                    }
+                    // A start computed in the fusion: a function of no dimensions.
+                    None if ok && int => {
+                        starts.push(usize::MAX);
+                        computed.push(Some(b.function(s)?));
+                    }
                     _ => {
                         return Err(format!(
-                            "`{}`: start indices are emitted when they are s32[] parameters (`{}` is not)",
+                            "`{}`: start indices are emitted when they are s32[] parameters or integer scalars computed in the fusion (`{}` is neither)",
                             r.name, comp.instrs[s].name
                         ))
                     }
@@ -581,7 +620,11 @@ fn build_root(
                 output,
                 functions: b.functions,
                 more_outputs: vec![],
-                root: Root::DynamicUpdateSlice { operand, starts },
+                root: Root::DynamicUpdateSlice {
+                    operand,
+                    starts,
+                    computed,
+                },
             })
         }
     }
@@ -610,18 +653,34 @@ fn build_scatter(
         })
     };
     let operand = input(0, "operand (the output aliases it)")?;
-    let indices = input(1, "indices")?;
-    if inputs[indices].elem != ElemType::S32 {
-        return Err(format!(
-            "`{}`: the scatter's indices are emitted as s32",
-            r.name
-        ));
-    }
     let op = b.reducer(r)?;
     let upd = b.function(r.operands[2])?;
     if upd != 0 {
         return Err(format!("`{}`: the updates are not function 0", r.name));
     }
+    // Indices computed in the fusion (the max-pool gradient concatenates the index
+    // tensors a reduce-window computed) are a function over their shape.
+    let (indices, indices_func) = match b.input_of[r.operands[1]] {
+        Some(k) => {
+            if inputs[k].elem != ElemType::S32 {
+                return Err(format!(
+                    "`{}`: the scatter's indices are emitted as s32",
+                    r.name
+                ));
+            }
+            (k, None)
+        }
+        None => {
+            let it = b.comp.instrs[r.operands[1]].shape.elem();
+            if !ElemType::from_hlo(it).is_some_and(|t| t.is_int()) {
+                return Err(format!(
+                    "`{}`: the scatter's indices are {it}, not integers",
+                    r.name
+                ));
+            }
+            (usize::MAX, Some(b.function(r.operands[1])?))
+        }
+    };
     let sd = r.attrs.scatter.clone().unwrap_or_default();
     let ivd = r.attrs.gather.as_ref().map_or(0, |g| g.index_vector_dim);
     let dims = |v: &[i64]| -> Result<Vec<usize>, String> {
@@ -655,6 +714,7 @@ fn build_scatter(
             scatter_dims_to_operand_dims: dims(&sd.scatter_dims_to_operand_dims)?,
             index_vector_dim: usize::try_from(ivd)
                 .map_err(|_| format!("`{}`: a negative index_vector_dim", r.name))?,
+            indices_func,
         },
     };
     if spec.scatter_geometry().is_none() {
@@ -855,4 +915,603 @@ fn transposed_side(b: &Builder, t: &Tensor, rank: usize) -> Option<IndexingMap> 
         }
     });
     found
+}
+
+/// The identity of `op` on type `t`, when f64 holds it exactly.
+fn identity(op: BinOp, t: ElemType) -> Option<f64> {
+    let int_lo = || -> f64 {
+        if t.is_signed_int() {
+            -((1u64 << (t.bits() - 1)) as f64)
+        } else {
+            0.0
+        }
+    };
+    Some(match op {
+        // -0 + x is x for every x, -0 included.
+        BinOp::Add if t.is_float() => -0.0,
+        BinOp::Add => 0.0,
+        BinOp::Mul => 1.0,
+        BinOp::Max if t.is_float() => f64::NEG_INFINITY,
+        BinOp::Max if t == ElemType::Pred => 0.0,
+        BinOp::Max => int_lo(),
+        BinOp::Min if t.is_float() => f64::INFINITY,
+        BinOp::Min if t == ElemType::Pred => 1.0,
+        // The largest value must be exact in f64.
+        BinOp::Min if t.bits() <= 32 => {
+            if t.is_signed_int() {
+                ((1u64 << (t.bits() - 1)) - 1) as f64
+            } else {
+                ((1u64 << t.bits()) - 1) as f64
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// The ops of fused computations that are not elementwise: iota, pad, reduce-window,
+/// dynamic-slice, a reduce whose init value is computed, and ops with no emitter yet (kept
+/// as [`Body::Opaque`], their operands' maps known).
+impl Builder<'_> {
+    /// The function whose index space is `operand`'s: its own, or a load of it when it is
+    /// an input.
+    fn operand_function(&mut self, operand: InstrId) -> Result<usize, String> {
+        match self.input_of[operand] {
+            Some(input) => {
+                let d = self.comp.instrs[operand].dims().to_vec();
+                let k = self.functions.len();
+                self.functions.push(Function {
+                    name: format!("{} (load)", self.comp.instrs[operand].name),
+                    dims: d.clone(),
+                    body: Body::Load {
+                        input,
+                        map: IndexingMap::identity(&d),
+                    },
+                });
+                Ok(k)
+            }
+            None => self.function(operand),
+        }
+    }
+
+    /// The reduction of `func` over `m` starting from `ins`'s init value (operand
+    /// `operands.len() / 2`): a constant is the reduction's own; a computed init value
+    /// (a parameter) is combined after a reduction from the op's identity (XLA requires
+    /// the init value to be an identity of the reducer, and may apply it any number of
+    /// times).
+    fn reduction(
+        &mut self,
+        ins: &Instr,
+        op: BinOp,
+        func: usize,
+        m: IndexingMap,
+        map: &IndexingMap,
+    ) -> Result<Body, String> {
+        let init_id = ins.operands[ins.operands.len() / 2];
+        let scalar = Self::then(map, &self.scalar_map(ins)?)?;
+        let init_body = self.body(init_id, &scalar, false)?;
+        let constant = match &init_body {
+            Body::Const(v) => Some(*v),
+            Body::Convert(_, c) => match **c {
+                Body::Const(v) => Some(v),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(init) = constant {
+            return Ok(Body::Reduce {
+                op,
+                init,
+                func,
+                map: m,
+            });
+        }
+        let t = ElemType::from_hlo(ins.shape.elem()).ok_or_else(|| {
+            format!(
+                "`{}` has element type {}, which has no emitter",
+                ins.name,
+                ins.shape.elem()
+            )
+        })?;
+        let id = identity(op, t).ok_or_else(|| {
+            format!(
+                "`{}`: a computed init value is emitted for add, multiply, maximum and minimum reductions with an identity exact in f64 ({op:?} on {} has none)",
+                ins.name,
+                t.hlo_name()
+            )
+        })?;
+        Ok(Body::Binary(
+            op,
+            Box::new(Body::Reduce {
+                op,
+                init: id,
+                func,
+                map: m,
+            }),
+            Box::new(init_body),
+        ))
+    }
+
+    /// `(d..) -> ()` over `ins`'s output: how it reads a scalar operand.
+    fn scalar_map(&self, ins: &Instr) -> Result<IndexingMap, String> {
+        Ok(IndexingMap::new(
+            crate::map::default_vars(crate::map::VarKind::Dim, ins.dims()),
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+        ))
+    }
+
+    fn shape_op(&mut self, id: InstrId, map: &IndexingMap) -> Result<Body, String> {
+        let ins: &Instr = &self.comp.instrs[id];
+        let op = ins.opcode.as_str();
+        match op {
+            "iota" if ins.operands.is_empty() => {
+                let dim = ins
+                    .attrs
+                    .iota_dimension
+                    .and_then(|d| usize::try_from(d).ok())
+                    .filter(|&d| d < ins.dims().len())
+                    .ok_or_else(|| format!("`{}`: iota_dimension is not a dimension", ins.name))?;
+                let elem = self.elem_of(ins)?;
+                let mut m = map.clone();
+                m.results = vec![*map
+                    .results
+                    .get(dim)
+                    .ok_or_else(|| format!("`{}`: the index has no dimension {dim}", ins.name))?];
+                m.is_simplified = false;
+                Ok(Body::Convert(elem, Box::new(Body::Index { map: m })))
+            }
+            "pad" if ins.operands.len() == 2 => {
+                let m0 = Self::then(map, &self.op_map(id, 0)?)?;
+                let m1 = Self::then(map, &self.op_map(id, 1)?)?;
+                let (a, v) = (ins.operands[0], ins.operands[1]);
+                let then = self.body(a, &m0, false)?;
+                let otherwise = self.body(v, &m1, false)?;
+                Ok(Body::Guard {
+                    map: m0,
+                    then: Box::new(then),
+                    otherwise: Box::new(otherwise),
+                })
+            }
+            "reduce-window" if ins.operands.len() == 2 => self.reduce_window(id, map),
+            "get-tuple-element" if ins.operands.len() == 1 => {
+                let src = ins.operands[0];
+                let which = ins
+                    .attrs
+                    .index
+                    .and_then(|k| usize::try_from(k).ok())
+                    .ok_or_else(|| format!("`{}` has no index", ins.name))?;
+                let s = &self.comp.instrs[src];
+                if matches!(s.opcode.as_str(), "reduce" | "reduce-window") && s.operands.len() > 2 {
+                    self.variadic(src, which, map)
+                } else {
+                    self.opaque(id, map)
+                }
+            }
+            // Inside a body: the operand whose slice holds the index, the others guarded
+            // out (a concatenate at the root gives each operand its own loop instead).
+            "concatenate" if !ins.operands.is_empty() => {
+                let n = ins.operands.len();
+                let m = Self::then(map, &self.op_map(id, n - 1)?)?;
+                let mut body = self.body(ins.operands[n - 1], &m, false)?;
+                for k in (0..n - 1).rev() {
+                    let m = Self::then(map, &self.op_map(id, k)?)?;
+                    let then = self.body(ins.operands[k], &m, false)?;
+                    body = Body::Guard {
+                        map: m,
+                        then: Box::new(then),
+                        otherwise: Box::new(body),
+                    };
+                }
+                Ok(body)
+            }
+            "dynamic-slice" if ins.operands.len() >= 1 => {
+                let operand = ins.operands[0];
+                let od = self.comp.instrs[operand].dims().to_vec();
+                let sd = ins.dims().to_vec();
+                if ins.operands.len() != 1 + od.len() || sd.len() != od.len() {
+                    return Err(format!(
+                        "`{}`: a dynamic-slice takes one start index per dimension",
+                        ins.name
+                    ));
+                }
+                // The op's own check: one scalar start per dimension, sizes that fit.
+                if ins.operands.len() > 1 {
+                    self.op_map(id, 1)?;
+                }
+                let limits: Vec<i64> = od.iter().zip(&sd).map(|(o, s)| o - s).collect();
+                if limits.iter().any(|&l| l < 0) {
+                    return Err(format!(
+                        "`{}`: the slice is larger than its operand",
+                        ins.name
+                    ));
+                }
+                let scalar = Self::then(map, &self.scalar_map(ins)?)?;
+                let mut starts = Vec::new();
+                for k in 1..ins.operands.len() {
+                    let s = ins.operands[k];
+                    let st = self.comp.instrs[s].shape.elem();
+                    if !ElemType::from_hlo(st).is_some_and(|t| t.is_int()) {
+                        return Err(format!(
+                            "`{}`: start index `{}` is {st}, not an integer",
+                            ins.name, self.comp.instrs[s].name
+                        ));
+                    }
+                    starts.push(self.body(s, &scalar, false)?);
+                }
+                let func = self.operand_function(operand)?;
+                Ok(Body::DynCall {
+                    func,
+                    map: map.clone(),
+                    starts,
+                    limits,
+                })
+            }
+            _ => self.opaque(id, map),
+        }
+    }
+
+    fn elem_of(&self, ins: &Instr) -> Result<ElemType, String> {
+        if ins.shape.is_tuple() {
+            return Err(format!("`{}` has a tuple shape", ins.name));
+        }
+        ElemType::from_hlo(ins.shape.elem()).ok_or_else(|| {
+            format!(
+                "`{}` has element type {}, which has no emitter",
+                ins.name,
+                ins.shape.elem()
+            )
+        })
+    }
+
+    /// An op with no emitter: its operands' values at its maps, so the analyses see every
+    /// read; `emit`, `bench` and `check` refuse it.
+    fn opaque(&mut self, id: InstrId, map: &IndexingMap) -> Result<Body, String> {
+        let ins: &Instr = &self.comp.instrs[id];
+        let elem = self
+            .elem_of(ins)
+            .map_err(|e| format!("{e}; {} has no emitter yet (`{}`)", ins.opcode, ins.name))?;
+        let mut args = Vec::new();
+        for k in 0..ins.operands.len() {
+            let m = self
+                .op_map(id, k)
+                .map_err(|e| format!("{e}; {} has no emitter yet (`{}`)", ins.opcode, ins.name))?;
+            let m = Self::then(map, &m)?;
+            args.push(self.body(ins.operands[k], &m, false)?);
+        }
+        Ok(Body::Opaque {
+            op: ins.opcode.clone(),
+            name: ins.name.clone(),
+            elem,
+            args,
+        })
+    }
+
+    /// `reduce-window(x, init)`: a reduction over the window's positions of the padded,
+    /// base-dilated operand. Positions in the padding (and between dilated elements) hold
+    /// the init value (XLA's semantics): they are a function over the padded index space
+    /// that guards the operand's read.
+    fn reduce_window(&mut self, id: InstrId, map: &IndexingMap) -> Result<Body, String> {
+        use crate::expr::Expr;
+        use crate::interval::Interval;
+        // The op's own check (the window fits the operand, the output has the window's
+        // shape): the maps below index only what it allows.
+        self.op_map(id, 0)?;
+        let ins: &Instr = &self.comp.instrs[id];
+        let red = self.reducer(ins)?;
+        let operand = ins.operands[0];
+        let od = self.comp.instrs[operand].dims().to_vec();
+        let w = ins.attrs.window.clone().unwrap_or_default();
+        let out = ins.dims().to_vec();
+        if w.len() != od.len() || out.len() != od.len() {
+            return Err(format!(
+                "`{}`: the window's rank is not its operand's",
+                ins.name
+            ));
+        }
+        let overflow = || format!("`{}`: the padded operand's size overflows", ins.name);
+        let plain = w
+            .iter()
+            .all(|d| d.pad_lo == 0 && d.pad_hi == 0 && d.lhs_dilate == 1);
+        // The padded, dilated operand's sizes.
+        let mut padded = Vec::new();
+        for (&n, d) in od.iter().zip(&w) {
+            if d.lhs_dilate < 1 || d.rhs_dilate < 1 || d.stride < 1 || d.size < 1 {
+                return Err(format!(
+                    "`{}`: a window with a size, stride or dilation below 1",
+                    ins.name
+                ));
+            }
+            let dil = if n == 0 {
+                0
+            } else {
+                (n - 1)
+                    .checked_mul(d.lhs_dilate)
+                    .and_then(|x| x.checked_add(1))
+                    .ok_or_else(overflow)?
+            };
+            let p = dil
+                .checked_add(d.pad_lo)
+                .and_then(|x| x.checked_add(d.pad_hi))
+                .ok_or_else(overflow)?;
+            padded.push(p.max(0));
+        }
+        // Output index d, window position s: padded index d * stride + s * rhs_dilate.
+        let nd = out.len();
+        let mut results = Vec::new();
+        let mut ranges = Vec::new();
+        for (i, d) in w.iter().enumerate() {
+            let mut e = Expr::var(i as u32).mul(Expr::constant(d.stride));
+            if d.size > 1 {
+                let v = Expr::var((nd + ranges.len()) as u32);
+                ranges.push(crate::map::Variable::new(
+                    format!("s{}", ranges.len()),
+                    0,
+                    d.size - 1,
+                ));
+                e = e.add(v.mul(Expr::constant(d.rhs_dilate)));
+            }
+            results.push(e);
+        }
+        let win = IndexingMap::new(
+            crate::map::default_vars(crate::map::VarKind::Dim, &out),
+            ranges,
+            vec![],
+            results,
+            vec![],
+        );
+        let m = Self::then(map, &win)?;
+        let func = if plain {
+            self.operand_function(operand)?
+        } else {
+            // The padded operand: the operand's element where the padded index is one,
+            // else the init value.
+            let mut res = Vec::new();
+            let mut cons = Vec::new();
+            for (i, (&n, d)) in od.iter().zip(&w).enumerate() {
+                let p = Expr::var(i as u32).add(Expr::constant(-d.pad_lo));
+                if d.lhs_dilate > 1 {
+                    cons.push((p.modulo(Expr::constant(d.lhs_dilate)), Interval::point(0)));
+                }
+                let hi = (n - 1).checked_mul(d.lhs_dilate).ok_or_else(overflow)?;
+                cons.push((p, Interval::new(0, hi)));
+                res.push(if d.lhs_dilate > 1 {
+                    p.floordiv(Expr::constant(d.lhs_dilate))
+                } else {
+                    p
+                });
+            }
+            let to_operand = IndexingMap::new(
+                crate::map::default_vars(crate::map::VarKind::Dim, &padded),
+                vec![],
+                vec![],
+                res,
+                cons,
+            );
+            let to_operand = simplify(&to_operand, &SimplifyLimits::default()).map;
+            let k = self.functions.len();
+            self.functions.push(Function {
+                name: format!("{} (padded)", self.comp.instrs[operand].name),
+                dims: padded.clone(),
+                body: Body::Const(0.0),
+            });
+            let then = self.body(operand, &to_operand, false)?;
+            let init_id = ins.operands[1];
+            let none = IndexingMap::new(
+                crate::map::default_vars(crate::map::VarKind::Dim, &padded),
+                vec![],
+                vec![],
+                vec![],
+                vec![],
+            );
+            let otherwise = self.body(init_id, &none, false)?;
+            self.functions[k].body = Body::Guard {
+                map: to_operand,
+                then: Box::new(then),
+                otherwise: Box::new(otherwise),
+            };
+            k
+        };
+        let ins: &Instr = &self.comp.instrs[id];
+        self.reduction(ins, red, func, m, map)
+    }
+}
+
+/// Variadic reductions (argmax: a value and its index, reduced together by a computation
+/// that returns a tuple).
+impl Builder<'_> {
+    /// Output `which` of the variadic `reduce` or `reduce-window` `id` at `map(index)`.
+    fn variadic(&mut self, id: InstrId, which: usize, map: &IndexingMap) -> Result<Body, String> {
+        let ins: &Instr = &self.comp.instrs[id];
+        let n = ins.operands.len() / 2;
+        if n == 0 || ins.operands.len() != 2 * n || which >= n {
+            return Err(format!(
+                "`{}`: a variadic reduction takes inputs and as many init values",
+                ins.name
+            ));
+        }
+        let parts = ins.shape.tuple_elements();
+        if parts.len() != n {
+            return Err(format!(
+                "`{}` has {} outputs for {n} inputs",
+                ins.name,
+                parts.len()
+            ));
+        }
+        let mut elems = Vec::new();
+        for p in parts {
+            elems.push(ElemType::from_hlo(p.elem()).ok_or_else(|| {
+                format!(
+                    "`{}` has element type {}, which has no emitter",
+                    ins.name,
+                    p.elem()
+                )
+            })?);
+        }
+        if ins.opcode == "reduce-window" {
+            let w = ins.attrs.window.clone().unwrap_or_default();
+            if w.iter()
+                .any(|d| d.pad_lo != 0 || d.pad_hi != 0 || d.lhs_dilate != 1)
+            {
+                return Err(format!(
+                    "`{}`: a variadic reduce-window with padding or base dilation has no emitter yet",
+                    ins.name
+                ));
+            }
+        }
+        let reducer = self.scalar_computation(ins, &elems)?;
+        // Every input is read through the same map (the window's without padding:
+        // its constraints always hold).
+        let m = Self::then(map, &self.op_map(id, 0)?)?;
+        let scalar = Self::then(map, &self.scalar_map(ins)?)?;
+        let mut funcs = Vec::new();
+        let mut inits = Vec::new();
+        for k in 0..n {
+            let (o, i) = (ins.operands[k], ins.operands[n + k]);
+            funcs.push(self.operand_function(o)?);
+            inits.push(self.body(i, &scalar, false)?);
+        }
+        Ok(Body::ReduceTuple {
+            inits,
+            funcs,
+            map: m,
+            reducer,
+            which,
+        })
+    }
+
+    /// The reducer of `ins` as scalar bodies over [`Body::Param`] (accumulators, then
+    /// values): one per output. `and`, `or` and `not` of `pred` are written as selects
+    /// and comparisons.
+    fn scalar_computation(&self, ins: &Instr, elems: &[ElemType]) -> Result<Vec<Body>, String> {
+        let name = ins
+            .attrs
+            .to_apply
+            .as_deref()
+            .ok_or_else(|| format!("`{}` has no to_apply", ins.name))?;
+        let c = self
+            .module
+            .computation(name)
+            .ok_or_else(|| format!("no computation `{name}` (to_apply of `{}`)", ins.name))?;
+        let params = c.parameters();
+        let n = elems.len();
+        if params.len() != 2 * n {
+            return Err(format!(
+                "the reducer `{name}` takes {} arguments, not {}",
+                params.len(),
+                2 * n
+            ));
+        }
+        let root = &c.instrs[c.root];
+        let outs: Vec<InstrId> = if root.opcode == "tuple" {
+            root.operands.clone()
+        } else {
+            vec![c.root]
+        };
+        if outs.len() != n {
+            return Err(format!(
+                "the reducer `{name}` returns {} values, not {n}",
+                outs.len()
+            ));
+        }
+        outs.iter()
+            .map(|&o| scalar_body(c, &params, elems, o, name, 0))
+            .collect()
+    }
+}
+
+/// Instruction `id` of the scalar computation `c` (named `name`) as a body over its
+/// parameters ([`Body::Param`]).
+fn scalar_body(
+    c: &Computation,
+    params: &[InstrId],
+    elems: &[ElemType],
+    id: InstrId,
+    name: &str,
+    depth: usize,
+) -> Result<Body, String> {
+    if depth > c.instrs.len() {
+        return Err(format!("the reducer `{name}` is cyclic"));
+    }
+    let ins = &c.instrs[id];
+    let op = ins.opcode.as_str();
+    let arg = |k: usize| -> Result<Body, String> {
+        let o = *ins
+            .operands
+            .get(k)
+            .ok_or_else(|| format!("`{}` in `{name}` lacks operand {k}", ins.name))?;
+        scalar_body(c, params, elems, o, name, depth + 1)
+    };
+    let elem = || {
+        ElemType::from_hlo(ins.shape.elem()).ok_or_else(|| {
+            format!(
+                "`{}` in `{name}` has element type {}",
+                ins.name,
+                ins.shape.elem()
+            )
+        })
+    };
+    let pred = |v: f64| Body::Convert(ElemType::Pred, Box::new(Body::Const(v)));
+    if !ins.dims().is_empty() || ins.shape.is_tuple() {
+        return Err(format!(
+            "`{}` in the reducer `{name}` is not a scalar",
+            ins.name
+        ));
+    }
+    Ok(match op {
+        "parameter" => {
+            let k = params
+                .iter()
+                .position(|&p| p == id)
+                .ok_or_else(|| format!("`{}` is not a parameter of `{name}`", ins.name))?;
+            Body::Param(k, elems[k % elems.len()])
+        }
+        "constant" => {
+            let lit = ins.attrs.literal.as_deref().unwrap_or("");
+            let v = parse_literal(lit)
+                .ok_or_else(|| format!("`{}`: the constant {lit} in `{name}`", ins.name))?;
+            let t = elem()?;
+            if t.is_int() && (v.fract() != 0.0 || v.abs() > 9_007_199_254_740_992.0) {
+                return Err(format!(
+                    "`{}`: the integer constant {lit} in `{name}` is not exact in f64",
+                    ins.name
+                ));
+            }
+            Body::Convert(t, Box::new(Body::Const(v)))
+        }
+        "compare" => {
+            let dir = ins
+                .attrs
+                .other
+                .iter()
+                .find(|(k, _)| k == "direction")
+                .and_then(|(_, v)| CmpDir::from_hlo(v.trim()))
+                .ok_or_else(|| format!("`{}` in `{name}` has no direction", ins.name))?;
+            Body::Compare(dir, Box::new(arg(0)?), Box::new(arg(1)?))
+        }
+        "select" => Body::Select(Box::new(arg(0)?), Box::new(arg(1)?), Box::new(arg(2)?)),
+        "convert" => Body::Convert(elem()?, Box::new(arg(0)?)),
+        "not" if elem()? == ElemType::Pred => {
+            Body::Compare(CmpDir::Eq, Box::new(arg(0)?), Box::new(pred(0.0)))
+        }
+        "and" if elem()? == ElemType::Pred => {
+            Body::Select(Box::new(arg(0)?), Box::new(arg(1)?), Box::new(pred(0.0)))
+        }
+        "or" if elem()? == ElemType::Pred => {
+            Body::Select(Box::new(arg(0)?), Box::new(pred(1.0)), Box::new(arg(1)?))
+        }
+        _ => {
+            if let Some(u) = UnOp::from_hlo(op) {
+                Body::Unary(u, Box::new(arg(0)?))
+            } else if let Some(b) = BinOp::from_hlo(op) {
+                Body::Binary(b, Box::new(arg(0)?), Box::new(arg(1)?))
+            } else {
+                return Err(format!(
+                    "the reducer `{name}` computes {op} (`{}`), which has no emitter yet",
+                    ins.name
+                ));
+            }
+        }
+    })
 }

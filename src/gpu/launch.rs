@@ -338,8 +338,14 @@ fn tiled_dim(spec: &KernelSpec, acc: &InputAccess) -> Option<usize> {
 /// Whether an input access goes through the shared-memory tile of a tiled transpose.
 pub fn reads_through_tile(spec: &KernelSpec, launch: &Launch, acc: &InputAccess) -> bool {
     match launch.strategy {
+        // A load under a condition (pad) or at run-time offsets is not staged in a tile:
+        // the tile is filled unconditionally.
         Strategy::TiledTranspose { a, b } => {
-            tiled_dim(spec, acc) == Some(a)
+            !spec
+                .functions
+                .first()
+                .is_some_and(|f| f.body.has_conditional())
+                && tiled_dim(spec, acc) == Some(a)
                 && acc.map.results.iter().any(|r| r.as_var() == Some(b as u32))
         }
         _ => false,

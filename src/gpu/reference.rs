@@ -338,6 +338,8 @@ pub struct Reference<'a> {
     reduce_memo: HashMap<usize, (Vec<usize>, RefCell<HashMap<Vec<i64>, Scalar>>)>,
     /// The element type of every node of the bodies (keyed by its address).
     types: HashMap<usize, ElemType>,
+    /// The arguments of the reducer of a variadic reduction while it runs.
+    args: RefCell<Vec<Scalar>>,
 }
 
 /// Values of one function, filled on demand: `known[k]` says `values[k]` is computed.
@@ -352,6 +354,11 @@ const MEMO_LIMIT: i64 = 1 << 26;
 
 impl<'a> Reference<'a> {
     pub fn new(spec: &'a KernelSpec, inputs: &'a [Vec<u8>]) -> Result<Reference<'a>, MapError> {
+        for f in &spec.functions {
+            if let Some((op, name)) = f.body.opaque() {
+                return Err(MapError::Other(no_emitter(&op, &name)));
+            }
+        }
         let strides = spec
             .inputs
             .iter()
@@ -400,8 +407,13 @@ impl<'a> Reference<'a> {
                         reduce_memo.insert(key, (used, RefCell::new(HashMap::new())));
                     }
                 }
-                if let Body::Load { map, .. } | Body::Call { map, .. } | Body::Reduce { map, .. } =
-                    b
+                if let Body::Load { map, .. }
+                | Body::Call { map, .. }
+                | Body::Reduce { map, .. }
+                | Body::Index { map }
+                | Body::Guard { map, .. }
+                | Body::DynCall { map, .. }
+                | Body::ReduceTuple { map, .. } = b
                 {
                     let c = Compiled::new(map);
                     let regs = RefCell::new(c.registers());
@@ -417,6 +429,7 @@ impl<'a> Reference<'a> {
             compiled,
             reduce_memo,
             types,
+            args: RefCell::new(Vec::new()),
         })
     }
 
@@ -551,6 +564,93 @@ impl<'a> Reference<'a> {
                 let y = self.body(b, idx)?;
                 Scalar::I(compare(*dir, t, x, y) as i64)
             }
+            Body::Index { map } => {
+                let at = self.at(map, idx)?;
+                Scalar::I(
+                    *at.first().ok_or_else(|| {
+                        MapError::Other(format!("the index map {map} has no result"))
+                    })?,
+                )
+            }
+            Body::Guard {
+                map,
+                then,
+                otherwise,
+            } => {
+                if self.point(map, idx)?.is_some() {
+                    self.body(then, idx)?
+                } else {
+                    self.body(otherwise, idx)?
+                }
+            }
+            Body::DynCall {
+                func,
+                map,
+                starts,
+                limits,
+            } => {
+                let mut at = self.at(map, idx)?;
+                if at.len() != starts.len() || at.len() != limits.len() {
+                    return Err(MapError::Other(format!(
+                        "a dynamic slice of rank {} has {} start indices",
+                        at.len(),
+                        starts.len()
+                    )));
+                }
+                for ((a, s), &l) in at.iter_mut().zip(starts).zip(limits) {
+                    let t = self.spec.elem_opt(s).unwrap_or(ElemType::S64);
+                    let v = index_value(self.body(s, idx)?, t).clamp(0, l.max(0));
+                    *a = a
+                        .checked_add(v)
+                        .ok_or_else(|| MapError::Overflow("a dynamic-slice index".into()))?;
+                }
+                self.eval(*func, &at)?
+            }
+            Body::Opaque { op, name, .. } => {
+                return Err(MapError::Other(no_emitter(op, name)));
+            }
+            Body::Param(k, _) => *self
+                .args
+                .borrow()
+                .get(*k)
+                .ok_or_else(|| MapError::Other(format!("no argument {k} of a reducer")))?,
+            Body::ReduceTuple {
+                inits,
+                funcs,
+                map,
+                reducer,
+                which,
+            } => {
+                let mut acc = Vec::with_capacity(inits.len());
+                for b in inits {
+                    acc.push(self.body(b, idx)?);
+                }
+                let nd = idx.len();
+                let bounds = map.bounds();
+                let mut point: Vec<i64> = idx.to_vec();
+                point.extend(bounds[nd..].iter().map(|b| b.lo));
+                for_each_in_box(&bounds[nd..], &mut |s| {
+                    point[nd..].copy_from_slice(s);
+                    if let Some(at) = self.point(map, &point)? {
+                        let mut args = acc.clone();
+                        for &f in funcs {
+                            args.push(self.eval(f, &at)?);
+                        }
+                        // The reducer's bodies read only their arguments (no calls), so
+                        // the argument list is not replaced while they run.
+                        *self.args.borrow_mut() = args;
+                        let mut next = Vec::with_capacity(reducer.len());
+                        for r in reducer {
+                            next.push(self.body(r, &point[..nd])?);
+                        }
+                        acc = next;
+                    }
+                    Ok(true)
+                })?;
+                *acc.get(*which).ok_or_else(|| {
+                    MapError::Other(format!("a variadic reduction has no result {which}"))
+                })?
+            }
             Body::Select(c, a, b) => {
                 // Both sides are evaluated, as the emitted code may.
                 let p = self.body(c, idx)?;
@@ -600,6 +700,7 @@ impl<'a> Reference<'a> {
                 operand,
                 indices,
                 op,
+                indices_func,
                 ..
             } => {
                 let g = spec.scatter_geometry().ok_or_else(|| {
@@ -622,8 +723,10 @@ impl<'a> Reference<'a> {
                 let mut out: Vec<Scalar> = (0..n)
                     .map(|i| read_scalar(&self.inputs[*operand], t.elem, i))
                     .collect();
-                let it = &spec.inputs[*indices];
-                let istr = &self.strides[*indices];
+                // Computed indices are not read from an input (`indices` is unused).
+                let it = spec.inputs.get(*indices).unwrap_or(t);
+                let empty = Vec::new();
+                let istr = self.strides.get(*indices).unwrap_or(&empty);
                 let ostr = spec.output.strides()?;
                 let upd = spec.functions[0].dims.clone();
                 let bounds: Vec<crate::interval::Interval> = upd
@@ -636,11 +739,16 @@ impl<'a> Reference<'a> {
                     let mut start = vec![0i64; rank];
                     for (k, &o) in g.starts.iter().enumerate() {
                         let at = g.indices_index(&batch, k as i64);
-                        let off: i64 = at.iter().zip(istr).map(|(a, b)| a * b).sum();
-                        start[o] = index_value(
-                            read_scalar(&self.inputs[*indices], it.elem, off as usize),
-                            it.elem,
-                        );
+                        start[o] = match indices_func {
+                            Some(f) => index_value(self.eval(*f, &at)?, spec.function_elem(*f)),
+                            None => {
+                                let off: i64 = at.iter().zip(istr).map(|(a, b)| a * b).sum();
+                                index_value(
+                                    read_scalar(&self.inputs[*indices], it.elem, off as usize),
+                                    it.elem,
+                                )
+                            }
+                        };
                     }
                     // In i128: a start index may be any value of its type.
                     let fits = (0..rank).all(|o| {
@@ -660,7 +768,11 @@ impl<'a> Reference<'a> {
                 })?;
                 Ok(vec![out])
             }
-            Root::DynamicUpdateSlice { operand, starts } => {
+            Root::DynamicUpdateSlice {
+                operand,
+                starts,
+                computed,
+            } => {
                 let upd = spec
                     .functions
                     .first()
@@ -669,6 +781,11 @@ impl<'a> Reference<'a> {
                     .clone();
                 let mut s = Vec::new();
                 for (d, &k) in starts.iter().enumerate() {
+                    if let Some(&Some(f)) = computed.get(d) {
+                        let v = index_value(self.eval(f, &[])?, spec.function_elem(f));
+                        s.push(v.clamp(0, spec.output.dims[d] - upd[d]));
+                        continue;
+                    }
                     let t = spec
                         .inputs
                         .get(k)
@@ -749,6 +866,11 @@ impl<'a> Reference<'a> {
         }
         self.output_of(&self.spec.output, 0)
     }
+}
+
+/// The refusal of an op with no emitter (the reference interpreter included).
+pub fn no_emitter(op: &str, name: &str) -> String {
+    format!("{op} has no emitter yet (`{name}`)")
 }
 
 fn not_for(what: &str, elem: ElemType) -> MapError {

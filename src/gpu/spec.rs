@@ -599,6 +599,54 @@ pub enum Body {
     Compare(CmpDir, Box<Body>, Box<Body>),
     /// `pred ? on_true : on_false`.
     Select(Box<Body>, Box<Body>, Box<Body>),
+    /// The value of an index: `map` (from the function's index) has one result, and the
+    /// value is that integer, an `s64` (`iota` is `Convert(t, Index ..)`).
+    Index {
+        map: IndexingMap,
+    },
+    /// `then` where the function's index lies in `map`'s domain (its dimensions' bounds
+    /// and its constraints hold; `map` has no results), else `otherwise`. Only the branch
+    /// taken is evaluated: a load in `then` may be out of bounds elsewhere (`pad`: the
+    /// operand's element, or the padding value).
+    Guard {
+        map: IndexingMap,
+        then: Box<Body>,
+        otherwise: Box<Body>,
+    },
+    /// Function `func` at `map(index)` moved by start indices known at run time: coordinate
+    /// `i` is `map(index)[i] + clamp(starts[i], 0, limits[i])` (`dynamic-slice`: XLA clamps
+    /// the start so the slice fits in the operand). Each start is a scalar body (an
+    /// integer) evaluated at the function's index.
+    DynCall {
+        func: usize,
+        map: IndexingMap,
+        starts: Vec<Body>,
+        limits: Vec<i64>,
+    },
+    /// Argument `k` (of type `t`) of the scalar computation a [`Body::ReduceTuple`]
+    /// applies: its accumulators `0..n`, then the values `n..2n`.
+    Param(usize, ElemType),
+    /// A variadic reduction (argmax: a value and its index): `n` accumulators starting at
+    /// `inits`, each step replacing all of them at once by `reducer` (bodies over
+    /// [`Body::Param`]: the accumulators, then `funcs[k]` at `map(index, s..)`), over every
+    /// value of `map`'s range variables that satisfies its constraints; the value is
+    /// accumulator `which`.
+    ReduceTuple {
+        inits: Vec<Body>,
+        funcs: Vec<usize>,
+        map: IndexingMap,
+        reducer: Vec<Body>,
+        which: usize,
+    },
+    /// An op with no emitter yet (`op`, HLO instruction `name`, of element type `elem`),
+    /// over its operands' values: their maps are known, so indexing, launches and
+    /// coalescing are analysed; `emit`, `bench` and `check` refuse it.
+    Opaque {
+        op: String,
+        name: String,
+        elem: ElemType,
+        args: Vec<Body>,
+    },
 }
 
 impl Body {
@@ -617,9 +665,64 @@ impl Body {
                 a.visit(f);
                 b.visit(f);
             }
+            Body::Guard {
+                then, otherwise, ..
+            } => {
+                then.visit(f);
+                otherwise.visit(f);
+            }
+            Body::DynCall { starts, .. } => starts.iter().for_each(|s| s.visit(f)),
+            Body::ReduceTuple { inits, reducer, .. } => {
+                inits.iter().for_each(|s| s.visit(f));
+                reducer.iter().for_each(|s| s.visit(f));
+            }
+            Body::Opaque { args, .. } => args.iter().for_each(|a| a.visit(f)),
             _ => {}
         }
     }
+
+    /// The first op of `self` that has no emitter, as `(op, instruction)`.
+    pub fn opaque(&self) -> Option<(String, String)> {
+        let mut found = None;
+        self.visit(&mut |b| {
+            if let (None, Body::Opaque { op, name, .. }) = (&found, b) {
+                found = Some((op.clone(), name.clone()));
+            }
+        });
+        found
+    }
+
+    /// Whether some part of `self` is evaluated only under a condition (a [`Body::Guard`])
+    /// or at an index known only at run time (a [`Body::DynCall`]): its loads may not be
+    /// hoisted out of it (vector loads, transpose tiles).
+    pub fn has_conditional(&self) -> bool {
+        let mut found = false;
+        self.visit(&mut |b| found |= matches!(b, Body::Guard { .. } | Body::DynCall { .. }));
+        found
+    }
+}
+
+/// `map` with the run-time shifts of a [`Body::DynCall`] as range variables: coordinate `i`
+/// plus `s_i in [0, limits[i]]`, the indices the call may reach (for the analyses).
+pub fn dyn_call_reach(map: &IndexingMap, limits: &[i64]) -> IndexingMap {
+    let mut m = map.clone();
+    if !m.runtimes.is_empty() {
+        // Range variables come before runtime ones; from_hlo makes no runtime variables.
+        return m;
+    }
+    let nv = (m.dims.len() + m.ranges.len()) as u32;
+    let mut extra = 0u32;
+    for (i, &l) in limits.iter().enumerate() {
+        if l > 0 && i < m.results.len() {
+            let v = Expr::var(nv + extra);
+            m.results[i] = m.results[i].add(v);
+            let name = format!("s{}", m.ranges.len());
+            m.ranges.push(crate::map::Variable::new(name, 0, l));
+            extra += 1;
+        }
+    }
+    m.is_simplified = false;
+    m
 }
 
 /// One partition of the fused computation: an index space and the element it computes.
@@ -646,7 +749,13 @@ pub enum Root {
     /// An in-place dynamic-update-slice: output 0 is input `operand` (aliased) with
     /// function 0, over the update's shape, written at the start indices read from the
     /// scalar inputs `starts`, each clamped to `[0, dim - update_dim]` (XLA's semantics).
-    DynamicUpdateSlice { operand: usize, starts: Vec<usize> },
+    /// `computed[d]`, when set, is the function (of no dimensions) that computes start `d`
+    /// in the fusion (then `starts[d]` is not read).
+    DynamicUpdateSlice {
+        operand: usize,
+        starts: Vec<usize>,
+        computed: Vec<Option<usize>>,
+    },
     /// A scatter (XLA's operation semantics): output 0 is input `operand` (aliased), and
     /// each element of function 0 (over the updates' shape) is combined by `op` into the
     /// output at its window position plus the start indices read from input `indices`; an
@@ -659,6 +768,9 @@ pub enum Root {
         inserted_window_dims: Vec<usize>,
         scatter_dims_to_operand_dims: Vec<usize>,
         index_vector_dim: usize,
+        /// Indices computed in the fusion: function `f` over the indices' shape gives
+        /// them (`indices` is then not read).
+        indices_func: Option<usize>,
     },
 }
 
@@ -885,14 +997,16 @@ impl KernelSpec {
         let batch: Vec<usize> = (0..upd.len())
             .filter(|j| !update_window_dims.contains(j))
             .collect();
-        let indices_rank = self.inputs.get(*indices)?.rank();
+        let (idims, _) = self.scatter_indices()?;
+        let indices_rank = idims.len();
+        let _ = indices;
         let implicit = *index_vector_dim == indices_rank;
         if batch.len() + usize::from(!implicit) != indices_rank
             || scatter_dims_to_operand_dims.iter().any(|&o| o >= rank)
             || (implicit && scatter_dims_to_operand_dims.len() != 1)
             || (!implicit
-                && self.inputs[*indices].dims[*index_vector_dim]
-                    != scatter_dims_to_operand_dims.len() as i64)
+                && idims.get(*index_vector_dim).copied()
+                    != Some(scatter_dims_to_operand_dims.len() as i64))
         {
             return None;
         }
@@ -903,6 +1017,26 @@ impl KernelSpec {
             index_vector_dim: *index_vector_dim,
             indices_rank,
         })
+    }
+
+    /// A scatter's indices: their dims and element type (an input's, or the function's
+    /// that computes them).
+    pub fn scatter_indices(&self) -> Option<(Vec<i64>, ElemType)> {
+        let Root::Scatter {
+            indices,
+            indices_func,
+            ..
+        } = &self.root
+        else {
+            return None;
+        };
+        match indices_func {
+            Some(f) => Some((self.functions.get(*f)?.dims.clone(), self.function_elem(*f))),
+            None => {
+                let t = self.inputs.get(*indices)?;
+                Some((t.dims.clone(), t.elem))
+            }
+        }
     }
 
     /// Every output: output 0, then the tuple root's further outputs.
@@ -961,6 +1095,18 @@ impl KernelSpec {
                         let m = compose(from_root, map)?;
                         self.walk(*func, &m, depth + 1, out)?;
                     }
+                    Body::ReduceTuple { funcs, map, .. } => {
+                        let m = compose(from_root, map)?;
+                        for &func in funcs {
+                            self.walk(func, &m, depth + 1, out)?;
+                        }
+                    }
+                    Body::DynCall {
+                        func, map, limits, ..
+                    } => {
+                        let m = compose(from_root, &dyn_call_reach(map, limits))?;
+                        self.walk(*func, &m, depth + 1, out)?;
+                    }
                     _ => {}
                 }
                 Ok(())
@@ -984,7 +1130,11 @@ impl KernelSpec {
             b = inner;
         }
         match b {
-            Body::Reduce { map, func, .. } => Some((map, *func)),
+            // A window reduction (reduce-window: the operand read at `d * stride + s`) is
+            // a loop, each thread folding its window, as XLA emits it.
+            Body::Reduce { map, func, .. } if map.results.iter().all(|r| r.as_var().is_some()) => {
+                Some((map, *func))
+            }
             _ => None,
         }
     }
@@ -1026,7 +1176,7 @@ impl KernelSpec {
         match b {
             Body::Const(_) => None,
             Body::Load { input, .. } => self.inputs.get(*input).map(|t| t.elem),
-            Body::Call { func, .. } | Body::Reduce { func, .. } => {
+            Body::Call { func, .. } | Body::Reduce { func, .. } | Body::DynCall { func, .. } => {
                 if *func == 0 {
                     return Some(self.output.elem);
                 }
@@ -1042,6 +1192,29 @@ impl KernelSpec {
                 .or_else(|| self.elem_in(c, depth + 1)),
             Body::Convert(t, _) => Some(*t),
             Body::Compare(..) => Some(ElemType::Pred),
+            Body::Index { .. } => Some(ElemType::S64),
+            Body::Guard {
+                then, otherwise, ..
+            } => self
+                .elem_in(then, depth + 1)
+                .or_else(|| self.elem_in(otherwise, depth + 1)),
+            Body::Opaque { elem, .. } => Some(*elem),
+            Body::Param(_, t) => Some(*t),
+            Body::ReduceTuple {
+                funcs,
+                reducer,
+                which,
+                ..
+            } => reducer
+                .get(*which)
+                .and_then(|r| self.elem_in(r, depth + 1))
+                .or_else(|| {
+                    let f = *funcs.get(*which)?;
+                    if f == 0 {
+                        return Some(self.output.elem);
+                    }
+                    self.elem_in(&self.functions.get(f)?.body, depth + 1)
+                }),
         }
     }
 

@@ -634,7 +634,13 @@ impl Rows<'_> {
         let t = self.spec.elem_opt(b).unwrap_or(want);
         Ok(match b {
             Body::Const(c) => types::constant(*c, t),
-            Body::Load { .. } => w.body_t(b, ctx, &self.params.clone(), t)?,
+            Body::Load { .. }
+            | Body::Index { .. }
+            | Body::Guard { .. }
+            | Body::DynCall { .. }
+            | Body::Opaque { .. }
+            | Body::Param(..)
+            | Body::ReduceTuple { .. } => w.body_t(b, ctx, &self.params.clone(), t)?,
             Body::Unary(..)
             | Body::Binary(..)
             | Body::Convert(..)

@@ -332,6 +332,14 @@ fn vector_loop(
 ) -> Result<bool, MapError> {
     let wm = &launch.write_map;
     let vector = launch.config.vector;
+    // Loads under a condition (pad) or at run-time offsets are not hoisted.
+    if spec
+        .functions
+        .first()
+        .is_some_and(|f| f.body.has_conditional())
+    {
+        return Ok(false);
+    }
     if vector < 2 || wm.ranges.last().is_none_or(|v| v.name != "unroll_id") {
         return Ok(false);
     }

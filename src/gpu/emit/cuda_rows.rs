@@ -108,7 +108,11 @@ fn per_row(
         return Ok(false);
     }
     Ok(match b {
-        Body::Const(_) | Body::Load { .. } => true,
+        Body::Const(_) | Body::Load { .. } | Body::Index { .. } | Body::Opaque { .. } => true,
+        // Written per element by the plain body writer, not per row.
+        Body::Guard { .. } | Body::DynCall { .. } | Body::ReduceTuple { .. } | Body::Param(..) => {
+            false
+        }
         Body::Unary(_, a) | Body::Convert(_, a) => per_row(spec, a, ctx, found, depth + 1)?,
         Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
             per_row(spec, a, ctx, found, depth + 1)? && per_row(spec, c, ctx, found, depth + 1)?
@@ -263,7 +267,13 @@ impl<'a> Coop<'a> {
         let t = self.spec.elem_opt(b).unwrap_or(want);
         Ok(match b {
             Body::Const(c) => types::constant(*c, t),
-            Body::Load { .. } => {
+            Body::Load { .. }
+            | Body::Index { .. }
+            | Body::Guard { .. }
+            | Body::DynCall { .. }
+            | Body::Opaque { .. }
+            | Body::Param(..)
+            | Body::ReduceTuple { .. } => {
                 let params = self.params.clone();
                 w.body_t(b, ctx, &params, t)?
             }

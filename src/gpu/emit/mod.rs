@@ -436,6 +436,9 @@ pub struct BodyWriter<'a> {
     pub cuda: bool,
     /// The function whose body is written (0: the root), for the types of its values.
     pub func: usize,
+    /// The registers holding a variadic reduction's reducer arguments while its step is
+    /// written ([`Body::Param`]).
+    pub args: Vec<String>,
 }
 
 /// File-scope state of host kernels with memoized reductions: a call counter, so a value
@@ -469,6 +472,7 @@ impl<'a> BodyWriter<'a> {
             index_ty: "int64_t",
             cuda: false,
             func: 0,
+            args: vec![],
         }
     }
     pub fn line(&mut self, s: impl AsRef<str>) {
@@ -702,6 +706,198 @@ impl<'a> BodyWriter<'a> {
                 }
                 acc
             }
+            Body::Index { map } => {
+                let codes = self.args(ctx, map)?;
+                let code = codes
+                    .first()
+                    .ok_or_else(|| MapError::Other(format!("the index map {map} has no result")))?;
+                let v = self.fresh("t");
+                self.line(format!("const int64_t {v} = (int64_t)({code});"));
+                v
+            }
+            Body::Guard {
+                map,
+                then,
+                otherwise,
+            } => {
+                // Only the branch taken runs: a load of `then` may be out of bounds
+                // elsewhere.
+                let m = substitute(ctx, map)?;
+                let (names, bounds) = (m.names(), m.bounds());
+                let conds: Vec<String> = m.constraints[ctx.constraints.len()..]
+                    .iter()
+                    .filter_map(|&(e, iv)| outside(e, iv, &names, &bounds))
+                    .map(|c| format!("({c})"))
+                    .collect();
+                let v = self.fresh("g");
+                let ty = types::reg(t);
+                self.line(format!("// in the domain of {}", simplified(&m)));
+                self.line(format!("{ty} {v};"));
+                let cond = if conds.is_empty() {
+                    "1".to_string()
+                } else {
+                    format!("!({})", conds.join(" || "))
+                };
+                self.line(format!("if ({cond}) {{"));
+                self.indent += 1;
+                let x = self.body_t(then, ctx, params, t)?;
+                self.line(format!("{v} = {x};"));
+                self.indent -= 1;
+                self.line("} else {");
+                self.indent += 1;
+                let y = self.body_t(otherwise, ctx, params, t)?;
+                self.line(format!("{v} = {y};"));
+                self.indent -= 1;
+                self.line("}");
+                v
+            }
+            Body::DynCall {
+                func,
+                map,
+                starts,
+                limits,
+            } => {
+                let codes = self.args(ctx, map)?;
+                if codes.len() != starts.len() || codes.len() != limits.len() {
+                    return Err(MapError::Other(format!(
+                        "{}: a dynamic slice of rank {} has {} start indices",
+                        self.spec.name,
+                        codes.len(),
+                        starts.len()
+                    )));
+                }
+                let mut at = Vec::new();
+                for ((code, st), &l) in codes.iter().zip(starts).zip(limits) {
+                    let et = self.elem(st, ElemType::S64);
+                    if !et.is_int() {
+                        return Err(MapError::Other(format!(
+                            "{}: a start index of type {} (integers are)",
+                            self.spec.name,
+                            et.hlo_name()
+                        )));
+                    }
+                    let x = self.body_t(st, ctx, params, et)?;
+                    let l = l.max(0);
+                    // XLA clamps each start into [0, dim - slice dim].
+                    let clamped = if et.is_unsigned_int() {
+                        format!("((uint64_t)({x}) > (uint64_t){l} ? (int64_t){l} : (int64_t)({x}))")
+                    } else {
+                        format!(
+                            "((int64_t)({x}) < 0 ? (int64_t)0 : ((int64_t)({x}) > (int64_t){l} ? (int64_t){l} : (int64_t)({x})))"
+                        )
+                    };
+                    let sv = self.fresh("s");
+                    self.line(format!("const int64_t {sv} = {clamped};"));
+                    at.push(format!("({})(({code}) + {sv})", self.index_ty));
+                }
+                let shown = simplified(&substitute(ctx, map)?);
+                self.line(format!(
+                    "// f{func} at {shown}, moved by the run-time starts"
+                ));
+                let v = self.fresh("t");
+                let ty = types::reg(self.spec.function_elem(*func));
+                self.line(format!(
+                    "const {ty} {v} = f{func}({params}{}{});",
+                    if at.is_empty() { "" } else { ", " },
+                    at.join(", ")
+                ));
+                v
+            }
+            Body::Opaque { op, name, .. } => {
+                return Err(MapError::Other(super::reference::no_emitter(op, name)))
+            }
+            Body::Param(k, _) => self.args.get(*k).cloned().ok_or_else(|| {
+                MapError::Other(format!("{}: no reducer argument {k}", self.spec.name))
+            })?,
+            Body::ReduceTuple {
+                inits,
+                funcs,
+                map,
+                reducer,
+                which,
+            } => {
+                let n = funcs.len();
+                if inits.len() != n || reducer.len() != n || *which >= n {
+                    return Err(MapError::Other(format!(
+                        "{}: a variadic reduction of {n} values with {} inits and {} results",
+                        self.spec.name,
+                        inits.len(),
+                        reducer.len()
+                    )));
+                }
+                let m = substitute(ctx, map)?;
+                let shown = simplified(&m);
+                let acc = self.fresh("acc");
+                let elems: Vec<ElemType> = (0..n).map(|k| self.elem(&reducer[k], t)).collect();
+                for k in 0..n {
+                    let x = self.body_t(&inits[k], ctx, params, elems[k])?;
+                    self.line(format!("{} {acc}_{k} = {x};", types::reg(elems[k])));
+                }
+                self.line(format!("// reduce ({n} values) over {shown}"));
+                for v in &m.ranges[ctx.ranges.len()..] {
+                    if !I32_INDEX.contains_interval(&v.bounds) {
+                        index_width_needs_64();
+                    }
+                    self.line(format!(
+                        "for ({3} {0} = {1}; {0} <= {2}; ++{0}) {{",
+                        v.name, v.bounds.lo, v.bounds.hi, self.index_ty
+                    ));
+                    self.indent += 1;
+                }
+                let keep = if self.naive {
+                    m.constraints[ctx.constraints.len()..].to_vec()
+                } else {
+                    shown.constraints.clone()
+                };
+                let (cn, cb) = if self.naive {
+                    (m.names(), m.bounds())
+                } else {
+                    (shown.names(), shown.bounds())
+                };
+                for (e, iv) in keep {
+                    if let Some(cond) = outside(e, iv, &cn, &cb) {
+                        self.line(format!("if ({cond}) continue;"));
+                    }
+                }
+                let codes = self.args(ctx, map)?;
+                let mut args: Vec<String> = (0..n).map(|k| format!("{acc}_{k}")).collect();
+                for &f in funcs {
+                    let v = self.fresh("v");
+                    self.line(format!(
+                        "const {} {v} = f{f}({params}{}{});",
+                        types::reg(self.spec.function_elem(f)),
+                        if codes.is_empty() { "" } else { ", " },
+                        codes.join(", ")
+                    ));
+                    args.push(v);
+                }
+                // Every new accumulator from the old ones, then all replaced at once.
+                let saved = std::mem::replace(&mut self.args, args);
+                let mut next = Vec::new();
+                for k in 0..n {
+                    let x = self.body_t(&reducer[k], ctx, params, elems[k]);
+                    let x = match x {
+                        Ok(x) => x,
+                        Err(e) => {
+                            self.args = saved;
+                            return Err(e);
+                        }
+                    };
+                    let r = self.fresh("r");
+                    self.line(format!("const {} {r} = {x};", types::reg(elems[k])));
+                    next.push(r);
+                }
+                self.args = saved;
+                for (k, r) in next.iter().enumerate() {
+                    self.line(format!("{acc}_{k} = {r};"));
+                }
+                for _ in &m.ranges[ctx.ranges.len()..] {
+                    self.indent -= 1;
+                    self.line("}");
+                }
+                format!("{acc}_{which}")
+            }
+
             Body::Unary(..)
             | Body::Binary(..)
             | Body::Convert(..)
@@ -792,11 +988,20 @@ pub(super) fn elementwise<S: ScalarWriter>(
             s.statement(format!("const {} {v} = {p} ? {x} : {y};", types::reg(t)));
             v
         }
-        Body::Const(_) | Body::Load { .. } | Body::Call { .. } | Body::Reduce { .. } => {
+        Body::Const(_)
+        | Body::Load { .. }
+        | Body::Call { .. }
+        | Body::Reduce { .. }
+        | Body::Index { .. }
+        | Body::Guard { .. }
+        | Body::DynCall { .. }
+        | Body::Param(..)
+        | Body::ReduceTuple { .. }
+        | Body::Opaque { .. } => {
             return Err(MapError::Other(format!(
-                "{}: a constant, load, call or reduction is each writer's own",
-                s.spec().name
-            )))
+            "{}: a constant, load, call, reduction, index, guard or opaque op is each writer's own",
+            s.spec().name
+        )))
         }
     })
 }
@@ -980,8 +1185,14 @@ fn callees_first(spec: &KernelSpec) -> Vec<usize> {
         .map(|f| {
             let mut c = Vec::new();
             f.body.visit(&mut |b| {
-                if let Body::Call { func, .. } | Body::Reduce { func, .. } = b {
+                if let Body::Call { func, .. }
+                | Body::Reduce { func, .. }
+                | Body::DynCall { func, .. } = b
+                {
                     c.push(*func);
+                }
+                if let Body::ReduceTuple { funcs, .. } = b {
+                    c.extend(funcs.iter().copied());
                 }
             });
             c
@@ -1008,10 +1219,22 @@ fn callees_first(spec: &KernelSpec) -> Vec<usize> {
     order
 }
 
+/// An op with no emitter yet ([`Body::Opaque`]) is refused by every emitter, naming it;
+/// the analyses (indexing, launches, coalescing) take the spec as it is.
+pub fn refuse_opaque(spec: &KernelSpec) -> Result<(), MapError> {
+    for f in &spec.functions {
+        if let Some((op, name)) = f.body.opaque() {
+            return Err(MapError::Other(super::reference::no_emitter(&op, &name)));
+        }
+    }
+    Ok(())
+}
+
 /// A kernel for an output without elements (a zero-sized dimension) computes nothing: the
 /// emitters refuse it with this error rather than write index arithmetic that divides by
 /// the zero extent.
 pub fn refuse_empty(spec: &KernelSpec) -> Result<(), MapError> {
+    refuse_opaque(spec)?;
     if spec.output.dims.contains(&0) {
         return Err(MapError::Other(format!(
             "`{}` has no output elements ({}): there is nothing to emit",
@@ -1115,9 +1338,16 @@ pub fn output_params(spec: &KernelSpec, restrict: &str) -> Vec<String> {
 /// (the runtime variables of its thread → output map): start `d` read from its scalar
 /// input, clamped to `[0, dim - update_dim]` (XLA's semantics).
 pub fn dus_starts(spec: &KernelSpec, index_ty: &str) -> Vec<String> {
-    let crate::gpu::spec::Root::DynamicUpdateSlice { starts, .. } = &spec.root else {
+    let crate::gpu::spec::Root::DynamicUpdateSlice {
+        starts, computed, ..
+    } = &spec.root
+    else {
         return vec![];
     };
+    let params: String = (0..spec.inputs.len())
+        .map(|k| format!("p{k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let upd = spec
         .functions
         .first()
@@ -1128,6 +1358,16 @@ pub fn dus_starts(spec: &KernelSpec, index_ty: &str) -> Vec<String> {
         .enumerate()
         .map(|(d, &k)| {
             let hi = spec.output.dims.get(d).copied().unwrap_or(1) - upd.get(d).copied().unwrap_or(1);
+            if let Some(&Some(f)) = computed.get(d) {
+                // Computed in the fusion: clamped in its own type (a large start could
+                // wrap into the bounds once narrowed).
+                let v = format!("f{f}({params})");
+                return if spec.function_elem(f).is_unsigned_int() {
+                    format!("const {index_ty} rt{d} = (uint64_t)({v}) > (uint64_t){hi} ? {hi} : ({index_ty})({v});")
+                } else {
+                    format!("const {index_ty} rt{d} = (int64_t)({v}) < 0 ? 0 : ((int64_t)({v}) > (int64_t){hi} ? {hi} : ({index_ty})({v}));")
+                };
+            }
             // An unsigned start is never below 0 (and a compiler warns of the comparison).
             if spec.inputs.get(k).is_some_and(|t| t.elem.is_unsigned_int()) {
                 format!("const {index_ty} rt{d} = p{k}[0] > {hi}u ? {hi} : ({index_ty})p{k}[0];")
@@ -1146,16 +1386,66 @@ pub fn dus_starts(spec: &KernelSpec, index_ty: &str) -> Vec<String> {
 /// must be inside a loop (or a `do { } while (0)`).
 pub fn scatter_starts(w: &mut BodyWriter, ctx: &IndexingMap) -> Result<(), MapError> {
     let spec = w.spec;
-    let (Some(g), crate::gpu::spec::Root::Scatter { indices, .. }) =
-        (spec.scatter_geometry(), &spec.root)
+    let (
+        Some(g),
+        crate::gpu::spec::Root::Scatter {
+            indices,
+            indices_func,
+            ..
+        },
+    ) = (spec.scatter_geometry(), &spec.root)
     else {
         return Err(MapError::Other(format!("{} is not a scatter", spec.name)));
     };
-    let it = &spec.inputs[*indices];
-    let strides = it.strides()?;
     let names = ctx.names();
     let bounds = ctx.bounds();
     let batch: Vec<Expr> = g.batch.iter().map(|&j| ctx.results[j]).collect();
+    if let Some(f) = *indices_func {
+        // Computed indices: the function's value at the index vector's entry, checked in
+        // its own type (a large one could wrap into the bounds once narrowed).
+        let et = spec.function_elem(f);
+        let idims = spec.functions[f].dims.clone();
+        for (k, &o) in g.starts.iter().enumerate() {
+            let at = g.indices_index(&batch, Expr::constant(k as i64));
+            let mut here = ctx.clone();
+            here.results = at;
+            let call = Body::Call {
+                func: f,
+                map: IndexingMap::identity(&idims),
+            };
+            w.line(format!(
+                "// start of operand dimension {o}, index vector entry {k}: computed"
+            ));
+            let params: String = (0..spec.inputs.len())
+                .map(|i| format!("p{i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let v = w.body_t(&call, &here, &params, et)?;
+            let hi = spec.output.dims[o] - g.window[o].1;
+            if !et.is_int() {
+                return Err(MapError::Other(format!(
+                    "{}: scatter indices of type {}",
+                    spec.name,
+                    et.hlo_name()
+                )));
+            }
+            let below = if et.is_unsigned_int() {
+                String::new()
+            } else {
+                format!("{v} < 0 || ")
+            };
+            let hi_c = if et.is_unsigned_int() {
+                format!("(uint64_t){hi}")
+            } else {
+                format!("(int64_t){hi}")
+            };
+            w.line(format!("if ({below}{v} > {hi_c}) continue;"));
+            w.line(format!("const {} rt{o} = ({}){v};", w.index_ty, w.index_ty));
+        }
+        return Ok(());
+    }
+    let it = &spec.inputs[*indices];
+    let strides = it.strides()?;
     for (k, &o) in g.starts.iter().enumerate() {
         let at = g.indices_index(&batch, Expr::constant(k as i64));
         let lin = at
