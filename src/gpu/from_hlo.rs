@@ -224,7 +224,7 @@ impl<'a> Builder<'a> {
             _ => UnOp::from_hlo(op),
         };
         if let (Some(u), [a0]) = (unary, ins.operands.as_slice()) {
-            let t = self.elem_of(*a0)?;
+            let t = self.elem_of_id(*a0)?;
             u.check(t).map_err(|e| format!("`{}`: {e}", ins.name))?;
             let m = Self::then(map, &self.op_map(id, 0)?)?;
             return Ok(Body::Unary(u, Box::new(self.body(*a0, &m, false)?)));
@@ -245,7 +245,7 @@ impl<'a> Builder<'a> {
         }
         if let (Some(b), [a0, a1]) = (BinOp::from_hlo(op), ins.operands.as_slice()) {
             let (a0, a1) = (*a0, *a1);
-            let t = self.elem_of(a0)?;
+            let t = self.elem_of_id(a0)?;
             b.check(t).map_err(|e| format!("`{}`: {e}", ins.name))?;
             let m0 = Self::then(map, &self.op_map(id, 0)?)?;
             let m1 = Self::then(map, &self.op_map(id, 1)?)?;
@@ -267,15 +267,8 @@ impl<'a> Builder<'a> {
     }
 
     /// The element type of instruction `id`'s value.
-    fn elem_of(&self, id: InstrId) -> Result<ElemType, String> {
-        let ins = &self.comp.instrs[id];
-        ElemType::from_hlo(ins.shape.elem()).ok_or_else(|| {
-            format!(
-                "`{}` has element type {}, which is not emitted",
-                ins.name,
-                ins.shape.elem()
-            )
-        })
+    fn elem_of_id(&self, id: InstrId) -> Result<ElemType, String> {
+        self.elem_of(&self.comp.instrs[id])
     }
 
     /// The binary op a reduction applies, from its `to_apply` computation.
