@@ -89,10 +89,22 @@ fn expected_from_tokens(tokens: &[String], prev: Option<char>) -> Vec<String> {
         let hlo = literals
             .iter()
             .any(|t| matches!(t.as_str(), "HloModule" | "ENTRY" | "ROOT"));
+        // The stack-frame tables' names start HLO text too.
         literals.retain(|t| {
             !matches!(
                 t.as_str(),
-                "KNOWN" | "UNDEFINED" | "affine_map" | "HloModule" | "ENTRY" | "ROOT" | "%" | "."
+                "KNOWN"
+                    | "UNDEFINED"
+                    | "affine_map"
+                    | "HloModule"
+                    | "ENTRY"
+                    | "ROOT"
+                    | "%"
+                    | "."
+                    | "FileNames"
+                    | "FunctionNames"
+                    | "FileLocations"
+                    | "StackFrames"
             )
         });
         let mut out: Vec<String> = literals.iter().map(|t| format!("`{t}`")).collect();
