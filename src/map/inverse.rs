@@ -762,10 +762,11 @@ fn complete(
         Ok(()) => {}
         Err(MapError::TooLarge { .. }) if exact => {}
         Err(e @ MapError::TooLarge { .. }) => {
-            return Err(not_bijective(format!(
-                "no affine inverse, and the domain is too large to check another inverse point \
-                 by point ({e})"
-            )))
+            // Undecided, not a counterexample: the map may well be a bijection.
+            return Err(MapError::Other(format!(
+                "cannot decide whether the map is a bijection: no affine inverse was found, and \
+                 the domain is too large to check another candidate point by point ({e})"
+            )));
         }
         Err(e) => return Err(e),
     }
