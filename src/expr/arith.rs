@@ -74,6 +74,20 @@ pub fn apply(op: Op, a: i64, b: i64) -> Result<i64, EvalError> {
 /// `-9223372036854775808 * -1 + d0` one at `d0 = -5`; only a final value past 64 bits is an
 /// overflow.
 pub fn apply_wide(op: Op, a: i128, b: i128) -> Result<i128, EvalError> {
+    // 64-bit operands (the common case): 64-bit division, several times cheaper than
+    // 128-bit; only -2^63 by -1 needs the wide path
+    if op.is_div_like() {
+        if let (Ok(x), Ok(y)) = (i64::try_from(a), i64::try_from(b)) {
+            if y != 0 && !(x == i64::MIN && y == -1) {
+                return Ok(match op {
+                    Op::FloorDiv => floor_div(x, y),
+                    Op::CeilDiv => ceil_div(x, y).ok_or(EvalError::Overflow("ceildiv"))?,
+                    _ => modulo(x, y),
+                }
+                .into());
+            }
+        }
+    }
     let over = || EvalError::Overflow(op.symbol());
     match op {
         Op::Add => a.checked_add(b).ok_or_else(over),

@@ -609,13 +609,37 @@ impl Lower {
                     Rule::add => Op::Add,
                     Rule::sub => {
                         let span = lhs.span().join(rhs.span());
-                        if let ExprLit::Int(i64::MIN, s) = rhs {
+                        if let ExprLit::Int(c, s) = rhs {
+                            if c != i64::MIN {
+                                // a - c = a + (-c): a constant, as printed, so a sum that
+                                // overflows (and stays as written) reads back as itself
+                                let neg = Box::new(ExprLit::Int(-c, s));
+                                return Ok(ExprLit::Bin(Op::Add, Box::new(lhs), neg, span));
+                            }
                             // a - (-2^63) = (a + (2^63 - 1)) + 1: no product by -1 that
                             // overflows (SPEC §2)
                             let max = Box::new(ExprLit::Int(i64::MAX, s));
                             let sum = ExprLit::Bin(Op::Add, Box::new(lhs), max, span);
                             let one = Box::new(ExprLit::Int(1, s));
                             return Ok(ExprLit::Bin(Op::Add, Box::new(sum), one, span));
+                        }
+                        // a - x * c = a + x * (-c): the term as the printer wrote it
+                        if let ExprLit::Bin(Op::Mul, x, k, ms) = rhs {
+                            if let ExprLit::Int(c, s) = *k {
+                                if c != i64::MIN {
+                                    let term =
+                                        ExprLit::Bin(Op::Mul, x, Box::new(ExprLit::Int(-c, s)), ms);
+                                    return Ok(ExprLit::Bin(
+                                        Op::Add,
+                                        Box::new(lhs),
+                                        Box::new(term),
+                                        span,
+                                    ));
+                                }
+                            }
+                            let rhs = ExprLit::Bin(Op::Mul, x, k, ms);
+                            let neg = ExprLit::Neg(Box::new(rhs), span);
+                            return Ok(ExprLit::Bin(Op::Add, Box::new(lhs), Box::new(neg), span));
                         }
                         let neg = ExprLit::Neg(Box::new(rhs), span);
                         return Ok(ExprLit::Bin(Op::Add, Box::new(lhs), Box::new(neg), span));
