@@ -199,9 +199,30 @@ fn add_term(acc: &mut BTreeMap<Expr, i128>, atom: Expr, k: i128) -> Option<()> {
     Some(())
 }
 
-/// The canonical form of `e` (unchanged if canonicalization would overflow).
+/// The canonical form of `e`; if canonicalization would overflow, `e` with its outer sum
+/// re-associated to the left, terms in order (exact: sums are evaluated exactly), which is
+/// how its printed text reads back, so such a map prints and sorts the same after a
+/// round trip.
 pub fn canonical(e: Expr) -> Expr {
-    canonical_opt(e).unwrap_or(e)
+    canonical_opt(e).unwrap_or_else(|| left_nested(e))
+}
+
+fn left_nested(e: Expr) -> Expr {
+    let mut terms = Vec::new();
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        match x.kind() {
+            ExprKind::Bin(Op::Add, a, b) => {
+                stack.push(b);
+                stack.push(a);
+            }
+            _ => terms.push(x),
+        }
+    }
+    terms
+        .into_iter()
+        .reduce(|acc, t| Expr::bin(Op::Add, acc, t))
+        .unwrap_or(e)
 }
 
 thread_local! {

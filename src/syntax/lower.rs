@@ -624,8 +624,13 @@ impl Lower {
                             return Ok(ExprLit::Bin(Op::Add, Box::new(sum), one, span));
                         }
                         // a - x * c = a + x * (-c): the term as the printer wrote it
+                        // (x not a constant: the printer writes a product of two
+                        // constants as itself, `- (c1 * c2)` without parentheses)
                         if let ExprLit::Bin(Op::Mul, x, k, ms) = rhs {
-                            if let ExprLit::Int(c, s) = *k {
+                            if let (ExprLit::Int(c, s), false) =
+                                (&*k, matches!(*x, ExprLit::Int(..)))
+                            {
+                                let (c, s) = (*c, *s);
                                 if c != i64::MIN {
                                     let term =
                                         ExprLit::Bin(Op::Mul, x, Box::new(ExprLit::Int(-c, s)), ms);
