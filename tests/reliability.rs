@@ -158,8 +158,14 @@ fn text(m: &IndexingMap) -> String {
 
 // ------------------------------------------------------------------ properties
 
+/// The extremes property runs at most 1,000 cases: some random maps of huge constants make
+/// a command slow (a case past 8 minutes was met at 30,000 cases; see the report of issue 30).
+fn extreme_cases() -> u32 {
+    cases().min(1000)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases()))]
+    #![proptest_config(ProptestConfig::with_cases(extreme_cases()))]
 
     #[test]
     fn extreme_constants_never_panic(m in map(true)) {
@@ -207,6 +213,11 @@ proptest! {
             }
         }
     }
+
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn simplify_is_idempotent(m in map(false)) {
