@@ -3,6 +3,8 @@
 //!
 //! Arithmetic never overflows silently: a bound that does not fit in i64 widens the result
 //! to the whole line ([`Interval::FULL`], printed as an unknown range), which is always sound.
+//! FULL stands for any integer, a value past 64 bits included (intermediate values are
+//! exact): a quotient, min or max of it is FULL too.
 //!
 //! ```text
 //! d0 in [0, 9], d1 in [0, 15]:  d0 * 16 + d1  in [0, 159]
@@ -114,6 +116,11 @@ impl Interval {
         Interval::from_i128(*c.iter().min().unwrap_or(&0), *c.iter().max().unwrap_or(&0))
     }
     pub fn floordiv(&self, o: &Interval) -> Interval {
+        if self.is_full() {
+            // FULL may stand for a value past 64 bits (intermediate values are exact):
+            // its quotient is not bounded by MIN / c and MAX / c
+            return Interval::FULL;
+        }
         if o.is_point() && o.lo < 0 && o.lo != i64::MIN {
             // a floordiv -c = (-a) floordiv c: decreasing in a.
             return self.neg().floordiv(&Interval::point(-o.lo));
@@ -135,6 +142,9 @@ impl Interval {
         }
     }
     pub fn ceildiv(&self, o: &Interval) -> Interval {
+        if self.is_full() {
+            return Interval::FULL; // as for floordiv
+        }
         if o.is_point() && o.lo < 0 && o.lo != i64::MIN {
             // a ceildiv -c = -(a floordiv c).
             return self.floordiv(&Interval::point(-o.lo)).neg();
@@ -192,6 +202,8 @@ impl Interval {
             Op::FloorDiv => a.floordiv(b),
             Op::CeilDiv => a.ceildiv(b),
             Op::Mod => a.modulo(b),
+            // a FULL operand may be a value past 64 bits on either side
+            Op::Min | Op::Max if a.is_full() || b.is_full() => Interval::FULL,
             Op::Min => Interval::new(a.lo.min(b.lo), a.hi.min(b.hi)),
             Op::Max => Interval::new(a.lo.max(b.lo), a.hi.max(b.hi)),
         }

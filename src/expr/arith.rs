@@ -16,7 +16,7 @@ pub enum EvalError {
 /// `a floordiv b`, rounding toward -∞ (b != 0; overflow only for i64::MIN / -1).
 pub fn floor_div(a: i64, b: i64) -> i64 {
     let q = a.wrapping_div(b);
-    if (a % b != 0) && ((a < 0) != (b < 0)) {
+    if (a.wrapping_rem(b) != 0) && ((a < 0) != (b < 0)) {
         q - 1
     } else {
         q
@@ -26,7 +26,7 @@ pub fn floor_div(a: i64, b: i64) -> i64 {
 /// `a ceildiv b`, rounding toward +∞; `None` on overflow.
 pub fn ceil_div(a: i64, b: i64) -> Option<i64> {
     let q = a.checked_div(b)?;
-    if (a % b != 0) && ((a < 0) == (b < 0)) {
+    if (a.wrapping_rem(b) != 0) && ((a < 0) == (b < 0)) {
         q.checked_add(1)
     } else {
         Some(q)
@@ -69,15 +69,113 @@ pub fn apply(op: Op, a: i64, b: i64) -> Result<i64, EvalError> {
     }
 }
 
-/// The value of `e` when variable `i` is `point[i]`.
+/// `op` on exact (128-bit) intermediate values, checked: SPEC §2's "intermediate
+/// arithmetic is exact", so `d0 + 9223372036854775807 + 1` has a value at `d0 = -1` and
+/// `-9223372036854775808 * -1 + d0` one at `d0 = -5`; only a final value past 64 bits is an
+/// overflow.
+pub fn apply_wide(op: Op, a: i128, b: i128) -> Result<i128, EvalError> {
+    // 64-bit operands (the common case): 64-bit division, several times cheaper than
+    // 128-bit; only -2^63 by -1 needs the wide path
+    if op.is_div_like() {
+        if let (Ok(x), Ok(y)) = (i64::try_from(a), i64::try_from(b)) {
+            if y != 0 && !(x == i64::MIN && y == -1) {
+                return Ok(match op {
+                    Op::FloorDiv => floor_div(x, y),
+                    Op::CeilDiv => ceil_div(x, y).ok_or(EvalError::Overflow("ceildiv"))?,
+                    _ => modulo(x, y),
+                }
+                .into());
+            }
+        }
+    }
+    let over = || EvalError::Overflow(op.symbol());
+    match op {
+        Op::Add => a.checked_add(b).ok_or_else(over),
+        Op::Min => Ok(a.min(b)),
+        Op::Max => Ok(a.max(b)),
+        Op::Mul => a.checked_mul(b).ok_or_else(over),
+        Op::FloorDiv | Op::CeilDiv | Op::Mod if b == 0 => Err(EvalError::DivisionByZero),
+        Op::FloorDiv => {
+            let q = a.checked_div(b).ok_or_else(over)?;
+            let inexact = a.wrapping_rem(b) != 0;
+            Ok(if inexact && ((a < 0) != (b < 0)) {
+                q - 1
+            } else {
+                q
+            })
+        }
+        Op::CeilDiv => {
+            let q = a.checked_div(b).ok_or_else(over)?;
+            let inexact = a.wrapping_rem(b) != 0;
+            Ok(if inexact && ((a < 0) == (b < 0)) {
+                q + 1
+            } else {
+                q
+            })
+        }
+        Op::Mod => {
+            let r = a.wrapping_rem(b);
+            Ok(if r != 0 && ((r < 0) != (b < 0)) {
+                r + b
+            } else {
+                r
+            })
+        }
+    }
+}
+
+/// A final value back to 64 bits; past them, an overflow in the expression's operator.
+pub fn narrow(e: Expr, v: i128) -> Result<i64, EvalError> {
+    i64::try_from(v).map_err(|_| {
+        EvalError::Overflow(match e.kind() {
+            ExprKind::Bin(op, ..) => op.symbol(),
+            _ => "a constant",
+        })
+    })
+}
+
+/// The value of `e` when variable `i` is `point[i]` (intermediate values exact).
 pub fn eval(e: Expr, point: &[i64]) -> Result<i64, EvalError> {
+    narrow(e, eval_wide(e, point)?)
+}
+
+/// The exact value of `e` at `point`; shared subterms are evaluated once each.
+pub fn eval_wide(e: Expr, point: &[i64]) -> Result<i128, EvalError> {
+    if !matches!(e.kind(), ExprKind::Bin(..)) {
+        return leaf(e, point);
+    }
+    // post-order with an explicit stack: no recursion on the depth of the expression
+    let mut memo: std::collections::HashMap<Expr, i128> = Default::default();
+    let mut stack = vec![(e, false)];
+    while let Some((x, ready)) = stack.pop() {
+        if memo.contains_key(&x) {
+            continue;
+        }
+        let v = match x.kind() {
+            ExprKind::Bin(op, a, b) => {
+                if !ready {
+                    stack.push((x, true));
+                    stack.push((b, false));
+                    stack.push((a, false));
+                    continue;
+                }
+                apply_wide(op, memo[&a], memo[&b])?
+            }
+            _ => leaf(x, point)?,
+        };
+        memo.insert(x, v);
+    }
+    Ok(memo[&e])
+}
+
+fn leaf(e: Expr, point: &[i64]) -> Result<i128, EvalError> {
     match e.kind() {
-        ExprKind::Const(c) => Ok(c),
+        ExprKind::Const(c) => Ok(c.into()),
         ExprKind::Var(v) => point
             .get(v as usize)
-            .copied()
+            .map(|&x| x.into())
             .ok_or(EvalError::MissingVar(v)),
-        ExprKind::Bin(op, a, b) => apply(op, eval(a, point)?, eval(b, point)?),
+        ExprKind::Bin(..) => unreachable!("a leaf"),
     }
 }
 
@@ -96,5 +194,27 @@ mod tests {
         assert_eq!(modulo(7, 3), 1);
         assert_eq!(apply(Op::Mod, 5, 0), Err(EvalError::DivisionByZero));
         assert_eq!(apply(Op::Add, i64::MAX, 1), Err(EvalError::Overflow("+")));
+    }
+
+    #[test]
+    fn intermediate_values_are_exact() {
+        let d0 = Expr::var(0);
+        let max = Expr::constant(i64::MAX);
+        // (d0 + 2^63 - 1) + 1 at d0 = -1, and 2^63 + d0 (as -(-2^63) + d0) at d0 = -5
+        let e = Expr::bin(Op::Add, Expr::bin(Op::Add, d0, max), Expr::constant(1));
+        assert_eq!(eval(e, &[-1]), Ok(i64::MAX));
+        let two63 = Expr::bin(Op::Mul, Expr::constant(i64::MIN), Expr::constant(-1));
+        assert_eq!(eval(Expr::bin(Op::Add, two63, d0), &[-5]), Ok(i64::MAX - 4));
+        assert_eq!(eval(two63, &[0]), Err(EvalError::Overflow("*")));
+        // i64::MIN mod -1 = 0; i64::MIN floordiv -1 = 2^63: an overflow, not a panic
+        let min = Expr::constant(i64::MIN);
+        assert_eq!(
+            eval(Expr::bin(Op::Mod, min, Expr::constant(-1)), &[]),
+            Ok(0)
+        );
+        let q = Expr::bin(Op::FloorDiv, min, Expr::constant(-1));
+        assert_eq!(eval(q, &[]), Err(EvalError::Overflow("floordiv")));
+        assert_eq!(floor_div(i64::MIN, -1), i64::MIN); // wraps: callers exclude it
+        assert_eq!(ceil_div(i64::MIN, -1), None);
     }
 }

@@ -32,20 +32,30 @@ impl Linear {
         self.terms.is_empty()
     }
 
-    /// The linear form of `e` with canonical atoms; `None` when a coefficient overflows.
+    /// The linear form of `e` with canonical atoms; `None` when a coefficient or the
+    /// constant does not fit in 64 bits. Sums and products are accumulated exactly (in
+    /// 128 bits, checked), so an intermediate value past 64 bits that cancels out, as in
+    /// `d0 - -9223372036854775808 + -12` (`d0 + 9223372036854775796`), is no overflow.
     pub fn of(e: Expr) -> Option<Linear> {
         let mut acc = BTreeMap::new();
-        let mut constant = 0i64;
+        let mut constant = 0i128;
         collect(e, 1, &mut acc, &mut constant)?;
         Some(Linear {
-            terms: acc.into_iter().filter(|&(_, c)| c != 0).collect(),
-            constant,
+            terms: acc
+                .into_iter()
+                .filter(|&(_, c)| c != 0)
+                .map(|(a, c)| Some((a, i64::try_from(c).ok()?)))
+                .collect::<Option<_>>()?,
+            constant: i64::try_from(constant).ok()?,
         })
     }
 
     /// Whether every coefficient and the constant are divisible by `c`.
     pub fn divisible_by(&self, c: i64) -> bool {
-        c != 0 && self.constant % c == 0 && self.terms.iter().all(|&(_, k)| k % c == 0)
+        // wrapping_rem: `i64::MIN % -1` is 0 (the checked `%` panics on it)
+        c != 0
+            && self.constant.wrapping_rem(c) == 0
+            && self.terms.iter().all(|&(_, k)| k.wrapping_rem(c) == 0)
     }
 
     /// Each coefficient divided by `c` (exact: call only when [`divisible_by`], with
@@ -102,10 +112,14 @@ impl Linear {
     }
 }
 
-fn collect(e: Expr, k: i64, acc: &mut BTreeMap<Expr, i64>, constant: &mut i64) -> Option<()> {
+/// Adds `k · e` to `acc` and `constant`. A product or division's operands are taken
+/// through their memoized canonical forms ([`canonical_opt`]), never walked again here, so
+/// the work is linear in the size of the term however deeply its products nest
+/// (`----d0`, `d0 * 1 * 1 * ... * 1`).
+fn collect(e: Expr, k: i128, acc: &mut BTreeMap<Expr, i128>, constant: &mut i128) -> Option<()> {
     match e.kind() {
         ExprKind::Const(c) => {
-            *constant = constant.checked_add(c.checked_mul(k)?)?;
+            *constant = constant.checked_add(i128::from(c).checked_mul(k)?)?;
         }
         ExprKind::Var(_) => add_term(acc, e, k)?,
         ExprKind::Bin(Op::Add, a, b) => {
@@ -113,12 +127,12 @@ fn collect(e: Expr, k: i64, acc: &mut BTreeMap<Expr, i64>, constant: &mut i64) -
             collect(b, k, acc, constant)?;
         }
         ExprKind::Bin(Op::Mul, a, b) => {
-            let la = Linear::of(a)?;
-            let lb = Linear::of(b)?;
+            let la = Linear::of(canonical_opt(a)?)?;
+            let lb = Linear::of(canonical_opt(b)?)?;
             if la.is_constant() {
-                collect(b, k.checked_mul(la.constant)?, acc, constant)?;
+                add_scaled(&lb, k.checked_mul(la.constant.into())?, acc, constant)?;
             } else if lb.is_constant() {
-                collect(a, k.checked_mul(lb.constant)?, acc, constant)?;
+                add_scaled(&la, k.checked_mul(lb.constant.into())?, acc, constant)?;
             } else {
                 let (x, y) = (la.to_expr(), lb.to_expr());
                 let (x, y) = if x <= y { (x, y) } else { (y, x) };
@@ -128,12 +142,13 @@ fn collect(e: Expr, k: i64, acc: &mut BTreeMap<Expr, i64>, constant: &mut i64) -
         ExprKind::Bin(op, a, b) if op.is_min_max() => {
             // min and max commute: operands in structural order, so that min(a, b) and
             // min(b, a) are one atom; min(a, a) is a.
-            let (la, lb) = (Linear::of(a)?, Linear::of(b)?);
+            let la = Linear::of(canonical_opt(a)?)?;
+            let lb = Linear::of(canonical_opt(b)?)?;
             if la.is_constant() && lb.is_constant() {
                 let v = super::arith::apply(op, la.constant, lb.constant).ok()?;
-                *constant = constant.checked_add(v.checked_mul(k)?)?;
+                *constant = constant.checked_add(i128::from(v).checked_mul(k)?)?;
             } else if la == lb {
-                collect(a, k, acc, constant)?;
+                add_scaled(&la, k, acc, constant)?;
             } else {
                 let (x, y) = (la.to_expr(), lb.to_expr());
                 let (x, y) = if x <= y { (x, y) } else { (y, x) };
@@ -149,15 +164,12 @@ fn collect(e: Expr, k: i64, acc: &mut BTreeMap<Expr, i64>, constant: &mut i64) -
             match (op, lb.is_constant().then_some(lb.constant)) {
                 (_, Some(c)) if c != 0 && la.is_constant() => {
                     let v = super::arith::apply(op, la.constant, c).ok()?;
-                    *constant = constant.checked_add(v.checked_mul(k)?)?;
+                    *constant = constant.checked_add(i128::from(v).checked_mul(k)?)?;
                 }
                 // Exact for any non-zero divisor: (c·A) floordiv c = (c·A) ceildiv c = A.
                 (Op::FloorDiv | Op::CeilDiv, Some(c)) if c != 0 && la.divisible_by(c) => {
                     let q = la.checked_div_exact(c)?;
-                    for (atom, j) in q.terms {
-                        add_term(acc, atom, j.checked_mul(k)?)?;
-                    }
-                    *constant = constant.checked_add(q.constant.checked_mul(k)?)?;
+                    add_scaled(&q, k, acc, constant)?;
                 }
                 (Op::Mod, Some(c)) if c != 0 && la.divisible_by(c) => {}
                 _ => add_term(acc, Expr::bin(op, la.to_expr(), lb.to_expr()), k)?,
@@ -167,15 +179,50 @@ fn collect(e: Expr, k: i64, acc: &mut BTreeMap<Expr, i64>, constant: &mut i64) -
     Some(())
 }
 
-fn add_term(acc: &mut BTreeMap<Expr, i64>, atom: Expr, k: i64) -> Option<()> {
+/// Adds `k · l` to `acc` and `constant`.
+fn add_scaled(
+    l: &Linear,
+    k: i128,
+    acc: &mut BTreeMap<Expr, i128>,
+    constant: &mut i128,
+) -> Option<()> {
+    for &(atom, j) in &l.terms {
+        add_term(acc, atom, i128::from(j).checked_mul(k)?)?;
+    }
+    *constant = constant.checked_add(i128::from(l.constant).checked_mul(k)?)?;
+    Some(())
+}
+
+fn add_term(acc: &mut BTreeMap<Expr, i128>, atom: Expr, k: i128) -> Option<()> {
     let slot = acc.entry(atom).or_insert(0);
     *slot = slot.checked_add(k)?;
     Some(())
 }
 
-/// The canonical form of `e` (unchanged if canonicalization would overflow).
+/// The canonical form of `e`; if canonicalization would overflow, `e` with its outer sum
+/// re-associated to the left, terms in order (exact: sums are evaluated exactly), which is
+/// how its printed text reads back, so such a map prints and sorts the same after a
+/// round trip.
 pub fn canonical(e: Expr) -> Expr {
-    canonical_opt(e).unwrap_or(e)
+    canonical_opt(e).unwrap_or_else(|| left_nested(e))
+}
+
+fn left_nested(e: Expr) -> Expr {
+    let mut terms = Vec::new();
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        match x.kind() {
+            ExprKind::Bin(Op::Add, a, b) => {
+                stack.push(b);
+                stack.push(a);
+            }
+            _ => terms.push(x),
+        }
+    }
+    terms
+        .into_iter()
+        .reduce(|acc, t| Expr::bin(Op::Add, acc, t))
+        .unwrap_or(e)
 }
 
 thread_local! {
@@ -230,6 +277,33 @@ mod tests {
         let b = d(1).floordiv(c(2)).add(c(8).mul(d(0)));
         assert_eq!(canonical(a), canonical(b));
         assert_eq!(canonical(canonical(a)), canonical(a));
+    }
+
+    #[test]
+    fn intermediate_values_past_64_bits_cancel() {
+        // d0 - (-2^63) + -12 = d0 + (2^63 - 12)
+        let e = d(0).add(Expr::bin(Op::Mul, c(i64::MIN), c(-1))).add(c(-12));
+        assert_eq!(canonical(e), Expr::bin(Op::Add, d(0), c(i64::MAX - 11)));
+        // i64::MIN mod -1 and i64::MIN floordiv -1 never panic
+        let m = Expr::bin(Op::Mod, d(0).mul(c(i64::MIN)), c(-1));
+        assert_eq!(canonical(m), c(0));
+        let f = Expr::bin(Op::FloorDiv, d(0).add(c(i64::MIN)), c(-1));
+        assert_eq!(canonical(f), f);
+    }
+
+    #[test]
+    fn nested_negations_are_linear_work() {
+        // 2^60 walks if each product re-canonicalised its operands
+        let mut e = d(0);
+        for _ in 0..60 {
+            e = Expr::bin(Op::Mul, e, c(-1));
+        }
+        assert_eq!(canonical(e), d(0));
+        let mut e = d(0);
+        for _ in 0..61 {
+            e = Expr::bin(Op::Mul, e, c(1));
+        }
+        assert_eq!(canonical(Expr::bin(Op::Mul, e, c(-1))), d(0).mul(c(-1)));
     }
 
     #[test]

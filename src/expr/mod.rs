@@ -175,8 +175,15 @@ impl Expr {
     pub fn neg(self) -> Expr {
         self.mul(Expr::constant(-1))
     }
+    /// `self - other`. Subtracting the constant `i64::MIN` adds `i64::MAX` then 1: its
+    /// negation does not fit, and a product `-9223372036854775808 * -1` would overflow
+    /// wherever it is evaluated or printed.
     pub fn sub(self, other: Expr) -> Expr {
-        self.add(other.neg())
+        match other.as_const() {
+            Some(i64::MIN) => self.add(Expr::constant(i64::MAX)).add(Expr::constant(1)),
+            Some(c) => self.add(Expr::constant(-c)),
+            None => self.add(other.neg()),
+        }
     }
     pub fn floordiv(self, other: Expr) -> Expr {
         match (self.kind(), other.kind()) {

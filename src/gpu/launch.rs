@@ -168,8 +168,10 @@ fn overflow(what: &str) -> MapError {
     MapError::Overflow(what.to_string())
 }
 
+/// `a / b` rounded up, for `a >= 0`, `b > 0`, without the `a + b - 1` that wraps for
+/// sizes near 2^63 (a negative grid, a lost chunk loop).
 fn ceil_div(a: i64, b: i64) -> i64 {
-    (a + b - 1) / b
+    a / b + i64::from(a % b != 0)
 }
 
 /// `t` delinearized over `sizes` (major to minor); the major-most result has no `mod`
@@ -257,6 +259,10 @@ pub fn loop_launch(out: &Tensor, cfg: LaunchConfig) -> Result<Launch, MapError> 
         .checked_mul(block)
         .ok_or_else(|| overflow("the grid"))?;
     let chunks = ceil_div(vectors, stride);
+    // every thread's linear index, the last chunk's included, must fit in 64 bits
+    chunks
+        .checked_mul(stride)
+        .ok_or_else(|| overflow("the chunk loop's linear index"))?;
     let dims = thread_dims([block, 1, 1], [grid, 1, 1]);
     let mut ranges = Vec::new();
     let mut t = bl_x().mul(c(block)).add(th_x());

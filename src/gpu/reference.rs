@@ -330,7 +330,7 @@ pub struct Reference<'a> {
     /// Every map of the bodies compiled once (keyed by its address in `spec`, which lives
     /// as long as the interpreter), with a register file: evaluating a compiled map costs
     /// a few instructions per node instead of a walk of the expression arena.
-    compiled: HashMap<usize, (Compiled, RefCell<Vec<i64>>)>,
+    compiled: HashMap<usize, (Compiled, RefCell<Vec<i128>>)>,
     /// Per reduction whose map reads only some of the function's dimensions (keyed like
     /// `compiled`): those dimensions, and the values computed so far by their coordinates.
     /// A softmax's row max is a reduction inside the body of `exp(x - max)`, evaluated at

@@ -22,7 +22,7 @@
 use super::ops::{self, MapSet};
 use super::{Computation, InstrId, Module};
 use crate::map::{compose, IndexingMap};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Output-to-input maps of a computation: `outputs[i][p]` are the maps from output `i`
 /// (the root, or element `i` of a tuple root) to parameter number `p`.
@@ -38,9 +38,22 @@ struct Set {
     seen: HashSet<IndexingMap>,
 }
 
+/// Most distinct maps kept for one tensor. Past it the set becomes one UNDEFINED map (an
+/// unknown access, always sound): 20 levels of `c_i = concatenate(c_{i-1}, c_{i-1})` read
+/// the parameter through 2^20 distinct maps, which took 71 s and 1.2 GB to list.
+pub const MAX_MAPS_PER_TENSOR: usize = 1024;
+
 impl Set {
     fn insert(&mut self, m: IndexingMap) {
+        if self.maps.len() == 1 && self.maps[0].is_undefined() && self.seen.is_empty() {
+            return; // already given up on this tensor
+        }
         if !self.seen.contains(&m) {
+            if self.maps.len() >= MAX_MAPS_PER_TENSOR {
+                self.seen.clear();
+                self.maps = vec![IndexingMap::undefined()];
+                return;
+            }
             self.seen.insert(m.clone());
             self.maps.push(m);
         }
@@ -107,32 +120,97 @@ pub fn reverse_topological(comp: &Computation, roots: &[InstrId]) -> Vec<InstrId
 /// Per-op output-to-input maps, looking through `fusion`/`call` instructions whose
 /// computation is in `module`.
 pub fn op_output_to_input(module: &Module, comp: &Computation, id: InstrId) -> Vec<MapSet> {
+    op_output_to_input_memo(module, comp, id, &mut Callees::new())
+}
+
+/// Root-to-parameter maps of the computations called so far, by name; `None` while a
+/// computation's own maps are being built (a call back into it is a cycle: opaque).
+type Callees = HashMap<String, Option<Vec<MapSet>>>;
+
+/// The computation a `fusion`/`call` instruction of `comp` calls, when indexing looks
+/// through it (in the module, not `comp` itself, a single output).
+fn looked_through<'m>(
+    module: &'m Module,
+    comp: &Computation,
+    id: InstrId,
+) -> Option<&'m Computation> {
     let ins = &comp.instrs[id];
-    if matches!(ins.opcode.as_str(), "fusion" | "call") {
-        if let Some(callee) = ins
-            .attrs
-            .calls
-            .as_deref()
-            .or(ins.attrs.to_apply.as_deref())
-            .and_then(|c| module.computation(c))
-        {
-            if callee.name != comp.name && !callee.instrs[callee.root].shape.is_tuple() {
-                let fi = output_to_input_from(module, callee, callee.root);
-                let mut per_operand = vec![vec![IndexingMap::undefined()]; ins.operands.len()];
-                for (p, maps) in fi.into_iter().enumerate() {
-                    if p < per_operand.len() {
-                        per_operand[p] = maps;
-                    }
+    if !matches!(ins.opcode.as_str(), "fusion" | "call") {
+        return None;
+    }
+    let callee = ins
+        .attrs
+        .calls
+        .as_deref()
+        .or(ins.attrs.to_apply.as_deref())
+        .and_then(|c| module.computation(c))?;
+    (callee.name != comp.name && !callee.instrs[callee.root].shape.is_tuple()).then_some(callee)
+}
+
+fn op_output_to_input_memo(
+    module: &Module,
+    comp: &Computation,
+    id: InstrId,
+    memo: &mut Callees,
+) -> Vec<MapSet> {
+    let ins = &comp.instrs[id];
+    if let Some(callee) = looked_through(module, comp, id) {
+        let mut per_operand = vec![vec![IndexingMap::undefined()]; ins.operands.len()];
+        if let Some(fi) = callee_maps(module, callee, memo) {
+            for (p, maps) in fi.into_iter().enumerate() {
+                if p < per_operand.len() {
+                    per_operand[p] = maps;
                 }
-                return per_operand;
             }
         }
+        return per_operand;
     }
     ops::output_to_input(comp, id)
 }
 
+/// The root-to-parameter maps of `callee`, building those of the computations it calls
+/// first, deepest first, with an explicit stack: a chain of thousands of fusions each
+/// calling the next costs no stack depth. `None` for a computation that calls itself
+/// (directly or not): it stays opaque (UNDEFINED), as in [`super::inline::flatten`].
+fn callee_maps(module: &Module, callee: &Computation, memo: &mut Callees) -> Option<Vec<MapSet>> {
+    if let Some(done) = memo.get(&callee.name) {
+        return done.clone();
+    }
+    // (computation, whether its callees have been pushed)
+    let mut stack: Vec<(&Computation, bool)> = vec![(callee, false)];
+    while let Some((c, expanded)) = stack.pop() {
+        if !expanded {
+            if memo.contains_key(&c.name) {
+                continue; // done, or in progress (a cycle)
+            }
+            memo.insert(c.name.clone(), None);
+            stack.push((c, true));
+            for id in 0..c.instrs.len() {
+                if let Some(k) = looked_through(module, c, id) {
+                    if !memo.contains_key(&k.name) {
+                        stack.push((k, false));
+                    }
+                }
+            }
+        } else {
+            let maps = output_to_input_from_memo(module, c, c.root, memo);
+            memo.insert(c.name.clone(), Some(maps));
+        }
+    }
+    memo.get(&callee.name).cloned().flatten()
+}
+
 /// Output-to-input maps from `root` (one output) to every parameter, by number.
 pub fn output_to_input_from(module: &Module, comp: &Computation, root: InstrId) -> Vec<MapSet> {
+    output_to_input_from_memo(module, comp, root, &mut Callees::new())
+}
+
+fn output_to_input_from_memo(
+    module: &Module,
+    comp: &Computation,
+    root: InstrId,
+    memo: &mut Callees,
+) -> Vec<MapSet> {
     let order = reverse_topological(comp, &[root]);
     let mut sets: Vec<Option<Set>> = vec![None; comp.instrs.len()];
     let mut start = Set::default();
@@ -149,7 +227,7 @@ pub fn output_to_input_from(module: &Module, comp: &Computation, root: InstrId) 
             }
             continue;
         }
-        let per_operand = op_output_to_input(module, comp, id);
+        let per_operand = op_output_to_input_memo(module, comp, id, memo);
         for (k, &opnd) in ins.operands.iter().enumerate() {
             let Some(op_maps) = per_operand.get(k) else {
                 continue;

@@ -35,21 +35,25 @@ pub struct Compiled {
     constraints: Vec<(usize, u32, Interval)>,
     /// The registers of the results (computed by `code[results_start..]`).
     results: Vec<u32>,
+    /// Per result, its operator (named by an overflow of its value past 64 bits).
+    result_ops: Vec<&'static str>,
     results_start: usize,
-    /// The initial register file: the point's slots, then the constants.
-    init: Vec<i64>,
+    /// The initial register file: the point's slots, then the constants. Registers are
+    /// 128 bits wide: intermediate values are exact (SPEC §2), only a result or a
+    /// constraint's value is brought back to 64 bits.
+    init: Vec<i128>,
 }
 
 struct Builder {
     n_vars: usize,
     code: Vec<Ins>,
-    init: Vec<i64>,
+    init: Vec<i128>,
     memo: HashMap<Expr, u32>,
 }
 
 impl Builder {
     fn reg(&mut self, value: i64) -> u32 {
-        self.init.push(value);
+        self.init.push(value.into());
         (self.init.len() - 1) as u32
     }
     fn emit(&mut self, e: Expr) -> u32 {
@@ -93,29 +97,43 @@ impl Compiled {
         }
         let results_start = b.code.len();
         let results = m.results.iter().map(|&e| b.emit(e)).collect();
+        let result_ops = m
+            .results
+            .iter()
+            .map(|e| match e.kind() {
+                ExprKind::Bin(op, ..) => op.symbol(),
+                _ => "a result",
+            })
+            .collect();
         Compiled {
             n_vars,
             code: b.code,
             constraints,
             results,
+            result_ops,
             results_start,
             init: b.init,
         }
     }
 
     /// A register file for [`Compiled::in_domain`] and [`Compiled::results`].
-    pub fn registers(&self) -> Vec<i64> {
+    pub fn registers(&self) -> Vec<i128> {
         self.init.clone()
     }
 
-    fn run(&self, code: &[Ins], regs: &mut [i64]) -> Result<(), EvalError> {
+    fn run(&self, code: &[Ins], regs: &mut [i128]) -> Result<(), EvalError> {
         for ins in code {
             match *ins {
                 Ins::Bin(op, a, b, dst) => {
-                    regs[dst as usize] = arith::apply(op, regs[a as usize], regs[b as usize])?
+                    regs[dst as usize] = arith::apply_wide(op, regs[a as usize], regs[b as usize])?
                 }
                 Ins::Generic(e, dst) => {
-                    regs[dst as usize] = crate::expr::eval(e, &regs[..self.n_vars])?
+                    // the point's slots hold 64-bit values (loaded by `in_domain`)
+                    let point: Vec<i64> = regs[..self.n_vars]
+                        .iter()
+                        .map(|&v| i64::try_from(v).unwrap_or_default())
+                        .collect();
+                    regs[dst as usize] = arith::eval_wide(e, &point)?
                 }
             }
         }
@@ -124,12 +142,16 @@ impl Compiled {
 
     /// Whether `point` (within the variables' bounds: not checked here) meets every
     /// constraint. Loads the point into `regs`.
-    pub fn in_domain(&self, point: &[i64], regs: &mut [i64]) -> Result<bool, EvalError> {
-        regs[..self.n_vars].copy_from_slice(&point[..self.n_vars]);
+    pub fn in_domain(&self, point: &[i64], regs: &mut [i128]) -> Result<bool, EvalError> {
+        for (r, &x) in regs[..self.n_vars].iter_mut().zip(&point[..self.n_vars]) {
+            *r = x.into();
+        }
         let mut start = 0;
         for &(end, r, iv) in &self.constraints {
             self.run(&self.code[start..end], regs)?;
-            if !iv.contains(regs[r as usize]) {
+            // a value past 64 bits lies outside every (64-bit) interval
+            let v = regs[r as usize];
+            if !(i128::from(iv.lo) <= v && v <= i128::from(iv.hi)) {
                 return Ok(false);
             }
             start = end;
@@ -139,12 +161,17 @@ impl Compiled {
 
     /// The results at the point last given to [`Compiled::in_domain`] (which returned
     /// true), written to `out`.
-    pub fn results(&self, regs: &mut [i64], out: &mut [i64]) -> Result<(), EvalError> {
+    pub fn results(&self, regs: &mut [i128], out: &mut [i64]) -> Result<(), EvalError> {
         self.run(&self.code[self.results_start..], regs)?;
-        for (o, &r) in out.iter_mut().zip(&self.results) {
-            *o = regs[r as usize];
+        for ((o, &r), &op) in out.iter_mut().zip(&self.results).zip(&self.result_ops) {
+            *o = i64::try_from(regs[r as usize]).map_err(|_| EvalError::Overflow(op))?;
         }
         Ok(())
+    }
+
+    /// Operations evaluated per point (the enumeration's work per point, for its budget).
+    pub fn work_per_point(&self) -> u64 {
+        self.code.len() as u64 + 1
     }
 
     /// The results at a point of the domain, or `None` outside it (bounds included).
@@ -152,7 +179,7 @@ impl Compiled {
         &self,
         m: &IndexingMap,
         point: &[i64],
-        regs: &mut [i64],
+        regs: &mut [i128],
         out: &mut [i64],
     ) -> Result<bool, EvalError> {
         if m.status != super::Status::Defined

@@ -16,6 +16,10 @@ use super::{IndexingMap, Status};
 use crate::expr::{Expr, ExprKind};
 use crate::MapError;
 
+/// Most operations (expression nodes, shared subterms counted at each use) of the results
+/// of b once a's results are substituted into them.
+pub const MAX_COMPOSED_SIZE: u64 = 4096;
+
 pub fn compose(a: &IndexingMap, b: &IndexingMap) -> Result<IndexingMap, MapError> {
     if a.is_undefined() || b.is_undefined() {
         return Ok(IndexingMap::undefined());
@@ -67,6 +71,19 @@ pub fn compose(a: &IndexingMap, b: &IndexingMap) -> Result<IndexingMap, MapError
             .iter()
             .map(|&(e, iv)| (e.substitute(&mut b_sub), iv)),
     );
+    // Each use of one of b's dimensions copies a result of a: repeated composition can
+    // double the size each time (`(d0) -> (d0 floordiv 2 + d0 mod 3)`), and simplifying
+    // the result costs more than linear time in it. Refuse past a stated size.
+    let size = results
+        .iter()
+        .chain(constraints.iter().map(|(e, _)| e))
+        .fold(0u64, |n, &e| n.saturating_add(e.rank().2));
+    if size > MAX_COMPOSED_SIZE {
+        return Err(MapError::Other(format!(
+            "the composed map would have {size} operations, more than the limit of \
+             {MAX_COMPOSED_SIZE} for a composition"
+        )));
+    }
 
     let mut dims = a.dims.clone();
     let mut ranges = b.ranges.clone();

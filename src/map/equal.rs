@@ -7,7 +7,7 @@
 //! current dimension point, so memory does not grow with the domain.
 
 use super::compiled::Compiled;
-use super::enumerate::{box_size, for_each_in_box, narrowed_bounds};
+use super::enumerate::{box_size, check_work, for_each_in_box, narrowed_bounds};
 use super::{IndexingMap, Limits, Status};
 use crate::interval::Interval;
 use crate::MapError;
@@ -18,7 +18,7 @@ struct Side<'a> {
     program: Compiled,
     dims: Vec<Interval>,
     symbols: Vec<Interval>,
-    regs: Vec<i64>,
+    regs: Vec<i128>,
     point: Vec<i64>,
     out: Vec<i64>,
 }
@@ -31,10 +31,11 @@ impl<'a> Side<'a> {
         } else {
             vec![Interval::new(1, 0); map.num_vars().max(nd)]
         };
-        if map.status == Status::Defined {
-            box_size(&map.names(), &bounds, limits)?;
-        }
         let program = Compiled::new(map);
+        if map.status == Status::Defined {
+            let points = box_size(&map.names(), &bounds, limits)?;
+            check_work(points, program.work_per_point(), limits)?;
+        }
         Ok(Side {
             map,
             regs: program.registers(),

@@ -108,7 +108,15 @@ fn find_collision(m: &IndexingMap, limits: &Limits) -> Result<Option<String>, Ma
             }
         }
         prev = Some((x.to_vec(), y.to_vec()));
-        pairs.push((ykey.key(y), xkey.key(x)));
+        let (Some(ky), Some(kx)) = (ykey.key(y), xkey.key(x)) else {
+            return Err(MapError::Other(format!(
+                "{} maps to {}, outside the range computed for the results; cannot check \
+                 one-to-one",
+                fmt_point(x),
+                fmt_point(y)
+            )));
+        };
+        pairs.push((ky, kx));
         Ok(true)
     })?;
     if two_images.is_some() {
@@ -144,12 +152,19 @@ impl BoxKey {
             strides,
         })
     }
-    fn key(&self, p: &[i64]) -> u64 {
+    /// The number of a point of the box; `None` for a point outside it (checked, never a
+    /// wrapped key).
+    fn key(&self, p: &[i64]) -> Option<u64> {
         p.iter()
             .zip(&self.bounds)
             .zip(&self.strides)
-            .map(|((&v, b), &s)| (v as i128 - b.lo as i128) as u64 * s)
-            .sum()
+            .try_fold(0u64, |acc, ((&v, b), &s)| {
+                if !b.contains(v) {
+                    return None;
+                }
+                let off = u64::try_from(i128::from(v) - i128::from(b.lo)).ok()?;
+                acc.checked_add(off.checked_mul(s)?)
+            })
     }
     fn point(&self, mut key: u64) -> Vec<i64> {
         self.bounds
@@ -693,8 +708,9 @@ fn reshape_candidate(m: &IndexingMap, limits: &Limits) -> Result<IndexingMap, Ma
     let mut lin = Expr::constant(0);
     let mut stride: i64 = 1;
     for (j, b) in rb.iter().enumerate().rev() {
+        // y_j - lo_j (`sub`: lo_j = -2^63 has no negation in 64 bits)
         let term = Expr::var(j as u32)
-            .add(Expr::constant(-b.lo))
+            .sub(Expr::constant(b.lo))
             .mul(Expr::constant(stride));
         lin = lin.add(term);
         stride = stride
@@ -762,10 +778,11 @@ fn complete(
         Ok(()) => {}
         Err(MapError::TooLarge { .. }) if exact => {}
         Err(e @ MapError::TooLarge { .. }) => {
-            return Err(not_bijective(format!(
-                "no affine inverse, and the domain is too large to check another inverse point \
-                 by point ({e})"
-            )))
+            // Undecided, not a counterexample: the map may well be a bijection.
+            return Err(MapError::Other(format!(
+                "cannot decide whether the map is a bijection: no affine inverse was found, and \
+                 the domain is too large to check another candidate point by point ({e})"
+            )));
         }
         Err(e) => return Err(e),
     }

@@ -304,7 +304,9 @@ impl IndexingMap {
             }
         }
         for &(e, iv) in &self.constraints {
-            if !iv.contains(expr::eval(e, point)?) {
+            // exact: a value past 64 bits lies outside every (64-bit) interval
+            let v = expr::arith::eval_wide(e, point)?;
+            if !(i128::from(iv.lo) <= v && v <= i128::from(iv.hi)) {
                 return Ok(false);
             }
         }
@@ -317,11 +319,8 @@ impl IndexingMap {
     }
 
     fn render(&self, multiline: bool) -> String {
-        match self.status {
-            Status::Undefined => return "UNDEFINED".to_string(),
-            // As XLA prints it: no variables, no results (`domain: KNOWN EMPTY` is still read).
-            Status::KnownEmpty => return "KNOWN EMPTY".to_string(),
-            _ => {}
+        if self.status == Status::Undefined {
+            return "UNDEFINED".to_string();
         }
         let names = self.names();
         let join = |vs: &[Variable]| {
@@ -336,6 +335,17 @@ impl IndexingMap {
         }
         if !self.runtimes.is_empty() {
             s += &format!("{{{}}}", join(&self.runtimes));
+        }
+        if self.status == Status::KnownEmpty {
+            // A map with no variables and no results prints as XLA's `KNOWN EMPTY`; any
+            // other keeps its variables, so it reads back as the same empty relation of the
+            // same arity (`equal M, print(M)`). Its results mean nothing and print as 0,
+            // as XLA resets them: nothing unreachable (an overflowing term) is printed.
+            if self.num_vars() == 0 && self.results.is_empty() {
+                return "KNOWN EMPTY".to_string();
+            }
+            let zeros = vec!["0"; self.results.len()].join(", ");
+            return format!("{s} -> ({zeros}), domain: KNOWN EMPTY");
         }
         let results: Vec<String> = self
             .results

@@ -57,9 +57,12 @@ impl Layout {
         if let [n] = sizes[..] {
             // One long axis wraps into rows of WRAP (for thread ids: one warp per row).
             if n > WRAP {
+                let rows = n.div_ceil(WRAP);
+                // the cell count must fit too (a range of 2^64 - 1 points does not)
+                rows.checked_mul(WRAP)?;
                 return Some(Layout {
                     bounds,
-                    rows: n.div_ceil(WRAP),
+                    rows,
                     cols: WRAP,
                 });
             }
@@ -73,17 +76,27 @@ impl Layout {
         rows.checked_mul(cols)?;
         Some(Layout { bounds, rows, cols })
     }
-    /// The cell of a point of the box.
-    fn cell(&self, p: &[i64]) -> usize {
+    /// The cell of a point of the box; `None` for a point outside it (never expected: the
+    /// box bounds every point drawn; checked rather than trusted, with no arithmetic that
+    /// can wrap).
+    fn cell(&self, p: &[i64]) -> Option<usize> {
         let n = self.bounds.len();
         if n == 0 {
-            return 0;
+            return Some(0);
         }
+        let offset = |b: &Interval, x: i64| -> Option<u64> {
+            if !b.contains(x) {
+                return None;
+            }
+            u64::try_from(i128::from(x) - i128::from(b.lo)).ok()
+        };
         let mut row: u64 = 0;
         for (b, &x) in self.bounds[..n - 1].iter().zip(p) {
-            row = row * b.size().unwrap_or(1) + (x - b.lo) as u64;
+            row = row.checked_mul(b.size()?)?.checked_add(offset(b, x)?)?;
         }
-        (row * self.cols + (p[n - 1] - self.bounds[n - 1].lo) as u64) as usize
+        let last = offset(&self.bounds[n - 1], *p.get(n - 1)?)?;
+        let cell = row.checked_mul(self.cols)?.checked_add(last)?;
+        usize::try_from(cell).ok()
     }
     fn grid(&self, title: String, names: &[String]) -> Grid {
         let n = names.len();
@@ -403,7 +416,7 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Some(l) if l.rows * l.cols <= MAX_CELLS => l,
         _ => box_of(&m).ok_or_else(|| {
             Diagnostic::at(
-                "a result has no finite range over the domain, so the input cannot be drawn",
+                "a result has no finite range over the domain, or one too large to lay out, so the input cannot be drawn",
                 a.span(),
             )
         })?,
@@ -421,12 +434,16 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let limits = Limits {
         max_points: 1_000_000,
     };
+    let mut outside: Option<Vec<i64>> = None;
     DomainPoints::for_each(&m, &limits, &mut |p, r| {
         points += 1;
         for (c, &i) in coords.iter_mut().zip(&free) {
             *c = p[i];
         }
-        let cell = from.cell(&coords);
+        let (Some(cell), Some(read)) = (from.cell(&coords), to.cell(r)) else {
+            outside = Some(p.to_vec());
+            return Ok(false);
+        };
         let g = match &color_by {
             Some((i, per, _)) => {
                 let lo = m.var(*i).bounds.lo;
@@ -439,7 +456,7 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         if !lc.contains(&g) {
             lc.push(g);
         }
-        let rc = &mut right.cells[to.cell(r)];
+        let rc = &mut right.cells[read];
         if !rc.contains(&g) {
             rc.push(g);
             rc.sort_unstable();
@@ -447,6 +464,16 @@ fn plot(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Ok(true)
     })
     .map_err(|e| super::cmd_map::map_err(e, a))?;
+    if let Some(p) = outside {
+        let at: Vec<String> = p.iter().map(|v| v.to_string()).collect();
+        return Err(Diagnostic::at(
+            format!(
+                "the point ({}) falls outside the box computed for the picture, which cannot be drawn",
+                at.join(", ")
+            ),
+            a.span(),
+        ));
+    }
 
     let read = right.cells.iter().filter(|c| !c.is_empty()).count();
     let shared = right.cells.iter().filter(|c| c.len() > 1).count();

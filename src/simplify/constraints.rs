@@ -332,20 +332,21 @@ fn mod_bounds(b: Interval, c: i64, iv: Interval) -> Option<Interval> {
         return None;
     }
     let r = modulo(b.lo, c);
+    // every step checked: the bounds may be near ±2^63
     let lo = if iv.contains(r) {
         b.lo
     } else if r < iv.lo {
-        b.lo.checked_add(iv.lo - r)?
+        b.lo.checked_add(iv.lo.checked_sub(r)?)?
     } else {
-        b.lo.checked_add(c - r + iv.lo)?
+        b.lo.checked_add(c.checked_sub(r)?.checked_add(iv.lo)?)?
     };
     let r = modulo(b.hi, c);
     let hi = if iv.contains(r) {
         b.hi
     } else if r > iv.hi {
-        b.hi.checked_sub(r - iv.hi)?
+        b.hi.checked_sub(r.checked_sub(iv.hi)?)?
     } else {
-        b.hi.checked_sub(r + c - iv.hi)?
+        b.hi.checked_sub(r.checked_add(c)?.checked_sub(iv.hi)?)?
     };
     Some(Interval::new(lo, hi))
 }

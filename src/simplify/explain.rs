@@ -29,7 +29,53 @@ pub fn explain_steps(
     to: &RecExpr<IxLang>,
     names: &[String],
 ) -> Vec<Step> {
-    explain_depth(egraph, from, to, names, 0)
+    let best = best_forms(egraph);
+    let mut nested = MAX_NESTED;
+    explain_depth(egraph, &best, &mut nested, from, to, names, 0)
+}
+
+/// Most nested explanations (of an equality a sum rule used) per expression: each is an
+/// egg proof of its own, and one per step of a long chain made `explain` cubic in it. Past
+/// this, an equality is cited without its own steps.
+const MAX_NESTED: usize = 16;
+
+/// The cheapest form of every e-class (the extractor's choice), built once per explanation:
+/// an extractor per step (the cost analysis of the whole e-graph, again and again) made a
+/// chain of n divisions cost n^3.
+type Best = std::collections::HashMap<egg::Id, Expr>;
+
+fn best_forms(egraph: &EGraph) -> Best {
+    let ex = Extractor::new(egraph, IxCost);
+    let mut best = Best::default();
+    for class in egraph.classes() {
+        // post-order with an explicit stack: no recursion on the depth of the term
+        let mut stack = vec![(egraph.find(class.id), false)];
+        while let Some((id, ready)) = stack.pop() {
+            if best.contains_key(&id) {
+                continue;
+            }
+            let e = match ex.find_best_node(id) {
+                IxLang::Num(c) => Expr::constant(*c),
+                IxLang::Var(v) => Expr::var(v.0),
+                n => {
+                    let Some((op, a, b)) = n.op() else { continue };
+                    let (a, b) = (egraph.find(a), egraph.find(b));
+                    if !ready {
+                        stack.push((id, true));
+                        stack.push((a, false));
+                        stack.push((b, false));
+                        continue;
+                    }
+                    match (best.get(&a), best.get(&b)) {
+                        (Some(&x), Some(&y)) => Expr::bin(op, x, y),
+                        _ => continue,
+                    }
+                }
+            };
+            best.insert(id, e);
+        }
+    }
+    best
 }
 
 /// How deep the explanation of an equality a sum rule used may go.
@@ -37,6 +83,8 @@ const MAX_DEPTH: usize = 3;
 
 fn explain_depth(
     egraph: &mut EGraph,
+    best: &Best,
+    nested: &mut usize,
     from: &RecExpr<IxLang>,
     to: &RecExpr<IxLang>,
     names: &[String],
@@ -74,12 +122,15 @@ fn explain_depth(
         // A sum rule reads its operands through their classes: first explain each operand
         // whose class is known to equal something simpler, and cite that equality.
         let mut why = facts(egraph, &rule, before, names);
-        for (x, best) in used_equalities(egraph, before) {
-            if depth < MAX_DEPTH {
+        for (x, simpler) in used_equalities(egraph, best, before) {
+            if depth < MAX_DEPTH && *nested > 0 {
+                *nested -= 1;
                 steps.extend(explain_depth(
                     egraph,
+                    best,
+                    nested,
                     &to_rec(x),
-                    &to_rec(best),
+                    &to_rec(simpler),
                     names,
                     depth + 1,
                 ));
@@ -90,7 +141,7 @@ fn explain_depth(
             if !why.is_empty() {
                 why.push_str("; ");
             }
-            why += &format!("{} = {}", show(x, names), show(best, names));
+            why += &format!("{} = {}", show(x, names), show(simpler, names));
         }
         steps.push(Step {
             why,
@@ -197,7 +248,7 @@ fn constant_parts(egraph: &EGraph, e: Expr, names: &[String], parts: &mut Vec<St
 
 /// The terms of `e` seen through sums and constant factors (what a linear view reads) that
 /// the e-graph knows to equal something ranked lower, with that simpler form.
-fn used_equalities(egraph: &EGraph, e: Expr) -> Vec<(Expr, Expr)> {
+fn used_equalities(egraph: &EGraph, best: &Best, e: Expr) -> Vec<(Expr, Expr)> {
     fn atoms(e: Expr, out: &mut Vec<Expr>, top: bool) {
         match e.kind() {
             ExprKind::Bin(Op::Add, a, b) => {
@@ -212,13 +263,14 @@ fn used_equalities(egraph: &EGraph, e: Expr) -> Vec<(Expr, Expr)> {
     }
     let mut xs = Vec::new();
     atoms(e, &mut xs, true);
-    let extractor = Extractor::new(egraph, IxCost);
     let mut out = Vec::new();
     for x in xs {
         let Some(id) = egraph.lookup_expr(&to_rec(x)) else {
             continue;
         };
-        let best = super::language::from_rec(&extractor.find_best(id).1);
+        let Some(&best) = best.get(&egraph.find(id)) else {
+            continue;
+        };
         if expr_rank(best) < expr_rank(x)
             && canonical(best) != canonical(x)
             && !out.iter().any(|(y, _)| *y == x)

@@ -573,9 +573,15 @@ impl<'a> Folder<'a> {
             if q % c != 0 || !self.budget() {
                 continue;
             }
-            let k = -(q / c);
+            // checked: q = -2^63 (or q / c) has no negation in 64 bits
+            let Some(k) = (q / c).checked_neg() else {
+                continue;
+            };
             let Some(lx) = lin(x) else { continue };
-            let Some(rest) = add_scaled(&l, &atom(t), -q).and_then(|r| add_scaled(&r, &lx, -k))
+            let Some(rest) = q
+                .checked_neg()
+                .and_then(|nq| add_scaled(&l, &atom(t), nq))
+                .and_then(|r| add_scaled(&r, &lx, k.checked_neg()?))
             else {
                 continue;
             };
@@ -676,8 +682,12 @@ impl<'a> Folder<'a> {
                     if q % m != 0 {
                         continue;
                     }
-                    let k = -(q / m);
-                    let Some(rest) = add_scaled(&e, &atom(p), -q)
+                    let Some(k) = (q / m).checked_neg() else {
+                        continue;
+                    };
+                    let Some(rest) = q
+                        .checked_neg()
+                        .and_then(|nq| add_scaled(&e, &atom(p), nq))
                         .and_then(|r| add_scaled(&r, &ly, k.checked_neg()?))
                     else {
                         continue;
@@ -919,7 +929,11 @@ impl Folder<'_> {
         // floordiv-small-remainder: (g·A + B) fd c = A fd (c / g) when B in [0, g - 1]
         for g in remainder_factors(s.terms.values().copied(), c) {
             let r0 = modulo(s.constant, g);
-            let mut big = QSum::konst((s.constant - r0) / g);
+            // checked: the constant may be near -2^63
+            let Some(rest) = s.constant.checked_sub(r0) else {
+                continue;
+            };
+            let mut big = QSum::konst(rest / g);
             let mut small = QSum::konst(r0);
             for (&key, &k) in &s.terms {
                 if k % g == 0 {
@@ -1176,9 +1190,12 @@ impl Folder<'_> {
             if q % p != 0 {
                 continue;
             }
-            let k = -(q / p);
-            let Some(next) = cur
-                .add_scaled(&t, -k)
+            let Some(k) = (q / p).checked_neg() else {
+                continue;
+            };
+            let Some(next) = k
+                .checked_neg()
+                .and_then(|nk| cur.add_scaled(&t, nk))
                 .and_then(|n| n.add_scaled(&QSum::quot(b, 1), k))
             else {
                 continue;

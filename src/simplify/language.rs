@@ -102,15 +102,23 @@ fn push(e: Expr, rec: &mut RecExpr<IxLang>, memo: &mut std::collections::HashMap
 }
 
 /// The expression rooted at node `root` of `rec` (exact: no folding).
+/// Each node once, in order (a node's children come before it in a RecExpr): a shared
+/// subterm is not walked once per path to it, and nothing recurses on the depth.
 pub fn from_rec_at(rec: &RecExpr<IxLang>, root: Id) -> Expr {
-    match rec[root] {
-        IxLang::Num(c) => Expr::constant(c),
-        IxLang::Var(v) => Expr::var(v.0),
-        ref n => {
-            let (op, a, b) = n.op().expect("every other node is binary");
-            Expr::bin(op, from_rec_at(rec, a), from_rec_at(rec, b))
-        }
+    let nodes = rec.as_ref();
+    let upto = usize::from(root);
+    let mut out: Vec<Expr> = Vec::with_capacity(upto + 1);
+    for n in &nodes[..=upto] {
+        out.push(match *n {
+            IxLang::Num(c) => Expr::constant(c),
+            IxLang::Var(v) => Expr::var(v.0),
+            ref n => {
+                let (op, a, b) = n.op().expect("every other node is binary");
+                Expr::bin(op, out[usize::from(a)], out[usize::from(b)])
+            }
+        });
     }
+    out[upto]
 }
 
 /// The expression of a whole RecExpr (its root is the last node).

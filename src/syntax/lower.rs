@@ -613,7 +613,7 @@ impl Lower {
             .map_prefix(|op, rhs| {
                 let rhs = rhs?;
                 let span = self.span(&op).join(rhs.span());
-                Ok(ExprLit::Neg(Box::new(rhs), span))
+                Ok(negate(rhs, span))
             })
             .map_infix(|lhs, op, rhs| {
                 let (lhs, rhs) = (lhs?, rhs?);
@@ -621,6 +621,43 @@ impl Lower {
                     Rule::add => Op::Add,
                     Rule::sub => {
                         let span = lhs.span().join(rhs.span());
+                        if let ExprLit::Int(c, s) = rhs {
+                            if c != i64::MIN {
+                                // a - c = a + (-c): a constant, as printed, so a sum that
+                                // overflows (and stays as written) reads back as itself
+                                let neg = Box::new(ExprLit::Int(-c, s));
+                                return Ok(ExprLit::Bin(Op::Add, Box::new(lhs), neg, span));
+                            }
+                            // a - (-2^63) = (a + (2^63 - 1)) + 1: no product by -1 that
+                            // overflows (SPEC §2)
+                            let max = Box::new(ExprLit::Int(i64::MAX, s));
+                            let sum = ExprLit::Bin(Op::Add, Box::new(lhs), max, span);
+                            let one = Box::new(ExprLit::Int(1, s));
+                            return Ok(ExprLit::Bin(Op::Add, Box::new(sum), one, span));
+                        }
+                        // a - x * c = a + x * (-c): the term as the printer wrote it
+                        // (x not a constant: the printer writes a product of two
+                        // constants as itself, `- (c1 * c2)` without parentheses)
+                        if let ExprLit::Bin(Op::Mul, x, k, ms) = rhs {
+                            if let (ExprLit::Int(c, s), false) =
+                                (&*k, matches!(*x, ExprLit::Int(..)))
+                            {
+                                let (c, s) = (*c, *s);
+                                if c != i64::MIN {
+                                    let term =
+                                        ExprLit::Bin(Op::Mul, x, Box::new(ExprLit::Int(-c, s)), ms);
+                                    return Ok(ExprLit::Bin(
+                                        Op::Add,
+                                        Box::new(lhs),
+                                        Box::new(term),
+                                        span,
+                                    ));
+                                }
+                            }
+                            let rhs = ExprLit::Bin(Op::Mul, x, k, ms);
+                            let neg = ExprLit::Neg(Box::new(rhs), span);
+                            return Ok(ExprLit::Bin(Op::Add, Box::new(lhs), Box::new(neg), span));
+                        }
                         let neg = ExprLit::Neg(Box::new(rhs), span);
                         return Ok(ExprLit::Bin(Op::Add, Box::new(lhs), Box::new(neg), span));
                     }
@@ -664,5 +701,19 @@ impl Lower {
             }
             r => unreachable!("grammar: primary cannot be {r:?}"),
         }
+    }
+}
+
+/// `-x`; the negation of the constant -2^63 is `9223372036854775807 + 1` (2^63 fits no
+/// 64-bit constant, and a product by -1 would overflow wherever it is evaluated).
+fn negate(x: ExprLit, span: Span) -> ExprLit {
+    match x {
+        ExprLit::Int(i64::MIN, s) => ExprLit::Bin(
+            Op::Add,
+            Box::new(ExprLit::Int(i64::MAX, s)),
+            Box::new(ExprLit::Int(1, s)),
+            span,
+        ),
+        x => ExprLit::Neg(Box::new(x), span),
     }
 }

@@ -32,7 +32,22 @@ pub(super) fn same_element_count(cx: &Cx, op: &str) -> Result<(), String> {
     want_operands(cx, 1)?;
     let a = cx.operand(0).shape.num_elements();
     let b = cx.instr.shape.num_elements();
-    if a != b || a.is_none() {
+    // a count past 2^63 is its own error, not a mismatch (identical shapes "differ" else)
+    for (what, shape, n) in [
+        (
+            format!("operand 0 (`{}`)", cx.operand(0).name),
+            &cx.operand(0).shape,
+            a,
+        ),
+        ("the output".to_string(), &cx.instr.shape, b),
+    ] {
+        if n.is_none() {
+            return Err(format!(
+                "{what} has shape {shape}, whose number of elements does not fit in 64 bits"
+            ));
+        }
+    }
+    if a != b {
         return Err(format!(
             "a {op} keeps the number of elements, but operand 0 (`{}`) has shape {} and the output {}",
             cx.operand(0).name,

@@ -45,7 +45,9 @@ fn floordiv_to_mod(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
             if q % c != 0 {
                 continue;
             }
-            let k = -(q / c);
+            let Some(k) = (q / c).checked_neg() else {
+                continue;
+            };
             let Some(lx) = view(egraph, x) else { continue };
             // R = v - q·atom - k·x; it may not bring in atoms the sum did not have (the
             // e-graph keeps both forms, extraction picks the cheaper).
