@@ -158,14 +158,24 @@ fn text(m: &IndexingMap) -> String {
 
 // ------------------------------------------------------------------ properties
 
-/// The extremes property runs at most 1,000 cases: some random maps of huge constants make
-/// a command slow (a case past 8 minutes was met at 30,000 cases; see the report of issue 30).
+/// The extremes property runs at most 1,000 cases from a fixed seed: some random maps of
+/// huge constants make a command slow (a case past 8 minutes was met at 30,000 cases; see
+/// the note of issue 30), and a random seed could draw one in CI. `PROPTEST_RNG_SEED`
+/// explores other seeds by hand.
 fn extreme_cases() -> u32 {
     cases().min(1000)
 }
 
+fn extreme_config() -> ProptestConfig {
+    let mut c = ProptestConfig::with_cases(extreme_cases());
+    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        c.rng_seed = proptest::test_runner::RngSeed::Fixed(0x1c5a_2027);
+    }
+    c
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(extreme_cases()))]
+    #![proptest_config(extreme_config())]
 
     #[test]
     fn extreme_constants_never_panic(m in map(true)) {
