@@ -36,6 +36,12 @@ pub struct Options {
     pub bench: bool,
     /// Verify the C kernel too (compiled by the system compiler), not only the CUDA text.
     pub verify_c: bool,
+    /// Verify only kernels of at most this many output elements (the reference interprets
+    /// every element on one core); `None`: every kernel.
+    pub verify_max_elements: Option<i64>,
+    /// Verify only GEMMs of at most this many multiply-adds (the reference contracts in f64
+    /// on one core); `None`: up to [`GEMM_C_MACS`].
+    pub verify_max_macs: Option<f64>,
 }
 
 impl Default for Options {
@@ -45,6 +51,8 @@ impl Default for Options {
             verify: true,
             bench: false,
             verify_c: true,
+            verify_max_elements: None,
+            verify_max_macs: None,
         }
     }
 }
@@ -575,7 +583,7 @@ pub fn survey_fusion(
 /// (fibers, one OS thread), and past which its C kernel and the reference are not run
 /// either: the reference contracts in f64 on one core.
 const GEMM_CUDA_ON_CPU_MACS: f64 = (1u64 << 27) as f64;
-const GEMM_C_MACS: f64 = (1u64 << 30) as f64;
+pub const GEMM_C_MACS: f64 = (1u64 << 30) as f64;
 
 fn survey_gemm(g: &crate::gpu::gemm::GemmSpec, opts: &Options, r: &mut FusionReport) {
     use crate::gpu::emit::gemm as emit;
@@ -620,11 +628,12 @@ fn survey_gemm(g: &crate::gpu::gemm::GemmSpec, opts: &Options, r: &mut FusionRep
         return;
     }
     let macs = g.flops() / 2.0;
-    if macs > GEMM_C_MACS {
+    let budget = opts.verify_max_macs.unwrap_or(GEMM_C_MACS).min(GEMM_C_MACS);
+    if macs > budget {
         r.verify = Status::Skipped(format!(
-            "{:.1} G multiply-adds: past the CPU's verification budget ({:.1} G); `check {}` runs it",
+            "{:.2} G multiply-adds: past this run's verification budget ({:.2} G); `check {}` runs it",
             macs / 1e9,
-            GEMM_C_MACS / 1e9,
+            budget / 1e9,
             r.name
         ));
         return;
@@ -657,18 +666,32 @@ fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
         }
     };
     r.launch = Status::Ok(crate::session::cmd_gpu::describe(&l));
-    r.coalescing = crate::gpu::coalescing::analyse(spec, &l)
-        .map(|rep| {
-            rep.operands
-                .iter()
-                .map(|o| OperandCoalescing {
-                    label: o.label.clone(),
-                    coalesced: o.coalesced,
-                    detail: format!("{}/{} sectors", o.sectors, o.ideal_sectors),
-                })
-                .collect()
-        })
-        .map_err(|e| e.to_string());
+    // Offsets read at run time (dynamic slices, scatters): the coalescing analysis would
+    // enumerate every value of them.
+    let mut runtime = false;
+    for f in &spec.functions {
+        f.body.visit(&mut |b| match b {
+            crate::gpu::spec::Body::Load { map, .. } => runtime |= !map.runtimes.is_empty(),
+            crate::gpu::spec::Body::DynCall { .. } => runtime = true,
+            _ => {}
+        });
+    }
+    r.coalescing = if runtime {
+        Err("its loads depend on offsets read at run time".into())
+    } else {
+        crate::gpu::coalescing::analyse(spec, &l)
+            .map(|rep| {
+                rep.operands
+                    .iter()
+                    .map(|o| OperandCoalescing {
+                        label: o.label.clone(),
+                        coalesced: o.coalesced,
+                        detail: format!("{}/{} sectors", o.sectors, o.ideal_sectors),
+                    })
+                    .collect()
+            })
+            .map_err(|e| e.to_string())
+    };
     if !opts.emit && !opts.verify {
         r.emit_cuda = Status::Skipped("not asked".into());
         r.emit_cpu = Status::Skipped("not asked".into());
@@ -687,10 +710,19 @@ fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
         Ok(e) => Status::Ok(format!("{} lines", e.source.lines().count())),
         Err(e) => Status::Failed(e.to_string()),
     };
+    let elements: i64 = spec
+        .outputs()
+        .iter()
+        .map(|t| t.num_elements().unwrap_or(i64::MAX))
+        .fold(0i64, |a, b| a.saturating_add(b));
     r.verify = if !opts.verify {
         Status::Skipped("not asked".into())
     } else if !r.emit_cuda.is_ok() {
         Status::Skipped("not emitted".into())
+    } else if let Some(max) = opts.verify_max_elements.filter(|&m| elements > m) {
+        Status::Skipped(format!(
+            "{elements} output elements: past this run's verification budget of {max}"
+        ))
     } else {
         // Both kernels on the same inputs: the CUDA text run on the CPU, and the C kernel.
         let also_c = r.emit_cpu.is_ok() && opts.verify_c;

@@ -139,10 +139,47 @@ pub fn eval(e: Expr, point: &[i64]) -> Result<i64, EvalError> {
     narrow(e, eval_wide(e, point)?)
 }
 
+/// Node visits and depth the memo-less fast path of [`eval_wide`] may spend before it hands
+/// over to the memoized walk (which a deep or heavily shared expression needs).
+const FAST_VISITS: u32 = 4096;
+const FAST_DEPTH: u32 = 128;
+
+/// [`eval_wide`] by plain recursion, for the common small expression: `None` when it would
+/// pass [`FAST_VISITS`] visits or [`FAST_DEPTH`] levels.
+fn eval_fast(
+    e: Expr,
+    point: &[i64],
+    visits: &mut u32,
+    depth: u32,
+) -> Option<Result<i128, EvalError>> {
+    *visits += 1;
+    if *visits > FAST_VISITS || depth > FAST_DEPTH {
+        return None;
+    }
+    Some(match e.kind() {
+        ExprKind::Bin(op, a, b) => {
+            let x = match eval_fast(a, point, visits, depth + 1)? {
+                Ok(x) => x,
+                Err(err) => return Some(Err(err)),
+            };
+            let y = match eval_fast(b, point, visits, depth + 1)? {
+                Ok(y) => y,
+                Err(err) => return Some(Err(err)),
+            };
+            apply_wide(op, x, y)
+        }
+        _ => leaf(e, point),
+    })
+}
+
 /// The exact value of `e` at `point`; shared subterms are evaluated once each.
 pub fn eval_wide(e: Expr, point: &[i64]) -> Result<i128, EvalError> {
     if !matches!(e.kind(), ExprKind::Bin(..)) {
         return leaf(e, point);
+    }
+    let mut visits = 0;
+    if let Some(v) = eval_fast(e, point, &mut visits, 0) {
+        return v;
     }
     // post-order with an explicit stack: no recursion on the depth of the expression
     let mut memo: std::collections::HashMap<Expr, i128> = Default::default();
