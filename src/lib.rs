@@ -18,9 +18,9 @@ pub mod hlo;
 pub mod simplify;
 
 // 4. GPU: mappings, kernels, measurements
-pub mod gpu;
 /// `dump`: a survey of an XLA dump directory (every fusion indexed, launched, emitted, verified).
 pub mod dump;
+pub mod gpu;
 pub mod tile;
 
 // 5. values (what statements return; below both the interpreter and the renderers)

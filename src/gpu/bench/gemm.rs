@@ -98,7 +98,7 @@ pub fn run_cuda_on_cpu(
         g.inputs.len()
     ));
     let tu = format!(
-        "{}\nnamespace ixk {{\n{}}}\n\nextern \"C\" void ix_launch(void **args) {{\n  ix_launch_grid({grid}, {grid_y}, {block}, [&] {{ ixk::{}({}); }});\n}}\n",
+        "{}\nnamespace ixk {{\n{}}}\n\nextern \"C\" const char *ix_launch(void **args) {{\n  return ix_launch_grid({grid}, {grid_y}, {block}, [&] {{ ixk::{}({}); }});\n}}\n",
         crate::gpu::cuda_cpu::HEADER,
         e.source,
         e.entry,
@@ -144,13 +144,26 @@ pub fn run_cuda_on_cpu(
         // it exports `ix_launch(void **)`.
         let lib = unsafe { libloading::Library::new(&so) }
             .map_err(|e| err(format!("cannot load the kernel: {e}")))?;
-        type Launch = unsafe extern "C" fn(*mut *mut std::ffi::c_void);
+        // Null, or why the launch stopped (a deadlock at a barrier: the fiber runtime of
+        // cuda_on_cpu.h reports it, as for every other kernel `check` runs).
+        type Launch = unsafe extern "C" fn(*mut *mut std::ffi::c_void) -> *const std::ffi::c_char;
         let f: Launch = unsafe {
             *lib.get::<Launch>(b"ix_launch")
                 .map_err(|e| err(format!("no ix_launch: {e}")))?
         };
         // SAFETY: `ix_launch` takes the inputs then the output, as the kernel declares them.
-        let out = unsafe { run_raw(g, inputs, &mut |a| f(a.as_mut_ptr())) }?;
+        let mut stopped = None;
+        let out = unsafe {
+            run_raw(g, inputs, &mut |a| {
+                let m = f(a.as_mut_ptr());
+                if !m.is_null() {
+                    stopped = Some(std::ffi::CStr::from_ptr(m).to_string_lossy().into_owned());
+                }
+            })
+        }?;
+        if let Some(m) = stopped {
+            return Err(err(format!("the kernel did not run to its end: {m}")));
+        }
         Ok((out, bits))
     })();
     let _ = std::fs::remove_dir_all(&dir);
