@@ -53,6 +53,49 @@ fn arg_type(t: crate::gpu::spec::ElemType) -> String {
     }
 }
 
+/// A translation unit of [`HEADER`] and a kernel (exporting `ix_launch`), written into
+/// `dir`, compiled by the host C++ compiler at `opt` and loaded.
+pub fn load_unit(
+    dir: &std::path::Path,
+    tu: &str,
+    opt: &str,
+) -> Result<libloading::Library, MapError> {
+    let cc = dir.join("kernel.cpp");
+    let so = dir.join("kernel.so");
+    std::fs::write(&cc, tu).map_err(|e| err(format!("{}: {e}", cc.display())))?;
+    // The kernel's `#include <cuda_fp16.h>` / `<cuda_bf16.h>`: the header already has what
+    // they would declare.
+    for h in ["cuda_fp16.h", "cuda_bf16.h"] {
+        let p = dir.join(h);
+        std::fs::write(&p, "#pragma once\n").map_err(|e| err(format!("{}: {e}", p.display())))?;
+    }
+    let out = std::process::Command::new(compiler())
+        .args([
+            "-std=c++17",
+            opt,
+            "-fPIC",
+            "-shared",
+            "-pthread",
+            "-w",
+            "-o",
+        ])
+        .arg(&so)
+        .arg("-I")
+        .arg(dir)
+        .arg(&cc)
+        .output()
+        .map_err(|e| err(format!("cannot run `{}`: {e}", compiler())))?;
+    if !out.status.success() {
+        return Err(err(format!(
+            "the C++ compiler rejected the CUDA source:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    // SAFETY: the library was just compiled from our header and an emitted kernel.
+    unsafe { libloading::Library::new(&so) }
+        .map_err(|e| err(format!("cannot load the kernel: {e}")))
+}
+
 /// The host C++ compiler: `$CXX`, else `c++`.
 pub fn compiler() -> String {
     std::env::var("CXX").unwrap_or_else(|_| "c++".to_string())
@@ -95,43 +138,8 @@ pub fn check_inputs(
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let dir = std::env::temp_dir().join(format!("ixmap-cuda-cpu-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| err(format!("{}: {e}", dir.display())))?;
-    let cc = dir.join("kernel.cpp");
-    let so = dir.join("kernel.so");
     let result = (|| {
-        std::fs::write(&cc, &tu).map_err(|e| err(format!("{}: {e}", cc.display())))?;
-        // The kernel's `#include <cuda_fp16.h>` / `<cuda_bf16.h>`: the header above already
-        // has what they would declare.
-        for h in ["cuda_fp16.h", "cuda_bf16.h"] {
-            let p = dir.join(h);
-            std::fs::write(&p, "#pragma once\n")
-                .map_err(|e| err(format!("{}: {e}", p.display())))?;
-        }
-        let out = std::process::Command::new(compiler())
-            .args([
-                "-std=c++17",
-                "-O1",
-                "-fPIC",
-                "-shared",
-                "-pthread",
-                "-w",
-                "-o",
-            ])
-            .arg(&so)
-            .arg("-I")
-            .arg(&dir)
-            .arg(&cc)
-            .output()
-            .map_err(|e| err(format!("cannot run `{}`: {e}", compiler())))?;
-        if !out.status.success() {
-            return Err(err(format!(
-                "the C++ compiler rejected the CUDA source:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            )));
-        }
-        // SAFETY: the library was just compiled from our header and emitted kernel; it
-        // exports `ix_launch(void **)`.
-        let lib = unsafe { libloading::Library::new(&so) }
-            .map_err(|e| err(format!("cannot load the kernel: {e}")))?;
+        let lib = load_unit(&dir, &tu, "-O1")?;
         // Null, or why the launch stopped (a deadlock at a barrier).
         type Launch = unsafe extern "C" fn(*mut *mut std::ffi::c_void) -> *const std::ffi::c_char;
         let f: Launch = unsafe {

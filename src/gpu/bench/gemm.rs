@@ -109,41 +109,7 @@ pub fn run_cuda_on_cpu(
     let dir = std::env::temp_dir().join(format!("ixmap-gemm-cpu-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| err(format!("{}: {e}", dir.display())))?;
     let result = (|| {
-        let cc = dir.join("kernel.cpp");
-        let so = dir.join("kernel.so");
-        std::fs::write(&cc, &tu).map_err(|e| err(format!("{}: {e}", cc.display())))?;
-        for h in ["cuda_fp16.h", "cuda_bf16.h"] {
-            let p = dir.join(h);
-            std::fs::write(&p, "#pragma once\n")
-                .map_err(|e| err(format!("{}: {e}", p.display())))?;
-        }
-        let compiler = crate::gpu::cuda_cpu::compiler();
-        let out = std::process::Command::new(&compiler)
-            .args([
-                "-std=c++17",
-                "-O2",
-                "-fPIC",
-                "-shared",
-                "-pthread",
-                "-w",
-                "-o",
-            ])
-            .arg(&so)
-            .arg("-I")
-            .arg(&dir)
-            .arg(&cc)
-            .output()
-            .map_err(|e| err(format!("cannot run `{compiler}`: {e}")))?;
-        if !out.status.success() {
-            return Err(err(format!(
-                "the C++ compiler rejected the CUDA source:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            )));
-        }
-        // SAFETY: the library was just compiled from our header and the emitted kernel;
-        // it exports `ix_launch(void **)`.
-        let lib = unsafe { libloading::Library::new(&so) }
-            .map_err(|e| err(format!("cannot load the kernel: {e}")))?;
+        let lib = crate::gpu::cuda_cpu::load_unit(&dir, &tu, "-O2")?;
         // Null, or why the launch stopped (a deadlock at a barrier: the fiber runtime of
         // cuda_on_cpu.h reports it, as for every other kernel `check` runs).
         type Launch = unsafe extern "C" fn(*mut *mut std::ffi::c_void) -> *const std::ffi::c_char;
