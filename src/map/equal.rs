@@ -121,6 +121,15 @@ pub fn equal(a: &IndexingMap, b: &IndexingMap, limits: &Limits) -> Result<bool, 
     if a.is_undefined() || b.is_undefined() {
         return Ok(a.is_undefined() && b.is_undefined());
     }
+    // A bare `KNOWN EMPTY` (XLA's printing, with no variables) is the empty relation of
+    // any arity: it equals exactly the maps that relate no point to a result.
+    let bare = |m: &IndexingMap| m.is_known_empty() && m.num_vars() == 0 && m.results.is_empty();
+    if bare(a) != bare(b) {
+        let other = if bare(a) { b } else { a };
+        let mut empty = other.clone();
+        empty.status = Status::KnownEmpty;
+        return equal(&empty, other, limits);
+    }
     if a.dims.len() != b.dims.len() {
         return Ok(false);
     }
@@ -185,6 +194,42 @@ pub(crate) mod tests {
         })
         .expect("small");
         rel
+    }
+
+    /// A bare `KNOWN EMPTY` equals every empty map, whatever its arity, and no other.
+    #[test]
+    fn bare_known_empty_equals_empty_maps() {
+        let parse = |t: &str| {
+            crate::session::build::build_map(&crate::syntax::parse_map_lit(t).unwrap()).unwrap()
+        };
+        let bare = parse("KNOWN EMPTY");
+        let lim = Limits::default();
+        for (text, want) in [
+            ("(d0) -> (d0), domain: d0 in [5, 4]", true),
+            (
+                "(d0, d1) -> (d1), domain: d0 in [0, 3], d1 in [0, 3], d0 + d1 in [9, 9]",
+                true,
+            ),
+            ("(d0) -> (0), domain: KNOWN EMPTY", true),
+            ("(d0) -> (d0), domain: d0 in [0, 3]", false),
+            (
+                "(d0)[s0] -> (d0), domain: d0 in [0, 3], s0 in [0, 0]",
+                false,
+            ),
+        ] {
+            let m = parse(text);
+            assert_eq!(
+                equal(&bare, &m, &lim).unwrap(),
+                want,
+                "KNOWN EMPTY vs {text}"
+            );
+            assert_eq!(
+                equal(&m, &bare, &lim).unwrap(),
+                want,
+                "{text} vs KNOWN EMPTY"
+            );
+        }
+        assert!(equal(&bare, &bare, &lim).unwrap());
     }
 
     /// `equal` agrees with comparing the stored relations, on maps that differ in bounds,
