@@ -514,17 +514,37 @@ fn scatter_matches_the_interpreter() {
         let mut upd = win.clone();
         upd.insert(at, nb);
         let uwd: Vec<usize> = (0..upd.len()).filter(|&j| j != at).collect();
-        let src = hlo_t(&format!(
-            "a = {} parameter(0)\n i = s32[{nb},{}] parameter(1)\n u = {} parameter(2)\n ROOT r = {} scatter(a, i, u), update_window_dims={}, inserted_window_dims={}, scatter_dims_to_operand_dims={}, index_vector_dim=1",
-            shape(&op),
-            started.len(),
-            shape(&upd),
-            shape(&op),
+        // One array, or a variadic scatter of two (a tuple of two outputs; output 0 is
+        // checked: it reads operand 1 and both updates only where an update lands).
+        let na = rng.int(1, 2) as usize;
+        let mut lines = Vec::new();
+        for k in 0..na {
+            lines.push(format!("a{k} = {} parameter({k})", shape(&op)));
+        }
+        lines.push(format!("i = s32[{nb},{}] parameter({na})", started.len()));
+        for k in 0..na {
+            lines.push(format!("u{k} = {} parameter({})", shape(&upd), na + 1 + k));
+        }
+        let out = if na == 1 {
+            shape(&op)
+        } else {
+            format!("({}, {})", shape(&op), shape(&op))
+        };
+        let names: Vec<String> = (0..na)
+            .map(|k| format!("a{k}"))
+            .chain(std::iter::once("i".to_string()))
+            .chain((0..na).map(|k| format!("u{k}")))
+            .collect();
+        lines.push(format!(
+            "ROOT r = {out} scatter({}), update_window_dims={}, inserted_window_dims={}, scatter_dims_to_operand_dims={}, index_vector_dim=1",
+            names.join(", "),
             list(&uwd),
             list(&inserted),
             list(&started),
         ));
-        check_op(&src, rng, &[2], &no_rt);
+        let src = hlo_t(&lines.join("\n "));
+        let over: Vec<usize> = (1..na).chain(na + 1..2 * na + 1).collect();
+        check_op(&src, rng, &over, &no_rt);
         checked += 1;
     });
     assert!(checked > CASES / 4, "too few scatter cases: {checked}");

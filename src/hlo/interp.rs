@@ -593,18 +593,25 @@ fn eval(
             // element goes to start (from its index row) + window index, combined by
             // `to_apply` (taken to read both values); an update whose window does not fit
             // is skipped. Whether any update lands depends on every index, so every output
-            // element depends on the whole indices tensor.
+            // element depends on the whole indices tensor. A variadic scatter (n operands,
+            // the indices, n updates) returns n arrays; `to_apply` reads the n current
+            // values and the n updates at the position, so where an update lands every
+            // output reads all of them.
+            let na = ins.operands.len().saturating_sub(1) / 2;
             let sd = a.scatter.clone().unwrap_or_default();
             let ivd = a.gather.as_ref().map(|g| g.index_vector_dim).unwrap_or(0) as usize;
-            let (op, ix, upd) = (opd(0), opd(1), opd(2));
+            let (op, ix, upd) = (opd(0), opd(na), opd(na + 1));
             let mut all_ix = Elem::default();
             for e in &ix.data {
                 union(&mut all_ix, e);
             }
-            for (f, e) in op.data.iter().enumerate() {
-                let mut e = e.clone();
-                union(&mut e, &all_ix);
-                out.data[f] = e;
+            let mut outs: Vec<Tensor> = (0..na).map(|_| Tensor::new(&op.dims)).collect();
+            for (k, o) in outs.iter_mut().enumerate() {
+                for (f, e) in opd(k).data.iter().enumerate() {
+                    let mut e = e.clone();
+                    union(&mut e, &all_ix);
+                    o.data[f] = e;
+                }
             }
             let scatter_upd: Vec<usize> = (0..upd.dims.len())
                 .filter(|j| !sd.update_window_dims.contains(&(*j as i64)))
@@ -643,10 +650,17 @@ fn eval(
                 let dst: Vec<i64> = (0..op.dims.len())
                     .map(|k| start[k] + window[k].0.map(|j| u[j]).unwrap_or(0))
                     .collect();
-                let f = out.flat(&dst);
-                let src = upd.at(&u).clone();
-                union(&mut out.data[f], &src);
+                let f = op.flat(&dst);
+                let mut read = Elem::default();
+                for j in 0..na {
+                    union(&mut read, opd(na + 1 + j).at(&u));
+                    union(&mut read, opd(j).at(&dst));
+                }
+                for o in outs.iter_mut() {
+                    union(&mut o.data[f], &read);
+                }
             }
+            return Ok(outs);
         }
         _ => return Err(unsupported()),
     }

@@ -17,6 +17,11 @@
 //! updates → output:  (d0, d1){r0} -> (r0, d1)
 //! ```
 //!
+//! A variadic scatter `scatter(op_0..op_{n-1}, indices, upd_0..upd_{n-1})` returns a tuple
+//! of n arrays of the operands' shape; `to_apply` takes the n current values and the n
+//! updates at one position, so every output element reads every operand at its own
+//! position and every updates array as above.
+//!
 //! Which updates land on an output element depends on the index values, so an output
 //! element's maps to the indices (every element: any row may land on it, and whether one
 //! does depends on all of them) and to the updates (any row whose window can cover it, the
@@ -50,9 +55,17 @@ struct Layout {
     start_of: Vec<Option<usize>>,
 }
 
+/// The number of scattered arrays: `scatter(op_0..op_{n-1}, indices, upd_0..upd_{n-1})`
+/// (variadic scatter, one `to_apply` combining the n values at one position) has `2n + 1`
+/// operands; the indices are operand `n`, the first updates operand `n + 1`.
+fn arrays(cx: &Cx) -> usize {
+    cx.n_operands().saturating_sub(1) / 2
+}
+
 fn layout(cx: &Cx) -> Layout {
     let s: ScatterDims = cx.instr.attrs.scatter.clone().unwrap_or_default();
-    let (op, upd) = (cx.opd(0), cx.opd(2));
+    let n = arrays(cx);
+    let (op, upd) = (cx.opd(0), cx.opd(n + 1));
     let scatter_upd = (0..upd.len())
         .filter(|j| !s.update_window_dims.contains(&(*j as i64)))
         .collect();
@@ -82,11 +95,44 @@ fn layout(cx: &Cx) -> Layout {
 }
 
 fn check(cx: &Cx) -> Result<(), String> {
-    want_operands(cx, 3)?;
+    let total = cx.n_operands();
+    if total < 3 || total % 2 == 0 {
+        return Err(format!(
+            "scatter takes n operands, the indices and n updates (2n + 1 operands), not {total}"
+        ));
+    }
+    let n = arrays(cx);
     let s = attr(&cx.instr.attrs.scatter, "update_window_dims", "scatter")?;
     let g = attr(&cx.instr.attrs.gather, "index_vector_dim", "scatter")?;
-    let (op, ix, upd) = (cx.opd(0), cx.opd(1), cx.opd(2));
-    want_out_dims(cx, op)?;
+    let (op, ix, upd) = (cx.opd(0), cx.opd(n), cx.opd(n + 1));
+    for k in 1..n {
+        if cx.opd(k) != op {
+            return Err(format!(
+                "operand {k} (`{}`) has dimensions {:?}, operand 0 {op:?}: a variadic scatter's operands share one shape",
+                cx.operand(k).name,
+                cx.opd(k)
+            ));
+        }
+        if cx.opd(n + 1 + k) != upd {
+            return Err(format!(
+                "updates {k} (`{}`) has dimensions {:?}, updates 0 {upd:?}: a variadic scatter's updates share one shape",
+                cx.operand(n + 1 + k).name,
+                cx.opd(n + 1 + k)
+            ));
+        }
+    }
+    let outs = cx.instr.shape.tuple_elements();
+    if n > 1 && outs.len() != n {
+        return Err(format!(
+            "a scatter of {n} operands returns a tuple of {n} arrays, not {}",
+            outs.len()
+        ));
+    }
+    for o in outs {
+        if o.dims() != op {
+            return want_out_dims(cx, op);
+        }
+    }
     want_dim_list("update_window_dims", &s.update_window_dims, upd.len())?;
     if s.update_window_dims.windows(2).any(|w| w[0] >= w[1]) {
         return Err("update_window_dims must be sorted".into());
@@ -145,7 +191,8 @@ fn start_bounds(op: &[i64], l: &Layout, k: usize) -> Interval {
 }
 
 fn out_to_in(cx: &Cx) -> Vec<IndexingMap> {
-    let (op, ix, upd, out) = (cx.opd(0), cx.opd(1), cx.opd(2), cx.out());
+    let na = arrays(cx);
+    let (op, ix, upd, out) = (cx.opd(0), cx.opd(na), cx.opd(na + 1), cx.out());
     let l = layout(cx);
     let n = out.len();
     let operand = build(out, &[], &[], (0..n).map(d).collect(), vec![]);
@@ -186,17 +233,23 @@ fn out_to_in(cx: &Cx) -> Vec<IndexingMap> {
         }
     }
     let updates = build(out, &ranges, &rts, results, constraints);
-    vec![operand, indices, updates]
+    // Every output reads every operand and every updates array at the same positions:
+    // `to_apply` combines all of them into each output element.
+    let mut maps = vec![operand; na];
+    maps.push(indices);
+    maps.extend(std::iter::repeat_n(updates, na));
+    maps
 }
 
 /// From the operand: the identity. From the indices: every output element (whether an
 /// update lands anywhere depends on every index). From the updates: the start (a runtime
 /// variable for each started dimension) plus the window index.
 fn in_to_out(cx: &Cx, k: usize) -> IndexingMap {
-    let (op, ix, upd, out) = (cx.opd(0), cx.opd(1), cx.opd(2), cx.out());
-    match k {
-        0 => build(op, &[], &[], (0..op.len()).map(d).collect(), vec![]),
-        1 => build(
+    let na = arrays(cx);
+    let (op, ix, upd, out) = (cx.opd(0), cx.opd(na), cx.opd(na + 1), cx.out());
+    match k.cmp(&na) {
+        std::cmp::Ordering::Less => build(op, &[], &[], (0..op.len()).map(d).collect(), vec![]),
+        std::cmp::Ordering::Equal => build(
             ix,
             out,
             &[],
@@ -205,7 +258,7 @@ fn in_to_out(cx: &Cx, k: usize) -> IndexingMap {
                 .collect(),
             vec![],
         ),
-        _ => {
+        std::cmp::Ordering::Greater => {
             let l = layout(cx);
             let mut rts = Vec::new();
             let mut results = Vec::new();
