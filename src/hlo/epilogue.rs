@@ -18,7 +18,7 @@
 //!
 //! The epilogue function's signature follows seed 003's form with XLA's injected values
 //! after the indices: one tensor per computation parameter, one index per dimension of
-//! the roots' output, one scalar per injected hero value, one result per root:
+//! the hero's output, one scalar per injected hero value, one result per root:
 //! `(%p0: tensor<4x8xf32>, %i0: index, %r: f32) -> (f32)`.
 //!
 //! Which instructions are heroes is simplified from XLA: every `reduce`, and every
@@ -128,7 +128,9 @@ pub fn epilogues(comp: &Computation, extra: &[InstrId]) -> Vec<Epilogue> {
 
 /// The epilogue function's signature (see the module documentation).
 pub fn signature(comp: &Computation, e: &Epilogue) -> String {
-    let rank = e.roots.first().map_or(0, |&r| comp.instrs[r].rank());
+    // One index per dimension of the hero's output (XLA's epilogue specification indexes
+    // the epilogue by the hero's output index, whatever the roots' ranks).
+    let rank = comp.instrs[e.hero].shape.tuple_elements()[0].dims().len();
     let mut args = signature_args(comp, rank);
     for &h in &e.injected {
         for s in comp.instrs[h].shape.tuple_elements() {

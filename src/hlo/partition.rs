@@ -16,7 +16,8 @@
 //!
 //! Parameters are not part of any function (they are read with `tensor.extract`).
 //! `describe` prints each function's signature in seed 003's form: one tensor per
-//! computation parameter, one index per dimension of the root's output, one result per
+//! computation parameter (a scalar as its element type, a non-default layout as the
+//! tensor's encoding), one index per dimension of the root's output, one result per
 //! root (`(%p0: tensor<16x16xf32>, %i0: index, %i1: index) -> (f32)`).
 //! Each instruction is visited once, users first, with one composition per use, so the
 //! cost is linear in the number of edges (see `benches/hlo.rs`, chains of diamonds).
@@ -230,18 +231,40 @@ pub fn tensor_type(dims: &[i64], elem: &str) -> String {
     s
 }
 
+/// A computation parameter's type in a function signature, as XLA's emitters type it: a
+/// scalar as its element type (`f32`), an array as a tensor, with its layout as the
+/// tensor's encoding (the minor-to-major order, `dense<[0, 1]> : tensor<2xi64>`) only when
+/// it is not the default row-major one (a default layout adds no encoding).
+pub fn param_type(s: &super::Shape) -> String {
+    if s.is_tuple() {
+        let parts: Vec<String> = s.tuple_elements().iter().map(param_type).collect();
+        return format!("tuple<{}>", parts.join(", "));
+    }
+    if s.dims().is_empty() {
+        return mlir_elem(s.elem());
+    }
+    let t = tensor_type(s.dims(), s.elem());
+    if s.has_default_layout() {
+        return t;
+    }
+    let m2m: Vec<String> = s.minor_to_major().iter().map(|k| k.to_string()).collect();
+    format!(
+        "{}, dense<[{}]> : tensor<{}xi64>>",
+        &t[..t.len() - 1],
+        m2m.join(", "),
+        m2m.len()
+    )
+}
+
 /// The arguments every subgraph function starts with (seed 003): `%pK: tensor<...>` per
-/// parameter of `comp`, then `%iJ: index` per dimension of the `rank`-dimensional output
+/// parameter of `comp` (a scalar as its element type, see [`param_type`]), then `%iJ: index` per dimension of the `rank`-dimensional output
 /// it computes an element of. Shared by partition functions and epilogues.
 pub fn signature_args(comp: &Computation, rank: usize) -> Vec<String> {
     let mut args: Vec<String> = comp
         .parameters()
         .iter()
         .enumerate()
-        .map(|(k, &p)| {
-            let s = &comp.instrs[p].shape;
-            format!("%p{k}: {}", tensor_type(s.dims(), s.elem()))
-        })
+        .map(|(k, &p)| format!("%p{k}: {}", param_type(&comp.instrs[p].shape)))
         .collect();
     args.extend((0..rank).map(|j| format!("%i{j}: index")));
     args
@@ -287,5 +310,30 @@ mod signature_tests {
         assert_eq!(mlir_elem("c64"), "complex<f32>");
         assert_eq!(tensor_type(&[16, 16], "f32"), "tensor<16x16xf32>");
         assert_eq!(tensor_type(&[], "s64"), "tensor<i64>");
+    }
+
+    #[test]
+    fn parameter_types_in_signatures() {
+        use super::param_type;
+        use crate::hlo::Shape;
+        let arr = |dims: &[i64], layout: Option<Vec<usize>>| Shape::Array {
+            elem: "f32".into(),
+            dims: dims.to_vec(),
+            layout,
+        };
+        assert_eq!(param_type(&arr(&[], None)), "f32");
+        assert_eq!(param_type(&arr(&[4, 8], None)), "tensor<4x8xf32>");
+        assert_eq!(
+            param_type(&arr(&[4, 8], Some(vec![1, 0]))),
+            "tensor<4x8xf32>"
+        );
+        assert_eq!(
+            param_type(&arr(&[4, 8], Some(vec![0, 1]))),
+            "tensor<4x8xf32, dense<[0, 1]> : tensor<2xi64>>"
+        );
+        assert_eq!(
+            param_type(&arr(&[2, 3, 4], Some(vec![1, 2, 0]))),
+            "tensor<2x3x4xf32, dense<[1, 2, 0]> : tensor<3xi64>>"
+        );
     }
 }
