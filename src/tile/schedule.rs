@@ -9,6 +9,10 @@
 //!                                                 R_i = T_0 * .. * T_{i-1}
 //! ```
 //!
+//! Transposed reorders the tiled dimensions only: leading batch dimensions (tiled by 1,
+//! as a batched dot's are) stay the slowest, so `(b, m, n)` tiles walk m fastest, then n,
+//! then b.
+//!
 //! For a dot over (M, N), major-to-minor walks along N first (consecutive programs share an
 //! lhs row block of M x K tiles); transposed walks along M first (they share an rhs column
 //! block of K x N tiles). The K loop is not in the grid: each program runs it, so the maps
@@ -53,6 +57,13 @@ pub struct Schedule {
     pub offsets: IndexingMap,
 }
 
+/// How many leading dimensions are batch dimensions: the longest prefix tiled by 1 that
+/// leaves at least two dimensions to tile.
+pub fn batch_prefix(sizes: &[i64]) -> usize {
+    let unit = sizes.iter().take_while(|&&s| s == 1).count();
+    unit.min(sizes.len().saturating_sub(2))
+}
+
 /// The schedule of tiles of `sizes` over the output `extents` (and `k_sizes` over the
 /// contraction `k_extents`) in `order`.
 pub fn schedule(
@@ -80,9 +91,14 @@ pub fn schedule(
         .try_fold(1i64, |a, &t| a.checked_mul(t))
         .ok_or("the grid has too many tiles")?;
     let n = grid.len();
+    // Fastest dimension first. Transposed swaps the walk over the tiled dimensions only:
+    // leading batch dimensions (a prefix tiled by 1, as a dot's batch dimensions are, while
+    // at least two dimensions remain) stay outermost, in major-to-minor order, so programs
+    // of one batch element stay consecutive, as XLA's schedules keep them.
+    let nb = batch_prefix(sizes);
     let dim_order: Vec<usize> = match order {
         Order::MajorToMinor => (0..n).rev().collect(),
-        Order::Transposed => (0..n).collect(),
+        Order::Transposed => (nb..n).chain((0..nb).rev()).collect(),
     };
     // stride of dimension i: product of the grid sizes of the dimensions faster than it.
     let mut stride = vec![1i64; n];
@@ -138,10 +154,13 @@ pub fn schedule(
 pub fn operand_offsets(s: &Schedule, tile: &OperandTile) -> IndexingMap {
     let mut m = crate::hlo::fusion::compose_simplified(&s.tile_index, &tile.offsets);
     // Composition names variables by position; the schedule's names read better.
-    if m.dims.len() == 1 && m.ranges.len() == s.tile_index.ranges.len() {
+    // A K step range of one value simplifies away; the program id keeps its name.
+    if m.dims.len() == 1 {
         m.dims[0].name = "pid".into();
-        for (r, q) in m.ranges.iter_mut().zip(&s.tile_index.ranges) {
-            r.name = q.name.clone();
+        if m.ranges.len() == s.tile_index.ranges.len() {
+            for (r, q) in m.ranges.iter_mut().zip(&s.tile_index.ranges) {
+                r.name = q.name.clone();
+            }
         }
     }
     m
@@ -175,4 +194,49 @@ pub fn check(s: &Schedule, limit: u64) -> Result<u64, String> {
         }
     }
     Ok(total as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tile_at(s: &Schedule, pid: i64) -> Vec<i64> {
+        s.tile_index
+            .results
+            .iter()
+            .map(|&e| crate::expr::eval(e, &[pid]).expect("in range"))
+            .collect()
+    }
+
+    /// Transposed walks the tiled dimensions first-fastest but keeps a batch dimension
+    /// (tiled by 1) outermost: (b, m, n) tiles go m, then n, then b.
+    #[test]
+    fn transposed_keeps_batch_outermost() {
+        let s = schedule(&[2, 4, 4], &[1, 2, 2], &[], &[], Order::Transposed).unwrap();
+        let walk: Vec<Vec<i64>> = (0..8).map(|p| tile_at(&s, p)).collect();
+        assert_eq!(
+            walk,
+            vec![
+                vec![0, 0, 0],
+                vec![0, 1, 0],
+                vec![0, 0, 1],
+                vec![0, 1, 1],
+                vec![1, 0, 0],
+                vec![1, 1, 0],
+                vec![1, 0, 1],
+                vec![1, 1, 1],
+            ]
+        );
+        assert_eq!(check(&s, 1 << 10).unwrap(), 8);
+        // Major-to-minor: n fastest, b slowest.
+        let s = schedule(&[2, 4, 4], &[1, 2, 2], &[], &[], Order::MajorToMinor).unwrap();
+        assert_eq!(tile_at(&s, 1), vec![0, 0, 1]);
+        assert_eq!(tile_at(&s, 4), vec![1, 0, 0]);
+        // Without a batch prefix (or with only two dimensions) the whole walk transposes.
+        assert_eq!(batch_prefix(&[1, 2]), 0);
+        assert_eq!(batch_prefix(&[1, 1, 8, 8]), 2);
+        assert_eq!(batch_prefix(&[1, 1, 1]), 1);
+        let s = schedule(&[4, 4], &[1, 2], &[], &[], Order::Transposed).unwrap();
+        assert_eq!(tile_at(&s, 1), vec![1, 0]);
+    }
 }
