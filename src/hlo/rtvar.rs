@@ -29,7 +29,19 @@ pub fn fold(
     dim_bounds: &[Interval],
     bounds: Interval,
 ) -> Option<Expr> {
-    let e = crate::expr::canonical(value_of(comp, id, index, 0)?);
+    // A dimension with one value is that value (so a constant array is read at a fixed
+    // index, as an output dimension of size 1 fixes it).
+    let index: Vec<Expr> = index
+        .iter()
+        .map(|e| {
+            e.substitute(&mut |v| match dim_bounds.get(v as usize) {
+                Some(b) if b.is_point() => Expr::constant(b.lo),
+                _ => Expr::var(v),
+            })
+        })
+        .map(crate::expr::canonical)
+        .collect();
+    let e = crate::expr::canonical(value_of(comp, id, &index, 0)?);
     if let ExprKind::Const(v) = e.kind() {
         return Some(Expr::constant(v.clamp(bounds.lo, bounds.hi)));
     }
@@ -89,23 +101,71 @@ pub fn value_of(comp: &Computation, id: InstrId, index: &[Expr], depth: usize) -
     }
 }
 
-/// A scalar literal, or an element of a 1-D literal `{a, b, ...}` at a constant index.
+/// A scalar literal, or an element of an N-D literal (`{a, b}`, `{{a, b}, {c, d}}`) at an
+/// index the map fixes (every index expression a constant). Booleans read as 0 and 1.
 fn constant_at(lit: &str, index: &[Expr]) -> Option<Expr> {
     let t = lit.trim();
-    if let Ok(v) = t.parse::<i64>() {
+    if let Some(v) = scalar(t) {
         return Some(Expr::constant(v));
     }
-    let inner = t.strip_prefix('{')?.strip_suffix('}')?;
-    if inner.contains('{') {
-        return None;
+    let mut node = t;
+    for i in index {
+        let i = usize::try_from(i.as_const()?).ok()?;
+        let inner = node.trim().strip_prefix('{')?.strip_suffix('}')?;
+        node = split_top(inner).into_iter().nth(i)?;
     }
-    let [i] = index else { return None };
-    let i = usize::try_from(i.as_const()?).ok()?;
-    inner
-        .split(',')
-        .nth(i)?
-        .trim()
-        .parse::<i64>()
-        .ok()
-        .map(Expr::constant)
+    scalar(node.trim()).map(Expr::constant)
+}
+
+fn scalar(t: &str) -> Option<i64> {
+    match t {
+        "true" => Some(1),
+        "false" => Some(0),
+        _ => t.parse::<i64>().ok(),
+    }
+}
+
+/// The top-level comma-separated items of a literal's inside (`{1, 2}, {3, 4}` gives
+/// `{1, 2}` and `{3, 4}`).
+fn split_top(s: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, ch) in s.char_indices() {
+        match ch {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_at;
+    use crate::expr::Expr;
+
+    #[test]
+    fn literals_at_constant_indices() {
+        let c = |v: &[i64]| v.iter().map(|&x| Expr::constant(x)).collect::<Vec<_>>();
+        assert_eq!(constant_at("7", &[]), Some(Expr::constant(7)));
+        assert_eq!(constant_at("{3, 5, 9}", &c(&[2])), Some(Expr::constant(9)));
+        assert_eq!(
+            constant_at("{ {1, 2}, {3, 4} }", &c(&[1, 0])),
+            Some(Expr::constant(3))
+        );
+        let three = "{ { {0, 1}, {2, 3} }, { {4, 5}, {6, 7} } }";
+        assert_eq!(constant_at(three, &c(&[1, 1, 0])), Some(Expr::constant(6)));
+        assert_eq!(constant_at("{1, 2}", &c(&[2])), None);
+        assert_eq!(constant_at("{1, 2}", &[Expr::var(0)]), None);
+        assert_eq!(
+            constant_at("{true, false}", &c(&[0])),
+            Some(Expr::constant(1))
+        );
+    }
 }
