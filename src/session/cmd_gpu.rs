@@ -383,48 +383,9 @@ fn choose_launch(spec: &KernelSpec, m: &Mapping, a: &Args) -> Result<Launch, Dia
     })
 }
 
-/// A launch in words: `row reduction, block 128, grid 2048` (also `dump`'s launch column).
+/// A launch in words (also `dump`'s launch column): [`Launch::describe`].
 pub fn describe(l: &Launch) -> String {
-    let mut s = format!(
-        "{}, block {}, grid {}",
-        l.strategy.name(),
-        l.block[0],
-        l.grid[0]
-    );
-    if l.grid[1] > 1 {
-        // Independent reduction groups: a row of blocks each.
-        s += &format!(" × {} (bl_y: the reduction group)", l.grid[1]);
-    }
-    if l.config.vector > 1
-        && matches!(
-            l.strategy,
-            Strategy::Loop
-                | Strategy::RowReduction
-                | Strategy::Concatenate
-                | Strategy::DynamicUpdateSlice
-                | Strategy::Scatter
-        )
-    {
-        s += &format!(", vector {}", l.config.vector);
-    }
-    if (l.strategy == Strategy::RowReduction || l.strategy == Strategy::RowNormalization)
-        && l.row_threads < 32
-    {
-        s += &format!(
-            ", {} lane{} per row, {} rows per warp",
-            l.row_threads,
-            if l.row_threads == 1 { "" } else { "s" },
-            32 / l.row_threads
-        );
-    }
-    if l.chunks() > 1 && (l.strategy == Strategy::Loop || !l.parts.is_empty()) {
-        s += &format!(", {} chunks per thread", l.chunks());
-        // The grid capped by max_blocks (not only unrolled): say so.
-        if l.grid[0] == l.config.max_blocks {
-            s += &format!(", max_blocks {}", l.config.max_blocks);
-        }
-    }
-    s
+    l.describe()
 }
 
 fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
@@ -454,7 +415,11 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Strategy::Concatenate | Strategy::DynamicUpdateSlice | Strategy::Scatter => {
             return Ok(Value::Indexing(Indexing {
                 title: format!("threads {}", spec.name),
-                operands: launch::part_sections(&spec, &l, &describe(&l)).map_err(err)?,
+                operands: launch::part_sections(&spec, &l, &describe(&l))
+                    .map_err(err)?
+                    .into_iter()
+                    .map(OperandMaps::from)
+                    .collect(),
             }))
         }
     }
@@ -477,7 +442,12 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     }
     // A tuple root's further outputs: each one's thread → output map (and its reads).
-    sections.extend(launch::more_output_sections(&spec, &l).map_err(err)?);
+    sections.extend(
+        launch::more_output_sections(&spec, &l)
+            .map_err(err)?
+            .into_iter()
+            .map(OperandMaps::from),
+    );
     Ok(Value::Indexing(Indexing {
         title: format!("threads {}", spec.name),
         operands: sections,

@@ -437,44 +437,7 @@ fn emit_parts(spec: &KernelSpec, naive: bool, name: &str) -> Result<Emitted, Map
     })
 }
 
-/// `(r, c) -> (output index)`: `c` runs along the output's minor physical dimension, `r`
-/// over the others together (rows, in physical order).
-pub fn row_map(out: &Tensor) -> Result<Option<IndexingMap>, MapError> {
-    let phys = out.physical_dims();
-    let Some((&minor, outer)) = phys.split_last() else {
-        return Ok(None);
-    };
-    if outer.is_empty() {
-        return Ok(None);
-    }
-    let cols = out.dims[minor];
-    let rows = out.num_elements()? / cols.max(1);
-    let mut results = vec![Expr::constant(0); out.rank()];
-    results[minor] = Expr::var(1);
-    let mut inner = 1i64;
-    for (p, &d) in outer.iter().enumerate().rev() {
-        let q = Expr::var(0).floordiv(Expr::constant(inner));
-        results[d] = if p == 0 {
-            q
-        } else {
-            q.modulo(Expr::constant(out.dims[d]))
-        };
-        inner = inner
-            .checked_mul(out.dims[d])
-            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
-    }
-    let m = IndexingMap::new(
-        vec![
-            Variable::new("r", 0, rows - 1),
-            Variable::new("c", 0, cols - 1),
-        ],
-        vec![],
-        vec![],
-        results,
-        vec![],
-    );
-    Ok(Some(crate::simplify::simplify(&m, &Default::default()).map))
-}
+pub use crate::gpu::rows::row_map;
 
 /// A vectorizable `expf` (Cephes' polynomial on [-ln2/2, ln2/2] and a power of two made
 /// from bits, in two halves so subnormal results come out right): within 2 ulp of the
@@ -820,4 +783,117 @@ fn side_output_loops(spec: &KernelSpec, naive: bool, params: &str) -> Result<Str
         src += "  }\n";
     }
     Ok(src)
+}
+
+/// C for the host compiler: loops over the tiles (in the output's physical order), then over
+/// the elements of a tile, computing each output element through the fusion's maps.
+pub fn emit_tiled(spec: &KernelSpec, sizes: &[i64]) -> Result<Emitted, MapError> {
+    emit_tiled_with(spec, sizes, false)
+}
+
+/// [`emit_tiled`], with the maps as written (`naive`) or simplified.
+pub fn emit_tiled_with(spec: &KernelSpec, sizes: &[i64], naive: bool) -> Result<Emitted, MapError> {
+    spec.single_output("a CPU tiling")?;
+    let out = &spec.output;
+    if sizes.len() != out.rank()
+        || sizes
+            .iter()
+            .zip(&out.dims)
+            .any(|(&z, &n)| z < 1 || n % z != 0)
+    {
+        return Err(MapError::Other(
+            "tile sizes must divide the output's extents".into(),
+        ));
+    }
+    let name = format!(
+        "{}_tiled{}",
+        c_ident(&spec.name),
+        if naive { "_naive" } else { "" }
+    );
+    let ty = out.elem.c_name();
+    let rank = out.rank();
+    // ctx: (tile0.., el0..) -> (tile_i * size_i + el_i)
+    let mut vars = Vec::new();
+    for (i, (&n, &z)) in out.dims.iter().zip(sizes).enumerate() {
+        vars.push(Variable::new(format!("tile{i}"), 0, n / z - 1));
+    }
+    for (i, &z) in sizes.iter().enumerate() {
+        vars.push(Variable::new(format!("el{i}"), 0, z - 1));
+    }
+    let results: Vec<Expr> = (0..rank)
+        .map(|i| {
+            Expr::var(i as u32)
+                .mul(Expr::constant(sizes[i]))
+                .add(Expr::var((rank + i) as u32))
+        })
+        .collect();
+    let ctx = IndexingMap::new(vars, vec![], vec![], results, vec![]);
+    let params: String = (0..spec.inputs.len())
+        .map(|k| format!("p{k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let phys = out.physical_dims();
+    let depth = 2 * rank;
+    let mut w = BodyWriter::new(spec, naive, depth + 1);
+    w.memo = true;
+    let v = w.body(&spec.functions[0].body, &ctx, &params)?;
+    let k = w.offset(
+        &ctx,
+        &IndexingMap::identity(&out.dims),
+        &out.strides()?,
+        "out",
+    )?;
+    w.line(format!(
+        "out[{k}] = {};",
+        crate::gpu::emit::types::store(out.elem, &v, false)
+    ));
+
+    let mut src = format!(
+        "// {} for the CPU{}, tiled {}: {} = {}.\n#include <stdint.h>\n#include <math.h>\n\n",
+        spec.name,
+        if naive { " (naive indexing)" } else { "" },
+        sizes
+            .iter()
+            .map(|z| z.to_string())
+            .collect::<Vec<_>>()
+            .join("x"),
+        out.name,
+        out.shape_text()
+    );
+    src += &prelude(spec, naive)?;
+    let mut decl = input_params(spec, "restrict");
+    decl.push(format!("{ty} *restrict out"));
+    src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
+    let mut level = 1;
+    let tiles: Vec<i64> = phys.iter().map(|&d| out.dims[d] / sizes[d]).collect();
+    src += &parallel_for(&tiles, rank, 1, out.num_elements()?);
+    for (prefix, extent) in [("tile", true), ("el", false)] {
+        for &d in &phys {
+            let n = if extent {
+                out.dims[d] / sizes[d]
+            } else {
+                sizes[d]
+            };
+            src += &format!(
+                "{}for (int64_t {prefix}{d} = 0; {prefix}{d} < {n}; ++{prefix}{d}) {{\n",
+                "  ".repeat(level)
+            );
+            level += 1;
+        }
+    }
+    for l in &w.lines {
+        src += l;
+        src += "\n";
+    }
+    for l in (1..=depth).rev() {
+        src += &format!("{}}}\n", "  ".repeat(l));
+    }
+    src += "}\n\n";
+    src += &entry_point(spec, &name, &ty);
+    Ok(Emitted {
+        name: spec.name.clone(),
+        target: Target::Cpu,
+        source: crate::gpu::emit::finish_types(crate::gpu::emit::finish_epoch(src)),
+        entry: name,
+    })
 }
