@@ -492,3 +492,40 @@ fn every_session_kernel_compiles_for_the_cpu_with_wall_werror() {
         problems.join("\n")
     );
 }
+
+/// `benches/xla_gpu.py --dry-run`: the side-by-side script's CPU smoke test. Every fusion of
+/// its benchmark set (small shapes) runs through `ixmap bench device=cpu` and verifies, its
+/// CUDA source and launch shape are parsed from `ixmap emit`, and the JAX side runs on the
+/// CPU when jax is importable (`IXMAP_PYTHON` may name a Python that has it).
+#[test]
+fn xla_gpu_script_dry_run() {
+    let python = std::env::var("IXMAP_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/xla_gpu.py");
+    let out = std::process::Command::new(&python)
+        .arg(&script)
+        .args(["--dry-run", "--ixmap", env!("CARGO_BIN_EXE_ixmap")])
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            assert!(!in_ci(), "cannot run {python}: {e}");
+            say(&format!("SKIPPED: cannot run {python}: {e}"));
+            return;
+        }
+    };
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    say(&text);
+    assert!(out.status.success(), "the dry run failed:\n{text}");
+    for name in ["bcast_mul", "transpose", "row_sum", "softmax_128", "bc", "g", "gather"] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}: ixmap bench")))
+            .unwrap_or_else(|| panic!("no line for {name}:\n{text}"));
+        assert!(line.contains("CUDA ") && line.contains(" grid ("), "{line}");
+    }
+    assert!(text.contains("0 failed"), "{text}");
+}

@@ -1418,8 +1418,9 @@ pub fn multiple_of(e: Expr, n: i64) -> bool {
 /// Whether a loop launch's thread reads the `vector` elements of `unroll_id` through
 /// `access` (output index → input index) from one aligned run of the input (strides
 /// `strides`): the simplified linear offset is `base + unroll_id`, `base` a multiple of
-/// `vector` and free of `unroll_id`, and no constraint depends on `unroll_id`. The same
-/// test the CUDA emitter makes before it writes one 128-bit load.
+/// `vector` and free of `unroll_id`, and no constraint depends on `unroll_id` (the test the
+/// CUDA emitter makes before it writes one 128-bit load); or the offset does not depend on
+/// `unroll_id` at all (one element for the whole vector).
 pub fn reads_one_vector(
     launch: &Launch,
     access: &IndexingMap,
@@ -1443,13 +1444,18 @@ pub fn reads_one_vector(
         return Ok(false);
     }
     let Some(pos) = s.ranges.iter().position(|v| v.name == "unroll_id") else {
-        return Ok(false);
+        // Simplified away: the offset does not depend on it (one element for the vector).
+        return Ok(true);
     };
     let u = (s.dims.len() + pos) as u32;
-    if s.constraints.iter().any(|(e, _)| e.uses_var(u)) {
-        return Ok(false);
-    }
-    Ok(matches!(split_on(s.results[0], u), Some((rest, 1)) if multiple_of(rest, vector)))
+    let constrained = s.constraints.iter().any(|(e, _)| e.uses_var(u));
+    Ok(match split_on(s.results[0], u) {
+        Some((rest, 1)) => !constrained && multiple_of(rest, vector),
+        // The same element for the whole vector (a broadcast along the minor dimension):
+        // one load serves it, nothing narrows the others' accesses.
+        Some((_, 0)) => true,
+        _ => false,
+    })
 }
 
 /// XLA's launch for `spec` (`tiled` as the user forces it), and the rules that chose it.
@@ -1462,7 +1468,7 @@ pub fn reads_one_vector(
 ///   consecutive in the output's physical order, ixmap's `vector`: ixmap keeps them within
 ///   a row of the minor dimension, so the factor is halved until it divides it. Where every
 ///   tensor's element is narrower than 4 bytes and every operand reads its vector in one
-///   aligned run ([`reads_one_vector`]), the vector is widened to 128 bits (ixmap's rule:
+///   aligned run or one element ([`reads_one_vector`]), the vector is widened to 128 bits (ixmap's rule:
 ///   XLA stops at 4 elements, a 64-bit access for f16). Threads per block
 ///   [`XLA_LOOP_BLOCK`], fewer when there are fewer vectors (`CalculateLaunchDimensions`);
 ///   the grid is not capped below the hardware's limit (XLA splits a grid over 2^31 - 1
@@ -1630,7 +1636,7 @@ fn row_reduction_default(
     let xla_threads = if row < WARP && WARP % row == 0 {
         row
     } else {
-        ((row + 15) / 16).div_ceil(WARP).saturating_mul(WARP).min(1024)
+        ceil_div(ceil_div(row, 16), WARP).saturating_mul(WARP).min(1024)
     };
     let v = xla_row_vector(row, xla_threads, smallest_bits);
     rules.push(format!(

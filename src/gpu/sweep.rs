@@ -93,6 +93,16 @@ pub fn launches(spec: &KernelSpec) -> Vec<(String, Result<Launch, String>)> {
     let mut push = |label: String, l: Result<Launch, crate::MapError>| {
         out.push((label, l.map_err(|e| e.to_string())))
     };
+    // XLA's default launch (what `emit` and `bench` run without options), when it differs
+    // from the plain configuration below.
+    if let Ok(d) = launch::xla_default(spec, None, launch::DeviceLimits::H100) {
+        if d.config != base {
+            push(
+                format!("block={} vector={}", d.config.block, d.config.vector),
+                launch::choose(spec, d.config, None),
+            );
+        }
+    }
     if spec.root_reduction().is_some() {
         push(String::new(), launch::choose(spec, base, None));
         return out;

@@ -7,7 +7,7 @@ use super::{Args, Session};
 use crate::gpu::bench::{self, Device};
 use crate::gpu::coalescing;
 use crate::gpu::emit::{self, Target};
-use crate::gpu::launch::{self, thread_to_input, Launch, Strategy};
+use crate::gpu::launch::{self, thread_to_input, DeviceLimits, Launch, Strategy, XlaDefault};
 use crate::gpu::mapping::Mapping;
 use crate::gpu::spec::KernelSpec;
 use crate::syntax::{suggest, Arg, Diagnostic, Span};
@@ -37,7 +37,7 @@ pub static COMMANDS: [Command; 6] = [
     },
     Command {
         name: "bench",
-        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [reps=N] [threads=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [warps=N] [stages=N]",
+        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [hot] [reps=N] [threads=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [warps=N] [stages=N]",
         summary: "runs the kernel, checks every element against the reference, times it against a copy",
         example: "p0 = f32[64, 64] parameter(0); p1 = f32[64, 64] parameter(1); add0 = f32[64, 64] add(p0, p1); bench add0 device=cpu reps=3",
         run: bench_cmd,
@@ -261,9 +261,71 @@ fn launch_for(s: &Session, a: &Args) -> Result<(KernelSpec, Launch), Diagnostic>
 }
 
 fn launch_with(spec: &KernelSpec, m: &Mapping, a: &Args) -> Result<Launch, Diagnostic> {
-    let l = choose_launch(spec, m, a)?;
+    Ok(launch_and_default(spec, m, a, DeviceLimits::H100)?.0)
+}
+
+/// The launch keys `block=`, `vector=`, `unroll=`, `max_blocks=`.
+const LAUNCH_KEYS: [&str; 4] = ["block", "vector", "unroll", "max_blocks"];
+
+/// The mapping the launch runs: a named mapping (`mapping=NAME`) as it is; otherwise XLA's
+/// default launch for this fusion on `dev` ([`launch::xla_default`]), each of `block=`,
+/// `vector=`, `unroll=` and `max_blocks=` given taking precedence. With the default, its
+/// rules (those for what no argument set).
+fn resolve(
+    spec: &KernelSpec,
+    m: &Mapping,
+    a: &Args,
+    dev: DeviceLimits,
+) -> Result<(Mapping, Option<XlaDefault>), Diagnostic> {
+    if a.kv("mapping").is_some() {
+        return Ok((m.clone(), None));
+    }
+    let d = launch::xla_default(spec, m.tiled, dev).map_err(|e| {
+        let span = a.kv("tiled").map_or(a.span(), |v| v.span());
+        Diagnostic::at(e.to_string(), span)
+    })?;
+    let mut out = m.clone();
+    out.config = d.config;
+    for key in LAUNCH_KEYS {
+        if a.kv(key).is_some() {
+            match key {
+                "block" => out.config.block = m.config.block,
+                "vector" => out.config.vector = m.config.vector,
+                "unroll" => out.config.unroll = m.config.unroll,
+                _ => out.config.max_blocks = m.config.max_blocks,
+            }
+        }
+    }
+    Ok((out, Some(d)))
+}
+
+/// [`launch_with`], and XLA's default when it gave the launch.
+fn launch_and_default(
+    spec: &KernelSpec,
+    m: &Mapping,
+    a: &Args,
+    dev: DeviceLimits,
+) -> Result<(Launch, Option<XlaDefault>), Diagnostic> {
+    let (m, d) = resolve(spec, m, a, dev)?;
+    let l = choose_launch(spec, &m, a)?;
     options_apply(spec, &l, a)?;
-    Ok(l)
+    Ok((l, d))
+}
+
+/// How the launch came about, for `threads`, `emit` and `bench`: `XLA's default` when no
+/// argument set it, `XLA's default, block= given` when some did.
+fn default_words(d: &Option<XlaDefault>, a: &Args) -> Option<String> {
+    d.as_ref()?;
+    let given: Vec<String> = LAUNCH_KEYS
+        .iter()
+        .filter(|k| a.kv(k).is_some())
+        .map(|k| format!("{k}="))
+        .collect();
+    Some(if given.is_empty() {
+        "XLA's default launch".to_string()
+    } else {
+        format!("XLA's default launch, {} given", given.join(" "))
+    })
 }
 
 /// Options given on the command line that the chosen strategy does not use are said, not
@@ -390,10 +452,13 @@ pub fn describe(l: &Launch) -> String {
 
 fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     no_tile_here(a, "`threads` shows the GPU launch")?;
-    let (spec, l) = launch_for(s, a)?;
+    let spec = spec(s, a)?;
+    let m = mapping_of(s, a)?;
+    let (l, d) = launch_and_default(&spec, &m, a, DeviceLimits::H100)?;
     let err = |e: crate::MapError| Diagnostic::at(e.to_string(), a.span());
+    let how = default_words(&d, a).map_or(String::new(), |w| format!("; {w}"));
     let mut sections = vec![OperandMaps {
-        label: format!("thread → output ({})", describe(&l)),
+        label: format!("thread → output ({}{how})", describe(&l)),
         index: 0,
         name: None,
         maps: vec![l.write_map.clone()],
@@ -534,8 +599,21 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let e = match tgt {
         Target::Cuda => {
             no_tile_here(a, "CUDA kernels take the GPU launch")?;
-            let l = launch_with(&spec, &m, a)?;
+            let (l, d) = launch_and_default(&spec, &m, a, DeviceLimits::H100)?;
             let mut e = emit::cuda::emit(&spec, &l, naive).map_err(err)?;
+            // The launch it was written for, and the rules of XLA's default that chose it.
+            let mut head = format!("// launch: {}", describe(&l));
+            if let Some(w) = default_words(&d, a) {
+                head += &format!(" ({w}, for an H100)");
+            }
+            head += &format!(
+                "\n// grid ({}, {}, {}), block ({}, {}, {})\n",
+                l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2]
+            );
+            for r in d.iter().flat_map(|d| &d.rules) {
+                head += &format!("//   {r}\n");
+            }
+            e.source = head + &e.source;
             // Registers, spills and shared memory from ptxas, when NVRTC and ptxas are found.
             if let Some(c) = crate::gpu::nvcc::resource_comment(&e.source) {
                 e.source += &c;
@@ -601,12 +679,30 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Device::Cpu => false,
         Device::Auto => bench::cuda::available().is_ok(),
     };
+    let mut m = m;
+    let mut launch_words = None;
     if on_gpu {
         no_tile_here(a, "on the GPU the kernel runs the launch")?;
-        // block=, vector=, unroll= and tiled= that the launch would not use are errors.
-        launch_with(&spec, &m, a)?;
+        // XLA's default for what is not given, for the device it runs on; block=,
+        // vector=, unroll= and tiled= that the launch would not use are errors.
+        let dev = bench::cuda::device_info().map_or(DeviceLimits::H100, |i| i.limits());
+        let (rm, d) = resolve(&spec, &m, a, dev)?;
+        let l = choose_launch(&spec, &rm, a)?;
+        options_apply(&spec, &l, a)?;
+        if let Some(w) = default_words(&d, a) {
+            let rules = d.map(|d| d.rules).unwrap_or_default();
+            launch_words = Some((format!("{} ({w})", describe(&l)), rules));
+        }
+        // The bench launches the same configuration.
+        m = rm;
     } else {
         check_tile(&spec, &m, a)?;
+    }
+    if a.flag("hot") && !on_gpu {
+        return Err(Diagnostic::at(
+            "`hot` times cache-resident data on the GPU; the CPU bench's rounds are hot already",
+            a.span(),
+        ));
     }
     let threads = match a.kv_int("threads")? {
         None => 0,
@@ -631,6 +727,8 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         reps,
         threads,
         launch_keys: gpu_only_keys(a),
+        launch: launch_words,
+        hot: a.flag("hot"),
     };
     let report = bench::measure::measure(&spec, &req).map_err(|e| {
         Diagnostic::at(

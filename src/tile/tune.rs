@@ -357,6 +357,15 @@ pub struct LaunchCandidate {
     pub coalesced: (usize, usize),
 }
 
+/// The default launch `tune` starts from and compares with: XLA's
+/// ([`crate::gpu::launch::xla_default`], for an H100), the search going beyond it.
+pub fn default_launch_config(spec: &KernelSpec) -> crate::gpu::launch::LaunchConfig {
+    use crate::gpu::launch::{xla_default, DeviceLimits};
+    xla_default(spec, None, DeviceLimits::H100)
+        .map(|d| d.config)
+        .unwrap_or_default()
+}
+
 /// The launches of `spec` for every block and vector size given that the GPU code accepts,
 /// keeping those whose coalescing is no worse than the default launch's.
 pub fn launch_candidates(
@@ -374,7 +383,8 @@ pub fn launch_candidates(
             r.operands.len(),
         ))
     };
-    let base = verdict(LaunchConfig::default())?;
+    let default = default_launch_config(spec);
+    let base = verdict(default)?;
     let mut good = Vec::new();
     let mut rejected = Vec::new();
     for &block in blocks {
@@ -386,7 +396,7 @@ pub fn launch_candidates(
                 ..Default::default()
             };
             let label = format!("block={block} vector={vector}");
-            if config == LaunchConfig::default() {
+            if config == default {
                 continue;
             }
             match verdict(config) {
@@ -425,12 +435,11 @@ pub fn tune_launches(
     progress: &mut dyn FnMut(usize, usize, &str),
 ) -> Result<(String, u64, Timing, Vec<MeasuredLaunch>), MapError> {
     use crate::gpu::bench::{run, Device};
-    use crate::gpu::launch::LaunchConfig;
     let total = cands.len() + 1;
     let mut rows = Vec::new();
     let mut last = None;
     let default = [LaunchCandidate {
-        config: LaunchConfig::default(),
+        config: default_launch_config(spec),
         coalesced: (0, 0),
     }];
     for (i, c) in default.iter().chain(cands).enumerate() {

@@ -300,6 +300,7 @@ pub fn run_kernels(
             timing: timing.clone(),
             verified: true,
             compile_s: k.compile_s,
+            code: None,
         });
     }
     let copy = timings
@@ -315,6 +316,7 @@ pub fn run_kernels(
         bytes,
         copy,
         variants,
+        method: None,
     })
 }
 

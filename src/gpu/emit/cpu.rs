@@ -524,11 +524,16 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
     decl.push(format!("{ty} *restrict out"));
     src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
     let (r, c) = (&lm.dims[0], &lm.dims[1]);
+    // Each element is visited once per pass over its row (each reduction, then the
+    // elements): the work the threads share is that many element visits, so a softmax of
+    // 4096 rows of 32 (131072 elements, three passes) is worth threads where a copy of the
+    // same size is not (issue 28).
+    let passes = 1 + rows.done.len() as i64;
     src += &parallel_for(
         &[r.bounds.hi - r.bounds.lo + 1],
         1,
         1,
-        spec.output.num_elements()?,
+        spec.output.num_elements()?.saturating_mul(passes),
     );
     src += &format!(
         "  for (int64_t r = {}; r <= {}; ++r) {{\n",
@@ -677,14 +682,31 @@ impl Rows<'_> {
                 let f = &self.spec.functions[*func];
                 let x = self.expr_t(&mut body, &f.body, &canon, t)?;
                 let acc = self.fresh("row");
-                body.line(format!("{acc} = {};", types::binary(*op, t, &acc, &x)));
                 let pad = |k: usize| "  ".repeat(k);
+                // A float max or min: XLA's propagates NaN, which OpenMP's `max` clause does
+                // not; so the loop takes the plain compare-and-select (which vectorizes) and
+                // a separate flag of NaNs seen, and the result is NaN after the loop when one
+                // was (issue 28: a scalar loop of selects was most of a short-row softmax).
+                let nan_flag = matches!(op, BinOp::Max | BinOp::Min)
+                    && (t == ElemType::F32 || t == ElemType::F64);
+                if nan_flag {
+                    let cmp = if *op == BinOp::Max { ">" } else { "<" };
+                    let xv = self.fresh("x");
+                    body.line(format!("const {} {xv} = {x};", types::reg(t)));
+                    body.line(format!("{acc} = {xv} {cmp} {acc} ? {xv} : {acc};"));
+                    body.line(format!("{acc}_nan |= {xv} != {xv};"));
+                } else {
+                    body.line(format!("{acc} = {};", types::binary(*op, t, &acc, &x)));
+                }
                 self.hoisted.push(format!(
                     "{}{} {acc} = {};",
                     pad(2),
                     types::reg(t),
                     types::constant(*init, t)
                 ));
+                if nan_flag {
+                    self.hoisted.push(format!("{}int {acc}_nan = 0;", pad(2)));
+                }
                 self.hoisted
                     .push(format!("{}// reduce {} over {shown}", pad(2), f.name));
                 // Lanes combine with the plain operator at the end: only where that is the
@@ -694,19 +716,21 @@ impl Rows<'_> {
                 let clause = match op {
                     _ if !plain && !matches!(op, BinOp::Max | BinOp::Min) => None,
                     // OpenMP's max and min combine the lanes without regard to NaN; XLA's
-                    // float max and min propagate it, so their loops stay scalar.
+                    // float max and min propagate it: the NaN flag above does.
+                    BinOp::Max if nan_flag => Some(format!("max:{acc}) reduction(|:{acc}_nan")),
+                    BinOp::Min if nan_flag => Some(format!("min:{acc}) reduction(|:{acc}_nan")),
                     BinOp::Max | BinOp::Min if t.is_float() => None,
-                    BinOp::Add => Some("+"),
-                    BinOp::Mul => Some("*"),
-                    BinOp::Max => Some("max"),
-                    BinOp::Min => Some("min"),
+                    BinOp::Add => Some(format!("+:{acc}")),
+                    BinOp::Mul => Some(format!("*:{acc}")),
+                    BinOp::Max => Some(format!("max:{acc}")),
+                    BinOp::Min => Some(format!("min:{acc}")),
                     _ => None,
                 };
                 for (k, v) in canon.ranges.iter().enumerate() {
                     if k + 1 == n_new {
-                        if let Some(cl) = clause {
+                        if let Some(cl) = &clause {
                             self.hoisted.push(format!(
-                                "{}#pragma omp simd reduction({cl}:{acc})",
+                                "{}#pragma omp simd reduction({cl})",
                                 pad(2 + k)
                             ));
                         }
@@ -722,6 +746,10 @@ impl Rows<'_> {
                 self.hoisted.extend(body.lines);
                 for k in (0..n_new).rev() {
                     self.hoisted.push(format!("{}}}", pad(2 + k)));
+                }
+                if nan_flag {
+                    self.hoisted
+                        .push(format!("{}if ({acc}_nan) {acc} = NAN;", pad(2)));
                 }
                 self.done.push((key, acc.clone()));
                 acc

@@ -15,7 +15,7 @@ use super::types;
 use super::{
     c_expr, c_ident, helper_functions, input_params, simplified, BodyWriter, Emitted, Target,
 };
-use crate::expr::{Expr, ExprKind, Op};
+use crate::expr::Expr;
 use crate::gpu::launch::{reads_through_tile, Launch, Strategy, TILE};
 use crate::gpu::spec::{Body, ElemType, KernelSpec};
 use crate::map::IndexingMap;
