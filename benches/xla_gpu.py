@@ -88,8 +88,8 @@ def cases(scale):
     s = lambda x: max(1, x // scale)
     out = []
 
-    def case(name, hlo, fn, inputs):
-        out.append(dict(name=name, hlo=hlo, fn=fn, inputs=inputs))
+    def case(name, hlo, fn, inputs, optional=False):
+        out.append(dict(name=name, hlo=hlo, fn=fn, inputs=inputs, optional=optional))
 
     r, c = s(8192), 4096
     case("add_reshape", f"""add_reshape {{
@@ -179,7 +179,8 @@ def cases(scale):
   p1 = s32[{idx},1] parameter(1)
   ROOT g = f32[{idx},256] gather(p0, p1), offset_dims={{1}}, collapsed_slice_dims={{0}}, start_index_map={{0}}, index_vector_dim=1, slice_sizes={{1,256}}
 }}
-""", lambda jnp, a, i: a[jnp.clip(i[:, 0], 0, a.shape[0] - 1)], [((rows, 256), "float32"), ((idx, 1), "int32")])
+""", lambda jnp, a, i: a[jnp.clip(i[:, 0], 0, a.shape[0] - 1)], [((rows, 256), "float32"), ((idx, 1), "int32")],
+         optional=True)
     return out
 
 
@@ -418,6 +419,11 @@ def main():
         if args.only and c["name"] not in args.only:
             continue
         r, out = ixmap_bench(ixmap, c["hlo"], c["name"], device, 1 if args.dry_run else 5)
+        if r is None and c["optional"] and "no emitter" in out:
+            # A kind ixmap does not emit yet (gathers, in this build): said, not a failure.
+            why = next((l.strip() for l in out.splitlines() if "no emitter" in l), "no emitter")
+            print(f"{c['name']}: not emitted by this ixmap ({why})")
+            continue
         if r is None:
             failed += 1
             print(f"{c['name']}: ixmap bench FAILED\n{out}")
