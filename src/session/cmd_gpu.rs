@@ -312,20 +312,15 @@ fn launch_and_default(
     Ok((l, d))
 }
 
-/// How the launch came about, for `threads`, `emit` and `bench`: `XLA's default` when no
-/// argument set it, `XLA's default, block= given` when some did.
+/// How the launch came about, for `threads`, `emit` and `bench`: `XLA's default launch`
+/// when no launch argument (nor a named mapping) set any of it; `None` otherwise (the
+/// arguments given are then what the launch says).
 fn default_words(d: &Option<XlaDefault>, a: &Args) -> Option<String> {
     d.as_ref()?;
-    let given: Vec<String> = LAUNCH_KEYS
-        .iter()
-        .filter(|k| a.kv(k).is_some())
-        .map(|k| format!("{k}="))
-        .collect();
-    Some(if given.is_empty() {
-        "XLA's default launch".to_string()
-    } else {
-        format!("XLA's default launch, {} given", given.join(" "))
-    })
+    if LAUNCH_KEYS.iter().any(|k| a.kv(k).is_some()) {
+        return None;
+    }
+    Some("XLA's default launch".to_string())
 }
 
 /// Options given on the command line that the chosen strategy does not use are said, not

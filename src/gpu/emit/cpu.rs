@@ -524,16 +524,15 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
     decl.push(format!("{ty} *restrict out"));
     src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
     let (r, c) = (&lm.dims[0], &lm.dims[1]);
-    // Each element is visited once per pass over its row (each reduction, then the
-    // elements): the work the threads share is that many element visits, so a softmax of
-    // 4096 rows of 32 (131072 elements, three passes) is worth threads where a copy of the
-    // same size is not (issue 28).
-    let passes = 1 + rows.done.len() as i64;
+    // Threads by output elements, as every CPU kernel: weighting by the passes over a row
+    // put 2 threads on a 0.4 ms softmax of 4096 rows of 32, which on a loaded machine ran
+    // 80x slower (each thread waiting for a core; issue 28, measured with
+    // benches/xla_cpu.py): a short kernel stays on one thread.
     src += &parallel_for(
         &[r.bounds.hi - r.bounds.lo + 1],
         1,
         1,
-        spec.output.num_elements()?.saturating_mul(passes),
+        spec.output.num_elements()?,
     );
     src += &format!(
         "  for (int64_t r = {}; r <= {}; ++r) {{\n",
