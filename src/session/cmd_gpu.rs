@@ -598,14 +598,16 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             let mut e = emit::cuda::emit(&spec, &l, naive).map_err(err)?;
             // The launch it was written for, and the rules of XLA's default that chose it.
             let mut head = format!("// launch: {}", describe(&l));
-            if let Some(w) = default_words(&d, a) {
+            // The rules only when they chose it (no launch argument given).
+            let words = default_words(&d, a);
+            if let Some(w) = &words {
                 head += &format!(" ({w}, for an H100)");
             }
             head += &format!(
                 "\n// grid ({}, {}, {}), block ({}, {}, {})\n",
                 l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2]
             );
-            for r in d.iter().flat_map(|d| &d.rules) {
+            for r in d.iter().filter(|_| words.is_some()).flat_map(|d| &d.rules) {
                 head += &format!("//   {r}\n");
             }
             e.source = head + &e.source;
