@@ -447,7 +447,15 @@ def main():
     if args.dry_run:
         if args.dumps:
             fs = dump_fusions(args.dumps)
-            print(f"dumps: {len(fs)} loop/input fusions in {args.dumps}; XLA's ncu times for {len(xla_csv_times(args.dumps))} kernels")
+            xt = xla_csv_times(args.dumps)
+            print(f"dumps: {len(fs)} loop/input fusions in {args.dumps}; XLA's ncu times for {len(xt)} kernels")
+            # The dumps' path once, on the CPU: the module's text into ixmap, one fusion benched.
+            for path, name in fs[:2]:
+                r, out = ixmap_bench(ixmap, open(path).read() + "\n", name, "cpu", 1)
+                x = xt.get(name.replace(".", "_"))
+                got = f"{r['median_s'] * 1e6:.1f} µs on the CPU" if r else "not benched: " + next(
+                    (l.strip() for l in out.splitlines() if "error" in l.lower()), "no figure")[:100]
+                print(f"  {os.path.basename(path)} {name}: {got}; XLA (csv) {x if x else '-'} µs")
         print(f"dry run done in {time.time() - t_start:.0f} s; {failed} failed")
         return 1 if failed else 0
     # 2. Kernel times, both sides in one profiled process.

@@ -626,13 +626,24 @@ tr {
         (spec, l, d)
     };
     let (_, l, d) = cfg("big");
-    assert_eq!((l.strategy.clone(), l.config.vector, l.block[0]), (Strategy::Loop, 4, 128));
+    assert_eq!(
+        (l.strategy.clone(), l.config.vector, l.block[0]),
+        (Strategy::Loop, 4, 128)
+    );
     assert_eq!(l.grid[0], 4096 * 1024 / 4 / 128);
-    assert!(d.rules.iter().any(|r| r.contains("ComputeMaxUnrollFactor")), "{:?}", d.rules);
+    assert!(
+        d.rules.iter().any(|r| r.contains("ComputeMaxUnrollFactor")),
+        "{:?}",
+        d.rules
+    );
     // 240000 elements: fewer than the device's threads, one per thread.
     let (_, l, d) = cfg("small");
     assert_eq!(l.config.vector, 1);
-    assert!(d.rules[0].contains("fewer than the 270336 threads"), "{:?}", d.rules);
+    assert!(
+        d.rules[0].contains("fewer than the 270336 threads"),
+        "{:?}",
+        d.rules
+    );
     // XLA's 4 does not divide the minor dimension (6): 2.
     assert_eq!(cfg("narrow").1.config.vector, 2);
     // f16 everywhere, every operand read in runs: 8 halves, one 128-bit access.

@@ -520,7 +520,14 @@ fn xla_gpu_script_dry_run() {
     );
     say(&text);
     assert!(out.status.success(), "the dry run failed:\n{text}");
-    for name in ["bcast_mul", "transpose", "row_sum", "softmax_128", "bc", "g"] {
+    for name in [
+        "bcast_mul",
+        "transpose",
+        "row_sum",
+        "softmax_128",
+        "bc",
+        "g",
+    ] {
         let line = text
             .lines()
             .find(|l| l.starts_with(&format!("{name}: ixmap bench")))
@@ -530,7 +537,8 @@ fn xla_gpu_script_dry_run() {
     assert!(text.contains("; 0 failed"), "{text}");
     // The gather runs where this build emits gathers, else says it does not.
     assert!(
-        text.lines().any(|l| l.starts_with("gather: ixmap bench") || l.starts_with("gather: not emitted")),
+        text.lines()
+            .any(|l| l.starts_with("gather: ixmap bench") || l.starts_with("gather: not emitted")),
         "{text}"
     );
 }

@@ -1140,10 +1140,7 @@ pub fn more_output_writes(
 /// What `threads` adds for a tuple root's further outputs: per output, its thread →
 /// output map (with its group's `bl_y`), and the thread → input maps of what it reads that
 /// the sections of output 0 do not show.
-pub fn more_output_sections(
-    spec: &KernelSpec,
-    launch: &Launch,
-) -> Result<Vec<Section>, MapError> {
+pub fn more_output_sections(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Section>, MapError> {
     let mut out: Vec<Section> = Vec::new();
     let groups = spec.groups();
     for (n, (o, w)) in spec
@@ -1509,7 +1506,8 @@ pub fn xla_default(
             base
         }
         Strategy::ColumnReduction => {
-            rules.push("column reduction: XLA's 32x32 tile of columns, 1024 threads a block".into());
+            rules
+                .push("column reduction: XLA's 32x32 tile of columns, 1024 threads a block".into());
             base
         }
         Strategy::RowNormalization => {
@@ -1636,7 +1634,9 @@ fn row_reduction_default(
     let xla_threads = if row < WARP && WARP % row == 0 {
         row
     } else {
-        ceil_div(ceil_div(row, 16), WARP).saturating_mul(WARP).min(1024)
+        ceil_div(ceil_div(row, 16), WARP)
+            .saturating_mul(WARP)
+            .min(1024)
     };
     let v = xla_row_vector(row, xla_threads, smallest_bits);
     rules.push(format!(
@@ -1650,7 +1650,9 @@ fn row_reduction_default(
     };
     let rows = spec.output.num_elements()?;
     let warps_needed = ceil_div(rows, WARP / row_threads);
-    let block = XLA_ROW_REDUCTION_BLOCK.min(warps_needed.saturating_mul(WARP)).max(WARP);
+    let block = XLA_ROW_REDUCTION_BLOCK
+        .min(warps_needed.saturating_mul(WARP))
+        .max(WARP);
     rules.push(format!(
         "row reduction: blocks of {block} threads (XLA's kThreadsPerBlockTarget = {XLA_ROW_REDUCTION_BLOCK}, fewer for fewer rows)"
     ));

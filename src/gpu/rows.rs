@@ -118,7 +118,6 @@ pub fn row_map(out: &Tensor) -> Result<Option<IndexingMap>, MapError> {
     Ok(Some(crate::simplify::simplify(&m, &Default::default()).map))
 }
 
-
 /// Whether `spec` suits [`Strategy::RowNormalization`]: an elementwise root with one output
 /// that reads at least one reduction, every reduction it reads (through calls, and inside
 /// other reductions) depending on the output's row alone.
@@ -235,4 +234,3 @@ pub(crate) fn canonical(ctx: &IndexingMap, m: &IndexingMap) -> Option<IndexingMa
         constraints,
     ))
 }
-

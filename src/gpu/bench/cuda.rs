@@ -85,7 +85,11 @@ pub fn device_info() -> Result<DeviceInfo, MapError> {
 
 fn info_of(ctx: &std::sync::Arc<cudarc::driver::CudaContext>) -> Result<DeviceInfo, MapError> {
     use cudarc::driver::sys::CUdevice_attribute as A;
-    let at = |a: A| ctx.attribute(a).map(i64::from).map_err(cuda_err("attribute"));
+    let at = |a: A| {
+        ctx.attribute(a)
+            .map(i64::from)
+            .map_err(cuda_err("attribute"))
+    };
     Ok(DeviceInfo {
         name: ctx.name().unwrap_or_else(|_| "CUDA device 0".into()),
         sms: at(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
@@ -276,7 +280,9 @@ fn run_on_device(
         for set in 0..plan.sets {
             go(&k.func, set, &mut sets_out)?;
         }
-        let host = stream.clone_dtoh(&sets_out[0]).map_err(cuda_err("copy out"))?;
+        let host = stream
+            .clone_dtoh(&sets_out[0])
+            .map_err(cuda_err("copy out"))?;
         verify(spec, &host, &want)?;
     }
     // The copy's buffers: half the bytes read and half written, rotated like the kernels'.
@@ -378,7 +384,13 @@ mod tests {
         // data is what the L2 may hold).
         assert_eq!(plan(256 << 20, l2, 80 << 30, false).sets, 2);
         // Hot: one set, 20 launches.
-        assert_eq!(plan(8 << 20, l2, 80 << 30, true), Plan { sets: 1, launches: 20 });
+        assert_eq!(
+            plan(8 << 20, l2, 80 << 30, true),
+            Plan {
+                sets: 1,
+                launches: 20
+            }
+        );
         // Little free memory: as many sets as fit in a quarter of it, at least one.
         assert_eq!(plan(8 << 20, l2, 64 << 20, false).sets, 2);
         assert_eq!(plan(8 << 20, l2, 0, false).sets, 1);

@@ -728,10 +728,8 @@ impl Rows<'_> {
                 for (k, v) in canon.ranges.iter().enumerate() {
                     if k + 1 == n_new {
                         if let Some(cl) = &clause {
-                            self.hoisted.push(format!(
-                                "{}#pragma omp simd reduction({cl})",
-                                pad(2 + k)
-                            ));
+                            self.hoisted
+                                .push(format!("{}#pragma omp simd reduction({cl})", pad(2 + k)));
                         }
                     }
                     self.hoisted.push(format!(
