@@ -121,6 +121,17 @@ pub struct OperandMaps {
     pub maps: Vec<IndexingMap>,
 }
 
+impl From<crate::gpu::launch::Section> for OperandMaps {
+    fn from(s: crate::gpu::launch::Section) -> Self {
+        OperandMaps {
+            label: s.label,
+            index: s.index,
+            name: s.name,
+            maps: s.maps,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Table {
     pub title: Option<String>,

@@ -533,3 +533,178 @@ fn scatters_of_every_element_width_combine_exactly() {
         check_c(&spec, false, Some(&given)).unwrap_or_else(|e| panic!("{name} C: {e}"));
     }
 }
+
+/// A spec from HLO text (the fusion `name` defined in it).
+fn spec_from(hlo: &str, name: &str) -> KernelSpec {
+    let mut s = Session::new();
+    for o in s.execute(hlo) {
+        assert!(o.result.is_ok(), "{:?}", o.result);
+    }
+    sweep::spec_for(&s.hlo, name)
+        .unwrap_or_else(|| panic!("{name} is defined"))
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// XLA's `ComputeMaxUnrollFactor` and `GetVectorSizeForMlir`, on the values their sources
+/// document (gpu_fusible.cc, reduction_base.cc).
+#[test]
+fn xla_unroll_and_row_vector_rules() {
+    use launch::{xla_max_unroll, xla_row_vector};
+    assert_eq!(xla_max_unroll(4096 * 1024), 4);
+    assert_eq!(xla_max_unroll(6), 2);
+    assert_eq!(xla_max_unroll(7), 1);
+    // Rows: odd, or too short for two per thread: 1; 32-bit inputs: 2; narrower: 4 when
+    // the row holds four per thread and divides by 4, else 2.
+    assert_eq!(xla_row_vector(1023, 64, 32), 1);
+    assert_eq!(xla_row_vector(32, 32, 32), 1);
+    assert_eq!(xla_row_vector(1024, 64, 32), 2);
+    assert_eq!(xla_row_vector(1024, 64, 64), 2);
+    assert_eq!(xla_row_vector(1024, 64, 16), 4);
+    assert_eq!(xla_row_vector(64, 32, 16), 2);
+    assert_eq!(xla_row_vector(1030, 32, 16), 2);
+}
+
+/// The default launch: loops unroll by 4 only when the output fills the device (an H100's
+/// 270336 resident threads), within a row of the minor dimension; 16-bit loops widen to
+/// 128-bit vectors where every operand reads a run; row reductions read 2 f32 at a time
+/// on blocks of 256; the transpose is XLA's 32x32 tile. Every default launch covers its
+/// output exactly once and its kernel runs verified on the CPU (CUDA on the CPU).
+#[test]
+fn default_launches_follow_xla() {
+    use launch::{choose_default, DeviceLimits};
+    let hlo = "
+add_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+big {
+  p0 = f32[4096,1024] parameter(0)
+  p1 = f32[1024] parameter(1)
+  b = f32[4096,1024] broadcast(p1), dimensions={1}
+  ROOT m = f32[4096,1024] multiply(p0, b)
+}
+small {
+  p0 = f32[20,40,300] parameter(0)
+  ROOT n = f32[20,40,300] negate(p0)
+}
+narrow {
+  p0 = f32[100000,6] parameter(0)
+  ROOT n = f32[100000,6] negate(p0)
+}
+half {
+  p0 = f16[2048,1024] parameter(0)
+  p1 = f16[2048,1024] parameter(1)
+  ROOT a = f16[2048,1024] add(p0, p1)
+}
+half_bcast {
+  p0 = f16[2048,1024] parameter(0)
+  p1 = f16[2048] parameter(1)
+  b = f16[2048,1024] broadcast(p1), dimensions={0}
+  ROOT a = f16[2048,1024] add(p0, b)
+}
+rowsum {
+  p0 = f32[4096,1024] parameter(0)
+  z = f32[] constant(0)
+  ROOT s = f32[4096] reduce(p0, z), dimensions={1}, to_apply=add_f32
+}
+shortrows {
+  p0 = f32[4096,16] parameter(0)
+  z = f32[] constant(0)
+  ROOT s = f32[4096] reduce(p0, z), dimensions={1}, to_apply=add_f32
+}
+tr {
+  p0 = f32[512,256] parameter(0)
+  ROOT t = f32[256,512] transpose(p0), dimensions={1,0}
+}
+";
+    let dev = DeviceLimits::H100;
+    assert_eq!(dev.resident_threads(), 270336);
+    let cfg = |name: &str| {
+        let spec = spec_from(hlo, name);
+        let (l, d) = choose_default(&spec, None, dev).expect("launch");
+        (spec, l, d)
+    };
+    let (_, l, d) = cfg("big");
+    assert_eq!(
+        (l.strategy.clone(), l.config.vector, l.block[0]),
+        (Strategy::Loop, 4, 128)
+    );
+    assert_eq!(l.grid[0], 4096 * 1024 / 4 / 128);
+    assert!(
+        d.rules.iter().any(|r| r.contains("ComputeMaxUnrollFactor")),
+        "{:?}",
+        d.rules
+    );
+    // 240000 elements: fewer than the device's threads, one per thread.
+    let (_, l, d) = cfg("small");
+    assert_eq!(l.config.vector, 1);
+    assert!(
+        d.rules[0].contains("fewer than the 270336 threads"),
+        "{:?}",
+        d.rules
+    );
+    // XLA's 4 does not divide the minor dimension (6): 2.
+    assert_eq!(cfg("narrow").1.config.vector, 2);
+    // f16 everywhere, every operand read in runs: 8 halves, one 128-bit access.
+    assert_eq!(cfg("half").1.config.vector, 8);
+    // A broadcast of the rows reads one element for the whole vector: no narrower access,
+    // so 8 as well.
+    assert_eq!(cfg("half_bcast").1.config.vector, 8);
+    let (_, l, _) = cfg("rowsum");
+    assert_eq!(
+        (l.strategy.clone(), l.config.vector, l.block[0]),
+        (Strategy::RowReduction, 2, 256)
+    );
+    // A row of 16 f32: 16 lanes, two rows a warp, one element per load (XLA's rows per warp).
+    let (_, l, _) = cfg("shortrows");
+    assert_eq!((l.config.vector, l.row_threads, l.block[0]), (1, 16, 256));
+    let (_, l, d) = cfg("tr");
+    assert!(matches!(l.strategy, Strategy::TiledTranspose { .. }));
+    assert_eq!(l.block[0], 128);
+    assert!(d.rules[0].contains("32x32"));
+}
+
+/// The default launches of small shapes of each kind run verified on the CPU (the CUDA
+/// kernel compiled for the host and checked element by element against the reference).
+#[test]
+fn default_launches_run_verified_on_the_cpu() {
+    use launch::{choose_default, DeviceLimits};
+    // A device of 1 SM and 64 threads, so that small outputs take XLA's unrolled launch.
+    let dev = DeviceLimits {
+        sms: 1,
+        threads_per_sm: 64,
+    };
+    let hlo = "
+add_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ew {
+  p0 = f32[48,64] parameter(0)
+  p1 = f32[64] parameter(1)
+  b = f32[48,64] broadcast(p1), dimensions={1}
+  ROOT m = f32[48,64] multiply(p0, b)
+}
+hv {
+  p0 = f16[16,64] parameter(0)
+  p1 = f16[16,64] parameter(1)
+  ROOT a = f16[16,64] add(p0, p1)
+}
+rs {
+  p0 = f32[40,128] parameter(0)
+  z = f32[] constant(0)
+  ROOT s = f32[40] reduce(p0, z), dimensions={1}, to_apply=add_f32
+}
+";
+    for (name, vector) in [("ew", 4), ("hv", 8), ("rs", 2)] {
+        let spec = spec_from(hlo, name);
+        let (l, _) = choose_default(&spec, None, dev).expect("launch");
+        assert_eq!(l.config.vector, vector, "{name}");
+        for naive in [false, true] {
+            let r = ixmap::gpu::cuda_cpu::check(&spec, &l, naive);
+            assert!(r.is_ok(), "{name} naive={naive}: {r:?}");
+        }
+    }
+}

@@ -20,6 +20,10 @@ use ixmap::gpu::emit::{self, Emitted};
 use ixmap::gpu::nvcc::{self, Nvrtc};
 use ixmap::gpu::spec::KernelSpec;
 use ixmap::gpu::sweep::{self, Found};
+use ixmap::hlo::workspace::Target;
+use ixmap::session::Session;
+use ixmap::syntax::{self, StmtKind};
+use std::collections::HashSet;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
@@ -46,11 +50,89 @@ fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
+// The replay of the transcripts' HLO statements (commands skipped, so the sweep never
+// benchmarks anything): after each one, every name it mentions that now resolves is adapted,
+// so a name redefined later in the file is swept in each of its meanings. Test support: it
+// drives the interpreter, so it lives here, not in the library below it.
+
+fn words(text: &str) -> HashSet<&str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-'))
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Replays the HLO statements of one transcript (`label` names it in origins).
+fn sweep_transcript(label: &str, src: &str, found: &mut Found) {
+    let Ok(t) = ixmap::transcript::Transcript::parse(src) else {
+        found.refuse(label.to_string(), "the transcript does not parse");
+        return;
+    };
+    let mut session = Session::new();
+    for case in &t.cases {
+        sweep_input(label, &case.input, &mut session, found);
+    }
+}
+
+/// Defines the HLO of `input` in `session` (skipping commands) and adds the specs of the
+/// names it mentions.
+fn sweep_input(label: &str, input: &str, session: &mut Session, found: &mut Found) {
+    for piece in syntax::split(input) {
+        let Ok(stmt) = syntax::parse_statement(input, &piece) else {
+            continue;
+        };
+        if !matches!(stmt.kind, StmtKind::Hlo(_)) {
+            continue;
+        }
+        let outcome = session.execute_piece(input, &piece);
+        if outcome.iter().any(|o| o.result.is_err()) {
+            continue;
+        }
+        let mentioned = words(&input[piece.start..piece.end]);
+        let mut names = session.hlo.names();
+        names.sort();
+        names.dedup();
+        for name in names.iter().filter(|n| mentioned.contains(n.as_str())) {
+            // A lone parameter is an input, not a kernel: nothing to emit, nothing refused.
+            if matches!(session.hlo.resolve(name),
+                Some(Target::Instr(c, id)) if c.instrs[id].opcode == "parameter")
+            {
+                continue;
+            }
+            match sweep::spec_for(&session.hlo, name) {
+                Some(Ok(spec)) => found.add(format!("{label}:{name}"), spec),
+                // A dot fusion is a GEMM (`gpu::gemm`, compiled in tests/gpu_gemm.rs).
+                Some(Err(_))
+                    if matches!(ixmap::gpu::gemm::for_name(&session.hlo, name), Some(Ok(_))) => {}
+                Some(Err(e)) => found.refuse(format!("{label}:{name}"), &e),
+                None => {}
+            }
+        }
+    }
+}
+
+/// Every `.ixm` transcript under `dir`, swept.
+fn sweep_sessions(dir: &std::path::Path) -> Found {
+    let mut found = Found::default();
+    for f in ixmap::transcript::collect_files(&[dir.to_path_buf()]) {
+        let Ok(src) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        let label = f
+            .strip_prefix(dir)
+            .unwrap_or(&f)
+            .to_string_lossy()
+            .trim_end_matches(".ixm")
+            .to_string();
+        sweep_transcript(&label, &src, &mut found);
+    }
+    found
+}
+
 fn found() -> &'static Found {
     static F: OnceLock<Found> = OnceLock::new();
     F.get_or_init(|| {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sessions");
-        let mut f = sweep::sweep_sessions(&dir);
+        let mut f = sweep_sessions(&dir);
         for spec in [
             specs::reshape_add(3, 5, 8),
             specs::reshape_add_plain(4, 6, 8),
@@ -408,5 +490,55 @@ fn every_session_kernel_compiles_for_the_cpu_with_wall_werror() {
         "the C compiler complained (sources kept in {}):\n{}",
         dir.display(),
         problems.join("\n")
+    );
+}
+
+/// `benches/xla_gpu.py --dry-run`: the side-by-side script's CPU smoke test. Every fusion of
+/// its benchmark set (small shapes) runs through `ixmap bench device=cpu` and verifies, its
+/// CUDA source and launch shape are parsed from `ixmap emit`, and the JAX side runs on the
+/// CPU when jax is importable (`IXMAP_PYTHON` may name a Python that has it).
+#[test]
+fn xla_gpu_script_dry_run() {
+    let python = std::env::var("IXMAP_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/xla_gpu.py");
+    let out = std::process::Command::new(&python)
+        .arg(&script)
+        .args(["--dry-run", "--ixmap", env!("CARGO_BIN_EXE_ixmap")])
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            assert!(!in_ci(), "cannot run {python}: {e}");
+            say(&format!("SKIPPED: cannot run {python}: {e}"));
+            return;
+        }
+    };
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    say(&text);
+    assert!(out.status.success(), "the dry run failed:\n{text}");
+    for name in [
+        "bcast_mul",
+        "transpose",
+        "row_sum",
+        "softmax_128",
+        "bc",
+        "g",
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}: ixmap bench")))
+            .unwrap_or_else(|| panic!("no line for {name}:\n{text}"));
+        assert!(line.contains("CUDA ") && line.contains(" grid ("), "{line}");
+    }
+    assert!(text.contains("; 0 failed"), "{text}");
+    // The gather runs where this build emits gathers, else says it does not.
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("gather: ixmap bench") || l.starts_with("gather: not emitted")),
+        "{text}"
     );
 }

@@ -144,6 +144,17 @@ pub struct PartLaunch {
     pub write: IndexingMap,
 }
 
+/// One section of what `threads` prints: a heading and its thread-id maps (the value
+/// layer converts it to its `OperandMaps`; the launch does not depend on the value layer).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Section {
+    pub label: String,
+    /// The operand (or output) the section is about.
+    pub index: usize,
+    pub name: Option<String>,
+    pub maps: Vec<IndexingMap>,
+}
+
 fn thread_dims(block: [i64; 3], grid: [i64; 3]) -> Vec<Variable> {
     let names = ["th_x", "th_y", "th_z", "bl_x", "bl_y", "bl_z"];
     let sizes = [block[0], block[1], block[2], grid[0], grid[1], grid[2]];
@@ -301,6 +312,51 @@ pub fn loop_launch(out: &Tensor, cfg: LaunchConfig) -> Result<Launch, MapError> 
 }
 
 impl Launch {
+    /// A launch in words: `row reduction, block 128, grid 2048` (also `dump`'s launch column).
+    pub fn describe(&self) -> String {
+        let l = self;
+        let mut s = format!(
+            "{}, block {}, grid {}",
+            l.strategy.name(),
+            l.block[0],
+            l.grid[0]
+        );
+        if l.grid[1] > 1 {
+            // Independent reduction groups: a row of blocks each.
+            s += &format!(" × {} (bl_y: the reduction group)", l.grid[1]);
+        }
+        if l.config.vector > 1
+            && matches!(
+                l.strategy,
+                Strategy::Loop
+                    | Strategy::RowReduction
+                    | Strategy::Concatenate
+                    | Strategy::DynamicUpdateSlice
+                    | Strategy::Scatter
+            )
+        {
+            s += &format!(", vector {}", l.config.vector);
+        }
+        if (l.strategy == Strategy::RowReduction || l.strategy == Strategy::RowNormalization)
+            && l.row_threads < 32
+        {
+            s += &format!(
+                ", {} lane{} per row, {} rows per warp",
+                l.row_threads,
+                if l.row_threads == 1 { "" } else { "s" },
+                32 / l.row_threads
+            );
+        }
+        if l.chunks() > 1 && (l.strategy == Strategy::Loop || !l.parts.is_empty()) {
+            s += &format!(", {} chunks per thread", l.chunks());
+            // The grid capped by max_blocks (not only unrolled): say so.
+            if l.grid[0] == l.config.max_blocks {
+                s += &format!(", max_blocks {}", l.config.max_blocks);
+            }
+        }
+        s
+    }
+
     /// How many vectors each thread of a loop handles, a grid apart (`chunk_id`'s extent).
     pub fn chunks(&self) -> i64 {
         self.write_map
@@ -882,10 +938,9 @@ pub fn part_sections(
     spec: &KernelSpec,
     launch: &Launch,
     describe: &str,
-) -> Result<Vec<crate::value::OperandMaps>, MapError> {
-    use crate::value::OperandMaps;
+) -> Result<Vec<Section>, MapError> {
     let mut out = Vec::new();
-    let sec = |label: String, index: usize, maps: Vec<IndexingMap>| OperandMaps {
+    let sec = |label: String, index: usize, maps: Vec<IndexingMap>| Section {
         label,
         index,
         name: None,
@@ -962,7 +1017,7 @@ pub fn choose(
             l
         });
     }
-    if tiled.is_none() && crate::gpu::emit::cuda_rows::applies(spec).unwrap_or(false) {
+    if tiled.is_none() && super::rows::applies(spec).unwrap_or(false) {
         if let Some(l) = row_normalization_launch(spec, cfg)? {
             return Ok(l);
         }
@@ -1085,12 +1140,8 @@ pub fn more_output_writes(
 /// What `threads` adds for a tuple root's further outputs: per output, its thread →
 /// output map (with its group's `bl_y`), and the thread → input maps of what it reads that
 /// the sections of output 0 do not show.
-pub fn more_output_sections(
-    spec: &KernelSpec,
-    launch: &Launch,
-) -> Result<Vec<crate::value::OperandMaps>, MapError> {
-    use crate::value::OperandMaps;
-    let mut out: Vec<OperandMaps> = Vec::new();
+pub fn more_output_sections(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Section>, MapError> {
+    let mut out: Vec<Section> = Vec::new();
     let groups = spec.groups();
     for (n, (o, w)) in spec
         .more_outputs
@@ -1111,7 +1162,7 @@ pub fn more_output_sections(
         if groups > 1 {
             how.push(&group);
         }
-        out.push(OperandMaps {
+        out.push(Section {
             label: format!(
                 "thread → output {} ({}){}",
                 n + 1,
@@ -1159,7 +1210,7 @@ pub fn more_output_sections(
                 match out.iter_mut().find(|x| x.label == label) {
                     Some(x) if !x.maps.contains(&m) => x.maps.push(m),
                     Some(_) => {}
-                    None => out.push(OperandMaps {
+                    None => out.push(Section {
                         label,
                         index: acc.input,
                         name: None,
@@ -1247,6 +1298,407 @@ pub fn row_normalization_launch(
         row_threads,
         parts: vec![],
     }))
+}
+
+/// What XLA's launch rules read of the device: its SM count and resident threads per SM.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct DeviceLimits {
+    pub sms: i64,
+    pub threads_per_sm: i64,
+}
+
+impl DeviceLimits {
+    /// An H100 SXM (132 SMs of 2048 resident threads): the device of issue 28's figures,
+    /// assumed where no device is asked (`emit`, `threads` on a machine without one).
+    pub const H100: DeviceLimits = DeviceLimits {
+        sms: 132,
+        threads_per_sm: 2048,
+    };
+
+    /// Threads the whole device holds at once (XLA's `threads_per_core_limit *
+    /// core_count`).
+    pub fn resident_threads(&self) -> i64 {
+        self.sms.saturating_mul(self.threads_per_sm)
+    }
+}
+
+/// XLA's default launch for a fusion: the configuration, and the rules that gave it, one
+/// line each (shown by `threads`, `emit` and `bench`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct XlaDefault {
+    pub config: LaunchConfig,
+    pub rules: Vec<String>,
+}
+
+/// XLA's `MaxUnrollFactor()` (xla/service/gpu/gpu_fusible.h): loops unroll by at most 4.
+pub const XLA_MAX_UNROLL: i64 = 4;
+
+/// XLA's threads per block for loops: a warp per warp scheduler, `threads_per_warp *
+/// kWarpSchedulers` = 32 × 4 (`CalculateLaunchDimensions`, launch_dimensions.cc).
+pub const XLA_LOOP_BLOCK: i64 = 128;
+
+/// XLA's target block for row reductions, `kThreadsPerBlockTarget` = 256 (the reduction
+/// emitter: "the general recommendation is to use between 128 and 512 threads").
+pub const XLA_ROW_REDUCTION_BLOCK: i64 = 256;
+
+/// The bytes of the widest access a thread makes at once: 128 bits (`ld.global.v4.f32`).
+pub const VECTOR_BYTES: i64 = 16;
+
+/// XLA's `ComputeMaxUnrollFactor` (gpu_fusible.cc): the largest power of two up to
+/// [`XLA_MAX_UNROLL`] that divides the element count, else 1.
+pub fn xla_max_unroll(num_elements: i64) -> i64 {
+    let mut i = XLA_MAX_UNROLL;
+    while i > 1 {
+        if num_elements % i == 0 {
+            return i;
+        }
+        i /= 2;
+    }
+    1
+}
+
+/// XLA's `MayPreventVectorization` (gpu_fusible.cc) as far as a kernel spec shows it: a
+/// variadic reduction (a tuple of reduced values), an op ixmap has no emitter for (a dot, a
+/// sort, a reduce-window: XLA's list), or a concatenate of more than 10 operands
+/// (`kMaxConcatArgumentsForUnrolling`, "unrolling concat with a large amount of arguments
+/// causes excessive register spilling").
+pub fn may_prevent_vectorization(spec: &KernelSpec) -> bool {
+    fn walk(b: &Body, depth: usize) -> bool {
+        if depth > 4096 {
+            return true;
+        }
+        match b {
+            Body::ReduceTuple { .. } | Body::Opaque { .. } => true,
+            Body::Unary(_, a) | Body::Convert(_, a) => walk(a, depth + 1),
+            Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
+                walk(a, depth + 1) || walk(c, depth + 1)
+            }
+            Body::Select(p, a, c) => walk(p, depth + 1) || walk(a, depth + 1) || walk(c, depth + 1),
+            _ => false,
+        }
+    }
+    let many_parts = matches!(&spec.root, Root::Concatenate { parts, .. } if parts.len() > 10);
+    many_parts || spec.functions.iter().any(|f| walk(&f.body, 0))
+}
+
+/// `e` as `rest + k * v` with `rest` free of variable `v`, reading the top-level sum; `None`
+/// when `v` appears elsewhere (inside a division, a product of variables, ...).
+pub fn split_on(e: Expr, v: u32) -> Option<(Expr, i64)> {
+    use crate::expr::{ExprKind, Op};
+    match e.kind() {
+        _ if !e.uses_var(v) => Some((e, 0)),
+        ExprKind::Var(x) if x == v => Some((Expr::constant(0), 1)),
+        ExprKind::Bin(Op::Add, a, b) => {
+            let (ra, ka) = split_on(a, v)?;
+            let (rb, kb) = split_on(b, v)?;
+            Some((ra.add(rb), ka.checked_add(kb)?))
+        }
+        ExprKind::Bin(Op::Mul, a, b) => match (a.kind(), b.as_const()) {
+            (ExprKind::Var(x), Some(k)) if x == v => Some((Expr::constant(0), k)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether `e` is a multiple of `n` for every value of its variables.
+pub fn multiple_of(e: Expr, n: i64) -> bool {
+    use crate::expr::{ExprKind, Op};
+    match e.kind() {
+        ExprKind::Const(c) => c % n == 0,
+        ExprKind::Bin(Op::Add, a, b) => multiple_of(a, n) && multiple_of(b, n),
+        ExprKind::Bin(Op::Mul, a, b) => multiple_of(a, n) || multiple_of(b, n),
+        _ => false,
+    }
+}
+
+/// Whether a loop launch's thread reads the `vector` elements of `unroll_id` through
+/// `access` (output index → input index) from one aligned run of the input (strides
+/// `strides`): the simplified linear offset is `base + unroll_id`, `base` a multiple of
+/// `vector` and free of `unroll_id`, and no constraint depends on `unroll_id` (the test the
+/// CUDA emitter makes before it writes one 128-bit load); or the offset does not depend on
+/// `unroll_id` at all (one element for the whole vector).
+pub fn reads_one_vector(
+    launch: &Launch,
+    access: &IndexingMap,
+    strides: &[i64],
+    vector: i64,
+) -> Result<bool, MapError> {
+    let m = compose(&launch.write_map, access)?;
+    let lin = m
+        .results
+        .iter()
+        .zip(strides)
+        .fold(Expr::constant(0), |acc, (&r, &st)| acc.add(r.mul(c(st))));
+    let s = finish(IndexingMap::new(
+        m.dims.clone(),
+        m.ranges.clone(),
+        m.runtimes.clone(),
+        vec![lin],
+        m.constraints.clone(),
+    ));
+    if s.status != crate::map::Status::Defined || s.results.len() != 1 {
+        return Ok(false);
+    }
+    let Some(pos) = s.ranges.iter().position(|v| v.name == "unroll_id") else {
+        // Simplified away: the offset does not depend on it (one element for the vector).
+        return Ok(true);
+    };
+    let u = (s.dims.len() + pos) as u32;
+    let constrained = s.constraints.iter().any(|(e, _)| e.uses_var(u));
+    Ok(match split_on(s.results[0], u) {
+        Some((rest, 1)) => !constrained && multiple_of(rest, vector),
+        // The same element for the whole vector (a broadcast along the minor dimension):
+        // one load serves it, nothing narrows the others' accesses.
+        Some((_, 0)) => true,
+        _ => false,
+    })
+}
+
+/// XLA's launch for `spec` (`tiled` as the user forces it), and the rules that chose it.
+///
+/// - **Loops** (`ComputeLoopFusionConfig`, gpu_fusible.cc): unroll by
+///   [`xla_max_unroll`] of the element count, but only when the output has at least as
+///   many elements as the device has resident threads ("for fusions with small outputs
+///   prefer to use one thread per output element") and nothing in the fusion may prevent
+///   vectorization ([`may_prevent_vectorization`]). XLA's unrolled elements are
+///   consecutive in the output's physical order, ixmap's `vector`: ixmap keeps them within
+///   a row of the minor dimension, so the factor is halved until it divides it. Where every
+///   tensor's element is narrower than 4 bytes and every operand reads its vector in one
+///   aligned run or one element ([`reads_one_vector`]), the vector is widened to 128 bits (ixmap's rule:
+///   XLA stops at 4 elements, a 64-bit access for f16). Threads per block
+///   [`XLA_LOOP_BLOCK`], fewer when there are fewer vectors (`CalculateLaunchDimensions`);
+///   the grid is not capped below the hardware's limit (XLA splits a grid over 2^31 - 1
+///   blocks into `y`; ixmap loops over `chunk_id`).
+/// - **Row reductions** (`GetVectorSizeForMlir`, reduction_base.cc): a row of odd length,
+///   or one that would leave threads without work, is read one element at a time; with
+///   inputs of 32 bits or more, 2 at a time; narrower, 4 when the row holds 4 per thread,
+///   else 2 — where the threads per row are XLA's (the row's length when it divides a
+///   warp, else `min(1024, round_up(ceil(row / 16), 32))`). Blocks of
+///   [`XLA_ROW_REDUCTION_BLOCK`] threads (fewer when there are fewer rows); ixmap gives
+///   each row a warp (or fewer lanes for short rows, as XLA's `RowReductionGetRowsPerWarp`).
+/// - **Transposes**: XLA's 32×32 tile on blocks of 128 threads (4 rows of 32, 8 tile rows
+///   each; the transpose emitter's `kNumRows = 4`, `kBaseBlockSize = WarpSize()`), as
+///   [`transpose_launch`] always builds it (XLA vectorizes the tile for elements under 4
+///   bytes; ixmap's tile moves one element per thread and row).
+/// - **Column reductions**: XLA's 32×32 tile of 1024 threads, as [`reduction_launch`].
+/// - **Row normalizations** (softmax): XLA runs them as Triton kernels that keep a row in
+///   registers; ixmap's per-row launch gives a row a warp (fewer lanes for short rows),
+///   4 warps a block.
+pub fn xla_default(
+    spec: &KernelSpec,
+    tiled: Option<bool>,
+    dev: DeviceLimits,
+) -> Result<XlaDefault, MapError> {
+    let base = LaunchConfig::default();
+    let probe = choose(spec, base, tiled)?;
+    let mut rules = Vec::new();
+    let config = match probe.strategy {
+        Strategy::Loop if spec.root == Root::Elementwise => {
+            loop_default(spec, &probe, dev, &mut rules)?
+        }
+        Strategy::RowReduction => row_reduction_default(spec, &probe, &mut rules)?,
+        Strategy::TiledTranspose { .. } => {
+            rules.push(
+                "tiled transpose: XLA's 32x32 tile on blocks of 128 threads (4 rows of 32, 8 tile rows each)"
+                    .into(),
+            );
+            base
+        }
+        Strategy::ColumnReduction => {
+            rules
+                .push("column reduction: XLA's 32x32 tile of columns, 1024 threads a block".into());
+            base
+        }
+        Strategy::RowNormalization => {
+            rules.push(format!(
+                "row normalization: a row per {} (XLA runs softmax as a Triton kernel), 4 warps a block",
+                if probe.row_threads < WARP {
+                    format!("{} lanes", probe.row_threads)
+                } else {
+                    "warp".into()
+                }
+            ));
+            base
+        }
+        Strategy::Loop
+        | Strategy::Concatenate
+        | Strategy::DynamicUpdateSlice
+        | Strategy::Scatter => {
+            rules.push(format!(
+                "{}: one element per thread, blocks of {XLA_LOOP_BLOCK}",
+                probe.strategy.name()
+            ));
+            base
+        }
+    };
+    Ok(XlaDefault { config, rules })
+}
+
+fn loop_default(
+    spec: &KernelSpec,
+    probe: &Launch,
+    dev: DeviceLimits,
+    rules: &mut Vec<String>,
+) -> Result<LaunchConfig, MapError> {
+    let out = &spec.output;
+    let n = out.num_elements()?;
+    let resident = dev.resident_threads();
+    let mut v = 1;
+    if n < resident {
+        rules.push(format!(
+            "loop: {n} elements, fewer than the {resident} threads the device holds ({} SMs x {}): one element per thread (XLA)",
+            dev.sms, dev.threads_per_sm
+        ));
+    } else if may_prevent_vectorization(spec) {
+        rules.push("loop: an op that may prevent vectorization (a variadic reduction, an op without an emitter, a concatenate of over 10 operands): not unrolled (XLA)".into());
+    } else {
+        v = xla_max_unroll(n);
+        rules.push(format!(
+            "loop: unroll {v}, the largest of 4, 2 that divides {n} elements (XLA's ComputeMaxUnrollFactor)"
+        ));
+    }
+    let minor = out.minor_dim().map_or(1, |d| out.dims[d]);
+    if minor % v != 0 {
+        while v > 1 && minor % v != 0 {
+            v /= 2;
+        }
+        rules.push(format!(
+            "loop: vector {v}, the unrolled elements kept within a row of the minor dimension ({minor})"
+        ));
+    }
+    let widest = spec
+        .inputs
+        .iter()
+        .chain(std::iter::once(out))
+        .map(|t| t.elem.bytes())
+        .max()
+        .unwrap_or(4);
+    let wide = VECTOR_BYTES / widest.max(1);
+    if v == XLA_MAX_UNROLL && wide > v && minor % wide == 0 {
+        let cfg = LaunchConfig {
+            vector: wide,
+            ..LaunchConfig::default()
+        };
+        let l = loop_launch(out, cfg)?;
+        let mut all = true;
+        for acc in accesses(spec, &l)? {
+            let strides = spec.inputs[acc.input].strides()?;
+            if !reads_one_vector(&l, &acc.map, &strides, wide)? {
+                all = false;
+                break;
+            }
+        }
+        if all {
+            v = wide;
+            rules.push(format!(
+                "loop: vector {v}, 128-bit accesses: every operand reads its {v} elements in one aligned run"
+            ));
+        }
+    }
+    let threads = ceil_div(n / v, 1);
+    rules.push(format!(
+        "loop: blocks of {} threads (XLA: 32 x 4 warp schedulers, fewer for fewer vectors), grid uncapped",
+        XLA_LOOP_BLOCK.min(threads)
+    ));
+    let _ = probe;
+    Ok(LaunchConfig {
+        block: XLA_LOOP_BLOCK,
+        vector: v,
+        unroll: 1,
+        max_blocks: MAX_GRID,
+    })
+}
+
+fn row_reduction_default(
+    spec: &KernelSpec,
+    probe: &Launch,
+    rules: &mut Vec<String>,
+) -> Result<LaunchConfig, MapError> {
+    let (rmap, _) = spec
+        .root_reduction()
+        .ok_or_else(|| MapError::Other(format!("{} is not a reduction", spec.name)))?;
+    let row = rmap
+        .ranges
+        .iter()
+        .map(|v| v.bounds.hi - v.bounds.lo + 1)
+        .try_fold(1i64, |a, b| a.checked_mul(b))
+        .ok_or_else(|| overflow("the reduction"))?;
+    let smallest_bits = spec
+        .inputs
+        .iter()
+        .map(|t| t.elem.bytes() * 8)
+        .min()
+        .unwrap_or(32);
+    // XLA's threads along a row (the row reduction emitter's `num_threads_x`).
+    let xla_threads = if row < WARP && WARP % row == 0 {
+        row
+    } else {
+        ceil_div(ceil_div(row, 16), WARP)
+            .saturating_mul(WARP)
+            .min(1024)
+    };
+    let v = xla_row_vector(row, xla_threads, smallest_bits);
+    rules.push(format!(
+        "row reduction: vector {v} (XLA's GetVectorSizeForMlir: row {row}, {xla_threads} threads along it, smallest input {smallest_bits} bits)"
+    ));
+    let per_row = row / v;
+    let row_threads = if per_row < WARP && WARP % per_row == 0 {
+        per_row
+    } else {
+        WARP
+    };
+    let rows = spec.output.num_elements()?;
+    let warps_needed = ceil_div(rows, WARP / row_threads);
+    let block = XLA_ROW_REDUCTION_BLOCK
+        .min(warps_needed.saturating_mul(WARP))
+        .max(WARP);
+    rules.push(format!(
+        "row reduction: blocks of {block} threads (XLA's kThreadsPerBlockTarget = {XLA_ROW_REDUCTION_BLOCK}, fewer for fewer rows)"
+    ));
+    let _ = probe;
+    Ok(LaunchConfig {
+        block,
+        vector: v,
+        unroll: 1,
+        max_blocks: MAX_GRID,
+    })
+}
+
+/// XLA's `GetVectorSizeForMlir` (xla/service/gpu/fusions/reduction_base.cc) for a row of
+/// `row` elements read by `threads` threads, the smallest input `smallest_bits` wide.
+pub fn xla_row_vector(row: i64, threads: i64, smallest_bits: i64) -> i64 {
+    // "If the minor dimension is not divisible by 2, we can't currently vectorize."
+    if row % 2 != 0 {
+        return 1;
+    }
+    // "Only enable vectorization if all threads will still have work."
+    if threads.saturating_mul(2) > row {
+        return 1;
+    }
+    // "16 byte vector loads are often slower than 8 byte loads."
+    if smallest_bits >= 32 {
+        return 2;
+    }
+    if threads.saturating_mul(4) > row {
+        return 2;
+    }
+    if row % 4 == 0 {
+        4
+    } else {
+        2
+    }
+}
+
+/// [`choose`] with XLA's default configuration ([`xla_default`]) for what `given` leaves
+/// unset: the launch `threads`, `emit` and `bench` run when no option says otherwise.
+pub fn choose_default(
+    spec: &KernelSpec,
+    tiled: Option<bool>,
+    dev: DeviceLimits,
+) -> Result<(Launch, XlaDefault), MapError> {
+    let d = xla_default(spec, tiled, dev)?;
+    Ok((choose(spec, d.config, tiled)?, d))
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub mod launch;
 pub mod mapping;
 pub mod nvcc;
 pub mod reference;
+pub mod rows;
 pub mod spec;
 pub mod sweep;
 pub mod tile_coalescing;

@@ -420,6 +420,131 @@ pub fn parse_ptxas(text: &str) -> (Vec<KernelResources>, Vec<String>) {
     (kernels, diags)
 }
 
+/// Instructions in PTX text: statements (lines ending in `;`) that are not directives
+/// (`.reg`, `.param`, `.version`, ...), labels or braces. What NVRTC's output shows of the
+/// index arithmetic before ptxas optimizes it.
+pub fn ptx_instructions(ptx: &str) -> usize {
+    ptx.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("//") && !l.starts_with('.'))
+        .filter(|l| l.ends_with(';'))
+        .count()
+}
+
+/// `cuobjdump` (CUDA's SASS disassembler): `IXMAP_CUOBJDUMP`, else next to ptxas, else on
+/// the `PATH`. The PyPI wheels do not ship it; a CUDA toolkit does.
+pub fn find_cuobjdump() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("IXMAP_CUOBJDUMP").map(PathBuf::from) {
+        return p.is_file().then_some(p);
+    }
+    if let Some(dir) = find_ptxas().as_deref().and_then(Path::parent) {
+        let p = dir.join("cuobjdump");
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("cuobjdump"))
+        .find(|p| p.is_file())
+}
+
+/// Instructions in `cuobjdump -sass` output: lines `/*ADDR*/ OPCODE ... ;` (the encoding
+/// lines `/* 0x... */` beside them are not counted).
+pub fn sass_instructions(listing: &str) -> usize {
+    listing
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            let Some(rest) = l.strip_prefix("/*") else {
+                return false;
+            };
+            let Some(end) = rest.find("*/") else {
+                return false;
+            };
+            let addr = &rest[..end];
+            !addr.is_empty()
+                && addr.chars().all(|c| c.is_ascii_hexdigit())
+                && !rest[end + 2..].trim().is_empty()
+        })
+        .count()
+}
+
+/// What a variant's code is: PTX instructions (NVRTC), ptxas's resources for `sm_90`, and
+/// SASS instructions when `cuobjdump` is found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CodeStats {
+    pub ptx_instructions: usize,
+    pub sass_instructions: Option<usize>,
+    pub resources: Vec<KernelResources>,
+}
+
+impl CodeStats {
+    /// `PTX 41 instructions, SASS 38; 18 registers, no spills, 0 bytes of shared memory`.
+    pub fn summary(&self) -> String {
+        let mut s = format!("PTX {} instructions", self.ptx_instructions);
+        if let Some(n) = self.sass_instructions {
+            s += &format!(", SASS {n}");
+        }
+        for k in &self.resources {
+            s += &format!("; {}", k.summary());
+        }
+        s
+    }
+}
+
+/// [`CodeStats`] of a CUDA source; `None` when NVRTC is not found or rejects it (ptxas and
+/// cuobjdump are used when found).
+pub fn code_stats(source: &str) -> Option<CodeStats> {
+    let nvrtc = shared_nvrtc()?;
+    let c = nvrtc
+        .compile(source, "kernel.cu", &["--gpu-architecture=compute_90"])
+        .ok()?;
+    let ptx = c.ptx?;
+    let mut st = CodeStats {
+        ptx_instructions: ptx_instructions(&ptx),
+        ..Default::default()
+    };
+    if let Some(pt) = find_ptxas() {
+        if let Ok(a) = ptxas(&pt, &ptx, "sm_90", &std::env::temp_dir()) {
+            st.resources = a.kernels;
+        }
+        if let Some(dump) = find_cuobjdump() {
+            st.sass_instructions = sass_of(&pt, &dump, &ptx);
+        }
+    }
+    Some(st)
+}
+
+/// SASS instructions of `ptx` assembled for `sm_90` into a cubin and listed by cuobjdump.
+fn sass_of(pt: &Path, dump: &Path, ptx: &str) -> Option<usize> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = std::env::temp_dir();
+    let src = dir.join(format!("ixmap-sass-{}-{n}.ptx", std::process::id()));
+    let bin = src.with_extension("cubin");
+    std::fs::write(&src, ptx).ok()?;
+    let ok = Command::new(pt)
+        .arg("-arch=sm_90")
+        .arg(&src)
+        .arg("-o")
+        .arg(&bin)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    let listing = if ok {
+        Command::new(dump).arg("-sass").arg(&bin).output().ok()
+    } else {
+        None
+    };
+    let _ = std::fs::remove_file(&src);
+    let _ = std::fs::remove_file(&bin);
+    let out = listing?;
+    out.status
+        .success()
+        .then(|| sass_instructions(&String::from_utf8_lossy(&out.stdout)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,6 +633,14 @@ mod tests {
     }
 
     #[test]
+    fn counts_ptx_and_sass_instructions() {
+        let ptx = ".version 8.0\n.target sm_90\n.visible .entry k(\n.param .u64 k_param_0\n)\n{\n\t.reg .b32 %r<5>;\n\tld.param.u64 %rd1, [k_param_0];\n\tmov.u32 %r1, %tid.x;\n$L__BB0_1:\n\tst.global.f32 [%rd1], %f1;\n\t// a comment;\n\tret;\n}\n";
+        assert_eq!(ptx_instructions(ptx), 4);
+        let sass = "\t\tFunction : k\n        /*0000*/                   LDC R1, c[0x0][0x28] ;   /* 0x00000a00ff017b82 */\n                                                            /* 0x000fe20000000800 */\n        /*0010*/                   S2R R0, SR_TID.X ;       /* 0x0000000000007919 */\n        /*0020*/                   EXIT ;                   /* 0x000000000000794d */\n";
+        assert_eq!(sass_instructions(sass), 3);
+    }
+
+    #[test]
     fn parses_ptxas_verbose_output() {
         let text = "ptxas info    : 0 bytes gmem\n\
 ptxas info    : Compiling entry function 'tr' for 'sm_90'\n\
@@ -576,6 +709,15 @@ pub fn resource_comment(source: &str) -> Option<String> {
     let Some(ptx) = c.ptx else {
         return Some(out);
     };
+    out += &format!(
+        "// PTX (NVRTC {}.{}, compute_90): {} instructions\n",
+        nvrtc.version.0,
+        nvrtc.version.1,
+        ptx_instructions(&ptx)
+    );
+    if let Some(n) = find_cuobjdump().and_then(|d| sass_of(&pt, &d, &ptx)) {
+        out += &format!("// SASS (cuobjdump, sm_90): {n} instructions\n");
+    }
     match ptxas(&pt, &ptx, "sm_90", &std::env::temp_dir()) {
         Ok(a) => {
             for k in &a.kernels {

@@ -3,16 +3,14 @@
 //! The sweep in `tests/gpu_sweep.rs` emits them all for CUDA (compiled by NVRTC and ptxas)
 //! and for the CPU (compiled by the host compiler with `-Wall -Werror`).
 //!
-//! Only the HLO statements of a transcript are replayed (commands are skipped, so the sweep
-//! never benchmarks anything); after each one, every name it mentions that now resolves is
-//! adapted, so a name redefined later in the file is swept in each of its meanings.
+//! The replay of the transcripts themselves (which needs the interpreter, above this
+//! module) is in `tests/gpu_sweep.rs`; here are the pieces below it: a name's spec, the
+//! launches that apply, and the bookkeeping of what was found and refused.
 
 use super::from_hlo;
 use super::launch::{self, Launch, LaunchConfig};
 use super::spec::KernelSpec;
 use crate::hlo::workspace::{Target, Workspace};
-use crate::session::Session;
-use crate::syntax::{self, StmtKind};
 use std::collections::{BTreeMap, HashSet};
 
 /// The kernel spec of `name` as `emit`/`bench` see it: a fusion instruction is its fused
@@ -85,79 +83,6 @@ pub fn reason(msg: &str) -> String {
     out
 }
 
-fn words(text: &str) -> HashSet<&str> {
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-'))
-        .filter(|w| !w.is_empty())
-        .collect()
-}
-
-/// Replays the HLO statements of one transcript (`label` names it in origins).
-pub fn sweep_transcript(label: &str, src: &str, found: &mut Found) {
-    let Ok(t) = crate::transcript::Transcript::parse(src) else {
-        found.refuse(label.to_string(), "the transcript does not parse");
-        return;
-    };
-    let mut session = Session::new();
-    for case in &t.cases {
-        sweep_input(label, &case.input, &mut session, found);
-    }
-}
-
-/// Defines the HLO of `input` in `session` (skipping commands) and adds the specs of the
-/// names it mentions.
-pub fn sweep_input(label: &str, input: &str, session: &mut Session, found: &mut Found) {
-    for piece in syntax::split(input) {
-        let Ok(stmt) = syntax::parse_statement(input, &piece) else {
-            continue;
-        };
-        if !matches!(stmt.kind, StmtKind::Hlo(_)) {
-            continue;
-        }
-        let outcome = session.execute_piece(input, &piece);
-        if outcome.iter().any(|o| o.result.is_err()) {
-            continue;
-        }
-        let mentioned = words(&input[piece.start..piece.end]);
-        let mut names = session.hlo.names();
-        names.sort();
-        names.dedup();
-        for name in names.iter().filter(|n| mentioned.contains(n.as_str())) {
-            // A lone parameter is an input, not a kernel: nothing to emit, nothing refused.
-            if matches!(session.hlo.resolve(name),
-                Some(Target::Instr(c, id)) if c.instrs[id].opcode == "parameter")
-            {
-                continue;
-            }
-            match spec_for(&session.hlo, name) {
-                Some(Ok(spec)) => found.add(format!("{label}:{name}"), spec),
-                // A dot fusion is a GEMM (`gpu::gemm`, compiled in tests/gpu_gemm.rs).
-                Some(Err(_))
-                    if matches!(super::gemm::for_name(&session.hlo, name), Some(Ok(_))) => {}
-                Some(Err(e)) => found.refuse(format!("{label}:{name}"), &e),
-                None => {}
-            }
-        }
-    }
-}
-
-/// Every `.ixm` transcript under `dir`, swept.
-pub fn sweep_sessions(dir: &std::path::Path) -> Found {
-    let mut found = Found::default();
-    for f in crate::transcript::collect_files(&[dir.to_path_buf()]) {
-        let Ok(src) = std::fs::read_to_string(&f) else {
-            continue;
-        };
-        let label = f
-            .strip_prefix(dir)
-            .unwrap_or(&f)
-            .to_string_lossy()
-            .trim_end_matches(".ixm")
-            .to_string();
-        sweep_transcript(&label, &src, &mut found);
-    }
-    found
-}
-
 /// Every launch mapping that applies to `spec`, labelled with the `emit` arguments that
 /// give it: the strategy XLA picks (a reduction, or a tiled transpose), the plain loop, and
 /// the loop with its per-thread loops both present (`vector=` 4 or 2 when one divides the
@@ -168,6 +93,16 @@ pub fn launches(spec: &KernelSpec) -> Vec<(String, Result<Launch, String>)> {
     let mut push = |label: String, l: Result<Launch, crate::MapError>| {
         out.push((label, l.map_err(|e| e.to_string())))
     };
+    // XLA's default launch (what `emit` and `bench` run without options), when it differs
+    // from the plain configuration below.
+    if let Ok(d) = launch::xla_default(spec, None, launch::DeviceLimits::H100) {
+        if d.config != base {
+            push(
+                format!("block={} vector={}", d.config.block, d.config.vector),
+                launch::choose(spec, d.config, None),
+            );
+        }
+    }
     if spec.root_reduction().is_some() {
         push(String::new(), launch::choose(spec, base, None));
         return out;

@@ -153,9 +153,22 @@ pub fn bench_lines(b: &Bench) -> Vec<(String, String)> {
                     "{args} is a GPU launch; on the CPU the kernel is the untiled loop (a CPU mapping is tile=(...))"
                 ),
             ),
+            Note::Default { launch, rules } => {
+                lines.push(("ran".to_string(), launch.clone()));
+                for r in rules {
+                    lines.push(("default".to_string(), r.clone()));
+                }
+                continue;
+            }
         });
     }
     let o = &b.outcome;
+    // Each variant's code (PTX instructions, registers, spills) on its own line.
+    for v in &o.variants {
+        if let Some(code) = &v.code {
+            lines.push((format!("{} code", v.label), code.clone()));
+        }
+    }
     if let Some(main) = o.variants.first() {
         for v in &o.variants[1..] {
             lines.push((
@@ -195,15 +208,21 @@ pub fn bench_lines(b: &Bench) -> Vec<(String, String)> {
     }
     lines.push((
         "reps".into(),
-        format!(
-            "{} {} after 2 warm-ups; every output element checked against the reference",
-            b.reps,
-            if b.on_gpu {
-                "repetitions"
-            } else {
-                "rounds, variants and copy interleaved"
-            }
-        ),
+        match &o.method {
+            Some(m) => format!(
+                "{} samples after 2 warm-ups, each {m}; every output element checked against the reference",
+                b.reps
+            ),
+            None => format!(
+                "{} {} after 2 warm-ups; every output element checked against the reference",
+                b.reps,
+                if b.on_gpu {
+                    "repetitions"
+                } else {
+                    "rounds, variants and copy interleaved"
+                }
+            ),
+        },
     ));
     lines
 }

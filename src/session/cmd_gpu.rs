@@ -7,7 +7,7 @@ use super::{Args, Session};
 use crate::gpu::bench::{self, Device};
 use crate::gpu::coalescing;
 use crate::gpu::emit::{self, Target};
-use crate::gpu::launch::{self, thread_to_input, Launch, Strategy};
+use crate::gpu::launch::{self, thread_to_input, DeviceLimits, Launch, Strategy, XlaDefault};
 use crate::gpu::mapping::Mapping;
 use crate::gpu::spec::KernelSpec;
 use crate::syntax::{suggest, Arg, Diagnostic, Span};
@@ -37,7 +37,7 @@ pub static COMMANDS: [Command; 6] = [
     },
     Command {
         name: "bench",
-        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [reps=N] [threads=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [warps=N] [stages=N]",
+        usage: "bench FUSION [device=auto|gpu|cpu] [naive] [hot] [reps=N] [threads=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [warps=N] [stages=N]",
         summary: "runs the kernel, checks every element against the reference, times it against a copy",
         example: "p0 = f32[64, 64] parameter(0); p1 = f32[64, 64] parameter(1); add0 = f32[64, 64] add(p0, p1); bench add0 device=cpu reps=3",
         run: bench_cmd,
@@ -261,9 +261,66 @@ fn launch_for(s: &Session, a: &Args) -> Result<(KernelSpec, Launch), Diagnostic>
 }
 
 fn launch_with(spec: &KernelSpec, m: &Mapping, a: &Args) -> Result<Launch, Diagnostic> {
-    let l = choose_launch(spec, m, a)?;
+    Ok(launch_and_default(spec, m, a, DeviceLimits::H100)?.0)
+}
+
+/// The launch keys `block=`, `vector=`, `unroll=`, `max_blocks=`.
+const LAUNCH_KEYS: [&str; 4] = ["block", "vector", "unroll", "max_blocks"];
+
+/// The mapping the launch runs: a named mapping (`mapping=NAME`) as it is; otherwise XLA's
+/// default launch for this fusion on `dev` ([`launch::xla_default`]), each of `block=`,
+/// `vector=`, `unroll=` and `max_blocks=` given taking precedence. With the default, its
+/// rules (those for what no argument set).
+fn resolve(
+    spec: &KernelSpec,
+    m: &Mapping,
+    a: &Args,
+    dev: DeviceLimits,
+) -> Result<(Mapping, Option<XlaDefault>), Diagnostic> {
+    if a.kv("mapping").is_some() {
+        return Ok((m.clone(), None));
+    }
+    let d = launch::xla_default(spec, m.tiled, dev).map_err(|e| {
+        let span = a.kv("tiled").map_or(a.span(), |v| v.span());
+        Diagnostic::at(e.to_string(), span)
+    })?;
+    let mut out = m.clone();
+    out.config = d.config;
+    for key in LAUNCH_KEYS {
+        if a.kv(key).is_some() {
+            match key {
+                "block" => out.config.block = m.config.block,
+                "vector" => out.config.vector = m.config.vector,
+                "unroll" => out.config.unroll = m.config.unroll,
+                _ => out.config.max_blocks = m.config.max_blocks,
+            }
+        }
+    }
+    Ok((out, Some(d)))
+}
+
+/// [`launch_with`], and XLA's default when it gave the launch.
+fn launch_and_default(
+    spec: &KernelSpec,
+    m: &Mapping,
+    a: &Args,
+    dev: DeviceLimits,
+) -> Result<(Launch, Option<XlaDefault>), Diagnostic> {
+    let (m, d) = resolve(spec, m, a, dev)?;
+    let l = choose_launch(spec, &m, a)?;
     options_apply(spec, &l, a)?;
-    Ok(l)
+    Ok((l, d))
+}
+
+/// How the launch came about, for `threads`, `emit` and `bench`: `XLA's default launch`
+/// when no launch argument (nor a named mapping) set any of it; `None` otherwise (the
+/// arguments given are then what the launch says).
+fn default_words(d: &Option<XlaDefault>, a: &Args) -> Option<String> {
+    d.as_ref()?;
+    if LAUNCH_KEYS.iter().any(|k| a.kv(k).is_some()) {
+        return None;
+    }
+    Some("XLA's default launch".to_string())
 }
 
 /// Options given on the command line that the chosen strategy does not use are said, not
@@ -383,56 +440,20 @@ fn choose_launch(spec: &KernelSpec, m: &Mapping, a: &Args) -> Result<Launch, Dia
     })
 }
 
-/// A launch in words: `row reduction, block 128, grid 2048` (also `dump`'s launch column).
+/// A launch in words (also `dump`'s launch column): [`Launch::describe`].
 pub fn describe(l: &Launch) -> String {
-    let mut s = format!(
-        "{}, block {}, grid {}",
-        l.strategy.name(),
-        l.block[0],
-        l.grid[0]
-    );
-    if l.grid[1] > 1 {
-        // Independent reduction groups: a row of blocks each.
-        s += &format!(" × {} (bl_y: the reduction group)", l.grid[1]);
-    }
-    if l.config.vector > 1
-        && matches!(
-            l.strategy,
-            Strategy::Loop
-                | Strategy::RowReduction
-                | Strategy::Concatenate
-                | Strategy::DynamicUpdateSlice
-                | Strategy::Scatter
-        )
-    {
-        s += &format!(", vector {}", l.config.vector);
-    }
-    if (l.strategy == Strategy::RowReduction || l.strategy == Strategy::RowNormalization)
-        && l.row_threads < 32
-    {
-        s += &format!(
-            ", {} lane{} per row, {} rows per warp",
-            l.row_threads,
-            if l.row_threads == 1 { "" } else { "s" },
-            32 / l.row_threads
-        );
-    }
-    if l.chunks() > 1 && (l.strategy == Strategy::Loop || !l.parts.is_empty()) {
-        s += &format!(", {} chunks per thread", l.chunks());
-        // The grid capped by max_blocks (not only unrolled): say so.
-        if l.grid[0] == l.config.max_blocks {
-            s += &format!(", max_blocks {}", l.config.max_blocks);
-        }
-    }
-    s
+    l.describe()
 }
 
 fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     no_tile_here(a, "`threads` shows the GPU launch")?;
-    let (spec, l) = launch_for(s, a)?;
+    let spec = spec(s, a)?;
+    let m = mapping_of(s, a)?;
+    let (l, d) = launch_and_default(&spec, &m, a, DeviceLimits::H100)?;
     let err = |e: crate::MapError| Diagnostic::at(e.to_string(), a.span());
+    let how = default_words(&d, a).map_or(String::new(), |w| format!("; {w}"));
     let mut sections = vec![OperandMaps {
-        label: format!("thread → output ({})", describe(&l)),
+        label: format!("thread → output ({}{how})", describe(&l)),
         index: 0,
         name: None,
         maps: vec![l.write_map.clone()],
@@ -454,7 +475,11 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Strategy::Concatenate | Strategy::DynamicUpdateSlice | Strategy::Scatter => {
             return Ok(Value::Indexing(Indexing {
                 title: format!("threads {}", spec.name),
-                operands: launch::part_sections(&spec, &l, &describe(&l)).map_err(err)?,
+                operands: launch::part_sections(&spec, &l, &describe(&l))
+                    .map_err(err)?
+                    .into_iter()
+                    .map(OperandMaps::from)
+                    .collect(),
             }))
         }
     }
@@ -477,7 +502,12 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     }
     // A tuple root's further outputs: each one's thread → output map (and its reads).
-    sections.extend(launch::more_output_sections(&spec, &l).map_err(err)?);
+    sections.extend(
+        launch::more_output_sections(&spec, &l)
+            .map_err(err)?
+            .into_iter()
+            .map(OperandMaps::from),
+    );
     Ok(Value::Indexing(Indexing {
         title: format!("threads {}", spec.name),
         operands: sections,
@@ -564,8 +594,23 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let e = match tgt {
         Target::Cuda => {
             no_tile_here(a, "CUDA kernels take the GPU launch")?;
-            let l = launch_with(&spec, &m, a)?;
+            let (l, d) = launch_and_default(&spec, &m, a, DeviceLimits::H100)?;
             let mut e = emit::cuda::emit(&spec, &l, naive).map_err(err)?;
+            // The launch it was written for, and the rules of XLA's default that chose it.
+            let mut head = format!("// launch: {}", describe(&l));
+            // The rules only when they chose it (no launch argument given).
+            let words = default_words(&d, a);
+            if let Some(w) = &words {
+                head += &format!(" ({w}, for an H100)");
+            }
+            head += &format!(
+                "\n// grid ({}, {}, {}), block ({}, {}, {})\n",
+                l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2]
+            );
+            for r in d.iter().filter(|_| words.is_some()).flat_map(|d| &d.rules) {
+                head += &format!("//   {r}\n");
+            }
+            e.source = head + &e.source;
             // Registers, spills and shared memory from ptxas, when NVRTC and ptxas are found.
             if let Some(c) = crate::gpu::nvcc::resource_comment(&e.source) {
                 e.source += &c;
@@ -631,12 +676,30 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Device::Cpu => false,
         Device::Auto => bench::cuda::available().is_ok(),
     };
+    let mut m = m;
+    let mut launch_words = None;
     if on_gpu {
         no_tile_here(a, "on the GPU the kernel runs the launch")?;
-        // block=, vector=, unroll= and tiled= that the launch would not use are errors.
-        launch_with(&spec, &m, a)?;
+        // XLA's default for what is not given, for the device it runs on; block=,
+        // vector=, unroll= and tiled= that the launch would not use are errors.
+        let dev = bench::cuda::device_info().map_or(DeviceLimits::H100, |i| i.limits());
+        let (rm, d) = resolve(&spec, &m, a, dev)?;
+        let l = choose_launch(&spec, &rm, a)?;
+        options_apply(&spec, &l, a)?;
+        if let Some(w) = default_words(&d, a) {
+            let rules = d.map(|d| d.rules).unwrap_or_default();
+            launch_words = Some((format!("{} ({w})", describe(&l)), rules));
+        }
+        // The bench launches the same configuration.
+        m = rm;
     } else {
         check_tile(&spec, &m, a)?;
+    }
+    if a.flag("hot") && !on_gpu {
+        return Err(Diagnostic::at(
+            "`hot` times cache-resident data on the GPU; the CPU bench's rounds are hot already",
+            a.span(),
+        ));
     }
     let threads = match a.kv_int("threads")? {
         None => 0,
@@ -661,6 +724,8 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         reps,
         threads,
         launch_keys: gpu_only_keys(a),
+        launch: launch_words,
+        hot: a.flag("hot"),
     };
     let report = bench::measure::measure(&spec, &req).map_err(|e| {
         Diagnostic::at(

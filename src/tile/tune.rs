@@ -17,13 +17,12 @@
 //! sizes are legal and how long each operand's contiguous runs are.
 
 use super::derive;
-use crate::expr::Expr;
 use crate::gpu::bench::cpu::{compile, cpu_name, set_threads};
 use crate::gpu::bench::{interleave, reference_output, verify, Options, Ratio, Timing};
-use crate::gpu::emit::{c_ident, input_params, BodyWriter, Emitted, Target};
+
 use crate::gpu::reference::make_inputs;
 use crate::gpu::spec::{KernelSpec, Tensor};
-use crate::map::{IndexingMap, Variable};
+
 use crate::MapError;
 
 /// Bytes in a cache line: a tile whose runs are shorter wastes the lines it touches.
@@ -155,118 +154,9 @@ pub fn candidates(
     Ok((good, rejected, valid))
 }
 
-/// C for the host compiler: loops over the tiles (in the output's physical order), then over
-/// the elements of a tile, computing each output element through the fusion's maps.
-pub fn emit_tiled(spec: &KernelSpec, sizes: &[i64]) -> Result<Emitted, MapError> {
-    emit_tiled_with(spec, sizes, false)
-}
-
-/// [`emit_tiled`], with the maps as written (`naive`) or simplified.
-pub fn emit_tiled_with(spec: &KernelSpec, sizes: &[i64], naive: bool) -> Result<Emitted, MapError> {
-    spec.single_output("a CPU tiling")?;
-    let out = &spec.output;
-    if sizes.len() != out.rank()
-        || sizes
-            .iter()
-            .zip(&out.dims)
-            .any(|(&z, &n)| z < 1 || n % z != 0)
-    {
-        return Err(MapError::Other(
-            "tile sizes must divide the output's extents".into(),
-        ));
-    }
-    let name = format!(
-        "{}_tiled{}",
-        c_ident(&spec.name),
-        if naive { "_naive" } else { "" }
-    );
-    let ty = out.elem.c_name();
-    let rank = out.rank();
-    // ctx: (tile0.., el0..) -> (tile_i * size_i + el_i)
-    let mut vars = Vec::new();
-    for (i, (&n, &z)) in out.dims.iter().zip(sizes).enumerate() {
-        vars.push(Variable::new(format!("tile{i}"), 0, n / z - 1));
-    }
-    for (i, &z) in sizes.iter().enumerate() {
-        vars.push(Variable::new(format!("el{i}"), 0, z - 1));
-    }
-    let results: Vec<Expr> = (0..rank)
-        .map(|i| {
-            Expr::var(i as u32)
-                .mul(Expr::constant(sizes[i]))
-                .add(Expr::var((rank + i) as u32))
-        })
-        .collect();
-    let ctx = IndexingMap::new(vars, vec![], vec![], results, vec![]);
-    let params: String = (0..spec.inputs.len())
-        .map(|k| format!("p{k}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let phys = out.physical_dims();
-    let depth = 2 * rank;
-    let mut w = BodyWriter::new(spec, naive, depth + 1);
-    w.memo = true;
-    let v = w.body(&spec.functions[0].body, &ctx, &params)?;
-    let k = w.offset(
-        &ctx,
-        &IndexingMap::identity(&out.dims),
-        &out.strides()?,
-        "out",
-    )?;
-    w.line(format!(
-        "out[{k}] = {};",
-        crate::gpu::emit::types::store(out.elem, &v, false)
-    ));
-
-    let mut src = format!(
-        "// {} for the CPU{}, tiled {}: {} = {}.\n#include <stdint.h>\n#include <math.h>\n\n",
-        spec.name,
-        if naive { " (naive indexing)" } else { "" },
-        sizes
-            .iter()
-            .map(|z| z.to_string())
-            .collect::<Vec<_>>()
-            .join("x"),
-        out.name,
-        out.shape_text()
-    );
-    src += &crate::gpu::emit::cpu::prelude(spec, naive)?;
-    let mut decl = input_params(spec, "restrict");
-    decl.push(format!("{ty} *restrict out"));
-    src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
-    let mut level = 1;
-    let tiles: Vec<i64> = phys.iter().map(|&d| out.dims[d] / sizes[d]).collect();
-    src += &crate::gpu::emit::cpu::parallel_for(&tiles, rank, 1, out.num_elements()?);
-    for (prefix, extent) in [("tile", true), ("el", false)] {
-        for &d in &phys {
-            let n = if extent {
-                out.dims[d] / sizes[d]
-            } else {
-                sizes[d]
-            };
-            src += &format!(
-                "{}for (int64_t {prefix}{d} = 0; {prefix}{d} < {n}; ++{prefix}{d}) {{\n",
-                "  ".repeat(level)
-            );
-            level += 1;
-        }
-    }
-    for l in &w.lines {
-        src += l;
-        src += "\n";
-    }
-    for l in (1..=depth).rev() {
-        src += &format!("{}}}\n", "  ".repeat(l));
-    }
-    src += "}\n\n";
-    src += &crate::gpu::emit::cpu::entry_point(spec, &name, &ty);
-    Ok(Emitted {
-        name: spec.name.clone(),
-        target: Target::Cpu,
-        source: crate::gpu::emit::finish_types(crate::gpu::emit::finish_epoch(src)),
-        entry: name,
-    })
-}
+// The tiled loop nest's C lives with the CPU emitter (`gpu::emit::cpu`), below the bench
+// that runs it and this module that tunes it: emit → bench → tune, one direction.
+pub use crate::gpu::emit::cpu::{emit_tiled, emit_tiled_with};
 
 /// One measured mapping.
 #[derive(Clone, Debug)]
@@ -467,6 +357,15 @@ pub struct LaunchCandidate {
     pub coalesced: (usize, usize),
 }
 
+/// The default launch `tune` starts from and compares with: XLA's
+/// ([`crate::gpu::launch::xla_default`], for an H100), the search going beyond it.
+pub fn default_launch_config(spec: &KernelSpec) -> crate::gpu::launch::LaunchConfig {
+    use crate::gpu::launch::{xla_default, DeviceLimits};
+    xla_default(spec, None, DeviceLimits::H100)
+        .map(|d| d.config)
+        .unwrap_or_default()
+}
+
 /// The launches of `spec` for every block and vector size given that the GPU code accepts,
 /// keeping those whose coalescing is no worse than the default launch's.
 pub fn launch_candidates(
@@ -484,7 +383,8 @@ pub fn launch_candidates(
             r.operands.len(),
         ))
     };
-    let base = verdict(LaunchConfig::default())?;
+    let default = default_launch_config(spec);
+    let base = verdict(default)?;
     let mut good = Vec::new();
     let mut rejected = Vec::new();
     for &block in blocks {
@@ -496,7 +396,7 @@ pub fn launch_candidates(
                 ..Default::default()
             };
             let label = format!("block={block} vector={vector}");
-            if config == LaunchConfig::default() {
+            if config == default {
                 continue;
             }
             match verdict(config) {
@@ -535,12 +435,11 @@ pub fn tune_launches(
     progress: &mut dyn FnMut(usize, usize, &str),
 ) -> Result<(String, u64, Timing, Vec<MeasuredLaunch>), MapError> {
     use crate::gpu::bench::{run, Device};
-    use crate::gpu::launch::LaunchConfig;
     let total = cands.len() + 1;
     let mut rows = Vec::new();
     let mut last = None;
     let default = [LaunchCandidate {
-        config: LaunchConfig::default(),
+        config: default_launch_config(spec),
         coalesced: (0, 0),
     }];
     for (i, c) in default.iter().chain(cands).enumerate() {

@@ -8,7 +8,7 @@
 //! a hand-written loop, and its ~50 ms compile time is small next to a benchmark.
 
 use super::{reference_output, verify, Measured, Options, Outcome};
-use crate::gpu::emit::cpu::emit;
+use crate::gpu::emit::cpu::{emit, emit_tiled_with};
 use crate::gpu::emit::Emitted;
 use crate::gpu::reference::make_inputs;
 use crate::gpu::spec::KernelSpec;
@@ -219,7 +219,6 @@ pub fn tiled_variants(
     tile: &[i64],
     naive: bool,
 ) -> Result<Vec<(String, Emitted)>, MapError> {
-    use crate::tile::tune::emit_tiled_with;
     let label = format!(
         "tiled {}",
         tile.iter()
@@ -301,6 +300,7 @@ pub fn run_kernels(
             timing: timing.clone(),
             verified: true,
             compile_s: k.compile_s,
+            code: None,
         });
     }
     let copy = timings
@@ -316,6 +316,7 @@ pub fn run_kernels(
         bytes,
         copy,
         variants,
+        method: None,
     })
 }
 

@@ -43,8 +43,142 @@ fn cuda_err(what: &str) -> impl Fn(cudarc::driver::DriverError) -> MapError + '_
     move |e| MapError::Other(format!("CUDA {what}: {e}"))
 }
 
+/// What the report says of the device: its name, SMs, memory clock and bus, L2 size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub sms: i64,
+    pub threads_per_sm: i64,
+    pub memory_clock_mhz: i64,
+    pub bus_bits: i64,
+    pub l2_bytes: i64,
+}
+
+impl DeviceInfo {
+    /// `NVIDIA H100 80GB HBM3: 132 SMs, memory 2619 MHz x 5120-bit, L2 50 MiB`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}: {} SMs, memory {} MHz x {}-bit, L2 {:.0} MiB",
+            self.name,
+            self.sms,
+            self.memory_clock_mhz,
+            self.bus_bits,
+            self.l2_bytes as f64 / (1 << 20) as f64
+        )
+    }
+
+    /// What XLA's launch rules read of it.
+    pub fn limits(&self) -> launch::DeviceLimits {
+        launch::DeviceLimits {
+            sms: self.sms.max(1),
+            threads_per_sm: self.threads_per_sm.max(32),
+        }
+    }
+}
+
+/// Device 0's [`DeviceInfo`], when a CUDA device is found.
+pub fn device_info() -> Result<DeviceInfo, MapError> {
+    available().map_err(MapError::Other)?;
+    let ctx = cudarc::driver::CudaContext::new(0).map_err(cuda_err("context"))?;
+    info_of(&ctx)
+}
+
+fn info_of(ctx: &std::sync::Arc<cudarc::driver::CudaContext>) -> Result<DeviceInfo, MapError> {
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let at = |a: A| {
+        ctx.attribute(a)
+            .map(i64::from)
+            .map_err(cuda_err("attribute"))
+    };
+    Ok(DeviceInfo {
+        name: ctx.name().unwrap_or_else(|_| "CUDA device 0".into()),
+        sms: at(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        threads_per_sm: at(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+        memory_clock_mhz: at(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? / 1000,
+        bus_bits: at(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?,
+        l2_bytes: at(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+    })
+}
+
+/// How a sample is taken: `sets` copies of the inputs and output, used in turn, so that
+/// what one launch reads was last touched `sets - 1` launches before; `launches` launches
+/// between the two events of a sample (a multiple of `sets`), the time divided by them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub sets: usize,
+    pub launches: usize,
+}
+
+/// Launches per sample at least: a 10 µs kernel's launch overhead (a few µs) is then spread
+/// over 20 of them, as Triton's `do_bench` and Nsight Compute's replay avoid it.
+pub const MIN_LAUNCHES: usize = 20;
+
+/// The sample plan for a kernel moving `bytes_per_set` (inputs and output) on a device
+/// with `l2_bytes` of L2 and `free_bytes` of free memory. Cold (the default): enough sets
+/// that the sets together are at least twice the L2, so each launch reads device memory
+/// (the L2 holds at most half of what was touched since), as long as they fit in a quarter
+/// of the free memory (else as many as fit, at least 1); `hot`: one set, the data
+/// cache-resident after the first launch.
+pub fn plan(bytes_per_set: u64, l2_bytes: u64, free_bytes: u64, hot: bool) -> Plan {
+    let per = bytes_per_set.max(1);
+    let sets = if hot {
+        1
+    } else {
+        let want = (2 * l2_bytes).div_ceil(per) + 1;
+        let fit = (free_bytes / 4 / per).max(1);
+        want.min(fit).clamp(1, 4096) as usize
+    };
+    Plan {
+        sets,
+        launches: MIN_LAUNCHES.div_ceil(sets) * sets,
+    }
+}
+
+/// CUDA's launch shape from a launch's 3-D grid and block, each extent checked against the
+/// driver's `u32` (and CUDA's limits: 2^31 - 1 blocks in x, 65535 in y and z, 1024 threads
+/// a block).
+pub fn cuda_dims(l: &launch::Launch) -> Result<((u32, u32, u32), (u32, u32, u32)), MapError> {
+    let limits = [(i32::MAX as i64), 65535, 65535];
+    let mut g = [1u32; 3];
+    let mut b = [1u32; 3];
+    for d in 0..3 {
+        if !(1..=limits[d]).contains(&l.grid[d]) {
+            return Err(MapError::Other(format!(
+                "grid dimension {d} is {} blocks, outside CUDA's [1, {}]",
+                l.grid[d], limits[d]
+            )));
+        }
+        g[d] = l.grid[d] as u32;
+        if !(1..=1024).contains(&l.block[d]) {
+            return Err(MapError::Other(format!(
+                "block dimension {d} is {} threads, outside CUDA's [1, 1024]",
+                l.block[d]
+            )));
+        }
+        b[d] = l.block[d] as u32;
+    }
+    let threads = b.iter().map(|&x| x as i64).product::<i64>();
+    if threads > 1024 {
+        return Err(MapError::Other(format!(
+            "a block of {threads} threads is over CUDA's 1024"
+        )));
+    }
+    Ok(((g[0], g[1], g[2]), (b[0], b[1], b[2])))
+}
+
 /// Compiles each variant with NVRTC, runs it on device 0, checks every element, and times
-/// it with CUDA events against a device-to-device copy of the same bytes.
+/// them and a device-to-device copy of the same bytes the way the field does:
+///
+/// - each sample is [`Plan::launches`] launches between two CUDA events, the time divided
+///   by them (the launch overhead of one call is not the kernel's time);
+/// - unless `hot`, the inputs and outputs are rotated over [`Plan::sets`] copies whose
+///   total is at least twice the L2, so each launch reads from device memory (as Nsight
+///   Compute's cache flush and Triton's `do_bench` make sure); the copy rotates as well;
+/// - the variants and the copy are interleaved round by round (in a rotating order), so a
+///   slow spell falls on all of them alike;
+/// - the grid and block go to the driver in all three dimensions.
+///
+/// Every output set is checked against the reference after the timed rounds.
 fn run_on_device(
     spec: &KernelSpec,
     opts: &Options,
@@ -54,47 +188,37 @@ fn run_on_device(
     use cudarc::driver::sys::CUevent_flags;
     use cudarc::driver::{CudaContext, CudaSlice, LaunchConfig as CuLaunch, PushKernelArg};
     let ctx = CudaContext::new(0).map_err(cuda_err("context"))?;
-    let device = ctx.name().unwrap_or_else(|_| "CUDA device 0".into());
+    let info = info_of(&ctx)?;
     let stream = ctx.default_stream();
     let inputs = make_inputs(spec)?;
     let want = reference_output(spec, &inputs)?;
     let out_bytes = spec.output.num_bytes()? as usize;
     let bytes = spec.bytes_moved()? as u64;
-    let d_in: Vec<CudaSlice<u8>> = inputs
-        .iter()
-        .map(|b| stream.clone_htod(b.as_slice()))
-        .collect::<Result<_, _>>()
-        .map_err(cuda_err("copy in"))?;
-    let mut d_out = stream
-        .alloc_zeros::<u8>(out_bytes.max(1))
-        .map_err(cuda_err("alloc"))?;
+    let per_set: u64 = inputs.iter().map(|b| b.len() as u64).sum::<u64>() + out_bytes as u64;
+    let free = ctx.mem_get_info().map(|(f, _)| f as u64).unwrap_or(0);
+    let plan = plan(per_set, info.l2_bytes.max(0) as u64, free, opts.hot);
+    let mut sets_in: Vec<Vec<CudaSlice<u8>>> = Vec::new();
+    let mut sets_out: Vec<CudaSlice<u8>> = Vec::new();
+    for _ in 0..plan.sets {
+        sets_in.push(
+            inputs
+                .iter()
+                .map(|b| stream.clone_htod(b.as_slice()))
+                .collect::<Result<_, _>>()
+                .map_err(cuda_err("copy in"))?,
+        );
+        sets_out.push(
+            stream
+                .alloc_zeros::<u8>(out_bytes.max(1))
+                .map_err(cuda_err("alloc"))?,
+        );
+    }
     let launch = launch::choose(spec, opts.config, opts.tiled)?;
+    let (grid_dim, block_dim) = cuda_dims(&launch)?;
     let cfg = CuLaunch {
-        grid_dim: (
-            u32::try_from(launch.grid[0]).map_err(|_| MapError::Other("grid too large".into()))?,
-            1,
-            1,
-        ),
-        block_dim: (launch.block[0] as u32, 1, 1),
+        grid_dim,
+        block_dim,
         shared_mem_bytes: 0,
-    };
-    let timed = |f: &mut dyn FnMut() -> Result<(), MapError>| -> Result<Timing, MapError> {
-        for _ in 0..opts.warmups {
-            f()?;
-        }
-        let mut samples = Vec::new();
-        for _ in 0..opts.reps.max(1) {
-            let start = stream
-                .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(cuda_err("event"))?;
-            f()?;
-            let end = stream
-                .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(cuda_err("event"))?;
-            end.synchronize().map_err(cuda_err("sync"))?;
-            samples.push(start.elapsed_ms(&end).map_err(cuda_err("timing"))? as f64 / 1e3);
-        }
-        Ok(Timing::from_samples(samples))
     };
     let mut modes = Vec::new();
     if !naive_only {
@@ -103,7 +227,12 @@ fn run_on_device(
     if with_naive || naive_only {
         modes.push(true);
     }
-    let mut variants = Vec::new();
+    struct Loaded {
+        label: String,
+        code: Option<String>,
+        func: cudarc::driver::CudaFunction,
+    }
+    let mut loaded = Vec::new();
     for naive in modes {
         let e = emit::cuda::emit(spec, &launch, naive)?;
         // CUDA's headers for f16/bf16 kernels, found where CUDA may be installed.
@@ -112,62 +241,176 @@ fn run_on_device(
         } else {
             None
         };
-        let opts = cudarc::nvrtc::CompileOptions {
+        let copts = cudarc::nvrtc::CompileOptions {
             include_paths: include
                 .iter()
                 .map(|i| i.dir.display().to_string())
                 .collect(),
             ..Default::default()
         };
-        let ptx = cudarc::nvrtc::compile_ptx_with_opts(&e.source, opts)
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(&e.source, copts)
             .map_err(|x| MapError::Other(format!("NVRTC rejected the kernel: {x}")))?;
         let module = ctx.load_module(ptx).map_err(cuda_err("module"))?;
-        let f = module
+        let func = module
             .load_function(&e.entry)
             .map_err(cuda_err("function"))?;
-        let go = |d_out: &mut CudaSlice<u8>| -> Result<(), MapError> {
-            let mut b = stream.launch_builder(&f);
-            for d in &d_in {
-                b.arg(d);
-            }
-            b.arg(d_out);
-            // SAFETY: the kernel's parameters are the input pointers then the output
-            // pointer, sized from the same tensors; every offset comes from maps bounded by
-            // the shapes, and the output is checked against the reference below.
-            unsafe { b.launch(cfg) }
-                .map(|_| ())
-                .map_err(cuda_err("launch"))
-        };
-        go(&mut d_out)?;
-        let host = stream.clone_dtoh(&d_out).map_err(cuda_err("copy out"))?;
-        verify(spec, &host, &want)?;
-        let timing = timed(&mut || go(&mut d_out))?;
-        let host = stream.clone_dtoh(&d_out).map_err(cuda_err("copy out"))?;
-        verify(spec, &host, &want)?;
-        // Registers, spills and shared memory from ptxas beside the times, when found.
         let mut label = String::from(if naive { "naive" } else { "simplified" });
-        if let Some(r) = crate::gpu::nvcc::resources(&e.source) {
-            let parts: Vec<String> = r.iter().map(|k| k.summary()).collect();
-            label += &format!(" ({})", parts.join("; "));
-        }
         if let Some(inc) = &include {
             label += &format!(" [CUDA headers: {inc}]");
         }
-        variants.push(Measured {
-            label,
-            timing,
+        // PTX instructions, registers and spills (and SASS with cuobjdump), on their own line.
+        let code = crate::gpu::nvcc::code_stats(&e.source).map(|c| c.summary());
+        loaded.push(Loaded { label, code, func });
+    }
+    let go = |f: &cudarc::driver::CudaFunction, set: usize, outs: &mut [CudaSlice<u8>]| {
+        let mut b = stream.launch_builder(f);
+        for d in &sets_in[set] {
+            b.arg(d);
+        }
+        b.arg(&mut outs[set]);
+        // SAFETY: the kernel's parameters are the input pointers then the output pointer,
+        // sized from the same tensors; every offset comes from maps bounded by the shapes,
+        // and every output set is checked against the reference.
+        unsafe { b.launch(cfg) }
+            .map(|_| ())
+            .map_err(cuda_err("launch"))
+    };
+    // First run of each variant: checked before anything is timed.
+    for k in &loaded {
+        for set in 0..plan.sets {
+            go(&k.func, set, &mut sets_out)?;
+        }
+        let host = stream
+            .clone_dtoh(&sets_out[0])
+            .map_err(cuda_err("copy out"))?;
+        verify(spec, &host, &want)?;
+    }
+    // The copy's buffers: half the bytes read and half written, rotated like the kernels'.
+    let half = (bytes / 2).max(1) as usize;
+    let mut copy_src = Vec::new();
+    let mut copy_dst = Vec::new();
+    for _ in 0..plan.sets {
+        copy_src.push(stream.alloc_zeros::<u8>(half).map_err(cuda_err("alloc"))?);
+        copy_dst.push(stream.alloc_zeros::<u8>(half).map_err(cuda_err("alloc"))?);
+    }
+    let n = loaded.len() + 1;
+    let mut samples = vec![Vec::new(); n];
+    let mut sample = |j: usize, outs: &mut [CudaSlice<u8>]| -> Result<f64, MapError> {
+        let start = stream
+            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(cuda_err("event"))?;
+        for i in 0..plan.launches {
+            let set = i % plan.sets;
+            if j < loaded.len() {
+                go(&loaded[j].func, set, outs)?;
+            } else {
+                stream
+                    .memcpy_dtod(&copy_src[set], &mut copy_dst[set])
+                    .map_err(cuda_err("copy"))?;
+            }
+        }
+        let end = stream
+            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(cuda_err("event"))?;
+        end.synchronize().map_err(cuda_err("sync"))?;
+        Ok(start.elapsed_ms(&end).map_err(cuda_err("timing"))? as f64 / 1e3 / plan.launches as f64)
+    };
+    for _ in 0..opts.warmups {
+        for j in 0..n {
+            sample(j, &mut sets_out)?;
+        }
+    }
+    for r in 0..opts.reps.max(1) {
+        for k in 0..n {
+            let j = (r + k) % n;
+            let t = sample(j, &mut sets_out)?;
+            samples[j].push(t);
+        }
+    }
+    // Every output set verified again: the figures belong to correct outputs.
+    for out in &sets_out {
+        let host = stream.clone_dtoh(out).map_err(cuda_err("copy out"))?;
+        verify(spec, &host, &want)?;
+    }
+    let copy = Timing::from_samples(samples.pop().unwrap_or_default());
+    let variants = loaded
+        .into_iter()
+        .zip(samples)
+        .map(|(k, s)| Measured {
+            label: k.label,
+            timing: Timing::from_samples(s),
             verified: true,
             compile_s: 0.0,
-        });
-    }
-    let half = (bytes / 2).max(1) as usize;
-    let src = stream.alloc_zeros::<u8>(half).map_err(cuda_err("alloc"))?;
-    let mut dst = stream.alloc_zeros::<u8>(half).map_err(cuda_err("alloc"))?;
-    let copy = timed(&mut || stream.memcpy_dtod(&src, &mut dst).map_err(cuda_err("copy")))?;
+            code: k.code,
+        })
+        .collect();
     Ok(Outcome {
-        device: format!("gpu ({device})"),
+        device: format!("gpu ({})", info.describe()),
         bytes,
         copy,
         variants,
+        method: Some(if opts.hot {
+            format!(
+                "{} launches per sample between CUDA events, hot: one set of buffers, cache-resident after the first launch; variants and copy interleaved",
+                plan.launches
+            )
+        } else {
+            format!(
+                "{} launches per sample between CUDA events, inputs and output rotated over {} sets ({:.1} MiB, at least twice the L2) so each launch reads device memory; variants and copy interleaved",
+                plan.launches,
+                plan.sets,
+                (per_set * plan.sets as u64) as f64 / (1 << 20) as f64
+            )
+        }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cold samples rotate over sets twice the L2; hot ones use one; launches per sample
+    /// are a multiple of the sets and at least [`MIN_LAUNCHES`].
+    #[test]
+    fn plans_rotate_past_the_l2() {
+        let l2 = 50 << 20;
+        // 8 MiB a set on a 50 MiB L2: 13 sets + 1 = 14 (112 MiB).
+        let p = plan(8 << 20, l2, 80 << 30, false);
+        assert_eq!(p.sets, 14);
+        assert!(p.sets as u64 * (8 << 20) >= 2 * l2);
+        assert_eq!(p.launches % p.sets, 0);
+        assert!(p.launches >= MIN_LAUNCHES);
+        // A tensor bigger than the L2 twice over: still two sets (the previous launch's
+        // data is what the L2 may hold).
+        assert_eq!(plan(256 << 20, l2, 80 << 30, false).sets, 2);
+        // Hot: one set, 20 launches.
+        assert_eq!(
+            plan(8 << 20, l2, 80 << 30, true),
+            Plan {
+                sets: 1,
+                launches: 20
+            }
+        );
+        // Little free memory: as many sets as fit in a quarter of it, at least one.
+        assert_eq!(plan(8 << 20, l2, 64 << 20, false).sets, 2);
+        assert_eq!(plan(8 << 20, l2, 0, false).sets, 1);
+    }
+
+    /// Every dimension of the grid and block reaches the driver, within CUDA's limits.
+    #[test]
+    fn launch_shapes_pass_all_three_dimensions() {
+        use crate::gpu::spec::{ElemType, Tensor};
+        let out = Tensor::row_major("o", ElemType::F32, &[64, 32]);
+        let mut l = launch::loop_launch(&out, Default::default()).expect("launch");
+        l.grid = [4, 3, 2];
+        l.block = [32, 2, 1];
+        assert_eq!(cuda_dims(&l).expect("fits"), ((4, 3, 2), (32, 2, 1)));
+        l.grid[1] = 70000;
+        assert!(cuda_dims(&l).is_err());
+        l.grid[1] = 1;
+        l.block = [1024, 2, 1];
+        assert!(cuda_dims(&l).is_err());
+        l.block = [32, 1, 0];
+        assert!(cuda_dims(&l).is_err());
+    }
 }

@@ -254,7 +254,9 @@ fn on_cpu(g: &GemmSpec, c: &Config, req: &Request) -> Result<Outcome, MapError> 
             timing: t,
             verified: true,
             compile_s: k.compile_s,
+            code: None,
         }],
+        method: None,
     })
 }
 
@@ -351,11 +353,10 @@ fn on_gpu(g: &GemmSpec, c: &Config, req: &Request) -> Result<Outcome, MapError> 
     let src = stream.alloc_zeros::<u8>(half).map_err(cuda_err("alloc"))?;
     let mut dst = stream.alloc_zeros::<u8>(half).map_err(cuda_err("alloc"))?;
     let copy = timed(&mut || stream.memcpy_dtod(&src, &mut dst).map_err(cuda_err("copy")))?;
-    let mut l = label(c, g.flops(), &timing);
-    if let Some(r) = crate::gpu::nvcc::resources(&e.source) {
-        let parts: Vec<String> = r.iter().map(|k| k.summary()).collect();
-        l += &format!(" ({})", parts.join("; "));
-    }
+    let l = label(c, g.flops(), &timing);
+    // Registers and spills on their own line, not in the label (issue 28).
+    let code = crate::gpu::nvcc::resources(&e.source)
+        .map(|r| r.iter().map(|k| k.summary()).collect::<Vec<_>>().join("; "));
     Ok(Outcome {
         device: format!("gpu ({device})"),
         bytes,
@@ -365,6 +366,8 @@ fn on_gpu(g: &GemmSpec, c: &Config, req: &Request) -> Result<Outcome, MapError> 
             timing,
             verified: true,
             compile_s: 0.0,
+            code,
         }],
+        method: None,
     })
 }

@@ -21,6 +21,11 @@ pub struct Request {
     pub threads: usize,
     /// The GPU launch's options given explicitly (`block=`, `vector=`, ...), in order.
     pub launch_keys: Vec<String>,
+    /// The GPU launch in words, and the rules of XLA's default launch that set what the
+    /// arguments left unset (`None` for a named mapping).
+    pub launch: Option<(String, Vec<String>)>,
+    /// GPU: time cache-resident data (`hot`).
+    pub hot: bool,
 }
 
 /// What the mapping given means on the device it ran on, said under the figures.
@@ -39,6 +44,9 @@ pub enum Note {
     Launch(String),
     /// A GPU launch given for a CPU run without a tile: the kernel is the untiled loop.
     LaunchOnCpu(String),
+    /// The GPU launch that ran, in words, with the rules of XLA's default launch that chose
+    /// what no argument set.
+    Default { launch: String, rules: Vec<String> },
 }
 
 /// A measured `bench`: the kernels (the first is the main figure), the copy, the notes.
@@ -88,6 +96,7 @@ pub fn measure(spec: &KernelSpec, req: &Request) -> Result<Report, MapError> {
         config: m.config,
         tiled: m.tiled,
         threads: req.threads,
+        hot: req.hot,
     };
     let outcome = match (&m.tile, req.on_gpu) {
         // The tiled loop nest against the untiled loop, measured in the same run.
@@ -97,11 +106,24 @@ pub fn measure(spec: &KernelSpec, req: &Request) -> Result<Report, MapError> {
         }
         _ => super::run(spec, &opts, !req.naive, req.naive)?,
     };
-    let launch_given = m.config != Mapping::default().config || m.tiled.is_some();
+    let launch_given = match &req.launch {
+        // XLA's default filled in what was not given: only explicit keys count.
+        Some(_) => !req.launch_keys.is_empty(),
+        // A named mapping (`tune`'s best has an origin) is said even when it is the plain one.
+        None => m.config != Mapping::default().config || m.tiled.is_some() || m.origin.is_some(),
+    };
     if req.on_gpu && launch_given {
         notes.push(Note::Launch(m.args()));
     } else if !req.on_gpu && m.tile.is_none() && launch_given {
         notes.push(Note::LaunchOnCpu(m.args()));
+    }
+    if req.on_gpu {
+        if let Some((launch, rules)) = &req.launch {
+            notes.push(Note::Default {
+                launch: launch.clone(),
+                rules: rules.clone(),
+            });
+        }
     }
     Ok(Report {
         fusion: spec.name.clone(),

@@ -42,6 +42,9 @@ pub struct Options {
     pub tiled: Option<bool>,
     /// CPU threads for the kernels (0: every core).
     pub threads: usize,
+    /// GPU: time with the data cache-resident (one set of buffers) instead of reading
+    /// device memory on every launch.
+    pub hot: bool,
 }
 
 impl Default for Options {
@@ -54,6 +57,7 @@ impl Default for Options {
             config: Default::default(),
             tiled: None,
             threads: 0,
+            hot: false,
         }
     }
 }
@@ -221,6 +225,9 @@ pub struct Measured {
     pub timing: Timing,
     pub verified: bool,
     pub compile_s: f64,
+    /// What the compiled code is (a GPU kernel's PTX instructions, registers and spills),
+    /// shown on its own line, not in the label.
+    pub code: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -229,6 +236,8 @@ pub struct Outcome {
     pub bytes: u64,
     pub copy: Timing,
     pub variants: Vec<Measured>,
+    /// How the samples were taken, when it is not the CPU's interleaved rounds.
+    pub method: Option<String>,
 }
 
 impl Outcome {

@@ -437,44 +437,7 @@ fn emit_parts(spec: &KernelSpec, naive: bool, name: &str) -> Result<Emitted, Map
     })
 }
 
-/// `(r, c) -> (output index)`: `c` runs along the output's minor physical dimension, `r`
-/// over the others together (rows, in physical order).
-pub fn row_map(out: &Tensor) -> Result<Option<IndexingMap>, MapError> {
-    let phys = out.physical_dims();
-    let Some((&minor, outer)) = phys.split_last() else {
-        return Ok(None);
-    };
-    if outer.is_empty() {
-        return Ok(None);
-    }
-    let cols = out.dims[minor];
-    let rows = out.num_elements()? / cols.max(1);
-    let mut results = vec![Expr::constant(0); out.rank()];
-    results[minor] = Expr::var(1);
-    let mut inner = 1i64;
-    for (p, &d) in outer.iter().enumerate().rev() {
-        let q = Expr::var(0).floordiv(Expr::constant(inner));
-        results[d] = if p == 0 {
-            q
-        } else {
-            q.modulo(Expr::constant(out.dims[d]))
-        };
-        inner = inner
-            .checked_mul(out.dims[d])
-            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
-    }
-    let m = IndexingMap::new(
-        vec![
-            Variable::new("r", 0, rows - 1),
-            Variable::new("c", 0, cols - 1),
-        ],
-        vec![],
-        vec![],
-        results,
-        vec![],
-    );
-    Ok(Some(crate::simplify::simplify(&m, &Default::default()).map))
-}
+pub use crate::gpu::rows::row_map;
 
 /// A vectorizable `expf` (Cephes' polynomial on [-ln2/2, ln2/2] and a power of two made
 /// from bits, in two halves so subnormal results come out right): within 2 ulp of the
@@ -561,6 +524,10 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
     decl.push(format!("{ty} *restrict out"));
     src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
     let (r, c) = (&lm.dims[0], &lm.dims[1]);
+    // Threads by output elements, as every CPU kernel: weighting by the passes over a row
+    // put 2 threads on a 0.4 ms softmax of 4096 rows of 32, which on a loaded machine ran
+    // 80x slower (each thread waiting for a core; issue 28, measured with
+    // benches/xla_cpu.py): a short kernel stays on one thread.
     src += &parallel_for(
         &[r.bounds.hi - r.bounds.lo + 1],
         1,
@@ -714,14 +681,31 @@ impl Rows<'_> {
                 let f = &self.spec.functions[*func];
                 let x = self.expr_t(&mut body, &f.body, &canon, t)?;
                 let acc = self.fresh("row");
-                body.line(format!("{acc} = {};", types::binary(*op, t, &acc, &x)));
                 let pad = |k: usize| "  ".repeat(k);
+                // A float max or min: XLA's propagates NaN, which OpenMP's `max` clause does
+                // not; so the loop takes the plain compare-and-select (which vectorizes) and
+                // a separate flag of NaNs seen, and the result is NaN after the loop when one
+                // was (issue 28: a scalar loop of selects was most of a short-row softmax).
+                let nan_flag = matches!(op, BinOp::Max | BinOp::Min)
+                    && (t == ElemType::F32 || t == ElemType::F64);
+                if nan_flag {
+                    let cmp = if *op == BinOp::Max { ">" } else { "<" };
+                    let xv = self.fresh("x");
+                    body.line(format!("const {} {xv} = {x};", types::reg(t)));
+                    body.line(format!("{acc} = {xv} {cmp} {acc} ? {xv} : {acc};"));
+                    body.line(format!("{acc}_nan |= {xv} != {xv};"));
+                } else {
+                    body.line(format!("{acc} = {};", types::binary(*op, t, &acc, &x)));
+                }
                 self.hoisted.push(format!(
                     "{}{} {acc} = {};",
                     pad(2),
                     types::reg(t),
                     types::constant(*init, t)
                 ));
+                if nan_flag {
+                    self.hoisted.push(format!("{}int {acc}_nan = 0;", pad(2)));
+                }
                 self.hoisted
                     .push(format!("{}// reduce {} over {shown}", pad(2), f.name));
                 // Lanes combine with the plain operator at the end: only where that is the
@@ -731,21 +715,21 @@ impl Rows<'_> {
                 let clause = match op {
                     _ if !plain && !matches!(op, BinOp::Max | BinOp::Min) => None,
                     // OpenMP's max and min combine the lanes without regard to NaN; XLA's
-                    // float max and min propagate it, so their loops stay scalar.
+                    // float max and min propagate it: the NaN flag above does.
+                    BinOp::Max if nan_flag => Some(format!("max:{acc}) reduction(|:{acc}_nan")),
+                    BinOp::Min if nan_flag => Some(format!("min:{acc}) reduction(|:{acc}_nan")),
                     BinOp::Max | BinOp::Min if t.is_float() => None,
-                    BinOp::Add => Some("+"),
-                    BinOp::Mul => Some("*"),
-                    BinOp::Max => Some("max"),
-                    BinOp::Min => Some("min"),
+                    BinOp::Add => Some(format!("+:{acc}")),
+                    BinOp::Mul => Some(format!("*:{acc}")),
+                    BinOp::Max => Some(format!("max:{acc}")),
+                    BinOp::Min => Some(format!("min:{acc}")),
                     _ => None,
                 };
                 for (k, v) in canon.ranges.iter().enumerate() {
                     if k + 1 == n_new {
-                        if let Some(cl) = clause {
-                            self.hoisted.push(format!(
-                                "{}#pragma omp simd reduction({cl}:{acc})",
-                                pad(2 + k)
-                            ));
+                        if let Some(cl) = &clause {
+                            self.hoisted
+                                .push(format!("{}#pragma omp simd reduction({cl})", pad(2 + k)));
                         }
                     }
                     self.hoisted.push(format!(
@@ -759,6 +743,10 @@ impl Rows<'_> {
                 self.hoisted.extend(body.lines);
                 for k in (0..n_new).rev() {
                     self.hoisted.push(format!("{}}}", pad(2 + k)));
+                }
+                if nan_flag {
+                    self.hoisted
+                        .push(format!("{}if ({acc}_nan) {acc} = NAN;", pad(2)));
                 }
                 self.done.push((key, acc.clone()));
                 acc
@@ -820,4 +808,117 @@ fn side_output_loops(spec: &KernelSpec, naive: bool, params: &str) -> Result<Str
         src += "  }\n";
     }
     Ok(src)
+}
+
+/// C for the host compiler: loops over the tiles (in the output's physical order), then over
+/// the elements of a tile, computing each output element through the fusion's maps.
+pub fn emit_tiled(spec: &KernelSpec, sizes: &[i64]) -> Result<Emitted, MapError> {
+    emit_tiled_with(spec, sizes, false)
+}
+
+/// [`emit_tiled`], with the maps as written (`naive`) or simplified.
+pub fn emit_tiled_with(spec: &KernelSpec, sizes: &[i64], naive: bool) -> Result<Emitted, MapError> {
+    spec.single_output("a CPU tiling")?;
+    let out = &spec.output;
+    if sizes.len() != out.rank()
+        || sizes
+            .iter()
+            .zip(&out.dims)
+            .any(|(&z, &n)| z < 1 || n % z != 0)
+    {
+        return Err(MapError::Other(
+            "tile sizes must divide the output's extents".into(),
+        ));
+    }
+    let name = format!(
+        "{}_tiled{}",
+        c_ident(&spec.name),
+        if naive { "_naive" } else { "" }
+    );
+    let ty = out.elem.c_name();
+    let rank = out.rank();
+    // ctx: (tile0.., el0..) -> (tile_i * size_i + el_i)
+    let mut vars = Vec::new();
+    for (i, (&n, &z)) in out.dims.iter().zip(sizes).enumerate() {
+        vars.push(Variable::new(format!("tile{i}"), 0, n / z - 1));
+    }
+    for (i, &z) in sizes.iter().enumerate() {
+        vars.push(Variable::new(format!("el{i}"), 0, z - 1));
+    }
+    let results: Vec<Expr> = (0..rank)
+        .map(|i| {
+            Expr::var(i as u32)
+                .mul(Expr::constant(sizes[i]))
+                .add(Expr::var((rank + i) as u32))
+        })
+        .collect();
+    let ctx = IndexingMap::new(vars, vec![], vec![], results, vec![]);
+    let params: String = (0..spec.inputs.len())
+        .map(|k| format!("p{k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let phys = out.physical_dims();
+    let depth = 2 * rank;
+    let mut w = BodyWriter::new(spec, naive, depth + 1);
+    w.memo = true;
+    let v = w.body(&spec.functions[0].body, &ctx, &params)?;
+    let k = w.offset(
+        &ctx,
+        &IndexingMap::identity(&out.dims),
+        &out.strides()?,
+        "out",
+    )?;
+    w.line(format!(
+        "out[{k}] = {};",
+        crate::gpu::emit::types::store(out.elem, &v, false)
+    ));
+
+    let mut src = format!(
+        "// {} for the CPU{}, tiled {}: {} = {}.\n#include <stdint.h>\n#include <math.h>\n\n",
+        spec.name,
+        if naive { " (naive indexing)" } else { "" },
+        sizes
+            .iter()
+            .map(|z| z.to_string())
+            .collect::<Vec<_>>()
+            .join("x"),
+        out.name,
+        out.shape_text()
+    );
+    src += &prelude(spec, naive)?;
+    let mut decl = input_params(spec, "restrict");
+    decl.push(format!("{ty} *restrict out"));
+    src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
+    let mut level = 1;
+    let tiles: Vec<i64> = phys.iter().map(|&d| out.dims[d] / sizes[d]).collect();
+    src += &parallel_for(&tiles, rank, 1, out.num_elements()?);
+    for (prefix, extent) in [("tile", true), ("el", false)] {
+        for &d in &phys {
+            let n = if extent {
+                out.dims[d] / sizes[d]
+            } else {
+                sizes[d]
+            };
+            src += &format!(
+                "{}for (int64_t {prefix}{d} = 0; {prefix}{d} < {n}; ++{prefix}{d}) {{\n",
+                "  ".repeat(level)
+            );
+            level += 1;
+        }
+    }
+    for l in &w.lines {
+        src += l;
+        src += "\n";
+    }
+    for l in (1..=depth).rev() {
+        src += &format!("{}}}\n", "  ".repeat(l));
+    }
+    src += "}\n\n";
+    src += &entry_point(spec, &name, &ty);
+    Ok(Emitted {
+        name: spec.name.clone(),
+        target: Target::Cpu,
+        source: crate::gpu::emit::finish_types(crate::gpu::emit::finish_epoch(src)),
+        entry: name,
+    })
 }

@@ -15,7 +15,7 @@ use super::types;
 use super::{
     c_expr, c_ident, helper_functions, input_params, simplified, BodyWriter, Emitted, Target,
 };
-use crate::expr::{Expr, ExprKind, Op};
+use crate::expr::Expr;
 use crate::gpu::launch::{reads_through_tile, Launch, Strategy, TILE};
 use crate::gpu::spec::{Body, ElemType, KernelSpec};
 use crate::map::IndexingMap;
@@ -210,34 +210,9 @@ fn vector_type(t: ElemType) -> &'static str {
     }
 }
 
-/// `e` as `rest + k * v` with `rest` free of variable `v`, reading the top-level sum; `None`
-/// when `v` appears elsewhere (inside a division, a product of variables, ...).
-fn split_on(e: Expr, v: u32) -> Option<(Expr, i64)> {
-    match e.kind() {
-        _ if !e.uses_var(v) => Some((e, 0)),
-        ExprKind::Var(x) if x == v => Some((Expr::constant(0), 1)),
-        ExprKind::Bin(Op::Add, a, b) => {
-            let (ra, ka) = split_on(a, v)?;
-            let (rb, kb) = split_on(b, v)?;
-            Some((ra.add(rb), ka.checked_add(kb)?))
-        }
-        ExprKind::Bin(Op::Mul, a, b) => match (a.kind(), b.as_const()) {
-            (ExprKind::Var(x), Some(k)) if x == v => Some((Expr::constant(0), k)),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// Whether `e` is a multiple of `n` for every value of its variables.
-fn multiple_of(e: Expr, n: i64) -> bool {
-    match e.kind() {
-        ExprKind::Const(c) => c % n == 0,
-        ExprKind::Bin(Op::Add, a, b) => multiple_of(a, n) && multiple_of(b, n),
-        ExprKind::Bin(Op::Mul, a, b) => multiple_of(a, n) || multiple_of(b, n),
-        _ => false,
-    }
-}
+// The contiguity test's pieces live with the launch, which also decides vector widths
+// with them.
+use crate::gpu::launch::{multiple_of, split_on};
 
 /// The offset of the element a loop thread reads (or writes) through `map` at `unroll_id
 /// = 0`, as C, when the `vector` elements of `unroll_id` are contiguous and 16-byte aligned:

@@ -26,28 +26,13 @@ use super::{
 };
 use crate::expr::Expr;
 use crate::gpu::launch::{Launch, Strategy};
-use crate::gpu::spec::{Body, ElemType, KernelSpec, Root};
+use crate::gpu::spec::{Body, ElemType, KernelSpec};
 use crate::interval::Interval;
 use crate::map::{IndexingMap, Variable};
 use crate::MapError;
 
-/// Whether `spec` suits [`Strategy::RowNormalization`]: an elementwise root with one output
-/// that reads at least one reduction, every reduction it reads (through calls, and inside
-/// other reductions) depending on the output's row alone.
-pub fn applies(spec: &KernelSpec) -> Result<bool, MapError> {
-    if spec.root != Root::Elementwise
-        || !spec.more_outputs.is_empty()
-        || spec.root_reduction().is_some()
-        || spec.functions.is_empty()
-    {
-        return Ok(false);
-    }
-    let Some(lm) = super::cpu::row_map(&spec.output)? else {
-        return Ok(false);
-    };
-    let mut found = false;
-    Ok(per_row(spec, &spec.functions[0].body, &lm, &mut found, 0)? && found)
-}
+pub use crate::gpu::rows::applies;
+use crate::gpu::rows::{canonical, per_row};
 
 /// Whether a row reduction at the root reads, in its operand, reductions of its own row
 /// (the sum of `exp(x - max)`), all of them per row: the launch's warp computes them in
@@ -93,105 +78,6 @@ pub fn plan(spec: &KernelSpec, launch: &Launch) -> Result<bool, MapError> {
         Strategy::RowReduction => launch.config.vector == 1 && nested_root(spec)?,
         _ => false,
     })
-}
-
-/// The reductions `b` reads at the index `ctx` gives are all per row (`ctx`'s variable 0 is
-/// the row); `found` is set when there is one.
-fn per_row(
-    spec: &KernelSpec,
-    b: &Body,
-    ctx: &IndexingMap,
-    found: &mut bool,
-    depth: usize,
-) -> Result<bool, MapError> {
-    if depth > spec.functions.len() + 64 {
-        return Ok(false);
-    }
-    Ok(match b {
-        Body::Const(_) | Body::Load { .. } | Body::Index { .. } | Body::Opaque { .. } => true,
-        // Written per element by the plain body writer, not per row.
-        Body::Guard { .. } | Body::DynCall { .. } | Body::ReduceTuple { .. } | Body::Param(..) => {
-            false
-        }
-        Body::Unary(_, a) | Body::Convert(_, a) => per_row(spec, a, ctx, found, depth + 1)?,
-        Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
-            per_row(spec, a, ctx, found, depth + 1)? && per_row(spec, c, ctx, found, depth + 1)?
-        }
-        Body::Select(p, a, c) => {
-            per_row(spec, p, ctx, found, depth + 1)?
-                && per_row(spec, a, ctx, found, depth + 1)?
-                && per_row(spec, c, ctx, found, depth + 1)?
-        }
-        Body::Call { func, map } => {
-            let Some(f) = spec.functions.get(*func) else {
-                return Ok(false);
-            };
-            per_row(spec, &f.body, &substitute(ctx, map)?, found, depth + 1)?
-        }
-        Body::Reduce { func, map, .. } => {
-            let Some(f) = spec.functions.get(*func) else {
-                return Ok(false);
-            };
-            let m = substitute(ctx, map)?;
-            match canonical(ctx, &m) {
-                Some(canon) => {
-                    *found = true;
-                    per_row(spec, &f.body, &canon, found, depth + 1)?
-                }
-                None => false,
-            }
-        }
-    })
-}
-
-/// A reduction's map `m` (from `ctx`'s variables and its own, after them) as a map from the
-/// row (variable 0 of `ctx`) and its own variables `s0, ..` alone; `None` when its index or
-/// its constraints depend on another variable of `ctx` (a column, another reduction's
-/// variable): then it is not per row.
-fn canonical(ctx: &IndexingMap, m: &IndexingMap) -> Option<IndexingMap> {
-    let first_new = (m.dims.len() + ctx.ranges.len()) as u32;
-    let mut ok = true;
-    let mut rename = |v: u32| -> Expr {
-        if v == 0 {
-            Expr::var(0)
-        } else if v >= first_new {
-            Expr::var(1 + v - first_new)
-        } else {
-            ok = false;
-            Expr::var(0)
-        }
-    };
-    let results: Vec<Expr> = m
-        .results
-        .iter()
-        .map(|r| r.substitute(&mut rename))
-        .collect();
-    // A constraint without the reduction's own variables is one on the scope's index
-    // (substitute adds the callee's dims' bounds), which the scope's guards already keep.
-    let constraints: Vec<_> = m.constraints[ctx.constraints.len()..]
-        .iter()
-        .filter(|(e, _)| {
-            let mut own = false;
-            e.visit_vars(&mut |v| own |= v >= first_new);
-            own
-        })
-        .map(|&(e, iv)| (e.substitute(&mut rename), iv))
-        .collect();
-    if !ok || m.dims.is_empty() {
-        return None;
-    }
-    let ranges: Vec<Variable> = m.ranges[ctx.ranges.len()..]
-        .iter()
-        .enumerate()
-        .map(|(k, v)| Variable::new(format!("s{k}"), v.bounds.lo, v.bounds.hi))
-        .collect();
-    Some(IndexingMap::new(
-        vec![m.dims[0].clone()],
-        ranges,
-        vec![],
-        results,
-        constraints,
-    ))
 }
 
 /// The scope of a root reduction's output: `(r, lane) -> (output index)`, `r` the linear

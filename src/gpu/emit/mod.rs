@@ -24,7 +24,7 @@ pub mod types;
 use super::spec::{BinOp, Body, ElemType, KernelSpec, UnOp};
 use crate::expr::{Expr, ExprKind, Op};
 use crate::interval::{range_of, Interval};
-use crate::map::{IndexingMap, Variable};
+use crate::map::IndexingMap;
 use crate::simplify::{simplify, SimplifyLimits};
 use crate::MapError;
 
@@ -334,76 +334,9 @@ pub struct Scope {
     pub ctx: IndexingMap,
 }
 
-/// `ctx` then `map`, by substitution: the variables are `ctx`'s, then `map`'s range variables
-/// (renamed when they clash). Results are not canonicalized (this is the naive form).
-pub fn substitute(ctx: &IndexingMap, map: &IndexingMap) -> Result<IndexingMap, MapError> {
-    if map.results.is_empty() && map.dims.is_empty() {
-        return Ok(IndexingMap {
-            results: vec![],
-            ..ctx.clone()
-        });
-    }
-    if ctx.results.len() != map.dims.len() {
-        return Err(MapError::ComposeArity {
-            results: ctx.results.len(),
-            dims: map.dims.len(),
-        });
-    }
-    let n_ctx = ctx.num_vars() as u32;
-    let mut names: Vec<String> = ctx.names();
-    let mut ranges = ctx.ranges.clone();
-    for v in &map.ranges {
-        let mut name = v.name.clone();
-        let mut k = 1;
-        while names.contains(&name) {
-            name = format!("{}_{k}", v.name);
-            k += 1;
-        }
-        names.push(name.clone());
-        ranges.push(Variable {
-            name,
-            bounds: v.bounds,
-        });
-    }
-    if !map.runtimes.is_empty() || !ctx.runtimes.is_empty() {
-        return Err(MapError::Other(
-            "runtime variables cannot be emitted yet".into(),
-        ));
-    }
-    let nd = map.dims.len() as u32;
-    let mut sub = |v: u32| -> Expr {
-        if v < nd {
-            ctx.results[v as usize]
-        } else {
-            Expr::var(n_ctx + (v - nd))
-        }
-    };
-    let results: Vec<Expr> = map.results.iter().map(|r| r.substitute(&mut sub)).collect();
-    let mut constraints = ctx.constraints.clone();
-    constraints.extend(
-        map.constraints
-            .iter()
-            .map(|&(e, iv)| (e.substitute(&mut sub), iv)),
-    );
-    for (i, dv) in map.dims.iter().enumerate() {
-        let e = ctx.results[i];
-        let r = range_of(e, &ctx.bounds());
-        if !dv.bounds.is_full() && !dv.bounds.contains_interval(&r) {
-            constraints.push((e, dv.bounds));
-        }
-    }
-    let mut out = IndexingMap {
-        dims: ctx.dims.clone(),
-        ranges,
-        runtimes: vec![],
-        results,
-        constraints,
-        is_simplified: false,
-        status: ctx.status,
-    };
-    out.is_simplified = false;
-    Ok(out)
-}
+// Moved below the launch (`gpu::rows`), which decides with it whether a body's
+// reductions are per row; the emitters use it from there.
+pub use super::rows::substitute;
 
 /// The map with canonical results and its simplification, keeping variable names.
 pub fn simplified(m: &IndexingMap) -> IndexingMap {

@@ -1,0 +1,236 @@
+//! Which reductions a body reads per row: the analysis behind
+//! [`Strategy::RowNormalization`](super::launch::Strategy::RowNormalization), below the
+//! launch that decides with it and the emitters that write it (launch → emit, one way).
+
+use super::spec::{Body, KernelSpec, Root, Tensor};
+use crate::expr::Expr;
+use crate::interval::range_of;
+use crate::map::{IndexingMap, Variable};
+use crate::MapError;
+
+/// `ctx` then `map`, by substitution: the variables are `ctx`'s, then `map`'s range variables
+/// (renamed when they clash). Results are not canonicalized (this is the naive form).
+pub fn substitute(ctx: &IndexingMap, map: &IndexingMap) -> Result<IndexingMap, MapError> {
+    if map.results.is_empty() && map.dims.is_empty() {
+        return Ok(IndexingMap {
+            results: vec![],
+            ..ctx.clone()
+        });
+    }
+    if ctx.results.len() != map.dims.len() {
+        return Err(MapError::ComposeArity {
+            results: ctx.results.len(),
+            dims: map.dims.len(),
+        });
+    }
+    let n_ctx = ctx.num_vars() as u32;
+    let mut names: Vec<String> = ctx.names();
+    let mut ranges = ctx.ranges.clone();
+    for v in &map.ranges {
+        let mut name = v.name.clone();
+        let mut k = 1;
+        while names.contains(&name) {
+            name = format!("{}_{k}", v.name);
+            k += 1;
+        }
+        names.push(name.clone());
+        ranges.push(Variable {
+            name,
+            bounds: v.bounds,
+        });
+    }
+    if !map.runtimes.is_empty() || !ctx.runtimes.is_empty() {
+        return Err(MapError::Other(
+            "runtime variables cannot be emitted yet".into(),
+        ));
+    }
+    let nd = map.dims.len() as u32;
+    let mut sub = |v: u32| -> Expr {
+        if v < nd {
+            ctx.results[v as usize]
+        } else {
+            Expr::var(n_ctx + (v - nd))
+        }
+    };
+    let results: Vec<Expr> = map.results.iter().map(|r| r.substitute(&mut sub)).collect();
+    let mut constraints = ctx.constraints.clone();
+    constraints.extend(
+        map.constraints
+            .iter()
+            .map(|&(e, iv)| (e.substitute(&mut sub), iv)),
+    );
+    for (i, dv) in map.dims.iter().enumerate() {
+        let e = ctx.results[i];
+        let r = range_of(e, &ctx.bounds());
+        if !dv.bounds.is_full() && !dv.bounds.contains_interval(&r) {
+            constraints.push((e, dv.bounds));
+        }
+    }
+    let mut out = IndexingMap {
+        dims: ctx.dims.clone(),
+        ranges,
+        runtimes: vec![],
+        results,
+        constraints,
+        is_simplified: false,
+        status: ctx.status,
+    };
+    out.is_simplified = false;
+    Ok(out)
+}
+
+/// `(r, c) -> (output index)`: `c` runs along the output's minor physical dimension, `r`
+/// over the others together (rows, in physical order).
+pub fn row_map(out: &Tensor) -> Result<Option<IndexingMap>, MapError> {
+    let phys = out.physical_dims();
+    let Some((&minor, outer)) = phys.split_last() else {
+        return Ok(None);
+    };
+    if outer.is_empty() {
+        return Ok(None);
+    }
+    let cols = out.dims[minor];
+    let rows = out.num_elements()? / cols.max(1);
+    let mut results = vec![Expr::constant(0); out.rank()];
+    results[minor] = Expr::var(1);
+    let mut inner = 1i64;
+    for (p, &d) in outer.iter().enumerate().rev() {
+        let q = Expr::var(0).floordiv(Expr::constant(inner));
+        results[d] = if p == 0 {
+            q
+        } else {
+            q.modulo(Expr::constant(out.dims[d]))
+        };
+        inner = inner
+            .checked_mul(out.dims[d])
+            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
+    }
+    let m = IndexingMap::new(
+        vec![
+            Variable::new("r", 0, rows - 1),
+            Variable::new("c", 0, cols - 1),
+        ],
+        vec![],
+        vec![],
+        results,
+        vec![],
+    );
+    Ok(Some(crate::simplify::simplify(&m, &Default::default()).map))
+}
+
+/// Whether `spec` suits [`Strategy::RowNormalization`]: an elementwise root with one output
+/// that reads at least one reduction, every reduction it reads (through calls, and inside
+/// other reductions) depending on the output's row alone.
+pub fn applies(spec: &KernelSpec) -> Result<bool, MapError> {
+    if spec.root != Root::Elementwise
+        || !spec.more_outputs.is_empty()
+        || spec.root_reduction().is_some()
+        || spec.functions.is_empty()
+    {
+        return Ok(false);
+    }
+    let Some(lm) = row_map(&spec.output)? else {
+        return Ok(false);
+    };
+    let mut found = false;
+    Ok(per_row(spec, &spec.functions[0].body, &lm, &mut found, 0)? && found)
+}
+
+/// The reductions `b` reads at the index `ctx` gives are all per row (`ctx`'s variable 0 is
+/// the row); `found` is set when there is one.
+pub(crate) fn per_row(
+    spec: &KernelSpec,
+    b: &Body,
+    ctx: &IndexingMap,
+    found: &mut bool,
+    depth: usize,
+) -> Result<bool, MapError> {
+    if depth > spec.functions.len() + 64 {
+        return Ok(false);
+    }
+    Ok(match b {
+        Body::Const(_) | Body::Load { .. } | Body::Index { .. } | Body::Opaque { .. } => true,
+        // Written per element by the plain body writer, not per row.
+        Body::Guard { .. } | Body::DynCall { .. } | Body::ReduceTuple { .. } | Body::Param(..) => {
+            false
+        }
+        Body::Unary(_, a) | Body::Convert(_, a) => per_row(spec, a, ctx, found, depth + 1)?,
+        Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
+            per_row(spec, a, ctx, found, depth + 1)? && per_row(spec, c, ctx, found, depth + 1)?
+        }
+        Body::Select(p, a, c) => {
+            per_row(spec, p, ctx, found, depth + 1)?
+                && per_row(spec, a, ctx, found, depth + 1)?
+                && per_row(spec, c, ctx, found, depth + 1)?
+        }
+        Body::Call { func, map } => {
+            let Some(f) = spec.functions.get(*func) else {
+                return Ok(false);
+            };
+            per_row(spec, &f.body, &substitute(ctx, map)?, found, depth + 1)?
+        }
+        Body::Reduce { func, map, .. } => {
+            let Some(f) = spec.functions.get(*func) else {
+                return Ok(false);
+            };
+            let m = substitute(ctx, map)?;
+            match canonical(ctx, &m) {
+                Some(canon) => {
+                    *found = true;
+                    per_row(spec, &f.body, &canon, found, depth + 1)?
+                }
+                None => false,
+            }
+        }
+    })
+}
+
+/// A reduction's map `m` (from `ctx`'s variables and its own, after them) as a map from the
+/// row (variable 0 of `ctx`) and its own variables `s0, ..` alone; `None` when its index or
+/// its constraints depend on another variable of `ctx` (a column, another reduction's
+/// variable): then it is not per row.
+pub(crate) fn canonical(ctx: &IndexingMap, m: &IndexingMap) -> Option<IndexingMap> {
+    let first_new = (m.dims.len() + ctx.ranges.len()) as u32;
+    let mut ok = true;
+    let mut rename = |v: u32| -> Expr {
+        if v == 0 {
+            Expr::var(0)
+        } else if v >= first_new {
+            Expr::var(1 + v - first_new)
+        } else {
+            ok = false;
+            Expr::var(0)
+        }
+    };
+    let results: Vec<Expr> = m
+        .results
+        .iter()
+        .map(|r| r.substitute(&mut rename))
+        .collect();
+    // A constraint without the reduction's own variables is one on the scope's index
+    // (substitute adds the callee's dims' bounds), which the scope's guards already keep.
+    let constraints: Vec<_> = m.constraints[ctx.constraints.len()..]
+        .iter()
+        .filter(|(e, _)| {
+            let mut own = false;
+            e.visit_vars(&mut |v| own |= v >= first_new);
+            own
+        })
+        .map(|&(e, iv)| (e.substitute(&mut rename), iv))
+        .collect();
+    if !ok || m.dims.is_empty() {
+        return None;
+    }
+    let ranges: Vec<Variable> = m.ranges[ctx.ranges.len()..]
+        .iter()
+        .enumerate()
+        .map(|(k, v)| Variable::new(format!("s{k}"), v.bounds.lo, v.bounds.hi))
+        .collect();
+    Some(IndexingMap::new(
+        vec![m.dims[0].clone()],
+        ranges,
+        vec![],
+        results,
+        constraints,
+    ))
+}
