@@ -28,7 +28,7 @@
 //! start a runtime variable) are what XLA's analysis gives. The indices map is exact for
 //! that dependence; the updates maps, both ways, over-approximate.
 
-use super::{attr, build, c, d, want_dim_list, want_operands, want_out_dims, Cx, Family};
+use super::{attr, build, c, d, want_dim_list, want_out_dims, Cx, Family};
 use crate::expr::Expr;
 use crate::hlo::ScatterDims;
 use crate::interval::Interval;
