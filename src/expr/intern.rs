@@ -76,7 +76,8 @@ const SEGMENTS: usize = 33 - FIRST_BITS as usize;
 
 type Slot = (ExprKind, Meta);
 
-static SEGS: [AtomicPtr<Slot>; SEGMENTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SEGMENTS];
+static SEGS: [AtomicPtr<Slot>; SEGMENTS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; SEGMENTS];
 
 /// The segment of `id` and the index in it.
 #[inline]
