@@ -110,8 +110,24 @@ static WRITER: LazyLock<Mutex<Writer>> = LazyLock::new(|| {
     })
 });
 
+thread_local! {
+    /// This thread's ids of the nodes it interned or found: ids never change, so a copy
+    /// spares the writer's lock on every `Expr::bin` of a node already known (the
+    /// simplifier rebuilds the same sums over and over).
+    static KNOWN: std::cell::RefCell<HashMap<ExprKind, u32>> = Default::default();
+}
+
 /// The id of `kind`, adding it to the arena if it is new.
 pub(crate) fn intern(kind: ExprKind) -> u32 {
+    if let Some(id) = KNOWN.with(|k| k.borrow().get(&kind).copied()) {
+        return id;
+    }
+    let id = intern_shared(kind);
+    KNOWN.with(|k| k.borrow_mut().insert(kind, id));
+    id
+}
+
+fn intern_shared(kind: ExprKind) -> u32 {
     let mut w = WRITER.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(&id) = w.ids.get(&kind) {
         return id;
