@@ -101,10 +101,10 @@ pub static COMMANDS: [Command; 14] = [
         run: fold,
     },
     Command {
-        name: "simplify-file",
-        usage: "simplify-file FILE [times]",
+        name: "simplify_file",
+        usage: "simplify_file FILE [times]",
         summary: "simplifies every map of FILE (one a line: MAP, or KIND<TAB>MAP as in benches/data/simplify-corpus.txt; `#` lines and blank lines skipped) and prints each result by line number; `times`: also each map's time, and the median, max and total",
-        example: "simplify-file benches/data/simplify-small.txt",
+        example: "simplify_file benches/data/simplify-small.txt",
         run: simplify_file,
     },
 ];
@@ -585,16 +585,16 @@ fn index_exprs(
     Ok(built.results)
 }
 
-/// `simplify-file FILE`: every map of a file simplified in turn (one process, one rule set,
+/// `simplify_file FILE`: every map of a file simplified in turn (one process, one rule set,
 /// warm caches), each result printed with the time its simplification took.
 fn simplify_file(_s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    a.expect_groups(1, "simplify-file FILE [times]")?;
+    a.expect_groups(1, "simplify_file FILE [times]")?;
     let show_times = a.flag("times");
     let path = match a.items().next() {
         Some(Arg::Word(w, _) | Arg::Str(w, _)) => w.clone(),
         _ => {
             return Err(Diagnostic::at(
-                "usage: simplify-file FILE [times]",
+                "usage: simplify_file FILE [times]",
                 a.span(),
             ))
         }
