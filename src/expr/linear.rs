@@ -12,7 +12,6 @@
 //! their terms are the same map, and printing is stable.
 
 use super::{Expr, ExprKind, Op};
-use std::collections::BTreeMap;
 
 /// `Σ terms[i].1 · terms[i].0 + constant`, terms in structural order, no zero coefficient.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,17 +36,40 @@ impl Linear {
     /// 128 bits, checked), so an intermediate value past 64 bits that cancels out, as in
     /// `d0 - -9223372036854775808 + -12` (`d0 + 9223372036854775796`), is no overflow.
     pub fn of(e: Expr) -> Option<Linear> {
-        let mut acc = BTreeMap::new();
+        let mut acc = Vec::new();
         let mut constant = 0i128;
         collect(e, 1, &mut acc, &mut constant)?;
-        Some(Linear {
-            terms: acc
-                .into_iter()
-                .filter(|&(_, c)| c != 0)
-                .map(|(a, c)| Some((a, i64::try_from(c).ok()?)))
-                .collect::<Option<_>>()?,
-            constant: i64::try_from(constant).ok()?,
-        })
+        finish(acc, constant)
+    }
+
+    /// [`Linear::of`] of an expression already in canonical form ([`canonical`]'s output),
+    /// read off its top-level sum without walking into its atoms: a canonical form is a
+    /// left-nested sum of terms `atom` or `atom * k` (an atom is never a sum, and a
+    /// product atom has no constant operand), then the constant.
+    fn of_canonical(e: Expr) -> Linear {
+        let mut terms = Vec::new();
+        let mut constant = 0;
+        let mut x = e;
+        loop {
+            let (rest, t) = match x.kind() {
+                ExprKind::Bin(Op::Add, a, b) => (Some(a), b),
+                _ => (None, x),
+            };
+            match t.kind() {
+                ExprKind::Const(c) => constant = c,
+                ExprKind::Bin(Op::Mul, a, b) => match b.kind() {
+                    ExprKind::Const(k) => terms.push((a, k)),
+                    _ => terms.push((t, 1)),
+                },
+                _ => terms.push((t, 1)),
+            }
+            match rest {
+                Some(r) => x = r,
+                None => break,
+            }
+        }
+        terms.sort_by(|a, b| a.0.cmp(&b.0));
+        Linear { terms, constant }
     }
 
     /// Whether every coefficient and the constant are divisible by `c`.
@@ -116,7 +138,7 @@ impl Linear {
 /// through their memoized canonical forms ([`canonical_opt`]), never walked again here, so
 /// the work is linear in the size of the term however deeply its products nest
 /// (`----d0`, `d0 * 1 * 1 * ... * 1`).
-fn collect(e: Expr, k: i128, acc: &mut BTreeMap<Expr, i128>, constant: &mut i128) -> Option<()> {
+fn collect(e: Expr, k: i128, acc: &mut Acc, constant: &mut i128) -> Option<()> {
     match e.kind() {
         ExprKind::Const(c) => {
             *constant = constant.checked_add(i128::from(c).checked_mul(k)?)?;
@@ -127,8 +149,8 @@ fn collect(e: Expr, k: i128, acc: &mut BTreeMap<Expr, i128>, constant: &mut i128
             collect(b, k, acc, constant)?;
         }
         ExprKind::Bin(Op::Mul, a, b) => {
-            let la = Linear::of(canonical_opt(a)?)?;
-            let lb = Linear::of(canonical_opt(b)?)?;
+            let la = lin_of_canonical(canonical_opt(a)?);
+            let lb = lin_of_canonical(canonical_opt(b)?);
             if la.is_constant() {
                 add_scaled(&lb, k.checked_mul(la.constant.into())?, acc, constant)?;
             } else if lb.is_constant() {
@@ -142,8 +164,8 @@ fn collect(e: Expr, k: i128, acc: &mut BTreeMap<Expr, i128>, constant: &mut i128
         ExprKind::Bin(op, a, b) if op.is_min_max() => {
             // min and max commute: operands in structural order, so that min(a, b) and
             // min(b, a) are one atom; min(a, a) is a.
-            let la = Linear::of(canonical_opt(a)?)?;
-            let lb = Linear::of(canonical_opt(b)?)?;
+            let la = lin_of_canonical(canonical_opt(a)?);
+            let lb = lin_of_canonical(canonical_opt(b)?);
             if la.is_constant() && lb.is_constant() {
                 let v = super::arith::apply(op, la.constant, lb.constant).ok()?;
                 *constant = constant.checked_add(i128::from(v).checked_mul(k)?)?;
@@ -159,8 +181,8 @@ fn collect(e: Expr, k: i128, acc: &mut BTreeMap<Expr, i128>, constant: &mut i128
             // the operands through their memoized canonical forms: a division's dividend
             // is walked once, not once per enclosing sum (`Linear::of(canonical(x))` is
             // `Linear::of(x)`: canonical forms are fixpoints)
-            let la = Linear::of(canonical_opt(a)?)?;
-            let lb = Linear::of(canonical_opt(b)?)?;
+            let la = lin_of_canonical(canonical_opt(a)?);
+            let lb = lin_of_canonical(canonical_opt(b)?);
             match (op, lb.is_constant().then_some(lb.constant)) {
                 (_, Some(c)) if c != 0 && la.is_constant() => {
                     let v = super::arith::apply(op, la.constant, c).ok()?;
@@ -180,12 +202,7 @@ fn collect(e: Expr, k: i128, acc: &mut BTreeMap<Expr, i128>, constant: &mut i128
 }
 
 /// Adds `k · l` to `acc` and `constant`.
-fn add_scaled(
-    l: &Linear,
-    k: i128,
-    acc: &mut BTreeMap<Expr, i128>,
-    constant: &mut i128,
-) -> Option<()> {
+fn add_scaled(l: &Linear, k: i128, acc: &mut Acc, constant: &mut i128) -> Option<()> {
     for &(atom, j) in &l.terms {
         add_term(acc, atom, i128::from(j).checked_mul(k)?)?;
     }
@@ -193,10 +210,39 @@ fn add_scaled(
     Some(())
 }
 
-fn add_term(acc: &mut BTreeMap<Expr, i128>, atom: Expr, k: i128) -> Option<()> {
-    let slot = acc.entry(atom).or_insert(0);
-    *slot = slot.checked_add(k)?;
+/// The atoms of a sum being collected, with their coefficients so far, in the order first
+/// met (sums have few distinct atoms: a linear search beats a tree; each atom's partial
+/// sums are taken in the order of its summands, as before, so an overflow is found alike).
+type Acc = Vec<(Expr, i128)>;
+
+fn add_term(acc: &mut Acc, atom: Expr, k: i128) -> Option<()> {
+    match acc.iter_mut().find(|(a, _)| *a == atom) {
+        Some(slot) => slot.1 = slot.1.checked_add(k)?,
+        None => acc.push((atom, k)),
+    }
     Some(())
+}
+
+/// The collected sum as a [`Linear`]: atoms in structural order, zero terms dropped;
+/// `None` when a coefficient or the constant does not fit in 64 bits.
+fn finish(mut acc: Acc, constant: i128) -> Option<Linear> {
+    acc.retain(|&(_, c)| c != 0);
+    acc.sort_by(|a, b| a.0.cmp(&b.0));
+    Some(Linear {
+        terms: acc
+            .into_iter()
+            .map(|(a, c)| Some((a, i64::try_from(c).ok()?)))
+            .collect::<Option<_>>()?,
+        constant: i64::try_from(constant).ok()?,
+    })
+}
+
+/// `Linear::of(c)` for `c` in canonical form (a memoized `canonical_opt` result): read off
+/// its top-level sum ([`Linear::of_canonical`]) instead of walking every atom's operands
+/// again, which made `Linear::of` quadratic in the nesting depth of divisions.
+fn lin_of_canonical(c: Expr) -> Linear {
+    debug_assert_eq!(Linear::of_canonical(c), Linear::of(c).expect("canonical"));
+    Linear::of_canonical(c)
 }
 
 /// The canonical form of `e`; if canonicalization would overflow, `e` with its outer sum
@@ -235,7 +281,17 @@ thread_local! {
 /// Forgets the memo of [`canonical`] on this thread (`simplify` starts each map afresh, so
 /// a map simplified twice, as the benchmark does, costs the same both times).
 pub fn forget_canonical_forms() {
-    CANONICAL.with(|m| m.borrow_mut().clear());
+    CANONICAL.with(|m| {
+        let mut m = m.borrow_mut();
+        // `clear` walks the whole table: after one large map (a reshape chain), every
+        // small map that follows paid for it, twice per `simplify`. A large table is
+        // dropped instead.
+        if m.capacity() > 256 {
+            *m = Default::default();
+        } else {
+            m.clear();
+        }
+    });
 }
 
 /// `Linear::of(e).to_expr()`, memoized; `None` when a coefficient overflows.

@@ -8,7 +8,7 @@ use crate::syntax::{Arg, Diagnostic};
 use crate::value::Value;
 use crate::MapError;
 
-pub static COMMANDS: [Command; 13] = [
+pub static COMMANDS: [Command; 14] = [
     Command {
         name: "simplify",
         usage: "simplify MAP [explain]",
@@ -99,6 +99,13 @@ pub static COMMANDS: [Command; 13] = [
         summary: "a runtime variable replaced by what an HLO instruction of the session computes there, as the HLO analysis folds it",
         example: "c = s32[] constant(2); fold (d0){r0} -> (d0 + r0), domain: d0 in [0, 3], r0 in [0, 9] r0=c",
         run: fold,
+    },
+    Command {
+        name: "simplify_file",
+        usage: "simplify_file FILE [times]",
+        summary: "simplifies every map of FILE (one a line: MAP, or KIND<TAB>MAP as in benches/data/simplify-corpus.txt; `#` lines and blank lines skipped) and prints each result by line number; `times`: also each map's time, and the median, max and total",
+        example: "simplify_file benches/data/simplify-small.txt",
+        run: simplify_file,
     },
 ];
 
@@ -576,4 +583,64 @@ fn index_exprs(
         )
     })?;
     Ok(built.results)
+}
+
+/// `simplify_file FILE`: every map of a file simplified in turn (one process, one rule set,
+/// warm caches), each result printed with the time its simplification took.
+fn simplify_file(_s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    a.expect_groups(1, "simplify_file FILE [times]")?;
+    let show_times = a.flag("times");
+    let path = match a.items().next() {
+        Some(Arg::Word(w, _) | Arg::Str(w, _)) => w.clone(),
+        _ => {
+            return Err(Diagnostic::at(
+                "usage: simplify_file FILE [times]",
+                a.span(),
+            ))
+        }
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Diagnostic::at(format!("cannot read {path}: {e}"), a.span()))?;
+    let limits = SimplifyLimits::default();
+    let mut out = String::new();
+    let mut times = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let src = line.split_once('\t').map_or(line, |(_, m)| m).trim();
+        if src.is_empty() || src.starts_with('#') {
+            continue;
+        }
+        let parsed = crate::syntax::parse_map_lit(src)
+            .map_err(|e| format!("{e:?}"))
+            .and_then(|lit| super::build::build_map(&lit).map_err(|e| format!("{e:?}")));
+        match parsed {
+            Ok(m) => {
+                let t = std::time::Instant::now();
+                let r = run_simplify(&m, &limits);
+                let dt = t.elapsed();
+                times.push(dt);
+                out.push_str(&format!("line {}: {}", n + 1, r.map));
+                if show_times {
+                    out.push_str(&format!("  ({:.1} µs)", dt.as_secs_f64() * 1e6));
+                }
+                out.push('\n');
+            }
+            Err(e) => out.push_str(&format!("line {}: not a map: {e}\n", n + 1)),
+        }
+    }
+    if !show_times {
+        out.push_str(&format!("{} maps simplified", times.len()));
+        return Ok(Value::Text(out));
+    }
+    let total: std::time::Duration = times.iter().sum();
+    let mut sorted = times.clone();
+    sorted.sort();
+    let median = sorted.get(sorted.len() / 2).copied().unwrap_or_default();
+    out.push_str(&format!(
+        "{} maps simplified: median {:.1} µs, max {:.1} µs, total {:.1} ms",
+        times.len(),
+        median.as_secs_f64() * 1e6,
+        sorted.last().copied().unwrap_or_default().as_secs_f64() * 1e6,
+        total.as_secs_f64() * 1e3
+    ));
+    Ok(Value::Text(out))
 }

@@ -26,6 +26,10 @@ pub type EGraph = egg::EGraph<IxLang, Facts>;
 #[derive(Clone, Debug, Default)]
 pub struct Facts {
     pub bounds: Vec<Interval>,
+    /// A number unique to the e-graph's current iteration (set by the runner's hook before
+    /// each search, never 0 then): rules with the same left-hand side share one search per
+    /// iteration by it (`rules::Lhs`). Read by nothing else.
+    pub generation: u64,
 }
 
 /// `Σ terms[i].1 · class terms[i].0 + constant`; atoms sorted by id, no zero coefficients.

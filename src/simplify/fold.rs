@@ -119,15 +119,38 @@ fn atom(e: Expr) -> Linear {
     }
 }
 
-/// `a + k·b`; `None` on overflow.
+/// `a + k·b`; `None` on overflow. Both term lists are in structural order (as every
+/// `Linear` is), so one merge collects them.
 fn add_scaled(a: &Linear, b: &Linear, k: i64) -> Option<Linear> {
-    let mut terms: std::collections::BTreeMap<Expr, i64> = a.terms.iter().copied().collect();
-    for &(t, j) in &b.terms {
-        let s = terms.entry(t).or_insert(0);
-        *s = s.checked_add(j.checked_mul(k)?)?;
+    let mut terms = Vec::with_capacity(a.terms.len() + b.terms.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.terms.len() || j < b.terms.len() {
+        let ord = match (a.terms.get(i), b.terms.get(j)) {
+            (Some(x), Some(y)) => x.0.cmp(&y.0),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        match ord {
+            std::cmp::Ordering::Less => {
+                terms.push(a.terms[i]);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                let (t, c) = b.terms[j];
+                terms.push((t, c.checked_mul(k)?));
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                let (t, c) = a.terms[i];
+                terms.push((t, c.checked_add(b.terms[j].1.checked_mul(k)?)?));
+                i += 1;
+                j += 1;
+            }
+        }
     }
+    terms.retain(|&(_, c)| c != 0);
     Some(Linear {
-        terms: terms.into_iter().filter(|&(_, k)| k != 0).collect(),
+        terms,
         constant: a.constant.checked_add(b.constant.checked_mul(k)?)?,
     })
 }

@@ -110,6 +110,40 @@ pub fn simplify_explained(map: &IndexingMap, limits: &SimplifyLimits) -> Simplif
     run(map, limits, true)
 }
 
+/// What one `simplify` call has computed already, by exact input: the pre-pass and the
+/// e-graph are deterministic functions of the expressions, the variable bounds and the
+/// facts they are given, so a later round or fresh run (see [`run`]) that hands them the
+/// same input gets the same output without the work. The fresh run that proves the
+/// result a fixpoint repeats, on most maps, the pre-pass and the e-graph run of the
+/// first run's last rounds on the very same input. Not used by explain (its steps come
+/// from the runs themselves).
+#[derive(Default)]
+struct Memo {
+    fold: Vec<(MemoKey, Vec<Expr>)>,
+    egraph: Vec<(MemoKey, Vec<Expr>, rewrite::RunReport)>,
+}
+
+/// The input of a pre-pass or e-graph run: the expressions, the bounds, the facts.
+type MemoKey = (Vec<Expr>, Vec<Interval>, Vec<(Expr, Interval)>);
+
+/// Most entries of each kind a [`Memo`] keeps (a simplification makes a handful).
+const MEMO_ENTRIES: usize = 16;
+
+fn memo_find<'m, T>(
+    memo: &'m [(MemoKey, T)],
+    exprs: &[Expr],
+    bounds: &[Interval],
+    facts: &[(Expr, Interval)],
+) -> Option<&'m T> {
+    memo.iter()
+        .find(|(k, _)| k.0 == exprs && k.1 == bounds && k.2 == facts)
+        .map(|(_, v)| v)
+}
+
+fn memo_key(exprs: &[Expr], bounds: &[Interval], facts: &[(Expr, Interval)]) -> MemoKey {
+    (exprs.to_vec(), bounds.to_vec(), facts.to_vec())
+}
+
 /// Most fresh runs on a result that the previous run did not leave as a fixpoint.
 const MAX_FRESH_RUNS: usize = 3;
 
@@ -121,24 +155,61 @@ const MAX_FRESH_RUNS: usize = 3;
 /// text in 25 of 71,098 random maps (SPEC §2 promises stable text). The check costs one
 /// more run of the pipeline per map.
 fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified {
-    let mut out = run_once(map, limits, explain);
+    let memo = std::cell::RefCell::new(Memo::default());
+    let (mut out, mut fixpoint) = run_once(map, limits, explain, &memo);
     for _ in 0..MAX_FRESH_RUNS {
-        if out.map.status != Status::Defined {
+        if out.map.status != Status::Defined || (fixpoint && settled(&out.map)) {
             break;
         }
-        let again = run_once(&out.map, limits, explain);
-        if again.map.status == out.map.status && again.map.to_string() == out.map.to_string() {
+        let (again, again_fixpoint) = run_once(&out.map, limits, explain, &memo);
+        // (equal maps first: equality implies the same text, and printing both costs more)
+        if again.map == out.map
+            || (again.map.status == out.map.status && again.map.to_string() == out.map.to_string())
+        {
             break;
         }
         out.steps.extend(again.steps);
         out.limit_hit = out.limit_hit.or(again.limit_hit);
         out.nodes = out.nodes.max(again.nodes);
         out.map = again.map;
+        fixpoint = again_fixpoint;
     }
     out
 }
 
-fn run_once(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified {
+/// Whether a fresh run of the pipeline on `m`, the result of a run whose last round changed
+/// nothing, would print `m` again, proven without running it: nothing in `m` is left for
+/// the e-graph or the pre-pass (no expression passes [`worth_rewriting`]: no division,
+/// modulo, min or max, no variable fixed to a point), and its canonical form is itself.
+/// A fresh run's first round then does what that last round did on the same map (the
+/// constraint passes, the rescaling and the removal of unused symbols are functions of
+/// the map, and the e-graph stage picks nothing), so it changes nothing, and the fresh
+/// runs that make `simplify` idempotent (see [`run`]) are not needed. Most maps of the
+/// benchmark corpus end linear; each fresh run cost one more pass of the pipeline.
+fn settled(m: &IndexingMap) -> bool {
+    let point_vars: Vec<bool> = m.bounds().iter().map(|b| b.is_point()).collect();
+    let all_flat = m
+        .results
+        .iter()
+        .chain(m.constraints.iter().map(|c| &c.0))
+        .all(|&e| !worth_rewriting(e, &point_vars));
+    if !all_flat {
+        return false;
+    }
+    let mut c = m.clone();
+    c.canonicalize();
+    c.normalize_divisors();
+    c == *m
+}
+
+/// One pass of the pipeline to its fixpoint; also whether it reached one (its last round
+/// changed nothing), not stopped by [`MAX_ROUNDS`].
+fn run_once(
+    map: &IndexingMap,
+    limits: &SimplifyLimits,
+    explain: bool,
+    memo: &std::cell::RefCell<Memo>,
+) -> (Simplified, bool) {
     crate::expr::linear::forget_canonical_forms();
     let mut steps = Vec::new();
     let mut m = map.clone();
@@ -153,8 +224,9 @@ fn run_once(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simpli
     };
     if m.status != Status::Defined {
         out.map = m;
-        return out;
+        return (out, true);
     }
+    let mut fixpoint = false;
     let mut last_egraph_input = None;
     let mut saturated_output = None;
     for _ in 0..MAX_ROUNDS {
@@ -183,7 +255,8 @@ fn run_once(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simpli
             let state = egraph_state(&m);
             if last_egraph_input.as_ref() != Some(&state) || out.limit_hit.is_some() {
                 let proven = saturated_output.as_ref() == Some(&state);
-                let saturated = rewrite_map(&mut m, limits, explain, &mut steps, &mut out, proven);
+                let saturated =
+                    rewrite_map(&mut m, limits, explain, &mut steps, &mut out, proven, memo);
                 m.canonicalize();
                 last_egraph_input = Some(state);
                 saturated_output = saturated.then(|| egraph_state(&m));
@@ -202,6 +275,7 @@ fn run_once(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simpli
             m = m2;
         }
         if m.status != Status::Defined || same(&m, &before) {
+            fixpoint = true;
             break;
         }
     }
@@ -220,7 +294,7 @@ fn run_once(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simpli
     if explain {
         out.steps = steps;
     }
-    out
+    (out, fixpoint)
 }
 
 /// What an e-graph run of the map reads: the bounds, the constraints and the results.
@@ -262,6 +336,7 @@ fn rewrite_map(
     steps: &mut Vec<Step>,
     out: &mut Simplified,
     proven: bool,
+    memo: &std::cell::RefCell<Memo>,
 ) -> bool {
     let bounds = m.bounds();
     let point_vars: Vec<bool> = bounds.iter().map(|b| b.is_point()).collect();
@@ -301,6 +376,7 @@ fn rewrite_map(
             limits,
             point_vars: &point_vars,
             proven,
+            memo,
         };
         let new = if explain {
             // The steps of `simplify M explain`: the e-graph's own proof from the input when
@@ -358,6 +434,7 @@ struct Group<'a> {
     /// The expressions are what a saturated run extracted: the e-graph runs only on those
     /// the pre-pass changes.
     proven: bool,
+    memo: &'a std::cell::RefCell<Memo>,
 }
 
 impl rewrite::RunReport {
@@ -381,10 +458,22 @@ impl Group<'_> {
         steps: &mut Vec<Step>,
     ) -> (Vec<Expr>, rewrite::RunReport) {
         let t_fold = std::time::Instant::now();
-        let folded = if self.limits.prepass {
-            fold::fold_all(exprs, self.bounds, self.facts)
-        } else {
+        let known = self
+            .limits
+            .prepass
+            .then(|| memo_find(&self.memo.borrow().fold, exprs, self.bounds, self.facts).cloned());
+        let folded = if !self.limits.prepass {
             exprs.to_vec()
+        } else if let Some(Some(f)) = known {
+            f
+        } else {
+            let f = fold::fold_all(exprs, self.bounds, self.facts);
+            let mut memo = self.memo.borrow_mut();
+            if memo.fold.len() < MEMO_ENTRIES {
+                memo.fold
+                    .push((memo_key(exprs, self.bounds, self.facts), f.clone()));
+            }
+            f
         };
         let prepass_s = t_fold.elapsed().as_secs_f64();
         let mut new = exprs.to_vec();
@@ -417,15 +506,40 @@ impl Group<'_> {
             return (new, report);
         }
         let input: Vec<Expr> = rest.iter().map(|&i| new[i]).collect();
-        let (out, report) = rewrite::rewrite_exprs(
-            &input,
-            self.bounds,
-            self.facts,
-            self.names,
-            self.limits,
-            explain,
-            steps,
-        );
+        let known = if explain {
+            None
+        } else {
+            let memo = self.memo.borrow();
+            memo.egraph
+                .iter()
+                .find(|(k, _, _)| k.0 == input && k.1 == self.bounds && k.2 == self.facts)
+                .map(|(_, out, report)| {
+                    // the same outcome, none of the work
+                    let mut report = report.clone();
+                    report.phases = rewrite::Phases::default();
+                    (out.clone(), report)
+                })
+        };
+        let (out, report) = match known {
+            Some(k) => k,
+            None => {
+                let (out, report) = rewrite::rewrite_exprs(
+                    &input,
+                    self.bounds,
+                    self.facts,
+                    self.names,
+                    self.limits,
+                    explain,
+                    steps,
+                );
+                let mut memo = self.memo.borrow_mut();
+                if !explain && memo.egraph.len() < MEMO_ENTRIES {
+                    let key = memo_key(&input, self.bounds, self.facts);
+                    memo.egraph.push((key, out.clone(), report.clone()));
+                }
+                (out, report)
+            }
+        };
         for (i, e) in rest.into_iter().zip(out) {
             new[i] = e;
         }

@@ -82,6 +82,7 @@ pub fn rewrite_exprs(
 ) -> (Vec<Expr>, RunReport) {
     let mut egraph = EGraph::new(Facts {
         bounds: bounds.to_vec(),
+        generation: 0,
     });
     if explain {
         egraph = egraph.with_explanations_enabled();
@@ -107,6 +108,8 @@ pub fn rewrite_exprs(
         .with_iter_limit(limits.max_iterations)
         .with_time_limit(Duration::from_millis(limits.max_millis))
         .with_hook(move |runner| {
+            // a new iteration: the searches of the last one are stale (`rules::Lhs`)
+            runner.egraph.analysis.generation = super::rules::next_generation();
             if plateau_limit == 0 {
                 return Ok(());
             }
