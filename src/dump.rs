@@ -556,6 +556,17 @@ pub fn survey_fusion(
             return r;
         }
         Some(Err(e)) => {
+            // Not a GEMM kernel (an epilogue that reduces the dot's rows): the fusion as an
+            // ordinary kernel, the dot a reduction of products (no shared-memory tiles).
+            if let Ok(spec) = crate::gpu::from_hlo::from_computation(&ws.module, comp) {
+                survey_spec(&spec, opts, &mut r);
+                if let Status::Ok(l) = &r.launch {
+                    r.launch = Status::Ok(format!(
+                        "{l}; not a GEMM kernel ({e}): the dot is a reduction of products"
+                    ));
+                }
+                return r;
+            }
             r.launch = Status::Failed(e.clone());
             r.emit_cuda = Status::Failed(e.clone());
             r.emit_cpu = Status::Failed(e);
@@ -725,18 +736,16 @@ fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
         ))
     } else {
         // Both kernels on the same inputs: the CUDA text run on the CPU, and the C kernel.
+        // One reference run shared by both checks.
         let also_c = r.emit_cpu.is_ok() && opts.verify_c;
-        match crate::gpu::cuda_cpu::check(spec, &l, false) {
-            Err(e) => Status::Failed(format!("CUDA on the CPU: {e}")),
+        match crate::gpu::cuda_cpu::check_cuda_and_c(spec, &l, also_c) {
+            Err((who, e)) => Status::Failed(format!("{who}: {e}")),
             Ok(bits) if !also_c => Status::Ok(format!(
                 "the CUDA kernel ran on the CPU ({bits}-bit indices); every element matches the reference"
             )),
-            Ok(bits) => match crate::gpu::cuda_cpu::check_c(spec, false, None) {
-                Err(e) => Status::Failed(format!("the C kernel: {e}")),
-                Ok(()) => Status::Ok(format!(
-                    "the CUDA kernel on the CPU ({bits}-bit indices) and the C kernel: every element matches the reference"
-                )),
-            },
+            Ok(bits) => Status::Ok(format!(
+                "the CUDA kernel on the CPU ({bits}-bit indices) and the C kernel: every element matches the reference"
+            )),
         }
     };
     if opts.bench {
