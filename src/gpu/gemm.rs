@@ -282,6 +282,23 @@ pub fn for_name(ws: &Workspace, name: &str) -> Option<Result<GemmSpec, String>> 
     }
 }
 
+/// The GEMM spec of a fused computation standing alone (a scaled-down copy of a fusion's:
+/// no caller, so no XLA tiling); `None` when it has no dot.
+pub fn for_computation(module: &Module, comp: &Computation) -> Option<Result<GemmSpec, String>> {
+    let dots: Vec<InstrId> = (0..comp.instrs.len())
+        .filter(|&i| comp.instrs[i].opcode == "dot")
+        .collect();
+    match dots.as_slice() {
+        [] => None,
+        [d] => Some(from_computation(module, comp, *d, None)),
+        _ => Some(Err(format!(
+            "`{}` has {} dots; a GEMM kernel computes one",
+            comp.name,
+            dots.len()
+        ))),
+    }
+}
+
 /// A lone `dot` instruction as a computation: its operands become parameters.
 fn lone_dot(c: &Computation, id: InstrId) -> Computation {
     let ins = &c.instrs[id];
