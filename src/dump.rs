@@ -670,7 +670,7 @@ fn sizes_of(s: &crate::hlo::Shape, out: &mut Vec<i64>) {
 /// `comp` with its shapes scaled down until [`work`] is at most `budget`: every dimension
 /// of one size gets one new size (halved, step by step, the largest first; with it, when
 /// that alone does not check, every size that is a multiple of it, as a bitcast's merged
-/// dimensions are). Each step keeps only copies whose every instruction passes its op's
+/// dimensions are: halved, or divided by 2 per factor of the size it holds). Each step keeps only copies whose every instruction passes its op's
 /// own shape check, so the copy is an HLO computation in its own right (its attributes
 /// unchanged: a slice's limits or a pad's widths that no longer fit refuse the step).
 /// `None` when a computation has an op ixmap does not check, a non-scalar constant, or no
@@ -712,18 +712,35 @@ pub fn shrink(comp: &Computation, budget: i64) -> Option<(Computation, String)> 
             if f[&v] < 2 || f[&v] % 2 != 0 {
                 continue;
             }
-            for with_multiples in [false, true] {
+            // 0: `v` alone; 1: with every multiple of it halved; 2: with every multiple
+            // divided by 2 per factor `v` it holds (a bitcast that merges three dimensions
+            // of size `v` into one).
+            for how in 0..3 {
                 let mut g = f.clone();
                 g.insert(v, f[&v] / 2);
-                if with_multiples {
-                    let mut any = false;
+                if how > 0 {
+                    let mut changed = false;
                     for &w in &sizes {
-                        if w > v && w % v == 0 && g[&w] % 2 == 0 {
-                            g.insert(w, g[&w] / 2);
-                            any = true;
+                        if w <= v || w % v != 0 {
+                            continue;
+                        }
+                        let mut e = 1u32;
+                        if how == 2 {
+                            let mut q = w / v;
+                            while q % v == 0 {
+                                q /= v;
+                                e += 1;
+                            }
+                            changed |= e > 1;
+                        } else {
+                            changed = true;
+                        }
+                        let div = 1i64 << e.min(62);
+                        if g[&w] % div == 0 {
+                            g.insert(w, g[&w] / div);
                         }
                     }
-                    if !any {
+                    if !changed {
                         continue;
                     }
                 }
