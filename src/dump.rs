@@ -637,9 +637,9 @@ pub fn work(comp: &Computation) -> i64 {
 
 fn elements(s: &crate::hlo::Shape) -> i64 {
     match s {
-        crate::hlo::Shape::Array { dims, .. } => dims
-            .iter()
-            .fold(1i64, |a, &d| a.saturating_mul(d.max(0))),
+        crate::hlo::Shape::Array { dims, .. } => {
+            dims.iter().fold(1i64, |a, &d| a.saturating_mul(d.max(0)))
+        }
         crate::hlo::Shape::Tuple(v) => v.iter().fold(0i64, |a, s| a.saturating_add(elements(s))),
         crate::hlo::Shape::Token => 0,
     }
@@ -661,7 +661,9 @@ fn map_dims(s: &mut crate::hlo::Shape, f: &std::collections::BTreeMap<i64, i64>)
 
 fn sizes_of(s: &crate::hlo::Shape, out: &mut Vec<i64>) {
     match s {
-        crate::hlo::Shape::Array { dims, .. } => out.extend(dims.iter().copied().filter(|&d| d >= 2)),
+        crate::hlo::Shape::Array { dims, .. } => {
+            out.extend(dims.iter().copied().filter(|&d| d >= 2))
+        }
         crate::hlo::Shape::Tuple(v) => v.iter().for_each(|s| sizes_of(s, out)),
         crate::hlo::Shape::Token => {}
     }
@@ -690,7 +692,8 @@ pub fn shrink(comp: &Computation, budget: i64) -> Option<(Computation, String)> 
     }
     sizes.sort_unstable();
     sizes.dedup();
-    let valid = |c: &Computation| (0..c.instrs.len()).all(|id| crate::hlo::ops::check(c, id).is_ok());
+    let valid =
+        |c: &Computation| (0..c.instrs.len()).all(|id| crate::hlo::ops::check(c, id).is_ok());
     let apply = |f: &BTreeMap<i64, i64>| {
         let mut c = comp.clone();
         for i in &mut c.instrs {
@@ -833,7 +836,10 @@ fn verify_scaled(ws: &Workspace, comp: &Computation, opts: &Options, r: &mut Fus
             Err(e) => s.verify = Status::Skipped(format!("the scaled-down copy: {e}")),
         },
     }
-    let at = format!("at scaled-down shapes ({changed}; output {})", small.instrs[small.root].shape);
+    let at = format!(
+        "at scaled-down shapes ({changed}; output {})",
+        small.instrs[small.root].shape
+    );
     r.verify = match s.verify {
         Status::Ok(d) => {
             r.verified_scaled = Some(changed);
@@ -1031,7 +1037,11 @@ fn bench_spec(spec: &KernelSpec, l: &crate::gpu::launch::Launch) -> (Status, Opt
     use crate::gpu::bench;
     let gpu = bench::cuda::available().is_ok();
     let opts = bench::Options {
-        device: if gpu { bench::Device::Gpu } else { bench::Device::Cpu },
+        device: if gpu {
+            bench::Device::Gpu
+        } else {
+            bench::Device::Cpu
+        },
         config: l.config,
         reps: 5,
         warmups: 1,

@@ -277,7 +277,11 @@ fn gather_with_computed_indices_is_clamped_into_bounds() {
     let mut inputs = make_inputs(&spec).unwrap();
     // Rows of starts below 0, inside, and past the end on each dimension.
     let rows: [[i32; 2]; 3] = [[-9, 100], [2, 1], [40, -3]];
-    inputs[1] = rows.iter().flatten().flat_map(|x| x.to_le_bytes()).collect();
+    inputs[1] = rows
+        .iter()
+        .flatten()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
     let sp = &spec;
     let inp = inputs.clone();
     verify(&spec, &inputs, &|idx| {

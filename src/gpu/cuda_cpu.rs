@@ -311,12 +311,7 @@ pub unsafe fn run_verified_against(
         .map(|b| b.as_mut_ptr() as *mut std::ffi::c_void)
         .collect();
     call(&mut ptrs);
-    for (k, (t, (buf, want))) in spec
-        .outputs()
-        .iter()
-        .zip(outs.iter().zip(want))
-        .enumerate()
-    {
+    for (k, (t, (buf, want))) in spec.outputs().iter().zip(outs.iter().zip(want)).enumerate() {
         // SAFETY: `buf` holds at least `sizes[k]` initialised bytes.
         let got = unsafe { std::slice::from_raw_parts(buf.as_ptr() as *const u8, sizes[k]) };
         if let Some((i, g, w)) = super::bench::first_mismatch(spec, k, got, want) {

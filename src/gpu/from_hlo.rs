@@ -1183,9 +1183,7 @@ impl Builder<'_> {
         let batch_out: Vec<usize> = (0..out.len()).filter(|&j| !is_offset(j)).collect();
         let offset_out: Vec<usize> = (0..out.len()).filter(|&j| is_offset(j)).collect();
         let vars = || crate::map::default_vars(crate::map::VarKind::Dim, &out);
-        let plain = |results: Vec<Expr>| {
-            IndexingMap::new(vars(), vec![], vec![], results, vec![])
-        };
+        let plain = |results: Vec<Expr>| IndexingMap::new(vars(), vec![], vec![], results, vec![]);
         // The operand coordinate before the start is added.
         let mut next = offset_out.iter();
         let mut base = Vec::with_capacity(od.len());
@@ -1221,9 +1219,11 @@ impl Builder<'_> {
                         r.push(if q == ivd {
                             Expr::constant(j as i64)
                         } else {
-                            Expr::var(*b.next().ok_or_else(|| {
-                                format!("`{}`: too few batch dims", ins.name)
-                            })? as u32)
+                            Expr::var(
+                                *b.next()
+                                    .ok_or_else(|| format!("`{}`: too few batch dims", ins.name))?
+                                    as u32,
+                            )
                         });
                     }
                     let m = Self::then(map, &plain(r))?;
@@ -1263,7 +1263,11 @@ impl Builder<'_> {
             || mr.dims.len() != ins.dims().len()
             || !ml.runtimes.is_empty()
             || !mr.runtimes.is_empty()
-            || ml.ranges.iter().zip(&mr.ranges).any(|(a, b)| a.bounds != b.bounds)
+            || ml
+                .ranges
+                .iter()
+                .zip(&mr.ranges)
+                .any(|(a, b)| a.bounds != b.bounds)
         {
             return Err(format!(
                 "`{}`: the dot's operand maps do not share their contracting dimensions",
@@ -1281,12 +1285,22 @@ impl Builder<'_> {
                     ins.name
                 ));
             }
-            vars.push(crate::map::Variable::new(format!("d{}", ml.dims.len() + k), 0, r.bounds.hi));
+            vars.push(crate::map::Variable::new(
+                format!("d{}", ml.dims.len() + k),
+                0,
+                r.bounds.hi,
+            ));
         }
         // Variables number dimensions then ranges, so the results read the same over
         // (output, contracting) as dimensions.
         let over = |m: &IndexingMap| {
-            IndexingMap::new(vars.clone(), vec![], vec![], m.results.clone(), m.constraints.clone())
+            IndexingMap::new(
+                vars.clone(),
+                vec![],
+                vec![],
+                m.results.clone(),
+                m.constraints.clone(),
+            )
         };
         let (pl, pr) = (over(&ml), over(&mr));
         let (a, b) = (ins.operands[0], ins.operands[1]);
@@ -1306,11 +1320,8 @@ impl Builder<'_> {
             }
         };
         let (ta, tb) = (self.elem_of_id(a)?, self.elem_of_id(b)?);
-        self.functions[k].body = Body::Binary(
-            BinOp::Mul,
-            Box::new(conv(x, ta)),
-            Box::new(conv(y, tb)),
-        );
+        self.functions[k].body =
+            Body::Binary(BinOp::Mul, Box::new(conv(x, ta)), Box::new(conv(y, tb)));
         // (d out)[s contracting] -> (d out, s contracting).
         let nd = ml.dims.len();
         let results: Vec<crate::expr::Expr> = (0..nd + ml.ranges.len())
