@@ -126,8 +126,18 @@ pub struct FusionReport {
     pub xla_time_us: Option<(f64, usize)>,
     /// ixmap's kernel time in µs on the GPU (`bench`).
     pub ixmap_time_us: Option<f64>,
+    /// `bench`: the kernel timed (on the GPU when one is found, else the C kernel on the
+    /// CPU) beside a copy of the same bytes, after its output verified; `None`: not asked.
+    pub bench: Option<Status>,
     /// The CUDA source emitted (for compiling it elsewhere: the corpus test's NVRTC).
     pub cuda_source: Option<String>,
+    /// When the fusion was past the verification budget at its own shapes and was verified
+    /// instead as the same fused computation with its shapes scaled down: the sizes
+    /// changed (`4096→512, 1024→128`).
+    pub verified_scaled: Option<String>,
+    /// Verification was not run at the fusion's own shapes because they are past the
+    /// budget (the scaled-down copy is tried then).
+    over_budget: bool,
 }
 
 /// Instructions of the entry that run outside fusions as kernels or library calls.
@@ -159,6 +169,8 @@ pub struct Counts {
     pub emitted_cuda: usize,
     pub emitted_cpu: usize,
     pub verified: usize,
+    /// Of `verified`, those verified at scaled-down shapes (the rest at their own).
+    pub verified_scaled: usize,
     pub verify_failed: usize,
 }
 
@@ -186,6 +198,7 @@ impl DumpReport {
                 c.emitted_cuda += f.emit_cuda.is_ok() as usize;
                 c.emitted_cpu += f.emit_cpu.is_ok() as usize;
                 c.verified += f.verify.is_ok() as usize;
+                c.verified_scaled += (f.verify.is_ok() && f.verified_scaled.is_some()) as usize;
                 c.verify_failed += matches!(f.verify, Status::Failed(_)) as usize;
             }
         }
@@ -537,7 +550,10 @@ pub fn survey_fusion(
         verify: Status::Skipped(String::new()),
         xla_time_us: None,
         ixmap_time_us: None,
+        bench: None,
         cuda_source: None,
+        verified_scaled: None,
+        over_budget: false,
     };
     let Some(comp) = fused else {
         let why = format!(
@@ -553,9 +569,27 @@ pub fn survey_fusion(
     match crate::gpu::gemm::for_name(ws, &ins.name) {
         Some(Ok(g)) => {
             survey_gemm(&g, opts, &mut r);
+            verify_scaled(ws, comp, opts, &mut r);
+            if opts.bench && r.emit_cpu.is_ok() {
+                let (st, gpu_us) = bench_gemm(&g);
+                r.bench = Some(st);
+                r.ixmap_time_us = gpu_us;
+            }
             return r;
         }
         Some(Err(e)) => {
+            // Not a GEMM kernel (an epilogue that reduces the dot's rows): the fusion as an
+            // ordinary kernel, the dot a reduction of products (no shared-memory tiles).
+            if let Ok(spec) = crate::gpu::from_hlo::from_computation(&ws.module, comp) {
+                survey_spec(&spec, opts, &mut r);
+                verify_scaled(ws, comp, opts, &mut r);
+                if let Status::Ok(l) = &r.launch {
+                    r.launch = Status::Ok(format!(
+                        "{l}; not a GEMM kernel ({e}): the dot is a reduction of products"
+                    ));
+                }
+                return r;
+            }
             r.launch = Status::Failed(e.clone());
             r.emit_cuda = Status::Failed(e.clone());
             r.emit_cpu = Status::Failed(e);
@@ -576,7 +610,244 @@ pub fn survey_fusion(
         }
     };
     survey_spec(&spec, opts, &mut r);
+    verify_scaled(ws, comp, opts, &mut r);
     r
+}
+
+/// What the reference interpreter's run of a computation costs, roughly: the elements of
+/// every instruction, times the elements folded into each for reductions, windows, dots
+/// and scatters (the largest operand's, capped at 2^20).
+pub fn work(comp: &Computation) -> i64 {
+    let mut w: i64 = 0;
+    for ins in &comp.instrs {
+        let n: i64 = elements(&ins.shape).max(1);
+        let folded: i64 = match ins.opcode.as_str() {
+            "reduce" | "reduce-window" | "dot" | "convolution" | "scatter" => ins
+                .operands
+                .iter()
+                .map(|&o| elements(&comp.instrs[o].shape))
+                .max()
+                .unwrap_or(1),
+            _ => 1,
+        };
+        w = w.saturating_add(n.saturating_mul(folded.clamp(1, 1 << 20)));
+    }
+    w
+}
+
+fn elements(s: &crate::hlo::Shape) -> i64 {
+    match s {
+        crate::hlo::Shape::Array { dims, .. } => {
+            dims.iter().fold(1i64, |a, &d| a.saturating_mul(d.max(0)))
+        }
+        crate::hlo::Shape::Tuple(v) => v.iter().fold(0i64, |a, s| a.saturating_add(elements(s))),
+        crate::hlo::Shape::Token => 0,
+    }
+}
+
+fn map_dims(s: &mut crate::hlo::Shape, f: &std::collections::BTreeMap<i64, i64>) {
+    match s {
+        crate::hlo::Shape::Array { dims, .. } => {
+            for d in dims {
+                if let Some(&n) = f.get(d) {
+                    *d = n;
+                }
+            }
+        }
+        crate::hlo::Shape::Tuple(v) => v.iter_mut().for_each(|s| map_dims(s, f)),
+        crate::hlo::Shape::Token => {}
+    }
+}
+
+fn sizes_of(s: &crate::hlo::Shape, out: &mut Vec<i64>) {
+    match s {
+        crate::hlo::Shape::Array { dims, .. } => {
+            out.extend(dims.iter().copied().filter(|&d| d >= 2))
+        }
+        crate::hlo::Shape::Tuple(v) => v.iter().for_each(|s| sizes_of(s, out)),
+        crate::hlo::Shape::Token => {}
+    }
+}
+
+/// `comp` with its shapes scaled down until [`work`] is at most `budget`: every dimension
+/// of one size gets one new size (halved, step by step, the largest first; with it, when
+/// that alone does not check, every size that is a multiple of it, as a bitcast's merged
+/// dimensions are: halved, or divided by 2 per factor of the size it holds). Each step keeps only copies whose every instruction passes its op's
+/// own shape check, so the copy is an HLO computation in its own right (its attributes
+/// unchanged: a slice's limits or a pad's widths that no longer fit refuse the step).
+/// `None` when a computation has an op ixmap does not check, a non-scalar constant, or no
+/// copy gets under the budget. Also returns the sizes changed, `old→new`.
+pub fn shrink(comp: &Computation, budget: i64) -> Option<(Computation, String)> {
+    use std::collections::BTreeMap;
+    let checkable = comp.instrs.iter().all(|i| {
+        (crate::hlo::ops::family(&i.opcode).is_some() || i.opcode == "parameter")
+            && (i.opcode != "constant" || elements(&i.shape) <= 1)
+    });
+    if !checkable {
+        return None;
+    }
+    let mut sizes = Vec::new();
+    for i in &comp.instrs {
+        sizes_of(&i.shape, &mut sizes);
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    let valid =
+        |c: &Computation| (0..c.instrs.len()).all(|id| crate::hlo::ops::check(c, id).is_ok());
+    let apply = |f: &BTreeMap<i64, i64>| {
+        let mut c = comp.clone();
+        for i in &mut c.instrs {
+            map_dims(&mut i.shape, f);
+        }
+        c
+    };
+    let mut f: BTreeMap<i64, i64> = sizes.iter().map(|&v| (v, v)).collect();
+    let mut cur = comp.clone();
+    let mut cost = work(&cur);
+    for _ in 0..256 {
+        if cost <= budget {
+            break;
+        }
+        let mut order = sizes.clone();
+        order.sort_by_key(|v| std::cmp::Reverse(f[v]));
+        let mut moved = false;
+        'search: for &v in &order {
+            if f[&v] < 2 || f[&v] % 2 != 0 {
+                continue;
+            }
+            // 0: `v` alone; 1: with every multiple of it halved; 2: with every multiple
+            // divided by 2 per factor `v` it holds (a bitcast that merges three dimensions
+            // of size `v` into one).
+            for how in 0..3 {
+                let mut g = f.clone();
+                g.insert(v, f[&v] / 2);
+                if how > 0 {
+                    let mut changed = false;
+                    for &w in &sizes {
+                        if w <= v || w % v != 0 {
+                            continue;
+                        }
+                        let mut e = 1u32;
+                        if how == 2 {
+                            let mut q = w / v;
+                            while q % v == 0 {
+                                q /= v;
+                                e += 1;
+                            }
+                            changed |= e > 1;
+                        } else {
+                            changed = true;
+                        }
+                        let div = 1i64 << e.min(62);
+                        if g[&w] % div == 0 {
+                            g.insert(w, g[&w] / div);
+                        }
+                    }
+                    if !changed {
+                        continue;
+                    }
+                }
+                let c = apply(&g);
+                let w = work(&c);
+                if w < cost && valid(&c) {
+                    f = g;
+                    cur = c;
+                    cost = w;
+                    moved = true;
+                    break 'search;
+                }
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    if cost > budget {
+        return None;
+    }
+    let changed: Vec<String> = f
+        .iter()
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| format!("{a}→{b}"))
+        .collect();
+    Some((cur, changed.join(", ")))
+}
+
+/// The interpreter work of a scaled-down copy verified in place of a fusion past the
+/// budget: small enough for the reference on one core in a CI run.
+pub const SCALED_WORK: i64 = 1 << 19;
+
+/// A fusion past this run's verification budget: verified as the same fused computation
+/// with its shapes scaled down ([`shrink`]), said in the verify column, when that copy
+/// emits.
+fn verify_scaled(ws: &Workspace, comp: &Computation, opts: &Options, r: &mut FusionReport) {
+    if !r.over_budget || !opts.verify {
+        return;
+    }
+    let flat;
+    let comp = if crate::hlo::inline::has_nesting(&ws.module, comp) {
+        flat = crate::hlo::inline::flatten(&ws.module, comp);
+        &flat
+    } else {
+        comp
+    };
+    let skipped = r.verify.detail().to_string();
+    let Some((small, changed)) = shrink(comp, SCALED_WORK) else {
+        r.verify = Status::Skipped(format!(
+            "{skipped}; its shapes do not scale down (an op whose attributes fix its sizes)"
+        ));
+        return;
+    };
+    let mut s = FusionReport {
+        name: r.name.clone(),
+        computation: r.computation.clone(),
+        kind: r.kind.clone(),
+        shape: String::new(),
+        location: None,
+        indexing: Err(String::new()),
+        launch: Status::Skipped(String::new()),
+        xla_launch: None,
+        coalescing: Err(String::new()),
+        emit_cuda: Status::Skipped(String::new()),
+        emit_cpu: Status::Skipped(String::new()),
+        verify: Status::Skipped(String::new()),
+        xla_time_us: None,
+        ixmap_time_us: None,
+        bench: None,
+        cuda_source: None,
+        verified_scaled: None,
+        over_budget: false,
+    };
+    let sopts = Options {
+        bench: false,
+        verify_max_elements: None,
+        verify_max_macs: None,
+        ..*opts
+    };
+    let dots = small.instrs.iter().filter(|i| i.opcode == "dot").count();
+    let gemm = match dots {
+        1 => crate::gpu::gemm::for_computation(&ws.module, &small),
+        _ => None,
+    };
+    match gemm {
+        Some(Ok(g)) => survey_gemm(&g, &sopts, &mut s),
+        _ => match crate::gpu::from_hlo::from_computation(&ws.module, &small) {
+            Ok(spec) => survey_spec(&spec, &sopts, &mut s),
+            Err(e) => s.verify = Status::Skipped(format!("the scaled-down copy: {e}")),
+        },
+    }
+    let at = format!(
+        "at scaled-down shapes ({changed}; output {})",
+        small.instrs[small.root].shape
+    );
+    r.verify = match s.verify {
+        Status::Ok(d) => {
+            r.verified_scaled = Some(changed);
+            Status::Ok(format!("{at}: {d}"))
+        }
+        Status::Failed(d) => Status::Failed(format!("{at}: {d}")),
+        Status::Skipped(d) => Status::Skipped(format!("{skipped}; {at}: {d}")),
+    };
 }
 
 /// Multiply-adds past which a GEMM is not verified by running its CUDA text on the CPU
@@ -630,6 +901,7 @@ fn survey_gemm(g: &crate::gpu::gemm::GemmSpec, opts: &Options, r: &mut FusionRep
     let macs = g.flops() / 2.0;
     let budget = opts.verify_max_macs.unwrap_or(GEMM_C_MACS).min(GEMM_C_MACS);
     if macs > budget {
+        r.over_budget = true;
         r.verify = Status::Skipped(format!(
             "{:.2} G multiply-adds: past this run's verification budget ({:.2} G); `check {}` runs it",
             macs / 1e9,
@@ -720,42 +992,116 @@ fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
     } else if !r.emit_cuda.is_ok() {
         Status::Skipped("not emitted".into())
     } else if let Some(max) = opts.verify_max_elements.filter(|&m| elements > m) {
+        r.over_budget = true;
         Status::Skipped(format!(
             "{elements} output elements: past this run's verification budget of {max}"
         ))
     } else {
         // Both kernels on the same inputs: the CUDA text run on the CPU, and the C kernel.
+        // One reference run shared by both checks.
         let also_c = r.emit_cpu.is_ok() && opts.verify_c;
-        match crate::gpu::cuda_cpu::check(spec, &l, false) {
-            Err(e) => Status::Failed(format!("CUDA on the CPU: {e}")),
+        match crate::gpu::cuda_cpu::check_cuda_and_c(spec, &l, also_c) {
+            Err((who, e)) => Status::Failed(format!("{who}: {e}")),
             Ok(bits) if !also_c => Status::Ok(format!(
                 "the CUDA kernel ran on the CPU ({bits}-bit indices); every element matches the reference"
             )),
-            Ok(bits) => match crate::gpu::cuda_cpu::check_c(spec, false, None) {
-                Err(e) => Status::Failed(format!("the C kernel: {e}")),
-                Ok(()) => Status::Ok(format!(
-                    "the CUDA kernel on the CPU ({bits}-bit indices) and the C kernel: every element matches the reference"
-                )),
-            },
+            Ok(bits) => Status::Ok(format!(
+                "the CUDA kernel on the CPU ({bits}-bit indices) and the C kernel: every element matches the reference"
+            )),
         }
     };
     if opts.bench {
-        r.ixmap_time_us = bench_gpu(spec, &l);
+        let (st, gpu_us) = if !r.emit_cuda.is_ok() && !r.emit_cpu.is_ok() {
+            (Status::Skipped("not emitted".into()), None)
+        } else {
+            bench_spec(spec, &l)
+        };
+        r.bench = Some(st);
+        r.ixmap_time_us = gpu_us;
     }
 }
 
-/// The kernel's median time on the GPU in µs under ixmap's default launch, when a CUDA
-/// device is found and every element of the output verifies.
-fn bench_gpu(spec: &KernelSpec, l: &crate::gpu::launch::Launch) -> Option<f64> {
+fn us(t_s: f64) -> String {
+    let u = t_s * 1e6;
+    if u >= 1000.0 {
+        format!("{:.2} ms", u / 1000.0)
+    } else {
+        format!("{u:.1} µs")
+    }
+}
+
+/// The kernel timed under ixmap's default launch — on the GPU when a CUDA device is found,
+/// else the C kernel on the CPU — beside a copy of the same bytes, when its output
+/// verifies; with the GPU time in µs (to set beside XLA's).
+fn bench_spec(spec: &KernelSpec, l: &crate::gpu::launch::Launch) -> (Status, Option<f64>) {
     use crate::gpu::bench;
+    let gpu = bench::cuda::available().is_ok();
     let opts = bench::Options {
-        device: bench::Device::Gpu,
+        device: if gpu {
+            bench::Device::Gpu
+        } else {
+            bench::Device::Cpu
+        },
         config: l.config,
+        reps: 5,
+        warmups: 1,
         ..Default::default()
     };
-    let out = bench::run(spec, &opts, false, false).ok()?;
-    let m = out.variants.first().filter(|m| m.verified)?;
-    Some(m.timing.median_s * 1e6)
+    let out = match bench::run(spec, &opts, false, false) {
+        Ok(o) => o,
+        Err(e) => return (Status::Failed(e.to_string()), None),
+    };
+    bench_status(&out, gpu)
+}
+
+/// A GEMM fusion timed under its tiling (XLA's when printed), as [`bench_spec`].
+fn bench_gemm(g: &crate::gpu::gemm::GemmSpec) -> (Status, Option<f64>) {
+    use crate::gpu::bench;
+    let (tiling, split, origin) = match g.tiling(None) {
+        Ok(t) => t,
+        Err(e) => return (Status::Failed(e), None),
+    };
+    let c = crate::gpu::emit::gemm::Config {
+        tiling,
+        split,
+        naive: false,
+    };
+    let gpu = bench::cuda::available().is_ok();
+    let req = bench::gemm::Request {
+        on_gpu: gpu,
+        reps: 5,
+        threads: 0,
+        origin,
+    };
+    match bench::gemm::bench(g, &c, &req) {
+        Ok(rep) => bench_status(&rep.outcome, gpu),
+        Err(e) => (Status::Failed(e.to_string()), None),
+    }
+}
+
+fn bench_status(out: &crate::gpu::bench::Outcome, gpu: bool) -> (Status, Option<f64>) {
+    let Some(m) = out.variants.first() else {
+        return (Status::Failed("no kernel was timed".into()), None);
+    };
+    if !m.verified {
+        return (
+            Status::Failed("the timed kernel's output does not match the reference".into()),
+            None,
+        );
+    }
+    let t = m.timing.median_s;
+    (
+        Status::Ok(format!(
+            "{} on {}: {} (median of {}), a copy of the same bytes {} ({:.0}% of the copy's bandwidth)",
+            if gpu { "the CUDA kernel" } else { "the C kernel" },
+            out.device,
+            us(t),
+            m.timing.samples.len().max(1),
+            us(out.copy.median_s),
+            out.copy_pct(&m.timing)
+        )),
+        gpu.then_some(t * 1e6),
+    )
 }
 
 /// Surveys one module file.

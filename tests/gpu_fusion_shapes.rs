@@ -261,6 +261,83 @@ fn dynamic_slice_with_computed_starts_is_clamped_into_bounds() {
     }
 }
 
+/// Gather with indices computed in the fusion (the `embed` model's `take`): XLA's operation
+/// semantics clamp each start so the slice stays in the operand; dimensions not in
+/// `start_index_map` start at 0; a collapsed dimension is not in the output.
+#[test]
+fn gather_with_computed_indices_is_clamped_into_bounds() {
+    let spec = spec_of(
+        "fg {\n  p0 = f32[7,5,4] parameter(0)\n  p1 = s32[3,2] parameter(1)\n\
+         one = s32[] constant(1)\n  b = s32[3,2] broadcast(one), dimensions={}\n\
+         ix = s32[3,2] add(p1, b)\n\
+         g = f32[3,2,4] gather(p0, ix), offset_dims={1,2}, collapsed_slice_dims={0}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={1,2,4}\n\
+         ROOT e = f32[3,2,4] negate(g)\n}\n",
+        "fg",
+    );
+    let mut inputs = make_inputs(&spec).unwrap();
+    // Rows of starts below 0, inside, and past the end on each dimension.
+    let rows: [[i32; 2]; 3] = [[-9, 100], [2, 1], [40, -3]];
+    inputs[1] = rows
+        .iter()
+        .flatten()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let sp = &spec;
+    let inp = inputs.clone();
+    verify(&spec, &inputs, &|idx| {
+        let r = rows[idx[0] as usize];
+        let s0 = (i64::from(r[0]) + 1).clamp(0, 7 - 1);
+        let s1 = (i64::from(r[1]) + 1).clamp(0, 5 - 2);
+        -input(sp, &inp, 0, &[s0, s1 + idx[1], idx[2]])
+    });
+    // The index vector dimension implicit (index_vector_dim = rank), one start, a slice
+    // of the whole row: an embedding lookup.
+    let spec = spec_of(
+        "fe {\n  p0 = f32[6,4] parameter(0)\n  p1 = s32[5] parameter(1)\n\
+         g = f32[5,4] gather(p0, p1), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}\n\
+         ROOT e = f32[5,4] add(g, g)\n}\n",
+        "fe",
+    );
+    let mut inputs = make_inputs(&spec).unwrap();
+    let ids: [i32; 5] = [0, 5, 6, -1, 3];
+    inputs[1] = ids.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let sp = &spec;
+    let inp = inputs.clone();
+    verify(&spec, &inputs, &|idx| {
+        let row = i64::from(ids[idx[0] as usize]).clamp(0, 5);
+        2.0 * input(sp, &inp, 0, &[row, idx[1]])
+    });
+}
+
+/// A dot whose consumer reduces its rows (the CPU attention's `ynn_fusion.2`: scores, their
+/// row max, `exp(s - max)`) is not a GEMM epilogue: the fusion is an ordinary kernel with
+/// the dot a reduction of products.
+#[test]
+fn a_dot_under_a_row_reduction_is_a_reduction_of_products() {
+    let spec = spec_of(
+        "fsm {\n  q = f32[2,3,4] parameter(0)\n  k = f32[2,5,4] parameter(1)\n\
+         d = f32[2,3,5] dot(q, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}\n\
+         c = f32[] constant(-inf)\n\
+         m = f32[2,3] reduce(d, c), dimensions={2}, to_apply=max_f32\n\
+         mb = f32[2,3,5] broadcast(m), dimensions={0,1}\n\
+         ROOT s = f32[2,3,5] subtract(d, mb)\n}\n",
+        "fsm",
+    );
+    verify_default(&spec, &|inp, idx| {
+        let dot = |b: i64, i: i64, j: i64| {
+            // The inputs are multiples of 1/64 in [-8, 8): products and their sums of four
+            // are exact in f32, so the order of the sum does not matter.
+            (0..4)
+                .map(|c| input(&spec, inp, 0, &[b, i, c]) * input(&spec, inp, 1, &[b, j, c]))
+                .sum::<f64>()
+        };
+        let max = (0..5)
+            .map(|j| dot(idx[0], idx[1], j))
+            .fold(f64::NEG_INFINITY, f64::max);
+        dot(idx[0], idx[1], idx[2]) - max
+    });
+}
+
 #[test]
 fn reduce_with_a_parameter_init_and_of_several_dimensions() {
     let spec = spec_of(

@@ -344,6 +344,33 @@ fn prologue_and_epilogue_as_xla_fuses_them() {
     );
 }
 
+/// An epilogue that uses a value twice (a DAG, not a chain: `h` feeds both `tanh` and a
+/// multiply) is fused: the shared value is recomputed per use, per accumulator.
+#[test]
+fn an_epilogue_that_uses_a_value_twice_is_fused() {
+    let g = gemm(
+        "gemm_dag {\n  p0 = f32[20, 24] parameter(0)\n  p1 = f32[24, 18] parameter(1)\n\
+         d = f32[20, 18] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n\
+         c = f32[] constant(0.5)\n  cb = f32[20, 18] broadcast(c), dimensions={}\n\
+         h = f32[20, 18] multiply(d, cb)\n  t = f32[20, 18] tanh(h)\n\
+         q = f32[] constant(0.25)\n  qb = f32[20, 18] broadcast(q), dimensions={}\n\
+         hq = f32[20, 18] multiply(h, qb)\n  ROOT r = f32[20, 18] add(t, hq)\n}",
+        "gemm_dag",
+    );
+    let e = g.epilogue.as_ref().expect("an epilogue");
+    assert_eq!(e.functions.len(), 1, "the shared value is inlined");
+    check_all(&g, &[tiling(16, 16, 8, 2, 2)], &|v| {
+        triple_loop(
+            (1, 20, 18, 24),
+            &|_, i, q| v[0][i * 24 + q],
+            &|_, q, j| v[1][q * 18 + j],
+            // tanh(s/2) + s/8: increasing, and 1-Lipschitz (slope at most 5/8).
+            &|s, _, _, _| (s * 0.5).tanh() + s * 0.125,
+            ElemType::F32,
+        )
+    });
+}
+
 #[test]
 fn bf16_and_f16_inputs_accumulate_in_f32() {
     // bf16 x bf16 -> bf16: the f32 sum rounded once, at the end.

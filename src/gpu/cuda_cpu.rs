@@ -127,6 +127,45 @@ pub fn check_inputs(
     wide: bool,
     given: Option<&[Vec<u8>]>,
 ) -> Result<u32, MapError> {
+    check_against(spec, launch, naive, wide, given, None)
+}
+
+/// The CUDA text run on the CPU and the C kernel, both on [`make_inputs`]'s inputs and
+/// checked against one run of the reference (the dearest part of a check): the index
+/// width of the CUDA kernel, or which kernel failed (`"CUDA on the CPU"`, `"the C
+/// kernel"`) and why. The C kernel is run only when `also_c`.
+pub fn check_cuda_and_c(
+    spec: &KernelSpec,
+    launch: &Launch,
+    also_c: bool,
+) -> Result<u32, (&'static str, MapError)> {
+    const CUDA: &str = "CUDA on the CPU";
+    let inputs = make_inputs(spec).map_err(|e| (CUDA, e))?;
+    let want = super::reference::Reference::new(spec, &inputs)
+        .and_then(|r| r.outputs())
+        .map_err(|e| ("the reference", e))?;
+    let bits = check_against(spec, launch, false, false, Some(&inputs), Some(&want))
+        .map_err(|e| (CUDA, e))?;
+    if also_c {
+        const C: &str = "the C kernel";
+        let e = emit::cpu::emit(spec, false).map_err(|e| (C, e))?;
+        let k = super::bench::cpu::compile(&e.source, &e.entry).map_err(|e| (C, e))?;
+        // SAFETY: the CPU entry takes the inputs then the outputs, as `run_verified`
+        // passes them.
+        unsafe { run_verified_against(spec, inputs, &want, &mut |args| k.call_args(args)) }
+            .map_err(|e| (C, e))?;
+    }
+    Ok(bits)
+}
+
+fn check_against(
+    spec: &KernelSpec,
+    launch: &Launch,
+    naive: bool,
+    wide: bool,
+    given: Option<&[Vec<u8>]>,
+    want: Option<&[Vec<super::reference::Scalar>]>,
+) -> Result<u32, MapError> {
     if launch.block[1] != 1 || launch.block[2] != 1 || launch.grid[2] != 1 {
         return Err(err(
             "only 1-D blocks and grids of 1 or 2 dimensions run on the CPU".into(),
@@ -150,11 +189,19 @@ pub fn check_inputs(
             Some(i) => i.to_vec(),
             None => make_inputs(spec)?,
         };
+        let computed;
+        let want = match want {
+            Some(w) => w,
+            None => {
+                computed = super::reference::Reference::new(spec, &inputs)?.outputs()?;
+                &computed
+            }
+        };
         // SAFETY: the arguments are as `run_verified` requires (`ix_launch` takes the
         // inputs then the outputs, as the kernel's parameters are declared).
         let mut stopped = None;
         let verified = unsafe {
-            run_verified(spec, inputs, &mut |args| {
+            run_verified_against(spec, inputs, want, &mut |args| {
                 let m = f(args.as_mut_ptr());
                 if !m.is_null() {
                     stopped = Some(std::ffi::CStr::from_ptr(m).to_string_lossy().into_owned());
@@ -193,7 +240,6 @@ pub unsafe fn run_verified(
     inputs: Vec<Vec<u8>>,
     call: &mut dyn FnMut(&mut Vec<*mut std::ffi::c_void>),
 ) -> Result<(), MapError> {
-    use super::spec::Root;
     if inputs.len() != spec.inputs.len() {
         return Err(err(format!(
             "{} inputs given, {} expected",
@@ -207,6 +253,35 @@ pub unsafe fn run_verified(
         }
     }
     let want = super::reference::Reference::new(spec, &inputs)?.outputs()?;
+    run_verified_against(spec, inputs, &want, call)
+}
+
+/// [`run_verified`] against reference outputs already computed for these inputs (one
+/// reference shared by the CUDA-on-CPU and the C checks).
+///
+/// # Safety
+/// As [`run_verified`].
+pub unsafe fn run_verified_against(
+    spec: &KernelSpec,
+    inputs: Vec<Vec<u8>>,
+    want: &[Vec<super::reference::Scalar>],
+    call: &mut dyn FnMut(&mut Vec<*mut std::ffi::c_void>),
+) -> Result<(), MapError> {
+    use super::spec::Root;
+    if inputs.len() != spec.inputs.len() || want.len() != spec.outputs().len() {
+        return Err(err(format!(
+            "{} inputs and {} reference outputs given, {} and {} expected",
+            inputs.len(),
+            want.len(),
+            spec.inputs.len(),
+            spec.outputs().len()
+        )));
+    }
+    for (b, t) in inputs.iter().zip(&spec.inputs) {
+        if b.len() as i64 != t.num_bytes()? {
+            return Err(err(format!("input {} has the wrong byte size", t.name)));
+        }
+    }
     let sizes: Vec<usize> = spec
         .outputs()
         .iter()
@@ -236,12 +311,7 @@ pub unsafe fn run_verified(
         .map(|b| b.as_mut_ptr() as *mut std::ffi::c_void)
         .collect();
     call(&mut ptrs);
-    for (k, (t, (buf, want))) in spec
-        .outputs()
-        .iter()
-        .zip(outs.iter().zip(&want))
-        .enumerate()
-    {
+    for (k, (t, (buf, want))) in spec.outputs().iter().zip(outs.iter().zip(want)).enumerate() {
         // SAFETY: `buf` holds at least `sizes[k]` initialised bytes.
         let got = unsafe { std::slice::from_raw_parts(buf.as_ptr() as *const u8, sizes[k]) };
         if let Some((i, g, w)) = super::bench::first_mismatch(spec, k, got, want) {

@@ -1141,8 +1141,199 @@ impl Builder<'_> {
                     limits,
                 })
             }
+            "gather" if ins.operands.len() == 2 => self.gather(id, map),
+            "dot" if ins.operands.len() == 2 => self.dot(id, map),
             _ => self.opaque(id, map),
         }
+    }
+
+    /// `gather(operand, indices)` with XLA's semantics: output index = (batch dims,
+    /// offset dims); operand coordinate `k` is the offset dim that walks it (0 for a
+    /// collapsed dimension) plus the start read from the indices row at the batch position
+    /// (entry `j` of the index vector for `k = start_index_map[j]`, 0 for the others),
+    /// clamped into `[0, operand dim - slice size]` so the slice stays in bounds. That is
+    /// a [`Body::DynCall`] of the operand's function whose starts are loads of the indices
+    /// at maps of the output index.
+    fn gather(&mut self, id: InstrId, map: &IndexingMap) -> Result<Body, String> {
+        use crate::expr::Expr;
+        // The op's own check: dimension numbers that fit the shapes.
+        self.op_map(id, 1)?;
+        let ins: &Instr = &self.comp.instrs[id];
+        let g = ins
+            .attrs
+            .gather
+            .clone()
+            .ok_or_else(|| format!("`{}`: a gather without dimension numbers", ins.name))?;
+        let (operand, indices) = (ins.operands[0], ins.operands[1]);
+        let od = self.comp.instrs[operand].dims().to_vec();
+        let xd = self.comp.instrs[indices].dims().to_vec();
+        let out = ins.dims().to_vec();
+        let it = self.comp.instrs[indices].shape.elem();
+        if !ElemType::from_hlo(it).is_some_and(|t| t.is_int()) {
+            return Err(format!(
+                "`{}`: the gather's indices are {it}, not integers",
+                ins.name
+            ));
+        }
+        let ivd = usize::try_from(g.index_vector_dim)
+            .ok()
+            .filter(|&v| v <= xd.len())
+            .ok_or_else(|| format!("`{}`: index_vector_dim is not a dimension", ins.name))?;
+        let is_offset = |j: usize| g.offset_dims.contains(&(j as i64));
+        let batch_out: Vec<usize> = (0..out.len()).filter(|&j| !is_offset(j)).collect();
+        let offset_out: Vec<usize> = (0..out.len()).filter(|&j| is_offset(j)).collect();
+        let vars = || crate::map::default_vars(crate::map::VarKind::Dim, &out);
+        let plain = |results: Vec<Expr>| IndexingMap::new(vars(), vec![], vec![], results, vec![]);
+        // The operand coordinate before the start is added.
+        let mut next = offset_out.iter();
+        let mut base = Vec::with_capacity(od.len());
+        let mut starts = Vec::with_capacity(od.len());
+        let mut limits = Vec::with_capacity(od.len());
+        for k in 0..od.len() {
+            let slice = *g
+                .slice_sizes
+                .get(k)
+                .ok_or_else(|| format!("`{}`: slice_sizes is short", ins.name))?;
+            base.push(if g.collapsed_slice_dims.contains(&(k as i64)) {
+                Expr::constant(0)
+            } else {
+                let j = next
+                    .next()
+                    .ok_or_else(|| format!("`{}`: too few offset dims", ins.name))?;
+                Expr::var(*j as u32)
+            });
+            let limit = od[k] - slice;
+            if limit < 0 {
+                return Err(format!(
+                    "`{}`: the slice is larger than its operand",
+                    ins.name
+                ));
+            }
+            limits.push(limit);
+            match g.start_index_map.iter().position(|&x| x == k as i64) {
+                Some(j) => {
+                    // The indices element: the batch dims in order, `j` at ivd.
+                    let mut b = batch_out.iter();
+                    let mut r = Vec::with_capacity(xd.len());
+                    for q in 0..xd.len() {
+                        r.push(if q == ivd {
+                            Expr::constant(j as i64)
+                        } else {
+                            Expr::var(
+                                *b.next()
+                                    .ok_or_else(|| format!("`{}`: too few batch dims", ins.name))?
+                                    as u32,
+                            )
+                        });
+                    }
+                    let m = Self::then(map, &plain(r))?;
+                    starts.push(self.body(indices, &m, false)?);
+                }
+                None => starts.push(Body::Const(0.0)),
+            }
+        }
+        let func = self.operand_function(operand)?;
+        Ok(Body::DynCall {
+            func,
+            map: Self::then(map, &plain(base))?,
+            starts,
+            limits,
+        })
+    }
+
+    /// `dot(lhs, rhs)` as a reduction of products, for a fusion the GEMM kernel does not take
+    /// (an epilogue that reduces the dot's rows, as an attention's softmax does): a
+    /// function over (output index, contracting index) whose value is the product of the
+    /// two operands (each converted to the dot's element type), summed over the
+    /// contracting index from 0 in the dot's type.
+    fn dot(&mut self, id: InstrId, map: &IndexingMap) -> Result<Body, String> {
+        let ins: &Instr = &self.comp.instrs[id];
+        let t = self.elem_of(ins)?;
+        if !t.is_float() {
+            return Err(format!(
+                "`{}`: a dot of {} is emitted as a GEMM only for floats",
+                ins.name,
+                t.hlo_name()
+            ));
+        }
+        let ml = self.op_map(id, 0)?;
+        let mr = self.op_map(id, 1)?;
+        if ml.ranges.len() != mr.ranges.len()
+            || ml.dims.len() != ins.dims().len()
+            || mr.dims.len() != ins.dims().len()
+            || !ml.runtimes.is_empty()
+            || !mr.runtimes.is_empty()
+            || ml
+                .ranges
+                .iter()
+                .zip(&mr.ranges)
+                .any(|(a, b)| a.bounds != b.bounds)
+        {
+            return Err(format!(
+                "`{}`: the dot's operand maps do not share their contracting dimensions",
+                ins.name
+            ));
+        }
+        // The product's index space: the output's dimensions, then the contracting ones.
+        let mut dims = ins.dims().to_vec();
+        let mut vars = ml.dims.clone();
+        for (k, r) in ml.ranges.iter().enumerate() {
+            dims.push(r.bounds.hi - r.bounds.lo + 1);
+            if r.bounds.lo != 0 {
+                return Err(format!(
+                    "`{}`: a contracting range that does not start at 0",
+                    ins.name
+                ));
+            }
+            vars.push(crate::map::Variable::new(
+                format!("d{}", ml.dims.len() + k),
+                0,
+                r.bounds.hi,
+            ));
+        }
+        // Variables number dimensions then ranges, so the results read the same over
+        // (output, contracting) as dimensions.
+        let over = |m: &IndexingMap| {
+            IndexingMap::new(
+                vars.clone(),
+                vec![],
+                vec![],
+                m.results.clone(),
+                m.constraints.clone(),
+            )
+        };
+        let (pl, pr) = (over(&ml), over(&mr));
+        let (a, b) = (ins.operands[0], ins.operands[1]);
+        let k = self.functions.len();
+        self.functions.push(Function {
+            name: format!("{} (products)", ins.name),
+            dims: dims.clone(),
+            body: Body::Const(0.0),
+        });
+        let x = self.body(a, &pl, false)?;
+        let y = self.body(b, &pr, false)?;
+        let conv = |v: Body, from: ElemType| {
+            if from == t {
+                v
+            } else {
+                Body::Convert(t, Box::new(v))
+            }
+        };
+        let (ta, tb) = (self.elem_of_id(a)?, self.elem_of_id(b)?);
+        self.functions[k].body =
+            Body::Binary(BinOp::Mul, Box::new(conv(x, ta)), Box::new(conv(y, tb)));
+        // (d out)[s contracting] -> (d out, s contracting).
+        let nd = ml.dims.len();
+        let results: Vec<crate::expr::Expr> = (0..nd + ml.ranges.len())
+            .map(|v| crate::expr::Expr::var(v as u32))
+            .collect();
+        let red = IndexingMap::new(ml.dims.clone(), ml.ranges.clone(), vec![], results, vec![]);
+        Ok(Body::Reduce {
+            op: BinOp::Add,
+            init: 0.0,
+            func: k,
+            map: Self::then(map, &red)?,
+        })
     }
 
     fn elem_of(&self, ins: &Instr) -> Result<ElemType, String> {

@@ -282,6 +282,23 @@ pub fn for_name(ws: &Workspace, name: &str) -> Option<Result<GemmSpec, String>> 
     }
 }
 
+/// The GEMM spec of a fused computation standing alone (a scaled-down copy of a fusion's:
+/// no caller, so no XLA tiling); `None` when it has no dot.
+pub fn for_computation(module: &Module, comp: &Computation) -> Option<Result<GemmSpec, String>> {
+    let dots: Vec<InstrId> = (0..comp.instrs.len())
+        .filter(|&i| comp.instrs[i].opcode == "dot")
+        .collect();
+    match dots.as_slice() {
+        [] => None,
+        [d] => Some(from_computation(module, comp, *d, None)),
+        _ => Some(Err(format!(
+            "`{}` has {} dots; a GEMM kernel computes one",
+            comp.name,
+            dots.len()
+        ))),
+    }
+}
+
 /// A lone `dot` instruction as a computation: its operands become parameters.
 fn lone_dot(c: &Computation, id: InstrId) -> Computation {
     let ins = &c.instrs[id];
@@ -511,8 +528,9 @@ fn from_computation(
         (None, dot_t.clone())
     } else {
         let c = cone(comp, comp.root, Some((dot_id, n_params as i64)));
-        let e = from_hlo::from_computation(module, &c)
+        let mut e = from_hlo::from_computation(module, &c)
             .map_err(|e| format!("the epilogue of `{}`: {e}", dot.name))?;
+        inline_partitions(&mut e);
         check_epilogue(&e, n_params, &dot_t)?;
         let out = e.output.clone();
         (Some(e), out)
@@ -537,6 +555,71 @@ fn from_computation(
         k,
         xla,
     })
+}
+
+/// An elementwise epilogue that uses a value twice (`d * sigmoid(d)`, `x - mean` read by
+/// two consumers) is a DAG: the builder gives the shared value a function of its own
+/// (a partition). Each call of a partition at the caller's own index is replaced by the
+/// partition's body — the same value, recomputed per use (the ops are pure) — so the
+/// epilogue becomes the one function the GEMM kernel applies per accumulator. Left as it
+/// is when any call is not at the caller's own index, a partition reduces or reads at run
+/// time, or the inlined tree would grow past a bound.
+fn inline_partitions(e: &mut KernelSpec) {
+    if e.functions.len() < 2
+        || e.root != super::spec::Root::Elementwise
+        || !e.more_outputs.is_empty()
+    {
+        return;
+    }
+    fn size(b: &Body) -> usize {
+        let mut n = 0;
+        b.visit(&mut |_| n += 1);
+        n
+    }
+    fn inline(b: &mut Body, funcs: &[super::spec::Function], budget: &mut usize) -> bool {
+        match b {
+            Body::Call { func, map } => {
+                let Some(f) = funcs.get(*func) else {
+                    return false;
+                };
+                if *func == 0 || !is_identity(map, &f.dims) {
+                    return false;
+                }
+                let n = size(&f.body);
+                if n > *budget {
+                    return false;
+                }
+                *budget -= n;
+                let mut nb = f.body.clone();
+                if !inline(&mut nb, funcs, budget) {
+                    return false;
+                }
+                *b = nb;
+                true
+            }
+            Body::Unary(_, a) | Body::Convert(_, a) => inline(a, funcs, budget),
+            Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
+                inline(a, funcs, budget) && inline(c, funcs, budget)
+            }
+            Body::Select(c, a, x) => {
+                inline(c, funcs, budget) && inline(a, funcs, budget) && inline(x, funcs, budget)
+            }
+            Body::Guard {
+                then, otherwise, ..
+            } => inline(then, funcs, budget) && inline(otherwise, funcs, budget),
+            Body::Const(_) | Body::Load { .. } | Body::Index { .. } | Body::Param(..) => true,
+            Body::Reduce { .. }
+            | Body::DynCall { .. }
+            | Body::ReduceTuple { .. }
+            | Body::Opaque { .. } => false,
+        }
+    }
+    let mut body = e.functions[0].body.clone();
+    let mut budget = 4096usize;
+    if inline(&mut body, &e.functions, &mut budget) {
+        e.functions[0].body = body;
+        e.functions.truncate(1);
+    }
 }
 
 /// The epilogue must be elementwise in the dot's value: one function over the dot's shape

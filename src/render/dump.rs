@@ -99,6 +99,9 @@ fn fusion_text(f: &FusionReport, style: Style) -> String {
     if asked(&f.verify) {
         s += &format!("    verify: {}\n", status_line(&f.verify, style));
     }
+    if let Some(b) = &f.bench {
+        s += &format!("    bench: {}\n", status_line(b, style));
+    }
     match (f.xla_time_us, f.ixmap_time_us) {
         (Some((x, n)), Some(i)) => {
             s += &format!(
@@ -147,6 +150,13 @@ pub fn counts_line(r: &DumpReport) -> String {
     );
     if r.options.verify {
         s += &format!(", {} verified", c.verified);
+        if c.verified_scaled > 0 {
+            s += &format!(
+                " ({} at their own shapes, {} at scaled-down shapes)",
+                c.verified - c.verified_scaled,
+                c.verified_scaled
+            );
+        }
         if c.verify_failed > 0 {
             s += &format!(" ({} failed verification)", c.verify_failed);
         }
@@ -216,6 +226,7 @@ pub fn json(r: &DumpReport) -> Json {
             "emitted_cuda": c.emitted_cuda,
             "emitted_cpu": c.emitted_cpu,
             "verified": c.verified,
+            "verified_scaled": c.verified_scaled,
             "verify_failed": c.verify_failed,
         },
         "modules": r.modules.iter().map(|m| json!({
@@ -248,9 +259,11 @@ pub fn json(r: &DumpReport) -> Json {
                 "emit_cuda": status_json(&f.emit_cuda),
                 "emit_cpu": status_json(&f.emit_cpu),
                 "verify": status_json(&f.verify),
+                "verified_scaled": f.verified_scaled,
                 "xla_time_us": f.xla_time_us.map(|t| t.0),
                 "xla_launches": f.xla_time_us.map(|t| t.1),
                 "ixmap_time_us": f.ixmap_time_us,
+                "bench": f.bench.as_ref().map(status_json),
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })
@@ -325,7 +338,15 @@ pub fn html(r: &DumpReport) -> String {
                 cell(&f.emit_cpu),
                 cell(&f.verify),
                 f.xla_time_us.map(|t| format!("{:.1}", t.0)).unwrap_or_default(),
-                f.ixmap_time_us.map(|t| format!("{t:.1}")).unwrap_or_default(),
+                match (f.ixmap_time_us, &f.bench) {
+                    (Some(t), _) => format!("{t:.1}"),
+                    (None, Some(b)) => format!(
+                        "<span title=\"{}\">{}</span>",
+                        esc(b.detail()),
+                        if b.is_ok() { "CPU" } else { "–" }
+                    ),
+                    (None, None) => String::new(),
+                },
             );
         }
         s += "</tbody></table>";

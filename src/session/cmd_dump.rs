@@ -11,7 +11,7 @@ use std::path::PathBuf;
 pub static COMMANDS: [Command; 1] = [Command {
     name: "dump",
     usage: "dump [DIR|FILE ...] [emit=false] [check=false] [bench]",
-    summary: "surveys an XLA dump (every *after_optimizations.txt under DIR, or the session's own module): each fusion's kind, source line, indexing, ixmap's and XLA's launch, coalescing, whether it emits and verifies; `bench` times it on the GPU",
+    summary: "surveys an XLA dump (every *after_optimizations.txt under DIR, or the session's own module): each fusion's kind, source line, indexing, ixmap's and XLA's launch, coalescing, whether it emits and verifies; `bench` times each kernel beside a copy (on the GPU when one is found, else the C kernel on the CPU)",
     example: "HloModule m\nfused { p = f32[64,32] parameter(0)\n ROOT e = f32[64,32] exponential(p) }\nENTRY main { x = f32[64,32] parameter(0)\n ROOT f = f32[64,32] fusion(x), kind=kLoop, calls=fused }; dump",
     run: dump_cmd,
 }];
