@@ -930,8 +930,10 @@ fn survey_gemm(g: &crate::gpu::gemm::GemmSpec, opts: &Options, r: &mut FusionRep
 
 fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
     use crate::gpu::launch;
-    let l = match launch::choose(spec, launch::LaunchConfig::default(), None) {
-        Ok(l) => l,
+    // ixmap's default launch: XLA's rules for an H100 (the kind of card the shared dumps
+    // were timed on), as `threads`, `emit` and `bench` use it.
+    let l = match launch::choose_default(spec, None, launch::DeviceLimits::H100) {
+        Ok((l, _)) => l,
         Err(e) => {
             r.launch = Status::Failed(e.to_string());
             return;
