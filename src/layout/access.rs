@@ -11,24 +11,32 @@
 //!   possible for that many distinct bytes;
 //! - shared: 32 banks of 4 bytes; a bank serving `k` distinct 4-byte words needs `k`
 //!   wavefronts (lanes reading the same word share it), so the access takes
-//!   `max over banks of k` wavefronts: `1` is conflict-free.
+//!   `max over banks of k` wavefronts: `1` is conflict-free. Vector accesses of 8 or 16
+//!   bytes are served in phases of 16 or 8 lanes, each counted so.
+//!
+//! Consecutive values of a thread at consecutive addresses are one vector access (up to 16
+//! bytes), as a compiler emits them; the width found is reported.
 
 use super::picture::roles;
 use super::{LayoutError, Result};
 use crate::map::{DomainPoints, IndexingMap, Limits};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// One access (a value index, across a warp's lanes).
+/// One access: a group of `width` consecutive values (a vector load of `width · bytes`
+/// bytes per thread), across a warp's lanes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Access {
+    /// The first value of the group.
     pub value: i64,
-    /// Lanes taking part (distinct threads in the warp holding this value).
+    pub width: i64,
+    /// Lanes taking part.
     pub lanes: usize,
     pub sectors: usize,
     pub ideal_sectors: usize,
     pub lines: usize,
-    /// Shared-memory wavefronts (1 = no bank conflict).
+    /// Shared-memory wavefronts, and the fewest possible (one per phase).
     pub wavefronts: usize,
+    pub ideal_wavefronts: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -37,6 +45,8 @@ pub struct Report {
     pub accesses: Vec<Access>,
     pub warp: i64,
     pub bytes: i64,
+    /// Values per vector access (consecutive values at consecutive addresses, up to 16 bytes).
+    pub width: i64,
     pub shape: Vec<i64>,
 }
 
@@ -73,8 +83,8 @@ pub fn analyse(m: &IndexingMap, bytes: i64, shape: Option<Vec<i64>>) -> Result<R
             .collect(),
     };
     let ws = r.warp_size.max(1);
-    // warp -> value -> lane addresses.
-    let mut by: BTreeMap<i64, BTreeMap<i64, Vec<i64>>> = BTreeMap::new();
+    // thread -> value -> address.
+    let mut by: BTreeMap<i64, BTreeMap<i64, i64>> = BTreeMap::new();
     for (t, v, res) in &pts {
         let mut e: i64 = 0;
         for (x, s) in res.iter().zip(&shape) {
@@ -89,41 +99,85 @@ pub fn analyse(m: &IndexingMap, bytes: i64, shape: Option<Vec<i64>>) -> Result<R
         let addr = e
             .checked_mul(bytes)
             .ok_or_else(|| LayoutError::new("integer overflow in an address"))?;
-        by.entry(t / ws).or_default().entry(*v).or_default().push(addr);
+        by.entry(*t).or_default().insert(*v, addr);
+    }
+    let width = vector_width(&by, bytes);
+    // warp -> group -> (lane, first address).
+    let mut groups: BTreeMap<i64, BTreeMap<i64, Vec<(i64, i64)>>> = BTreeMap::new();
+    for (t, vals) in &by {
+        for (v, a) in vals {
+            if v % width == 0 {
+                groups.entry(t / ws).or_default().entry(*v).or_default().push((t % ws, *a));
+            }
+        }
     }
     let mut worst: Option<(i64, Vec<Access>, usize)> = None;
-    for (w, vals) in &by {
-        let acc: Vec<Access> = vals.iter().map(|(v, a)| access(*v, a, bytes)).collect();
+    for (w, gs) in &groups {
+        let acc: Vec<Access> = gs.iter().map(|(v, a)| access(*v, a, bytes, width)).collect();
         let cost: usize = acc.iter().map(|a| a.sectors * 64 + a.wavefronts).sum();
         if worst.as_ref().is_none_or(|(_, _, c)| cost > *c) {
             worst = Some((*w, acc, cost));
         }
     }
     let (warp, accesses, _) = worst.unwrap_or((0, vec![], 0));
-    Ok(Report { accesses, warp, bytes, shape })
+    Ok(Report { accesses, warp, bytes, width, shape })
 }
 
-fn access(value: i64, addrs: &[i64], bytes: i64) -> Access {
+/// The widest vector (a power of two, at most 16 bytes) such that every thread's values
+/// `g·k .. g·k + k - 1` are present and at consecutive, `k · bytes`-aligned addresses.
+fn vector_width(by: &BTreeMap<i64, BTreeMap<i64, i64>>, bytes: i64) -> i64 {
+    let mut k = 16 / bytes;
+    while k > 1 {
+        let k2 = k;
+        let ok = by.values().all(|vals| {
+            vals.iter().all(|(v, a)| {
+                let g = v - v % k2;
+                let Some(a0) = vals.get(&g) else { return false };
+                a0 % (k2 * bytes) == 0 && *a == a0 + (v - g) * bytes
+            })
+        });
+        if ok {
+            return k;
+        }
+        k /= 2;
+    }
+    1
+}
+
+fn access(value: i64, lanes: &[(i64, i64)], bytes: i64, width: i64) -> Access {
+    let vb = bytes * width;
     let mut sectors = BTreeSet::new();
     let mut lines = BTreeSet::new();
     let mut distinct = BTreeSet::new();
-    let mut banks: BTreeMap<i64, BTreeSet<i64>> = BTreeMap::new();
-    for &a in addrs {
-        for b in 0..bytes {
+    // Shared memory serves a warp's request in phases of 128 bytes' worth of threads.
+    let per_phase = if vb <= 4 { 32 } else { (128 / vb).max(1) };
+    let mut phases: BTreeMap<i64, BTreeMap<i64, BTreeSet<i64>>> = BTreeMap::new();
+    for &(lane, a) in lanes {
+        for b in 0..vb {
             let x = a + b;
             sectors.insert(x / 32);
             lines.insert(x / 128);
             distinct.insert(x);
             let word = x / 4;
-            banks.entry(word % 32).or_default().insert(word);
+            phases
+                .entry(lane / per_phase)
+                .or_default()
+                .entry(word % 32)
+                .or_default()
+                .insert(word);
         }
     }
     Access {
         value,
-        lanes: addrs.len(),
+        width,
+        lanes: lanes.len(),
         sectors: sectors.len(),
         ideal_sectors: distinct.len().div_ceil(32),
         lines: lines.len(),
-        wavefronts: banks.values().map(|s| s.len()).max().unwrap_or(0),
+        wavefronts: phases
+            .values()
+            .map(|banks| banks.values().map(|s| s.len()).max().unwrap_or(0))
+            .sum(),
+        ideal_wavefronts: phases.len(),
     }
 }

@@ -550,44 +550,52 @@ fn access_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         .iter()
         .map(|x| {
             vec![
-                x.value.to_string(),
+                if x.width == 1 {
+                    x.value.to_string()
+                } else {
+                    format!("{}..{}", x.value, x.value + x.width - 1)
+                },
                 x.lanes.to_string(),
                 x.sectors.to_string(),
                 x.ideal_sectors.to_string(),
                 x.lines.to_string(),
                 x.wavefronts.to_string(),
+                x.ideal_wavefronts.to_string(),
             ]
         })
         .collect();
     let total: usize = r.accesses.iter().map(|x| x.sectors).sum();
     let ideal: usize = r.accesses.iter().map(|x| x.ideal_sectors).sum();
-    let worst = r.accesses.iter().map(|x| x.wavefronts).max().unwrap_or(0);
+    let waves: usize = r.accesses.iter().map(|x| x.wavefronts).sum();
+    let ideal_waves: usize = r.accesses.iter().map(|x| x.ideal_wavefronts).sum();
     let dims: Vec<String> = r.shape.iter().map(|x| x.to_string()).collect();
     Ok(Value::Table(Table {
         title: Some(format!(
-            "warp {} ({}-byte elements, tensor [{}] row-major)",
+            "warp {}: {}-byte elements, {} per access ({} bytes), tensor [{}] row-major",
             r.warp,
             r.bytes,
+            r.width,
+            r.width * r.bytes,
             dims.join(", ")
         )),
         headers: vec![
-            "value".into(),
+            "values".into(),
             "lanes".into(),
             "sectors".into(),
             "ideal".into(),
             "lines".into(),
-            "bank wavefronts".into(),
+            "wavefronts".into(),
+            "ideal".into(),
         ],
         rows,
         notes: vec![
             format!(
-                "global: {total} sectors of 32 bytes per warp over all values, {ideal} at best{}",
+                "global: {total} sectors of 32 bytes per warp, {ideal} at best{}",
                 if total == ideal { " (coalesced)" } else { "" }
             ),
             format!(
-                "shared: at most {worst} wavefront{} per access{}",
-                if worst == 1 { "" } else { "s" },
-                if worst <= 1 { " (no bank conflict)" } else { " (bank conflicts)" }
+                "shared: {waves} wavefronts per warp, {ideal_waves} at best{}",
+                if waves == ideal_waves { " (no bank conflict)" } else { " (bank conflicts)" }
             ),
         ],
     }))
