@@ -1,10 +1,10 @@
 //! The thread/value table of a layout, as CuTe's `print_latex` draws it: a grid over the
 //! tensor, each cell naming the thread and value (register) index that hold the element.
 //!
-//! A map's dimensions are read as threads and values ([`roles`]): `lane`, `warp`, `block`
-//! (thread `lane + lanes · (warp + warps · block)`) and `register` as Triton names them;
-//! otherwise the first dimension is the thread and the others, first fastest, the value.
-//! A map with one dimension has values only. Its results are the cell: two results are
+//! A map's variables are read as threads and values ([`roles`]): `lane`, `warp`, `block`
+//! (thread `lane + lanes · (warp + warps · block)`) as Triton names them, `th_x ... bl_z` as
+//! XLA does; otherwise the first variable is the thread and the others, first fastest, the
+//! value. A map with one variable has values only. Its results are the cell: two results are
 //! (row, column); one result is an offset, laid out column-major over `tile=(M, N)` as CuTe
 //! does (`(offset mod M, offset floordiv M)`), or along one row without a tile.
 
@@ -36,17 +36,24 @@ impl Roles {
     }
 }
 
-/// Threads and values of a map's dimensions.
+/// Threads and values of a map's variables (dimensions, then range and runtime variables).
+/// Triton's `lane`, `warp`, `block` and XLA's `th_x`, `th_y`, `th_z`, `bl_x`, `bl_y`, `bl_z`
+/// make up the thread index (in that order, first fastest); every other variable is part of
+/// the value index. Without those names the first of several variables is the thread.
 pub fn roles(m: &IndexingMap) -> Roles {
-    let names: Vec<&str> = m.dims.iter().map(|v| v.name.as_str()).collect();
-    let size = |i: usize| m.dims[i].bounds.hi.saturating_sub(m.dims[i].bounds.lo).saturating_add(1).max(1);
-    let triton = names.iter().any(|n| matches!(*n, "lane" | "warp" | "block" | "register"));
-    let mut dims = vec![(false, 0i64); names.len()];
+    let vars: Vec<&crate::map::Variable> = m.vars().collect();
+    let size = |i: usize| {
+        let b = vars[i].bounds;
+        b.hi.saturating_sub(b.lo).saturating_add(1).max(1)
+    };
+    const THREAD: [&str; 9] = ["lane", "warp", "block", "th_x", "th_y", "th_z", "bl_x", "bl_y", "bl_z"];
+    let named = vars.iter().any(|v| THREAD.contains(&v.name.as_str()));
+    let mut dims = vec![(false, 0i64); vars.len()];
     let mut warp_size = 32;
-    if triton {
-        let mut tw = 1i64;
-        for key in ["lane", "warp", "block"] {
-            if let Some(i) = names.iter().position(|n| *n == key) {
+    let mut tw = 1i64;
+    if named {
+        for key in THREAD {
+            if let Some(i) = vars.iter().position(|v| v.name == key) {
                 if key == "lane" {
                     warp_size = size(i);
                 }
@@ -54,26 +61,18 @@ pub fn roles(m: &IndexingMap) -> Roles {
                 tw = tw.saturating_mul(size(i));
             }
         }
-        let mut vw = 1i64;
-        for (i, d) in dims.iter_mut().enumerate() {
-            if !d.0 {
-                *d = (false, vw);
-                vw = vw.saturating_mul(size(i));
-            }
-        }
-        let has_threads = dims.iter().any(|d| d.0);
-        return Roles { dims, warp_size, has_threads };
+    } else if vars.len() > 1 {
+        dims[0] = (true, 1);
     }
     let mut vw = 1i64;
     for (i, d) in dims.iter_mut().enumerate() {
-        if i == 0 && names.len() > 1 {
-            *d = (true, 1);
-        } else {
+        if !d.0 {
             *d = (false, vw);
             vw = vw.saturating_mul(size(i));
         }
     }
-    Roles { dims, warp_size, has_threads: names.len() > 1 }
+    let has_threads = dims.iter().any(|d| d.0);
+    Roles { dims, warp_size, has_threads }
 }
 
 /// Who holds each element: `cells[row][col]` lists (thread, value) pairs.

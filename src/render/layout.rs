@@ -74,6 +74,9 @@ pub fn grid(p: &Picture) -> String {
     out
 }
 
+/// Tallest picture shown unscaled, in pixels.
+const MAX_HEIGHT: f64 = 640.0;
+
 /// The table as SVG: one rectangle per element, coloured by thread, labelled like the grid.
 pub fn svg(p: &Picture) -> String {
     let cw = 46.0;
@@ -82,8 +85,13 @@ pub fn svg(p: &Picture) -> String {
     let top = 18.0;
     let width = left + cw * p.cols as f64 + 4.0;
     let height = top + ch * p.rows as f64 + 4.0;
+    // A large table (a 128 x 32 MMA tile is 2300 pixels tall) is drawn at its full size in
+    // the view box and shown scaled to fit a screen; it zooms without loss.
+    let scale = (MAX_HEIGHT / height).min(1.0);
     let mut s = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="monospace" font-size="9">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{:.0}" height="{:.0}" viewBox="0 0 {width} {height}" font-family="monospace" font-size="9">"#,
+        width * scale,
+        height * scale
     );
     for c in 0..p.cols {
         s += &format!(
