@@ -15,7 +15,10 @@ fn notation(l: &LayoutValue) -> &'static str {
 /// Plain text: the layout, its map, the notes, and the grid when there is a picture.
 pub fn text(l: &LayoutValue) -> String {
     let mut s = l.text.clone();
-    s += &format!("\nmap: {}", l.map);
+    if !s.is_empty() {
+        s += "\n";
+    }
+    s += &format!("map: {}", l.map);
     for n in &l.notes {
         s += &format!("\n{n}");
     }

@@ -109,14 +109,14 @@ pub static COMMANDS: [Command; 17] = [
         name: "linear_compose",
         usage: "linear_compose A, B [shape=(..)]",
         summary: "Triton linear layouts A then B (A's outputs are B's inputs), by F2 matrices",
-        example: "linear_compose \"register=1 -> (1)\n register=2 -> (2)\", \"dim0=1 -> (2)\n dim0=2 -> (1)\"",
+        example: "linear_compose \"register=1 -> (1) register=2 -> (2)\", \"dim0=1 -> (2) dim0=2 -> (1)\"",
         run: linear_compose,
     },
     Command {
         name: "linear_inverse",
         usage: "linear_inverse LAYOUT [shape=(..)]",
         summary: "the inverse of a bijective Triton linear layout, by Gaussian elimination over F2",
-        example: "linear_inverse \" - lane=1 -> (0, 1)\n   lane=2 -> (1, 0)\nwhere out dims are: [dim0 (size 2), dim1 (size 2)]\"",
+        example: "linear_inverse \"lane=1 -> (0, 1) lane=2 -> (1, 0)\"",
         run: linear_inverse,
     },
     Command {
