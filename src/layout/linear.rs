@@ -603,15 +603,17 @@ where out dims are: [dim0 (size 2), dim1 (size 4)]";
     fn inverse_and_compose() {
         let ll = parse(TEXT).unwrap();
         let inv = ll.inverse().unwrap();
-        let id = LinearLayout::compose(&ll, &inv);
-        // Inputs register, lane, block; outputs dim0, dim1: compose needs matching names.
-        assert!(id.is_err());
+        // The layout then its inverse: the identity on (register, lane, block).
+        let id = LinearLayout::compose(&ll, &inv).unwrap();
         for r in 0..2 {
             for l in 0..4 {
                 let y = ll.eval(&[r, l, 0]);
                 assert_eq!(inv.eval(&y), vec![r, l, 0]);
+                assert_eq!(id.eval(&[r, l, 0]), vec![r, l, 0]);
             }
         }
+        // Composition needs the first's outputs to be the second's inputs.
+        assert!(LinearLayout::compose(&inv, &inv).is_err());
     }
 
     #[test]
