@@ -451,6 +451,24 @@ proptest! {
     }
 }
 
+#[test]
+fn extreme_text_is_an_error() {
+    let deep = "(".repeat(10_000);
+    assert!(cute::parse(&deep).is_err());
+    assert!(cute::parse("Sw<16,32,32> o 8:1").is_err());
+    assert!(cute::parse("(9223372036854775807,2):(1,1)").is_err());
+    let mut s = ixmap::Session::new();
+    for stmt in [
+        "complement \"4:2\" cotarget=9223372036854775807",
+        "layout \"#ttg.blocked<{sizePerThread = [16777216, 16777216], threadsPerWarp = [16777216, 16777216], warpsPerCTA = [16777216, 16777216], order = [1, 0]}>\" shape=(16777216, 16777216)",
+        "layout \"#ttg.slice<{dim = 0, parent = #ttg.slice<{dim = 0, parent = #ttg.slice<{dim = 0, parent = #ttg.slice<{dim = 0, parent = #ttg.slice<{dim = 0, parent = #ttg.slice<{dim = 0, parent = #ttg.slice<{dim = 0, parent = #ttg.slice<{dim = 0, parent = #ttg.slice<{dim = 0, parent = #ttg.slice<{dim = 0}>}>}>}>}>}>}>}>}>}>\" shape=(4)",
+        "picture \"(1048576,1048576):(1,1048576)\"",
+        "layout \"(1099511627776,1099511627776):(1,1099511627776)\" flat",
+    ] {
+        let _ = s.execute(stmt);
+    }
+}
+
 // ------------------------------------------------------------------ by hand
 
 #[test]

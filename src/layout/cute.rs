@@ -285,7 +285,7 @@ impl Layout {
             current = mul(s, d)?;
         }
         let rest = if cotarget > current {
-            (cotarget + current - 1) / current
+            cotarget / current + i64::from(cotarget % current != 0)
         } else {
             1
         };
@@ -591,6 +591,12 @@ impl Swizzle {
                 "a swizzle takes B in [0, 16], M in [0, 32] and S in [-32, 32]",
             ));
         }
+        if base + shift.abs() + bits > 62 {
+            return Err(LayoutError::new(format!(
+                "Sw<{bits},{base},{shift}> reaches offset bit {}, past the 62 bits of an offset",
+                base + shift.abs() + bits
+            )));
+        }
         if shift.abs() < bits {
             return Err(LayoutError::new(format!(
                 "Sw<{bits},{base},{shift}>: |S| must be at least B, so the bits read and the bits changed do not overlap"
@@ -802,6 +808,9 @@ struct Parser<'a> {
     i: usize,
 }
 
+/// Deepest nesting of tuples read (deeper text is an error, not a stack overflow).
+const MAX_DEPTH: usize = 32;
+
 impl Parser<'_> {
     fn ws(&mut self) {
         while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
@@ -852,18 +861,24 @@ impl Parser<'_> {
         Ok(if neg { -v } else { v })
     }
     fn tuple(&mut self) -> Result<(Tuple, usize)> {
+        self.tuple_at(0)
+    }
+    fn tuple_at(&mut self, depth: usize) -> Result<(Tuple, usize)> {
         let start = {
             self.ws();
             self.i
         };
         if self.peek() == Some(b'(') {
+            if depth >= MAX_DEPTH {
+                return Err(LayoutError::at(format!("tuples nest deeper than {MAX_DEPTH}"), start));
+            }
             self.i += 1;
-            let mut items = vec![self.tuple()?.0];
+            let mut items = vec![self.tuple_at(depth + 1)?.0];
             loop {
                 match self.peek() {
                     Some(b',') => {
                         self.i += 1;
-                        items.push(self.tuple()?.0);
+                        items.push(self.tuple_at(depth + 1)?.0);
                     }
                     Some(b')') => {
                         self.i += 1;

@@ -106,7 +106,7 @@ pub fn is_attribute(text: &str) -> bool {
 /// The linear layout of a TTGIR layout attribute for a tensor of shape `shape`.
 pub fn parse(text: &str, shape: &[i64]) -> Result<LinearLayout> {
     let mut p = P { s: text.as_bytes(), i: 0 };
-    let a = p.attr()?;
+    let a = p.attr(0)?;
     p.ws();
     if p.i < p.s.len() {
         return Err(LayoutError::at("unexpected text after the attribute", p.i));
@@ -222,6 +222,9 @@ fn build(a: &Attr, shape: &[i64]) -> Result<LinearLayout> {
             for (list, which, name) in [(&spt, 0, "sizePerThread"), (&tpw, 1, "threadsPerWarp"), (&wpc, 2, "warpsPerCTA")] {
                 for &d in &order {
                     let k = log2(list[d], name, a.at)?;
+                    if tile[d].trailing_zeros() as usize + k > 30 {
+                        return Err(LayoutError::at("the layout's tile exceeds 2^30 along a dimension", a.at));
+                    }
                     for j in 0..k {
                         let basis = unit(rank, d, tile[d] << j);
                         match which {
@@ -494,9 +497,12 @@ impl P<'_> {
             self.err("expected an integer")
         })
     }
-    fn attr(&mut self) -> Result<Attr> {
+    fn attr(&mut self, depth: usize) -> Result<Attr> {
         self.ws();
         let at = self.i;
+        if depth > 8 {
+            return Err(LayoutError::at("attributes nest deeper than 8", at));
+        }
         self.eat("#");
         let dialect = self.ident()?;
         if dialect != "ttg" && dialect != "triton_gpu" {
@@ -527,7 +533,7 @@ impl P<'_> {
                     }
                     Val::List(v, vat)
                 } else if self.s.get(self.i) == Some(&b'#') {
-                    Val::Attr(Box::new(self.attr()?))
+                    Val::Attr(Box::new(self.attr(depth + 1)?))
                 } else if self.eat("true") {
                     Val::Bool(true, vat)
                 } else if self.eat("false") {
