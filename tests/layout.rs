@@ -39,7 +39,10 @@ fn layout_with(lo: i64) -> impl Strategy<Value = Layout> {
             }
             if modes.len() == 1 {
                 let (s, d) = modes.remove(0);
-                Layout { shape: s, stride: d }
+                Layout {
+                    shape: s,
+                    stride: d,
+                }
             } else {
                 Layout {
                     shape: Tuple::Tup(modes.iter().map(|m| m.0.clone()).collect()),

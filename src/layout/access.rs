@@ -52,7 +52,9 @@ pub struct Report {
 
 pub fn analyse(m: &IndexingMap, bytes: i64, shape: Option<Vec<i64>>) -> Result<Report> {
     if !(1..=16).contains(&bytes) {
-        return Err(LayoutError::new("bytes= takes an element size from 1 to 16"));
+        return Err(LayoutError::new(
+            "bytes= takes an element size from 1 to 16",
+        ));
     }
     let r = roles(m);
     if !r.has_threads {
@@ -62,11 +64,17 @@ pub fn analyse(m: &IndexingMap, bytes: i64, shape: Option<Vec<i64>>) -> Result<R
     }
     let nres = m.results.len();
     let mut pts: Vec<(i64, i64, Vec<i64>)> = Vec::new();
-    DomainPoints::for_each(m, &Limits { max_points: 1 << 22 }, &mut |p, res| {
-        let (t, v) = r.thread_value(p);
-        pts.push((t, v, res.to_vec()));
-        Ok(true)
-    })
+    DomainPoints::for_each(
+        m,
+        &Limits {
+            max_points: 1 << 22,
+        },
+        &mut |p, res| {
+            let (t, v) = r.thread_value(p);
+            pts.push((t, v, res.to_vec()));
+            Ok(true)
+        },
+    )
     .map_err(|e| LayoutError::new(e.to_string()))?;
     let shape = match shape {
         Some(s) => {
@@ -79,7 +87,13 @@ pub fn analyse(m: &IndexingMap, bytes: i64, shape: Option<Vec<i64>>) -> Result<R
             s
         }
         None => (0..nres)
-            .map(|k| pts.iter().map(|(_, _, r)| r[k] + 1).max().unwrap_or(1).max(1))
+            .map(|k| {
+                pts.iter()
+                    .map(|(_, _, r)| r[k] + 1)
+                    .max()
+                    .unwrap_or(1)
+                    .max(1)
+            })
             .collect(),
     };
     let ws = r.warp_size.max(1);
@@ -107,20 +121,34 @@ pub fn analyse(m: &IndexingMap, bytes: i64, shape: Option<Vec<i64>>) -> Result<R
     for (t, vals) in &by {
         for (v, a) in vals {
             if v % width == 0 {
-                groups.entry(t / ws).or_default().entry(*v).or_default().push((t % ws, *a));
+                groups
+                    .entry(t / ws)
+                    .or_default()
+                    .entry(*v)
+                    .or_default()
+                    .push((t % ws, *a));
             }
         }
     }
     let mut worst: Option<(i64, Vec<Access>, usize)> = None;
     for (w, gs) in &groups {
-        let acc: Vec<Access> = gs.iter().map(|(v, a)| access(*v, a, bytes, width)).collect();
+        let acc: Vec<Access> = gs
+            .iter()
+            .map(|(v, a)| access(*v, a, bytes, width))
+            .collect();
         let cost: usize = acc.iter().map(|a| a.sectors * 64 + a.wavefronts).sum();
         if worst.as_ref().is_none_or(|(_, _, c)| cost > *c) {
             worst = Some((*w, acc, cost));
         }
     }
     let (warp, accesses, _) = worst.unwrap_or((0, vec![], 0));
-    Ok(Report { accesses, warp, bytes, width, shape })
+    Ok(Report {
+        accesses,
+        warp,
+        bytes,
+        width,
+        shape,
+    })
 }
 
 /// The widest vector (a power of two, at most 16 bytes) such that every thread's values

@@ -131,7 +131,10 @@ impl Layout {
                 return Err(LayoutError::new(format!("shape {s} is not positive")));
             }
         }
-        l.shape.leaves().iter().try_fold(1i64, |acc, s| mul(acc, *s))?;
+        l.shape
+            .leaves()
+            .iter()
+            .try_fold(1i64, |acc, s| mul(acc, *s))?;
         Ok(l)
     }
     /// `s:d`.
@@ -145,26 +148,29 @@ impl Layout {
     pub fn compact(shape: Tuple) -> Result<Layout> {
         let mut p = 1i64;
         let mut err = None;
-        let stride = shape.replace_leaves(
-            &mut || Tuple::Int(0),
-            &|v: Vec<Tuple>| Tuple::Tup(v),
-        );
+        let stride = shape.replace_leaves(&mut || Tuple::Int(0), &|v: Vec<Tuple>| Tuple::Tup(v));
         let mut strides = Vec::new();
         for s in shape.leaves() {
             strides.push(p);
             match p.checked_mul(s) {
                 Some(q) => p = q,
-                None => err = Some(LayoutError::new("integer overflow in the size of the shape")),
+                None => {
+                    err = Some(LayoutError::new(
+                        "integer overflow in the size of the shape",
+                    ))
+                }
             }
         }
         if let Some(e) = err {
             return Err(e);
         }
         let mut it = strides.into_iter();
-        let stride = stride.replace_leaves(
-            &mut || Tuple::Int(it.next().unwrap_or(0)),
-            &|v: Vec<Tuple>| Tuple::Tup(v),
-        );
+        let stride =
+            stride.replace_leaves(&mut || Tuple::Int(it.next().unwrap_or(0)), &|v: Vec<
+                Tuple,
+            >| {
+                Tuple::Tup(v)
+            });
         Layout::new(shape, stride)
     }
     /// Modes side by side: `(m0, m1, ...)`.
@@ -207,7 +213,10 @@ impl Layout {
     }
     /// The number of coordinates (checked at construction).
     pub fn size(&self) -> i64 {
-        self.shape.leaves().iter().fold(1i64, |a, s| a.saturating_mul(*s))
+        self.shape
+            .leaves()
+            .iter()
+            .fold(1i64, |a, s| a.saturating_mul(*s))
     }
     /// One more than the largest offset (with negative strides, the span's length from 0).
     pub fn cosize(&self) -> Result<i64> {
@@ -225,7 +234,11 @@ impl Layout {
         let mut rest = x;
         let mut acc = 0i64;
         for (i, (s, d)) in leaves.iter().enumerate() {
-            let c = if i + 1 == leaves.len() { rest } else { rest % s };
+            let c = if i + 1 == leaves.len() {
+                rest
+            } else {
+                rest % s
+            };
             rest /= s;
             acc = add(acc, mul(c, *d)?)?;
         }
@@ -321,9 +334,9 @@ impl Layout {
 
     /// CuTe's `left_inverse(A)`: `L(A(x)) = x` for every `x < size(A)`; `A` must be injective.
     pub fn left_inverse(&self) -> Result<Layout> {
-        let c = self.complement(self.cosize()?).map_err(|e| {
-            LayoutError::new(format!("no left inverse ({})", e.message))
-        })?;
+        let c = self
+            .complement(self.cosize()?)
+            .map_err(|e| LayoutError::new(format!("no left inverse ({})", e.message)))?;
         let l = Layout::concat(vec![self.clone(), c]).right_inverse();
         for x in 0..self.size().min(MAX_POINTS) {
             let y = self.eval(x)?;
@@ -625,7 +638,10 @@ impl Swizzle {
     /// addition mod 2, so `o - Σ 2^t·b_t + Σ 2^t·((b_t + b_s) mod 2)`.
     pub fn expr(&self, o: Expr) -> Expr {
         let (dst, src) = self.bases();
-        let bit = |k: u32| o.floordiv(Expr::constant(1i64 << k)).modulo(Expr::constant(2));
+        let bit = |k: u32| {
+            o.floordiv(Expr::constant(1i64 << k))
+                .modulo(Expr::constant(2))
+        };
         let mut r = o;
         for j in 0..self.bits {
             let t = dst + j;
@@ -730,10 +746,7 @@ impl Composed {
         }
         let o = self.finish(o);
         let results = match tile {
-            Some((mm, _)) => vec![
-                o.modulo(Expr::constant(mm)),
-                o.floordiv(Expr::constant(mm)),
-            ],
+            Some((mm, _)) => vec![o.modulo(Expr::constant(mm)), o.floordiv(Expr::constant(mm))],
             None => vec![o],
         };
         IndexingMap::new(dims, vec![], vec![], results, vec![])
@@ -750,7 +763,11 @@ fn flat_expr(l: &Layout, x: Expr) -> Expr {
         if *s == 1 {
             continue;
         }
-        let mut c = if p == 1 { x } else { x.floordiv(Expr::constant(p)) };
+        let mut c = if p == 1 {
+            x
+        } else {
+            x.floordiv(Expr::constant(p))
+        };
         if Some(i) != last {
             c = c.modulo(Expr::constant(*s));
         }
@@ -760,13 +777,15 @@ fn flat_expr(l: &Layout, x: Expr) -> Expr {
     o
 }
 
-
 // ------------------------------------------------------------------ text
 
 /// Reads CuTe's printed forms: `(4,2):(1,4)`, `((2,2),4):((1,4),2)`, `_8:_1`, a shape alone
 /// (compact, column-major), `Sw<3,4,3> o (8,64):(64,1)`, `Sw<3,4,3> o _0 o ...`.
 pub fn parse(text: &str) -> Result<Composed> {
-    let mut p = Parser { s: text.as_bytes(), i: 0 };
+    let mut p = Parser {
+        s: text.as_bytes(),
+        i: 0,
+    };
     let c = p.composed()?;
     p.ws();
     if p.i < p.s.len() {
@@ -780,7 +799,10 @@ pub fn parse(text: &str) -> Result<Composed> {
 pub fn parse_layout(text: &str) -> Result<Layout> {
     let c = parse(text)?;
     if c.swizzle.is_some() || c.offset != 0 {
-        return Err(LayoutError::at("a plain layout is expected here, not a swizzle", 0));
+        return Err(LayoutError::at(
+            "a plain layout is expected here, not a swizzle",
+            0,
+        ));
     }
     Ok(c.layout)
 }
@@ -788,7 +810,10 @@ pub fn parse_layout(text: &str) -> Result<Layout> {
 /// Reads a tiler: a layout, or a parenthesised tuple of layouts (`(2:1,4:1)`; an integer
 /// `n` in it is `n:1`).
 pub fn parse_tiler(text: &str) -> Result<Tiler> {
-    let mut p = Parser { s: text.as_bytes(), i: 0 };
+    let mut p = Parser {
+        s: text.as_bytes(),
+        i: 0,
+    };
     p.ws();
     if p.peek() == Some(b'(') {
         let save = p.i;
@@ -870,7 +895,10 @@ impl Parser<'_> {
         };
         if self.peek() == Some(b'(') {
             if depth >= MAX_DEPTH {
-                return Err(LayoutError::at(format!("tuples nest deeper than {MAX_DEPTH}"), start));
+                return Err(LayoutError::at(
+                    format!("tuples nest deeper than {MAX_DEPTH}"),
+                    start,
+                ));
             }
             self.i += 1;
             let mut items = vec![self.tuple_at(depth + 1)?.0];
@@ -896,8 +924,10 @@ impl Parser<'_> {
         let (shape, at) = self.tuple()?;
         for s in shape.leaves() {
             if s < 1 {
-                return Err(LayoutError::at(format!("the shape {s} is not positive"), at)
-                    .with_label("in this shape"));
+                return Err(
+                    LayoutError::at(format!("the shape {s} is not positive"), at)
+                        .with_label("in this shape"),
+                );
             }
         }
         if self.peek() == Some(b':') {
@@ -919,7 +949,11 @@ impl Parser<'_> {
         self.ws();
         if self.s[self.i..].starts_with(b"Sw") || self.s[self.i..].starts_with(b"Swizzle") {
             let at = self.i;
-            self.i += if self.s[self.i..].starts_with(b"Swizzle") { 7 } else { 2 };
+            self.i += if self.s[self.i..].starts_with(b"Swizzle") {
+                7
+            } else {
+                2
+            };
             self.expect(b'<', "after `Sw`")?;
             let b = self.int()?;
             self.expect(b',', "between the swizzle's numbers")?;
@@ -1016,7 +1050,10 @@ mod tests {
     #[test]
     fn reads_and_prints() {
         assert_eq!(l("(4,2):(1,4)").to_string(), "(4,2):(1,4)");
-        assert_eq!(l("((_2,_2),_4):((_1,_4),_2)").to_string(), "((2,2),4):((1,4),2)");
+        assert_eq!(
+            l("((_2,_2),_4):((_1,_4),_2)").to_string(),
+            "((2,2),4):((1,4),2)"
+        );
         assert_eq!(l("(4,(2,3))").to_string(), "(4,(2,3)):(1,(4,8))");
         let c = parse("Sw<3,4,3> o _0 o (8,64):(64,1)").unwrap();
         assert_eq!(c.to_string(), "Sw<3,4,3> o (8,64):(64,1)");
@@ -1045,7 +1082,10 @@ mod tests {
         check(l("4:2").complement(24), "(2,3):(1,8)");
         check(l("(2,2):(1,6)").complement(24), "(3,2):(2,12)");
         // composition: (6,2):(8,2) ∘ (4,3):(3,1), worked from the values.
-        check(composition(&l("(6,2):(8,2)"), &l("(4,3):(3,1)")), "((2,2),3):((24,2),8)");
+        check(
+            composition(&l("(6,2):(8,2)"), &l("(4,3):(3,1)")),
+            "((2,2),3):((24,2),8)",
+        );
         check(composition(&l("20:2"), &l("(5,4):(4,1)")), "(5,4):(8,2)");
         // right inverse of (4,2):(2,1): offsets 0..7 come from indices 0,4,1,5,...
         assert_eq!(l("(4,2):(2,1)").right_inverse().to_string(), "(2,4):(4,1)");
@@ -1056,6 +1096,9 @@ mod tests {
         );
         // logical_product((2,2):(4,1), 6:1): complement((2,2):(4,1), 24) = (2,3):(2,8), and
         // (2,3):(2,8) ∘ 6:1 is itself.
-        check(logical_product(&l("(2,2):(4,1)"), &l("6:1")), "((2,2),(2,3)):((4,1),(2,8))");
+        check(
+            logical_product(&l("(2,2):(4,1)"), &l("6:1")),
+            "((2,2),(2,3)):((4,1),(2,8))",
+        );
     }
 }

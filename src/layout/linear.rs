@@ -126,7 +126,11 @@ impl LinearLayout {
                     }
                 }
                 if let Some(s) = sum {
-                    let s = if count > 1 { s.modulo(Expr::constant(2)) } else { s };
+                    let s = if count > 1 {
+                        s.modulo(Expr::constant(2))
+                    } else {
+                        s
+                    };
                     e = e.add(s.mul(Expr::constant(1i64 << t)));
                 }
             }
@@ -275,7 +279,10 @@ fn dims_text(d: &[(String, i64)]) -> String {
 /// Without the `where` line, the outputs are `dim0, dim1, ...` sized to the next power of
 /// two above their largest value.
 pub fn parse(text: &str) -> Result<LinearLayout> {
-    let mut p = P { s: text.as_bytes(), i: 0 };
+    let mut p = P {
+        s: text.as_bytes(),
+        i: 0,
+    };
     let mut ins: Vec<(String, Vec<Vec<i64>>)> = Vec::new();
     let mut outs: Option<Vec<(String, i64)>> = None;
     let mut first_basis_at = None;
@@ -373,7 +380,10 @@ pub fn parse(text: &str) -> Result<LinearLayout> {
             0,
         ));
     }
-    let width = ins.iter().flat_map(|(_, b)| b.iter().map(|v| v.len())).max();
+    let width = ins
+        .iter()
+        .flat_map(|(_, b)| b.iter().map(|v| v.len()))
+        .max();
     let outs = match outs {
         Some(o) => o,
         None => {
@@ -416,7 +426,9 @@ impl P<'_> {
     }
     /// Whitespace and the `-` bullets.
     fn skip(&mut self) {
-        while self.i < self.s.len() && (self.s[self.i].is_ascii_whitespace() || self.s[self.i] == b'-') {
+        while self.i < self.s.len()
+            && (self.s[self.i].is_ascii_whitespace() || self.s[self.i] == b'-')
+        {
             self.i += 1;
         }
     }
@@ -430,7 +442,9 @@ impl P<'_> {
     fn ident(&mut self) -> Result<String> {
         self.skip_ws();
         let st = self.i;
-        while self.i < self.s.len() && (self.s[self.i].is_ascii_alphanumeric() || self.s[self.i] == b'_') {
+        while self.i < self.s.len()
+            && (self.s[self.i].is_ascii_alphanumeric() || self.s[self.i] == b'_')
+        {
             self.i += 1;
         }
         if st == self.i {
@@ -494,10 +508,15 @@ pub fn from_map(m: &IndexingMap) -> std::result::Result<LinearLayout, String> {
         return Err("the map is UNDEFINED or KNOWN EMPTY".into());
     }
     if m.has_symbols() {
-        return Err("the map has range or runtime variables; a linear layout has only inputs".into());
+        return Err(
+            "the map has range or runtime variables; a linear layout has only inputs".into(),
+        );
     }
     if !m.constraints.is_empty() {
-        return Err("the map's domain has constraints; a linear layout's domain is a box of powers of two".into());
+        return Err(
+            "the map's domain has constraints; a linear layout's domain is a box of powers of two"
+                .into(),
+        );
     }
     let mut ins = Vec::new();
     for v in &m.dims {
@@ -537,7 +556,10 @@ pub fn from_map(m: &IndexingMap) -> std::result::Result<LinearLayout, String> {
             p[i] = 1i64 << j;
             let v = at(&p)?;
             if let Some(x) = v.iter().find(|x| **x < 0) {
-                return Err(format!("at {name} = {} a result is {x}, negative", 1i64 << j));
+                return Err(format!(
+                    "at {name} = {} a result is {x}, negative",
+                    1i64 << j
+                ));
             }
             bs.push(v);
         }
@@ -576,7 +598,10 @@ pub fn from_map(m: &IndexingMap) -> std::result::Result<LinearLayout, String> {
 }
 
 fn join(v: &[i64]) -> String {
-    v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

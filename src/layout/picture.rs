@@ -46,7 +46,9 @@ pub fn roles(m: &IndexingMap) -> Roles {
         let b = vars[i].bounds;
         b.hi.saturating_sub(b.lo).saturating_add(1).max(1)
     };
-    const THREAD: [&str; 9] = ["lane", "warp", "block", "th_x", "th_y", "th_z", "bl_x", "bl_y", "bl_z"];
+    const THREAD: [&str; 9] = [
+        "lane", "warp", "block", "th_x", "th_y", "th_z", "bl_x", "bl_y", "bl_z",
+    ];
     let named = vars.iter().any(|v| THREAD.contains(&v.name.as_str()));
     let mut dims = vec![(false, 0i64); vars.len()];
     let mut warp_size = 32;
@@ -72,7 +74,11 @@ pub fn roles(m: &IndexingMap) -> Roles {
         }
     }
     let has_threads = dims.iter().any(|d| d.0);
-    Roles { dims, warp_size, has_threads }
+    Roles {
+        dims,
+        warp_size,
+        has_threads,
+    }
 }
 
 /// Who holds each element: `cells[row][col]` lists (thread, value) pairs.
@@ -89,8 +95,9 @@ pub struct Picture {
 /// Most cells a picture draws.
 pub const MAX_CELLS: i64 = 1 << 16;
 
-/// The thread/value table of `m`; `tile` lays out a one-result map (column-major).
-pub fn picture(m: &IndexingMap, tile: Option<(i64, i64)>) -> Result<Picture> {
+/// The thread/value table of `m`; `tile` lays out a one-result map (column-major); `warp`
+/// keeps only that warp's threads (the elements one warp accesses, the rest `.`).
+pub fn picture(m: &IndexingMap, tile: Option<(i64, i64)>, warp: Option<i64>) -> Result<Picture> {
     let r = roles(m);
     let nres = m.results.len();
     if nres == 0 || nres > 2 {
@@ -107,22 +114,30 @@ pub fn picture(m: &IndexingMap, tile: Option<(i64, i64)>) -> Result<Picture> {
     }
     let mut pts: Vec<(i64, i64, i64, i64)> = Vec::new();
     let mut err = None;
-    DomainPoints::for_each(m, &Limits { max_points: 1 << 20 }, &mut |p, res| {
-        let (row, col) = if nres == 2 {
-            (res[0], res[1])
-        } else if let Some((mm, _)) = tile {
-            (res[0].rem_euclid(mm), res[0].div_euclid(mm))
-        } else {
-            (0, res[0])
-        };
-        if row < 0 || col < 0 || row >= MAX_CELLS || col >= MAX_CELLS {
-            err = Some(format!("the element ({row}, {col}) is outside the picture"));
-            return Ok(false);
-        }
-        let (t, v) = r.thread_value(p);
-        pts.push((row, col, t, v));
-        Ok(true)
-    })
+    DomainPoints::for_each(
+        m,
+        &Limits {
+            max_points: 1 << 20,
+        },
+        &mut |p, res| {
+            let (row, col) = if nres == 2 {
+                (res[0], res[1])
+            } else if let Some((mm, _)) = tile {
+                (res[0].rem_euclid(mm), res[0].div_euclid(mm))
+            } else {
+                (0, res[0])
+            };
+            if row < 0 || col < 0 || row >= MAX_CELLS || col >= MAX_CELLS {
+                err = Some(format!("the element ({row}, {col}) is outside the picture"));
+                return Ok(false);
+            }
+            let (t, v) = r.thread_value(p);
+            if warp.is_none_or(|w| t.div_euclid(r.warp_size.max(1)) == w) {
+                pts.push((row, col, t, v));
+            }
+            Ok(true)
+        },
+    )
     .map_err(|e| LayoutError::new(e.to_string()))?;
     if let Some(e) = err {
         return Err(LayoutError::new(e));
@@ -131,6 +146,12 @@ pub fn picture(m: &IndexingMap, tile: Option<(i64, i64)>) -> Result<Picture> {
         Some((a, b)) => (a, b),
         None => (0, 0),
     };
+    // With one warp kept, the picture still spans the whole tensor.
+    if warp.is_some() {
+        let full = picture(m, tile, None)?;
+        rows = rows.max(full.rows as i64);
+        cols = cols.max(full.cols as i64);
+    }
     for (row, col, _, _) in &pts {
         rows = rows.max(row + 1);
         cols = cols.max(col + 1);

@@ -28,7 +28,9 @@ pub fn to_cute(m: &IndexingMap) -> Result<Layout, String> {
         ));
     }
     if m.has_symbols() {
-        return Err("the map has range or runtime variables; a CuTe layout has only its coordinate".into());
+        return Err(
+            "the map has range or runtime variables; a CuTe layout has only its coordinate".into(),
+        );
     }
     if !m.constraints.is_empty() {
         return Err("the map's domain has constraints; a CuTe layout's domain is a box".into());
@@ -62,7 +64,9 @@ pub fn to_cute(m: &IndexingMap) -> Result<Layout, String> {
     };
     let zero = at(&vec![0; nd])?;
     if zero != 0 {
-        return Err(format!("at 0 the offset is {zero}; a CuTe layout maps 0 to 0"));
+        return Err(format!(
+            "at 0 the offset is {zero}; a CuTe layout maps 0 to 0"
+        ));
     }
     let mut modes = Vec::new();
     let mut along: Vec<Vec<i64>> = Vec::new();
@@ -130,11 +134,24 @@ mod tests {
 
     #[test]
     fn maps_to_layouts() {
-        assert_eq!(show("(d0, d1) -> (d0 * 2 + d1 * 8), domain: d0 in [0, 3], d1 in [0, 2]"), Ok("(4,3):(2,8)".into()));
-        assert_eq!(show("(d0) -> (d0 mod 4 + (d0 floordiv 4) * 8), domain: d0 in [0, 15]"), Ok("(4,4):(1,8)".into()));
+        assert_eq!(
+            show("(d0, d1) -> (d0 * 2 + d1 * 8), domain: d0 in [0, 3], d1 in [0, 2]"),
+            Ok("(4,3):(2,8)".into())
+        );
+        assert_eq!(
+            show("(d0) -> (d0 mod 4 + (d0 floordiv 4) * 8), domain: d0 in [0, 15]"),
+            Ok("(4,4):(1,8)".into())
+        );
         assert!(show("(d0) -> (d0 * d0), domain: d0 in [0, 3]").is_err());
-        assert!(show("(d0, d1) -> (d0 * d1), domain: d0 in [0, 3], d1 in [0, 3]").unwrap_err().contains("do not add up"));
+        assert!(
+            show("(d0, d1) -> (d0 * d1), domain: d0 in [0, 3], d1 in [0, 3]")
+                .unwrap_err()
+                .contains("do not add up")
+        );
         let l = cute::parse("((2,2),4):((1,4),2)").unwrap();
-        assert_eq!(to_cute(&l.flat_map()).map(|l| l.to_string()), Ok("(2,2,4):(1,4,2)".into()));
+        assert_eq!(
+            to_cute(&l.flat_map()).map(|l| l.to_string()),
+            Ok("(2,2,4):(1,4,2)".into())
+        );
     }
 }

@@ -56,15 +56,27 @@ impl Attr {
         match self.get(k) {
             Some(Val::List(v, _)) => Ok(v.clone()),
             Some(Val::Int(v, _)) => Ok(vec![*v]),
-            Some(other) => Err(LayoutError::at(format!("`{k}` takes a list like [1, 4]"), pos(other))),
-            None => Err(LayoutError::at(format!("#ttg.{} needs `{k}`", self.name), self.at)),
+            Some(other) => Err(LayoutError::at(
+                format!("`{k}` takes a list like [1, 4]"),
+                pos(other),
+            )),
+            None => Err(LayoutError::at(
+                format!("#ttg.{} needs `{k}`", self.name),
+                self.at,
+            )),
         }
     }
     fn int(&self, k: &str) -> Result<i64> {
         match self.get(k) {
             Some(Val::Int(v, _)) => Ok(*v),
-            Some(other) => Err(LayoutError::at(format!("`{k}` takes an integer"), pos(other))),
-            None => Err(LayoutError::at(format!("#ttg.{} needs `{k}`", self.name), self.at)),
+            Some(other) => Err(LayoutError::at(
+                format!("`{k}` takes an integer"),
+                pos(other),
+            )),
+            None => Err(LayoutError::at(
+                format!("#ttg.{} needs `{k}`", self.name),
+                self.at,
+            )),
         }
     }
     fn int_or(&self, k: &str, d: i64) -> Result<i64> {
@@ -78,14 +90,23 @@ impl Attr {
         match self.get(k) {
             None => Ok(d),
             Some(Val::Bool(b, _)) => Ok(*b),
-            Some(other) => Err(LayoutError::at(format!("`{k}` takes true or false"), pos(other))),
+            Some(other) => Err(LayoutError::at(
+                format!("`{k}` takes true or false"),
+                pos(other),
+            )),
         }
     }
     fn attr(&self, k: &str) -> Result<&Attr> {
         match self.get(k) {
             Some(Val::Attr(a)) => Ok(a),
-            Some(other) => Err(LayoutError::at(format!("`{k}` takes a layout attribute"), pos(other))),
-            None => Err(LayoutError::at(format!("#ttg.{} needs `{k}`", self.name), self.at)),
+            Some(other) => Err(LayoutError::at(
+                format!("`{k}` takes a layout attribute"),
+                pos(other),
+            )),
+            None => Err(LayoutError::at(
+                format!("#ttg.{} needs `{k}`", self.name),
+                self.at,
+            )),
         }
     }
 }
@@ -105,7 +126,10 @@ pub fn is_attribute(text: &str) -> bool {
 
 /// The linear layout of a TTGIR layout attribute for a tensor of shape `shape`.
 pub fn parse(text: &str, shape: &[i64]) -> Result<LinearLayout> {
-    let mut p = P { s: text.as_bytes(), i: 0 };
+    let mut p = P {
+        s: text.as_bytes(),
+        i: 0,
+    };
     let a = p.attr(0)?;
     p.ws();
     if p.i < p.s.len() {
@@ -123,7 +147,10 @@ pub fn parse(text: &str, shape: &[i64]) -> Result<LinearLayout> {
 
 fn log2(v: i64, what: &str, at: usize) -> Result<usize> {
     if v < 1 || v & (v - 1) != 0 || v > (1 << 24) {
-        return Err(LayoutError::at(format!("{what} = {v} is not a power of two"), at));
+        return Err(LayoutError::at(
+            format!("{what} = {v} is not a power of two"),
+            at,
+        ));
     }
     Ok(v.trailing_zeros() as usize)
 }
@@ -162,7 +189,9 @@ impl Builder {
             .into_iter()
             .filter(|b| b.iter().any(|x| *x != 0))
             .collect();
-        let outs = (0..self.rank).map(|d| (format!("dim{d}"), shape[d])).collect();
+        let outs = (0..self.rank)
+            .map(|d| (format!("dim{d}"), shape[d]))
+            .collect();
         LinearLayout::new(
             vec![
                 ("register".into(), reg),
@@ -187,7 +216,10 @@ fn check_order(order: &[usize], rank: usize, at: usize) -> Result<()> {
         seen[o] = true;
     }
     if order.len() != rank {
-        return Err(LayoutError::at(format!("order must have {rank} entries"), at));
+        return Err(LayoutError::at(
+            format!("order must have {rank} entries"),
+            at,
+        ));
     }
     Ok(())
 }
@@ -401,7 +433,15 @@ fn build(a: &Attr, shape: &[i64]) -> Result<LinearLayout> {
 /// Offset → coordinate for a swizzled shared layout: the minor dimension's first `cols`
 /// elements are contiguous; row `r` XORs its `vec`-groups with `(r floordiv per) mod maxp`;
 /// further column blocks of `cols` follow all rows.
-fn shared(shape: &[i64], minor: usize, vec_: i64, per: i64, maxp: i64, cols: Option<i64>, at: usize) -> Result<LinearLayout> {
+fn shared(
+    shape: &[i64],
+    minor: usize,
+    vec_: i64,
+    per: i64,
+    maxp: i64,
+    cols: Option<i64>,
+    at: usize,
+) -> Result<LinearLayout> {
     let major = 1 - minor;
     let cols = cols.unwrap_or(shape[minor]);
     let lc = log2(cols, "the swizzle width", at)?;
@@ -410,7 +450,10 @@ fn shared(shape: &[i64], minor: usize, vec_: i64, per: i64, maxp: i64, cols: Opt
     let lm = log2(maxp, "maxPhase", at)?;
     if maxp > 1 && vec_ * maxp > cols {
         return Err(LayoutError::at(
-            format!("vec · maxPhase = {} exceeds the {cols} contiguous elements of a row", vec_ * maxp),
+            format!(
+                "vec · maxPhase = {} exceeds the {cols} contiguous elements of a row",
+                vec_ * maxp
+            ),
             at,
         ));
     }
@@ -449,7 +492,11 @@ impl P<'_> {
         }
     }
     fn err(&self, m: &str) -> LayoutError {
-        LayoutError::at(m, self.i).with_label(if self.i < self.s.len() { "here" } else { "the text ends here" })
+        LayoutError::at(m, self.i).with_label(if self.i < self.s.len() {
+            "here"
+        } else {
+            "the text ends here"
+        })
     }
     fn eat(&mut self, t: &str) -> bool {
         self.ws();
@@ -470,7 +517,9 @@ impl P<'_> {
     fn ident(&mut self) -> Result<String> {
         self.ws();
         let st = self.i;
-        while self.i < self.s.len() && (self.s[self.i].is_ascii_alphanumeric() || self.s[self.i] == b'_') {
+        while self.i < self.s.len()
+            && (self.s[self.i].is_ascii_alphanumeric() || self.s[self.i] == b'_')
+        {
             self.i += 1;
         }
         if st == self.i {
@@ -487,7 +536,9 @@ impl P<'_> {
         while self.i < self.s.len() && self.s[self.i].is_ascii_digit() {
             self.i += 1;
         }
-        let v = std::str::from_utf8(&self.s[st..self.i]).ok().and_then(|t| t.parse().ok());
+        let v = std::str::from_utf8(&self.s[st..self.i])
+            .ok()
+            .and_then(|t| t.parse().ok());
         // An integer may carry a type: `1 : i32`.
         if v.is_some() && self.eat(":") {
             self.ident()?;
@@ -506,7 +557,10 @@ impl P<'_> {
         self.eat("#");
         let dialect = self.ident()?;
         if dialect != "ttg" && dialect != "triton_gpu" {
-            return Err(LayoutError::at(format!("expected `#ttg.` (a TritonGPU attribute), found `{dialect}`"), at));
+            return Err(LayoutError::at(
+                format!("expected `#ttg.` (a TritonGPU attribute), found `{dialect}`"),
+                at,
+            ));
         }
         self.expect(".")?;
         let name = self.ident()?;
@@ -587,7 +641,11 @@ mod tests {
 
     #[test]
     fn errors_have_positions() {
-        let e = parse("#ttg.blocked<{sizePerThread = [1, 4] threadsPerWarp}>", &[8, 8]).unwrap_err();
+        let e = parse(
+            "#ttg.blocked<{sizePerThread = [1, 4] threadsPerWarp}>",
+            &[8, 8],
+        )
+        .unwrap_err();
         assert_eq!(e.at, Some(37));
     }
 }

@@ -121,8 +121,8 @@ pub static COMMANDS: [Command; 17] = [
     },
     Command {
         name: "picture",
-        usage: "picture LAYOUT [shape=(..)] [tile=(M, N)]",
-        summary: "the thread/value table of a layout (each element: thread and value index, coloured by thread)",
+        usage: "picture LAYOUT [shape=(..)] [tile=(M, N)] [warp=N]",
+        summary: "the thread/value table of a layout (each element: thread and value index, coloured by thread); warp=N: one warp's elements",
         example: "picture \"((2,4),2):((8,1),4)\" tile=(4,4)",
         run: picture_cmd,
     },
@@ -238,7 +238,11 @@ fn tile_opt(a: &Args) -> Result<Option<(i64, i64)>, Diagnostic> {
 
 /// A linear layout argument: Triton's printed text, a TTGIR attribute (with `shape=`), a
 /// bound layout, or an F2-linear map.
-fn linear_arg(s: &mut Session, a: &Args, i: usize) -> Result<(LinearLayout, Option<String>), Diagnostic> {
+fn linear_arg(
+    s: &mut Session,
+    a: &Args,
+    i: usize,
+) -> Result<(LinearLayout, Option<String>), Diagnostic> {
     let g = a.groups().get(i).ok_or_else(|| {
         Diagnostic::at(format!("`{}` needs a layout here", a.call.name), a.span())
     })?;
@@ -253,7 +257,10 @@ fn linear_arg(s: &mut Session, a: &Args, i: usize) -> Result<(LinearLayout, Opti
             };
             let ll = ttgir::parse(t, &shape).map_err(|e| text_err(e, *span, t.len()))?;
             let dims: Vec<String> = shape.iter().map(|x| x.to_string()).collect();
-            return Ok((ll, Some(format!("{} for shape [{}]", t.trim(), dims.join(", ")))));
+            return Ok((
+                ll,
+                Some(format!("{} for shape [{}]", t.trim(), dims.join(", "))),
+            ));
         }
         return linear::parse(t)
             .map(|l| (l, None))
@@ -263,9 +270,9 @@ fn linear_arg(s: &mut Session, a: &Args, i: usize) -> Result<(LinearLayout, Opti
         Value::Layout(l) if l.notation == Notation::LinearLayout => linear::parse(&l.text)
             .map(|x| (x, None))
             .map_err(|e| op_err(e, g.span)),
-        Value::Layout(l) => linear::from_map(&l.map)
-            .map(|x| (x, None))
-            .map_err(|why| Diagnostic::at("the layout is not linear over F2", g.span).with_help(why)),
+        Value::Layout(l) => linear::from_map(&l.map).map(|x| (x, None)).map_err(|why| {
+            Diagnostic::at("the layout is not linear over F2", g.span).with_help(why)
+        }),
         Value::Map(m) | Value::Explained { map: m, .. } => linear::from_map(&m)
             .map(|x| (x, None))
             .map_err(|why| Diagnostic::at("the map is not a linear layout", g.span).with_help(why)),
@@ -361,7 +368,11 @@ fn layout(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let looks_linear = ttgir::is_attribute(&text) || text.contains("->");
     if looks_linear {
         let (ll, from) = linear_arg(s, a, 0)?;
-        return Ok(linear_value(&ll, tv, from.into_iter().map(|f| format!("from {f}")).collect()));
+        return Ok(linear_value(
+            &ll,
+            tv,
+            from.into_iter().map(|f| format!("from {f}")).collect(),
+        ));
     }
     let (c, _) = cute_arg(s, a, 0)?;
     let mut v = LayoutValue {
@@ -378,8 +389,9 @@ fn layout(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         picture: None,
     };
     if tile.is_some() {
-        v.notes
-            .push("offsets laid out column-major over the tile: (offset mod M, offset floordiv M)".into());
+        v.notes.push(
+            "offsets laid out column-major over the tile: (offset mod M, offset floordiv M)".into(),
+        );
     }
     Ok(Value::Layout(Box::new(v)))
 }
@@ -425,7 +437,11 @@ fn left_inverse(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     Ok(cute_value(&Composed::plain(r), vec![]))
 }
 
-fn divide(s: &mut Session, a: &Args, f: fn(&Layout, &Tiler) -> crate::layout::Result<Layout>) -> Result<Value, Diagnostic> {
+fn divide(
+    s: &mut Session,
+    a: &Args,
+    f: fn(&Layout, &Tiler) -> crate::layout::Result<Layout>,
+) -> Result<Value, Diagnostic> {
     let (l, _) = plain_arg(s, a, 0)?;
     let t = tiler_arg(s, a, 1)?;
     let r = f(&l, &t).map_err(|e| op_err(e, a.span()))?;
@@ -442,7 +458,11 @@ fn tiled_divide(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     divide(s, a, cute::tiled_divide)
 }
 
-fn product(s: &mut Session, a: &Args, f: fn(&Layout, &Layout) -> crate::layout::Result<Layout>) -> Result<Value, Diagnostic> {
+fn product(
+    s: &mut Session,
+    a: &Args,
+    f: fn(&Layout, &Layout) -> crate::layout::Result<Layout>,
+) -> Result<Value, Diagnostic> {
     let (l, _) = plain_arg(s, a, 0)?;
     let (b, _) = plain_arg(s, a, 1)?;
     let r = f(&l, &b).map_err(|e| op_err(e, a.span()))?;
@@ -475,9 +495,10 @@ fn linear_inverse(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 /// The layout argument of `picture` and `access`, as a value with a (thread, value) map.
 fn tv_layout(s: &mut Session, a: &Args) -> Result<LayoutValue, Diagnostic> {
     let tile = tile_opt(a)?;
-    let g = a.groups().first().ok_or_else(|| {
-        Diagnostic::at(format!("`{}` needs a layout", a.call.name), a.span())
-    })?;
+    let g = a
+        .groups()
+        .first()
+        .ok_or_else(|| Diagnostic::at(format!("`{}` needs a layout", a.call.name), a.span()))?;
     let linear_text = matches!(g.items.first(), Some(Arg::Str(t, _)) if ttgir::is_attribute(t) || t.contains("->"));
     if linear_text {
         let (ll, _) = linear_arg(s, a, 0)?;
@@ -525,7 +546,13 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<LayoutValue, Diagnostic> {
 fn picture_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let mut l = tv_layout(s, a)?;
     let tile = tile_opt(a)?;
-    let p = picture::picture(&l.map, tile).map_err(|e| op_err(e, a.span()))?;
+    let warp = a.kv_int("warp")?;
+    let p = picture::picture(&l.map, tile, warp).map_err(|e| op_err(e, a.span()))?;
+    if let Some(w) = warp {
+        l.notes.push(format!(
+            "warp {w} only: `.` where another warp (or none) holds the element"
+        ));
+    }
     l.notes.push(format!(
         "{} x {}: each element's {}",
         p.rows,
@@ -543,7 +570,11 @@ fn picture_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 fn access_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let l = tv_layout(s, a)?;
     let bytes = a.kv_int("bytes")?.unwrap_or(4);
-    let shape = if l.notation == Notation::LinearLayout { shape_opt(a)? } else { None };
+    let shape = if l.notation == Notation::LinearLayout {
+        shape_opt(a)?
+    } else {
+        None
+    };
     let r = access::analyse(&l.map, bytes, shape).map_err(|e| op_err(e, a.span()))?;
     let rows: Vec<Vec<String>> = r
         .accesses
@@ -595,7 +626,11 @@ fn access_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             ),
             format!(
                 "shared: {waves} wavefronts per warp, {ideal_waves} at best{}",
-                if waves == ideal_waves { " (no bank conflict)" } else { " (bank conflicts)" }
+                if waves == ideal_waves {
+                    " (no bank conflict)"
+                } else {
+                    " (bank conflicts)"
+                }
             ),
         ],
     }))
