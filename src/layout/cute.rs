@@ -384,7 +384,7 @@ fn rec(f: &[i64], budget: &mut usize) -> Option<Vec<(i64, i64)>> {
         run += 1;
     }
     for s in (2..=run).rev() {
-        if n % s != 0 {
+        if !n.is_multiple_of(s) {
             continue;
         }
         let g: Vec<i64> = (0..n / s).map(|j| f[j * s]).collect();

@@ -192,25 +192,24 @@ impl LinearLayout {
             .enumerate()
             .map(|(c, v)| (*v, 1u64 << c))
             .collect();
-        let mut pivot_of = vec![usize::MAX; n_out];
-        let mut r = 0;
+        // Every output bit gets a pivot (or there is no inverse), so output bit `bit`'s pivot
+        // is row `bit`.
         for bit in 0..n_out {
-            let Some(p) = (r..rows.len()).find(|&i| (rows[i].0 >> bit) & 1 == 1) else {
+            let Some(p) = (bit..rows.len()).find(|&i| (rows[i].0 >> bit) & 1 == 1) else {
                 return Err(LayoutError::new(format!(
                     "not invertible: no input reaches output bit {bit} independently (the bases are linearly dependent)"
                 )));
             };
-            rows.swap(r, p);
-            for i in 0..rows.len() {
-                if i != r && (rows[i].0 >> bit) & 1 == 1 {
-                    rows[i].0 ^= rows[r].0;
-                    rows[i].1 ^= rows[r].1;
+            rows.swap(bit, p);
+            let pivot = rows[bit];
+            for (i, row) in rows.iter_mut().enumerate() {
+                if i != bit && (row.0 >> bit) & 1 == 1 {
+                    row.0 ^= pivot.0;
+                    row.1 ^= pivot.1;
                 }
             }
-            pivot_of[bit] = r;
-            r += 1;
         }
-        // Output bit `bit` is produced by the input combination rows[pivot_of[bit]].1.
+        // Output bit `bit` is produced by the input combination rows[bit].1.
         let in_bits: Vec<usize> = self.ins.iter().map(|(_, b)| b.len()).collect();
         let unpack = |w: u64| -> Vec<i64> {
             let mut v = Vec::new();
@@ -226,7 +225,7 @@ impl LinearLayout {
         for ((name, _), nb) in self.outs.iter().zip(&out_bits) {
             let mut bases = Vec::new();
             for _ in 0..*nb {
-                bases.push(unpack(rows[pivot_of[bit]].1));
+                bases.push(unpack(rows[bit].1));
                 bit += 1;
             }
             ins.push((name.clone(), bases));
