@@ -449,7 +449,7 @@ proptest! {
     }
 
     #[test]
-    fn ttgir_text_never_panics(s in "#ttg\\.(blocked|slice|nvidia_mma|dot_op|swizzled_shared|nvmma_shared)<\\{[a-zA-Z =,\\[\\]0-9#.<>{}]{0,60}\\}>") {
+    fn ttgir_text_never_panics(s in "#ttg\\.(blocked|linear|slice|nvidia_mma|dot_op|swizzled_shared|nvmma_shared)<\\{[a-zA-Z =,\\[\\]0-9#.<>{}]{0,60}\\}>") {
         let _ = ttgir::parse(&s, &[16, 16]);
     }
 }

@@ -10,6 +10,7 @@
 //!   dimensions, `order[0]` fastest. The tile `spt·tpw·wpc` repeats over a larger tensor
 //!   (more registers, repeats numbered in `order`); on a smaller tensor coordinates wrap
 //!   (lanes and warps past the tensor hold copies, registers past it are dropped).
+//! - `#ttg.linear<{register, lane, warp, block}>`: the bases as written, for the shape.
 //! - `#ttg.slice<{dim, parent}>`: the parent's layout for the shape with a 1 inserted at
 //!   `dim`, with that output removed.
 //! - `#ttg.nvidia_mma<{versionMajor = 2, warpsPerCTA, instrShape = [16, 8]}>`: the
@@ -37,6 +38,8 @@ use super::{LayoutError, Result};
 enum Val {
     Int(i64, usize),
     List(Vec<i64>, usize),
+    /// `[[0, 1], [2, 0]]`: the bases of `#ttg.linear`.
+    Lists(Vec<Vec<i64>>, usize),
     Bool(bool, usize),
     Attr(Box<Attr>),
 }
@@ -113,7 +116,7 @@ impl Attr {
 
 fn pos(v: &Val) -> usize {
     match v {
-        Val::Int(_, p) | Val::List(_, p) | Val::Bool(_, p) => *p,
+        Val::Int(_, p) | Val::List(_, p) | Val::Lists(_, p) | Val::Bool(_, p) => *p,
         Val::Attr(a) => a.at,
     }
 }
@@ -270,6 +273,27 @@ fn build(a: &Attr, shape: &[i64]) -> Result<LinearLayout> {
             }
             b.finish(&tile, shape, &order)
         }
+        "linear" => {
+            // The bases themselves: `#ttg.linear<{register = [[0, 1]], lane = [...], warp =
+            // [...], block = [...]}>`, each basis a coordinate of the tensor.
+            let mut ins = Vec::new();
+            for k in ["register", "lane", "warp", "block"] {
+                let bases = match a.get(k) {
+                    None => vec![],
+                    Some(Val::Lists(v, _)) => v.clone(),
+                    Some(Val::List(v, _)) if v.is_empty() => vec![],
+                    Some(other) => {
+                        return Err(LayoutError::at(
+                            format!("`{k}` takes a list of bases like [[0, 1], [1, 0]]"),
+                            pos(other),
+                        ))
+                    }
+                };
+                ins.push((k.to_string(), bases));
+            }
+            let outs = (0..rank).map(|d| (format!("dim{d}"), shape[d])).collect();
+            LinearLayout::new(ins, outs).map_err(|e| LayoutError::at(e.message, a.at))
+        }
         "slice" => {
             let dim = a.int("dim")?;
             if dim < 0 || dim as usize > rank {
@@ -424,7 +448,7 @@ fn build(a: &Attr, shape: &[i64]) -> Result<LinearLayout> {
             shared(shape, minor, vec_, per, maxp, Some(cols), a.at)
         }
         other => Err(LayoutError::at(
-            format!("#ttg.{other} is not supported: blocked, slice, nvidia_mma, dot_op, swizzled_shared and nvmma_shared are"),
+            format!("#ttg.{other} is not supported: blocked, linear, slice, nvidia_mma, dot_op, swizzled_shared and nvmma_shared are"),
             a.at,
         )),
     }
@@ -573,7 +597,36 @@ impl P<'_> {
                 self.expect("=")?;
                 self.ws();
                 let vat = self.i;
-                let v = if self.s.get(self.i) == Some(&b'[') {
+                let nested = self.s.get(self.i) == Some(&b'[') && {
+                    let mut j = self.i + 1;
+                    while self.s.get(j).is_some_and(|c| c.is_ascii_whitespace()) {
+                        j += 1;
+                    }
+                    self.s.get(j) == Some(&b'[')
+                };
+                let v = if nested {
+                    self.i += 1;
+                    let mut vs = Vec::new();
+                    loop {
+                        self.expect("[")?;
+                        let mut v = Vec::new();
+                        if !self.eat("]") {
+                            loop {
+                                v.push(self.int()?);
+                                if self.eat("]") {
+                                    break;
+                                }
+                                self.expect(",")?;
+                            }
+                        }
+                        vs.push(v);
+                        if self.eat("]") {
+                            break;
+                        }
+                        self.expect(",")?;
+                    }
+                    Val::Lists(vs, vat)
+                } else if self.s.get(self.i) == Some(&b'[') {
                     self.i += 1;
                     let mut v = Vec::new();
                     if !self.eat("]") {
