@@ -65,6 +65,35 @@ code("emit fused_reshape target=cpu naive")
 md("For CUDA, `target=cuda` (the default) emits a `__global__` kernel for the launch mapping; `vector=4` gives each thread 4 consecutive elements.")
 code("emit add0 target=cuda vector=4")
 code("bench add0 device=cpu reps=3")
+# The tiles section, as it stands in tour.ipynb (added there by 75b5d8b).
+md("## Tiles and tuning\n\n`tile` cuts the output into tiles and gives each operand's tile: offsets, sizes, strides. A *named* size makes\nit symbolic: the seed's reshape tiles as whole rows when `ts` is a multiple of 8, and inside a row when `ts`\ndivides 8. Every case is checked by enumerating both sides at every size.")
+code('tile (d0) -> (d0 floordiv 8, d0 mod 8), domain: d0 in [0, 31] sizes=(ts)')
+md('`tune` benchmarks the valid tilings of a fusion (each kernel verified against the reference) and binds the\nbest *mapping* to `NAME_best`, which `emit` and `bench` take as `mapping=NAME`.')
+code('g0 = f32[256, 256] parameter(0)\ntg = f32[256, 256] transpose(g0), dimensions={1,0}\ntune tg device=cpu reps=2 max=4')
+code('tg_best')
+code('bench tg mapping=tg_best device=cpu reps=3')
+md("""## Layouts: CuTe, Triton and XLA
+
+Kernel authors describe which thread holds which element in three notations: XLA's thread maps,
+CUTLASS's CuTe layouts (`Shape:Stride`) and Triton's linear layouts (behind `#ttg.blocked<...>`).
+Each is an indexing map, so ixmap reads all three, pictures them and compares them. One 4 x 32 f32
+tile: XLA's loop emitter with 32 threads and vector 4, a Triton blocked layout, and CuTe's
+thread/value layout over the tile (offsets column-major, as CuTe draws them). Layout text goes in quotes.""")
+code("xla = (th_x, th_y, th_z, bl_x, bl_y, bl_z)[unroll_id] -> (th_x floordiv 8, (th_x mod 8) * 4 + unroll_id), domain: th_x in [0, 31], th_y in [0, 0], th_z in [0, 0], bl_x in [0, 0], bl_y in [0, 0], bl_z in [0, 0], unroll_id in [0, 3]\npicture xla")
+code('tri = layout "#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [1, 1], order = [1, 0]}>" shape=(4, 32) tv\npicture tri')
+code('tv = layout "((8,4),4):((16,1),4)" tile=(4, 32)\npicture tv')
+md("""`equal` decides exactly that they are one function. XLA's map has six thread/block ids and a range
+variable, so it is compared through the map that keeps `th_x` and `unroll_id`.""")
+code("equal tri, tv\nt = (th_x, th_y, th_z, bl_x, bl_y, bl_z)[unroll_id] -> (th_x, unroll_id), domain: th_x in [0, 31], th_y in [0, 0], th_z in [0, 0], bl_x in [0, 0], bl_y in [0, 0], bl_z in [0, 0], unroll_id in [0, 3]\nequal xla, (compose t, tri)")
+md("""CuTe's layout algebra is computed from its definitions (`composition`, `complement`, `logical_divide`,
+`blocked_product`, ...), and any map that is a layout prints back in CuTe notation. A Triton layout's
+bit-level map (XOR as addition mod 2) simplifies to the mixed-radix form when its bases are distinct
+powers of two, and `access` counts a warp's global sectors and shared-memory bank wavefronts.""")
+code('composition "(6,2):(8,2)", "(4,3):(3,1)"')
+code("simplify tri\nshow (d0, d1) -> (d0 * 2 + d1 * 8), domain: d0 in [0, 3], d1 in [0, 2] as cute")
+code("access tri")
+md("An MMA accumulator tile of 128 x 32 (mma.m16n8, 4 x 2 warps), each element labelled with its thread and register:")
+code('picture "#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [4, 2], instrShape = [16, 8]}>" shape=(128, 32)')
 nb = new_notebook(cells=cells, metadata={
     "kernelspec": {"name": "ixmap", "display_name": "ixmap", "language": "ixmap"},
     "language_info": {"name": "ixmap", "file_extension": ".ixm", "mimetype": "text/x-ixmap", "pygments_lexer": "text"},

@@ -11,6 +11,7 @@ pub mod syntax;
 // 2. the algebra
 pub mod expr;
 pub mod interval;
+pub mod layout;
 pub mod map;
 
 // 3. analysis and simplification

@@ -66,6 +66,8 @@ pub enum Value {
     TiledCoalescing(crate::gpu::tile_coalescing::TiledReport),
     /// `dump`: every fusion of an XLA dump, indexed, launched, emitted and verified.
     Dump(crate::dump::DumpReport),
+    /// A CuTe or Triton layout (`layout`, the layout algebra): its notation and its map.
+    Layout(Box<crate::layout::LayoutValue>),
 }
 
 impl Value {
@@ -98,6 +100,7 @@ impl Value {
             Value::NoOperands(_) => "no_operands",
             Value::TiledCoalescing(_) => "table",
             Value::Dump(_) => "dump",
+            Value::Layout(_) => "layout",
         }
     }
 }

@@ -265,6 +265,7 @@ pub fn html(v: &Value) -> String {
         }
         Value::Svg(s) => s.svg.clone(),
         Value::Text(t) => format!("<pre>{}</pre>", escape(t)),
+        Value::Layout(l) => super::layout::html(l),
         Value::Explained {
             map: m,
             steps,

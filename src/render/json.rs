@@ -185,6 +185,7 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
             );
             obj.insert("map".into(), json!(sh.map.to_string()));
         }
+        Value::Layout(l) => super::layout::json(l, obj),
         Value::Written(w) => {
             obj.insert("path".into(), json!(w.path));
             obj.insert("bytes".into(), json!(w.bytes));

@@ -6,6 +6,7 @@ pub mod gpu;
 pub mod html;
 pub mod json;
 pub mod latex;
+pub mod layout;
 pub mod svg;
 pub mod text;
 

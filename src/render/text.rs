@@ -251,6 +251,7 @@ fn text_plain(v: &Value, style: Style) -> String {
         Value::Mapping(m) => mapping(m),
         Value::Svg(s) => format!("svg: {} ({} bytes)", s.title, s.svg.len()),
         Value::Text(t) => t.clone(),
+        Value::Layout(l) => super::layout::text(l),
         Value::Explained {
             map,
             steps,

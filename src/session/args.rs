@@ -114,6 +114,7 @@ impl<'a> Args<'a> {
         let span = self.call.groups.get(i).map_or(self.call.span, |g| g.span);
         match self.value(session, i)? {
             Value::Map(m) => Ok(m),
+            Value::Layout(l) => Ok(l.map),
             Value::Explained { map, .. } => Ok(map),
             Value::Maps(ms) if ms.len() == 1 => Ok(ms.into_iter().next().expect("one map")),
             v => Err(Diagnostic::at(

@@ -46,7 +46,7 @@ pub static COMMANDS: [Command; 14] = [
     },
     Command {
         name: "show",
-        usage: "show MAP as mlir|xla",
+        usage: "show MAP as mlir|xla|cute|linear_layout",
         summary: "the map as MLIR's affine_map<...>, or in XLA's multi-line form",
         example: "show (d0, d1)[s0] -> (d1, d0 + s0), domain: d0 in [0, 3], d1 in [0, 4], s0 in [0, 1] as mlir",
         run: show,
@@ -255,8 +255,11 @@ fn show(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             map: m,
             syntax: crate::value::Syntax::Xla,
         })),
+        Some(Arg::Word(w, sp)) if w == "cute" || w == "linear_layout" => {
+            super::cmd_layout::show_as(m, w, *sp)
+        }
         Some(other) => Err(Diagnostic::at(
-            "`show` prints `as mlir` or `as xla`",
+            "`show` prints `as mlir`, `as xla`, `as cute` or `as linear_layout`",
             other.span(),
         )),
         None => Ok(Value::Map(m)),

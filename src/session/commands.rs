@@ -25,6 +25,7 @@ pub fn all() -> impl Iterator<Item = &'static Command> {
         .chain(super::cmd_gpu::COMMANDS.iter())
         .chain(super::cmd_tile::COMMANDS.iter())
         .chain(super::cmd_dump::COMMANDS.iter())
+        .chain(super::cmd_layout::COMMANDS.iter())
         .chain(super::cmd_session::COMMANDS.iter())
         .chain(HELP.iter())
 }
@@ -42,6 +43,7 @@ pub fn groups() -> Vec<(&'static str, &'static str, &'static [Command])> {
         ),
         ("tiling", "tiles", &super::cmd_tile::COMMANDS[..]),
         ("dumps", "XLA dumps", &super::cmd_dump::COMMANDS[..]),
+        ("layouts", "CuTe and Triton layouts", &super::cmd_layout::COMMANDS[..]),
         ("session", "the session", &super::cmd_session::COMMANDS[..]),
         ("help", "help", &HELP[..]),
     ]

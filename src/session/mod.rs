@@ -13,6 +13,7 @@ pub mod cmd_dump;
 pub mod cmd_gemm;
 pub mod cmd_gpu;
 pub mod cmd_hlo;
+mod cmd_layout;
 mod cmd_map;
 mod cmd_plot;
 pub mod cmd_session;
