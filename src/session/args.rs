@@ -352,10 +352,13 @@ fn tokens(usage: &str) -> Result<Vec<Tok>, String> {
     Ok(out)
 }
 
+/// `MAP`, `DIR|FILE`, `FILE.svg`: upper case (up to an extension).
 fn is_placeholder(w: &str) -> bool {
-    w.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-        && w.chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || "_|.".contains(c))
+    let stem = w.split('.').next().unwrap_or("");
+    stem.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && stem
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || "_|".contains(c))
 }
 
 fn is_literal(w: &str) -> bool {
@@ -528,7 +531,13 @@ impl Signature {
             let mut items = group.items.iter().enumerate();
             while let Some((ii, item)) = items.next() {
                 if let Arg::Kv(k, v, sp) = item {
-                    let Some(kind) = self.option(k) else {
+                    // with `DIM=v`, a key one typo away from a declared option is that typo
+                    let declared = self.options.iter().any(|(x, _)| x == k);
+                    let typo = !declared
+                        && crate::syntax::suggest(k, self.options.iter().map(|(x, _)| x.as_str()))
+                            .is_some();
+                    let kind = if typo { None } else { self.option(k) };
+                    let Some(kind) = kind else {
                         let key_span = Span::new(sp.start, sp.start + k.len());
                         let mut d = Diagnostic::at(
                             format!("`{name}` has no option `{k}=`"),

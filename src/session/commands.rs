@@ -226,7 +226,11 @@ mod tests {
             } else {
                 format!("{} x", c.name)
             };
-            // a misspelled option (or, for a command without options, any)
+            // a misspelled option (or, for a command without options, any; a command that
+            // takes any key, `fold MAP RVAR=INSTR`, checks its keys itself)
+            if sig.options.is_empty() && sig.any_key.is_some() {
+                continue;
+            }
             let key = sig
                 .options
                 .first()
