@@ -120,7 +120,11 @@ thread_local! {
 
 /// What a command's example gives in a fresh session (its last statement's outcome).
 fn example_outcome(c: &Command) -> Option<Box<crate::value::Outcome>> {
-    if IN_EXAMPLE.with(|f| f.replace(true)) {
+    // an example that reads or writes a file (`load FILE`, `save FILE`, `dump DIR|FILE`)
+    // is shown, not run: help never writes files, nor fails outside the repository
+    let touches_files = super::args::Signature::parse(c.usage)
+        .is_ok_and(|s| s.slots.iter().any(|x| x.name.split('|').any(|p| p == "FILE")));
+    if touches_files || IN_EXAMPLE.with(|f| f.replace(true)) {
         return None;
     }
     let mut session = Session::new();
