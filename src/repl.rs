@@ -528,7 +528,7 @@ pub fn run() -> i32 {
                 if matches!(input.trim(), "exit" | "quit" | "exit()" | "quit()") {
                     break;
                 }
-                let input = shorthand(&input).unwrap_or(input);
+                let input = shorthand_in(&session, &input).unwrap_or(input);
                 execute(&mut session, &input, style, err_color);
                 shared.borrow_mut().names = session.completion_names();
                 shared.borrow_mut().kinds = name_kinds(&session);
@@ -558,6 +558,16 @@ pub fn shorthand(input: &str) -> Option<String> {
     let w = w.strip_prefix('?').unwrap_or(w);
     (!w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
         .then(|| format!("help {w}"))
+}
+
+/// [`shorthand`] in a session: `NAME?` for a bound name (not a command) is its value.
+pub fn shorthand_in(session: &Session, input: &str) -> Option<String> {
+    let h = shorthand(input)?;
+    let w = h.strip_prefix("help ").unwrap_or("");
+    if session.values.contains_key(w) && crate::session::commands::find(w).is_none() {
+        return Some(w.to_string());
+    }
+    Some(h)
 }
 
 /// The terminal's width in columns (80 when unknown).

@@ -38,6 +38,8 @@ pub struct Executed {
     pub execution_count: u64,
     pub outputs: Vec<Output>,
     pub error: Option<ErrorReport>,
+    /// `exit` or `quit`: the reply asks the front end to close (`jupyter console` does).
+    pub ask_exit: bool,
 }
 
 /// The interpreter state behind one kernel.
@@ -146,6 +148,17 @@ impl Engine {
             self.execution_count += 1;
             self.history.push((self.execution_count, code.to_string()));
         }
+        if matches!(code.trim(), "exit" | "quit" | "exit()" | "quit()") {
+            return Executed {
+                execution_count: self.execution_count,
+                outputs: vec![],
+                error: None,
+                ask_exit: true,
+            };
+        }
+        // `CMD?` is `help CMD`, `NAME?` the value of a bound name, as in the terminal
+        let shorthand = crate::repl::shorthand_in(&self.session, code);
+        let code = shorthand.as_deref().unwrap_or(code);
         let mut values: Vec<Value> = Vec::new();
         let mut error = None;
         for piece in syntax::split(code) {
@@ -226,6 +239,7 @@ impl Engine {
             execution_count: self.execution_count,
             outputs,
             error,
+            ask_exit: false,
         }
     }
 
@@ -482,6 +496,21 @@ mod tests {
         // The cursor counts code points, not bytes.
         let (m, start, _) = e.complete("# é\ninv", 7);
         assert_eq!((m[0].0.as_str(), start), ("inverse", 4));
+    }
+
+    #[test]
+    fn question_marks_and_exit_work_as_in_the_terminal() {
+        let mut e = Engine::new();
+        e.execute("m = (d0) -> (d0), domain: d0 in [0, 3]", true);
+        let r = e.execute("simplify?", true);
+        assert!(r.error.is_none() && !r.ask_exit);
+        let text = |r: &Executed| format!("{:?}", r.outputs);
+        assert!(text(&r).contains("usage: simplify MAP"), "{}", text(&r));
+        let r = e.execute("m?", true);
+        assert!(r.error.is_none(), "{:?}", r.error.map(|x| x.evalue));
+        assert!(text(&r).contains("(d0) -> (d0)"), "{}", text(&r));
+        assert!(e.execute("exit", true).ask_exit);
+        assert!(e.execute("quit()", true).ask_exit);
     }
 
     #[test]
