@@ -169,11 +169,14 @@ fn main() -> ExitCode {
             }
             code
         }
-        (None, Some(Sub::Test {
-            bless,
-            junit,
-            paths,
-        })) => test(bless, cli.json, junit, paths),
+        (
+            None,
+            Some(Sub::Test {
+                bless,
+                junit,
+                paths,
+            }),
+        ) => test(bless, cli.json, junit, paths),
         (
             None,
             Some(Sub::Dump {
@@ -324,7 +327,8 @@ fn junit_xml(reports: &[CaseReport]) -> String {
             files.push(&r.file);
         }
     }
-    let count = |rs: &[&CaseReport], st: &[&str]| rs.iter().filter(|r| st.contains(&r.status)).count();
+    let count =
+        |rs: &[&CaseReport], st: &[&str]| rs.iter().filter(|r| st.contains(&r.status)).count();
     let all: Vec<&CaseReport> = reports.iter().collect();
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     x += &format!(
@@ -398,7 +402,14 @@ fn around(actual: &[String], j: usize) -> Vec<String> {
     let lo = j.saturating_sub(2);
     let hi = (j + 3).min(actual.len());
     (lo..hi)
-        .map(|k| format!("{} {:>3} | {}", if k == j { ">" } else { " " }, k + 1, actual[k]))
+        .map(|k| {
+            format!(
+                "{} {:>3} | {}",
+                if k == j { ">" } else { " " },
+                k + 1,
+                actual[k]
+            )
+        })
         .collect()
 }
 
@@ -518,9 +529,12 @@ fn test_files(
                 bad_files.push(f.clone());
                 say!(
                     "{}",
-                    format!("XPASS {} (every case passes: remove its `#! xfail`)", f.display())
-                        .red()
-                        .bold()
+                    format!(
+                        "XPASS {} (every case passes: remove its `#! xfail`)",
+                        f.display()
+                    )
+                    .red()
+                    .bold()
                 );
             } else {
                 passed += r.cases - r.mismatches.len();
@@ -531,7 +545,11 @@ fn test_files(
                     r.mismatches.len(),
                     if r.mismatches.len() == 1 { "" } else { "s" },
                     if r.mismatches.len() == 1 { "s" } else { "" },
-                    if why.is_empty() { String::new() } else { format!(": {why}") }
+                    if why.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {why}")
+                    }
                 );
             }
         } else {
@@ -574,8 +592,14 @@ fn test_files(
                     println!("{t}")
                 }
             };
-            out(format!("{}", format!("FAIL {}:{}", f.display(), m.line).red().bold()));
-            out(format!("  ixmap> {}", m.input.replace('\n', "\n     ...> ")));
+            out(format!(
+                "{}",
+                format!("FAIL {}:{}", f.display(), m.line).red().bold()
+            ));
+            out(format!(
+                "  ixmap> {}",
+                m.input.replace('\n', "\n     ...> ")
+            ));
             let (el, j) = m.first_unmatched;
             out(format!("  {}", first_difference(&file, m)));
             if !m.actual.is_empty() && el > 0 {

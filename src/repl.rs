@@ -142,7 +142,8 @@ pub fn complete_in_context(before: &str, prefix: &str, kinds: &[(String, String)
             .next()
             .unwrap_or("");
         if stmt.ends_with('=') {
-            let key = last.trim_start_matches(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'));
+            let key =
+                last.trim_start_matches(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'));
             words.extend(sig.values_after(key));
             if key == "mapping=" {
                 words.extend(names_of(&|k| k == "mapping"));
@@ -152,12 +153,14 @@ pub fn complete_in_context(before: &str, prefix: &str, kinds: &[(String, String)
         {
             words.extend(sig.values_after(last));
         } else {
-            let takes_map = sig.slots.iter().any(|s| {
-                s.evaluated && s.name.split('|').any(|p| matches!(p, "MAP" | "A" | "B"))
-            });
-            let takes_hlo = sig.slots.iter().any(|s| {
-                s.evaluated && !s.name.split('|').any(|p| matches!(p, "MAP" | "A" | "B"))
-            });
+            let takes_map = sig
+                .slots
+                .iter()
+                .any(|s| s.evaluated && s.name.split('|').any(|p| matches!(p, "MAP" | "A" | "B")));
+            let takes_hlo = sig
+                .slots
+                .iter()
+                .any(|s| s.evaluated && !s.name.split('|').any(|p| matches!(p, "MAP" | "A" | "B")));
             let at_slot = !stmt[first.len()..].contains(|ch: char| !ch.is_whitespace())
                 || tail.ends_with(',');
             if at_slot && takes_map {

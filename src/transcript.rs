@@ -369,7 +369,10 @@ pub fn first_unmatched(expected: &[String], actual: &[String]) -> Option<(usize,
     }
     let i = (0..=n).rev().find(|&i| reach[i].iter().any(|&r| r))?;
     // where it was sought: of the actual lines it could have matched, the most like it
-    let wanted = expected.get(i).map_or("", |e| e.as_str()).replace("[..]", "");
+    let wanted = expected
+        .get(i)
+        .map_or("", |e| e.as_str())
+        .replace("[..]", "");
     let j = (0..m)
         .filter(|&j| reach[i][j])
         .max_by(|&a, &b| {
@@ -571,10 +574,20 @@ mod tests {
     fn a_mismatch_names_the_first_expected_line_not_found_and_where() {
         let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let exp = v(&["head", "...", "load FILE runs a script", "...", "tail"]);
-        let act = v(&["head", "vars lists", "load FILE runs THE script", "save", "tail"]);
+        let act = v(&[
+            "head",
+            "vars lists",
+            "load FILE runs THE script",
+            "save",
+            "tail",
+        ]);
         // `...` may swallow any line: the line sought is the most like it
         assert_eq!(first_unmatched(&exp, &act), Some((2, 2)));
-        assert_eq!(first_unmatched(&exp[..1], &act), Some((1, 1)), "output left over");
+        assert_eq!(
+            first_unmatched(&exp[..1], &act),
+            Some((1, 1)),
+            "output left over"
+        );
         assert_eq!(first_unmatched(&v(&["head", "..."]), &act), None);
         assert_eq!(first_unmatched(&v(&["x"]), &[]), Some((0, 0)));
     }
@@ -593,7 +606,10 @@ mod tests {
             "...",
             "# timings",
         ] {
-            assert!(blessed.lines().any(|l| l == kept), "{kept} lost:\n{blessed}");
+            assert!(
+                blessed.lines().any(|l| l == kept),
+                "{kept} lost:\n{blessed}"
+            );
         }
         assert!(!blessed.contains("wrong line") && !blessed.contains("stale"));
         assert!(!blessed.contains("EVERY HLO"));

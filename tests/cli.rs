@@ -276,8 +276,11 @@ fn every_help_example_runs() {
         // Timings differ from run to run; only deterministic output is compared. Help shows
         // the outcome of the example's last statement (a binding before it sets the scene).
         // An example that reads or writes a file is shown, never run, by help.
-        let touches_files = ixmap::session::args::Signature::parse(c.usage)
-            .is_ok_and(|s| s.slots.iter().any(|x| x.name.split('|').any(|p| p == "FILE")));
+        let touches_files = ixmap::session::args::Signature::parse(c.usage).is_ok_and(|s| {
+            s.slots
+                .iter()
+                .any(|x| x.name.split('|').any(|p| p == "FILE"))
+        });
         if touches_files {
             assert!(!help.contains("wrote "), "help {} ran its example", c.name);
         }
@@ -916,15 +919,30 @@ fn test_reports_json_junit_and_the_first_line_not_found() {
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let cases = json_lines(&o);
-    let status: Vec<&str> = cases.iter().map(|c| c["status"].as_str().unwrap()).collect();
+    let status: Vec<&str> = cases
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
     assert_eq!(status, ["pass", "fail", "xfail"]);
     assert_eq!(cases[1]["line"], 3);
     let msg = cases[1]["message"].as_str().unwrap();
-    assert!(msg.ends_with("a.ixm:5: expected line not found: not this line"), "{msg}");
-    assert!(stderr(&o).contains("actual output there:"), "{}", stderr(&o));
+    assert!(
+        msg.ends_with("a.ixm:5: expected line not found: not this line"),
+        "{msg}"
+    );
+    assert!(
+        stderr(&o).contains("actual output there:"),
+        "{}",
+        stderr(&o)
+    );
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.starts_with("<?xml"));
-    assert!(xml.contains("<testsuites name=\"ixmap\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\">"), "{xml}");
+    assert!(
+        xml.contains(
+            "<testsuites name=\"ixmap\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\">"
+        ),
+        "{xml}"
+    );
     assert!(xml.contains("<failure message=\""), "{xml}");
     // an xfail file whose cases all pass fails the run
     std::fs::write(

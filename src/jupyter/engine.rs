@@ -104,7 +104,6 @@ fn traceback(d: &syntax::Diagnostic, src: &str) -> Vec<String> {
     lines
 }
 
-
 fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '-'
 }
@@ -289,7 +288,10 @@ impl Engine {
         // in HLO text (a line that is not a command), the opcodes
         let line_start = code[..start].rfind('\n').map_or(0, |i| i + 1);
         let line = code[line_start..start].trim_start();
-        let first = line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap_or("");
+        let first = line
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .next()
+            .unwrap_or("");
         if commands::find(first).is_none() && line.contains('=') {
             for op in crate::hlo::ops::known_opcodes() {
                 if op.starts_with(prefix) && !out.iter().any(|(x, _)| x == op) {
@@ -517,9 +519,16 @@ mod tests {
     fn completion_follows_the_command_declaration_as_the_terminal_does() {
         let mut e = Engine::new();
         e.execute("m = (d0) -> (d0), domain: d0 in [0, 3]", true);
-        e.execute("fused {\n  p0 = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p0)\n}", true);
+        e.execute(
+            "fused {\n  p0 = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p0)\n}",
+            true,
+        );
         let words = |code: &str| -> Vec<String> {
-            e.complete(code, code.chars().count()).0.into_iter().map(|(w, _)| w).collect()
+            e.complete(code, code.chars().count())
+                .0
+                .into_iter()
+                .map(|(w, _)| w)
+                .collect()
         };
         // after `key=`, the values the declaration allows, and nothing else
         assert_eq!(words("emit fused target="), ["cpu", "cuda"]);

@@ -194,8 +194,7 @@ impl Kind {
         }
         let lower = |w: &str| {
             !w.is_empty()
-                && w
-                    .chars()
+                && w.chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
         };
         if spec.contains('|') && spec.split('|').all(lower) {
@@ -435,9 +434,7 @@ impl Signature {
                             sig.options.push((k.to_string(), kind));
                         }
                     } else if is_placeholder(w) {
-                        let evaluated = !w
-                            .split(['|', '.'])
-                            .any(|p| UNEVALUATED.contains(&p));
+                        let evaluated = !w.split(['|', '.']).any(|p| UNEVALUATED.contains(&p));
                         if slot >= sig.slots.len() {
                             sig.slots.push(Slot {
                                 name: w.clone(),
@@ -539,12 +536,11 @@ impl Signature {
                     let kind = if typo { None } else { self.option(k) };
                     let Some(kind) = kind else {
                         let key_span = Span::new(sp.start, sp.start + k.len());
-                        let mut d = Diagnostic::at(
-                            format!("`{name}` has no option `{k}=`"),
-                            key_span,
-                        )
-                        .with_label(format!("not an option of `{name}`"));
-                        let cands: Vec<&str> = self.options.iter().map(|(k, _)| k.as_str()).collect();
+                        let mut d =
+                            Diagnostic::at(format!("`{name}` has no option `{k}=`"), key_span)
+                                .with_label(format!("not an option of `{name}`"));
+                        let cands: Vec<&str> =
+                            self.options.iter().map(|(k, _)| k.as_str()).collect();
                         let elsewhere: Vec<String> = super::commands::all()
                             .filter(|c| c.name != name.as_str())
                             .filter(|c| {
@@ -590,9 +586,8 @@ impl Signature {
                     self.flags.iter().any(|f| f == w) || self.keyword(w).is_some()
                 });
                 let slot_open = slot < self.slots.len();
-                let takes_positional = !positional_here
-                    && slot_open
-                    && !(declared_word && self.slots[slot].optional);
+                let takes_positional =
+                    !positional_here && slot_open && !(declared_word && self.slots[slot].optional);
                 if takes_positional {
                     positional_here = true;
                     let evaluated = self.slots[slot].evaluated;
@@ -645,14 +640,16 @@ impl Signature {
         let name = &self.name;
         let usage_help = format!("usage: {usage}");
         let n = self.slots.len();
-        if self.flags.is_empty() && self.keywords.is_empty() && self.options.is_empty() && n == 0
-        {
+        if self.flags.is_empty() && self.keywords.is_empty() && self.options.is_empty() && n == 0 {
             return Diagnostic::at(format!("`{name}` takes no arguments"), item.span())
                 .with_label("unexpected");
         }
         if ii == 0 && gi > 0 {
             return Diagnostic::at(
-                format!("`{name}` takes {n} argument{}", if n == 1 { "" } else { "s" }),
+                format!(
+                    "`{name}` takes {n} argument{}",
+                    if n == 1 { "" } else { "s" }
+                ),
                 item.span(),
             )
             .with_label("one too many")
@@ -664,9 +661,10 @@ impl Signature {
                 .with_label(format!("not a word `{name}` takes"));
             d = match crate::syntax::suggest(
                 w,
-                cands.iter().map(|c| c.as_str()).chain(
-                    self.options.iter().map(|(k, _)| k.as_str()),
-                ),
+                cands
+                    .iter()
+                    .map(|c| c.as_str())
+                    .chain(self.options.iter().map(|(k, _)| k.as_str())),
             ) {
                 Some(s) if self.option(&s).is_some() && !s.ends_with('=') => {
                     d.with_help(format!("did you mean `{s}=`?"))
@@ -708,7 +706,10 @@ fn check_value(what: &str, kind: &Kind, v: &Arg) -> Result<(), Diagnostic> {
     if ok {
         Ok(())
     } else {
-        Err(Diagnostic::at(format!("{what} takes {}", kind.describe()), v.span()))
+        Err(Diagnostic::at(
+            format!("{what} takes {}", kind.describe()),
+            v.span(),
+        ))
     }
 }
 
@@ -735,7 +736,10 @@ mod tests {
     fn usages_read_as_slots_flags_keywords_and_options() {
         let s = Signature::parse("show MAP as mlir|xla").unwrap();
         assert_eq!(s.slots.len(), 1);
-        assert_eq!(s.keyword("as"), Some(&Kind::Enum(vec!["mlir".into(), "xla".into()])));
+        assert_eq!(
+            s.keyword("as"),
+            Some(&Kind::Enum(vec!["mlir".into(), "xla".into()]))
+        );
         let s = Signature::parse(
             "tile MAP|FUSION sizes=(n|NAME, ...) [k=(n, ...)] [from K | at INSTR | every]",
         )
@@ -754,8 +758,9 @@ mod tests {
         let s = Signature::parse("dump [DIR|FILE ...] [emit=false] [bench]").unwrap();
         assert!(s.rest && s.slots[0].optional && !s.slots[0].evaluated);
         assert_eq!(s.values_after("emit="), vec!["true", "false"]);
-        let s = Signature::parse("coalescing FUSION [block=N] | coalescing FUSION tile=(T0, .., Tn)")
-            .unwrap();
+        let s =
+            Signature::parse("coalescing FUSION [block=N] | coalescing FUSION tile=(T0, .., Tn)")
+                .unwrap();
         assert_eq!(s.slots.len(), 1);
         assert_eq!(s.option("tile"), Some(&Kind::Tuple));
         assert!(Signature::parse("x [a").is_err());
@@ -768,7 +773,9 @@ mod tests {
             panic!("{src} is not a command")
         };
         let c = super::super::commands::find(&call.name).unwrap();
-        Signature::parse(c.usage).unwrap().check(&call, c.usage, &|w| w == "m")
+        Signature::parse(c.usage)
+            .unwrap()
+            .check(&call, c.usage, &|w| w == "m")
     }
 
     #[test]
@@ -789,7 +796,10 @@ mod tests {
         assert!(d.message.contains("`at` needs a tuple"), "{}", d.message);
         let d = check("bench b reps=many").unwrap_err();
         assert_eq!(d.message, "`reps=` takes an integer");
-        assert!(check("vars m").unwrap_err().message.contains("takes no arguments"));
+        assert!(check("vars m")
+            .unwrap_err()
+            .message
+            .contains("takes no arguments"));
     }
 
     #[test]

@@ -197,8 +197,7 @@ fn save(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let text = if path.ends_with(".ixm") {
         as_transcript(&s.statements)
     } else {
-        let mut text =
-            String::from("# ixmap session, saved by `save`; replay with `ixmap run`\n");
+        let mut text = String::from("# ixmap session, saved by `save`; replay with `ixmap run`\n");
         for st in &s.statements {
             text.push_str(st);
             text.push('\n');
@@ -238,14 +237,24 @@ mod tests {
         assert!(out.result.is_ok(), "{:?}", out.result.err());
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(text.contains("ixmap> m = (d0, d1)"), "{text}");
-        assert!(text.contains("   ...>   ROOT n = f32[4,8] negate(p0)"), "{text}");
-        assert!(!text.contains("ixmap> vars") && !text.contains("explan"), "{text}");
+        assert!(
+            text.contains("   ...>   ROOT n = f32[4,8] negate(p0)"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("ixmap> vars") && !text.contains("explan"),
+            "{text}"
+        );
         let r = crate::transcript::replay(&text).unwrap();
         assert_eq!(r.cases, 4);
         assert!(r.mismatches.is_empty(), "{:?}", r.mismatches);
         // loading it and saving again gives the same statements, once
         let mut t = Session::new();
-        assert!(t.execute(&format!("load \"{}\"", file.display())).remove(0).result.is_ok());
+        assert!(t
+            .execute(&format!("load \"{}\"", file.display()))
+            .remove(0)
+            .result
+            .is_ok());
         assert_eq!(t.statements, s.statements);
         let _ = std::fs::remove_dir_all(&dir);
     }

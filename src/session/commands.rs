@@ -122,8 +122,11 @@ thread_local! {
 fn example_outcome(c: &Command) -> Option<Box<crate::value::Outcome>> {
     // an example that reads or writes a file (`load FILE`, `save FILE`, `dump DIR|FILE`)
     // is shown, not run: help never writes files, nor fails outside the repository
-    let touches_files = super::args::Signature::parse(c.usage)
-        .is_ok_and(|s| s.slots.iter().any(|x| x.name.split('|').any(|p| p == "FILE")));
+    let touches_files = super::args::Signature::parse(c.usage).is_ok_and(|s| {
+        s.slots
+            .iter()
+            .any(|x| x.name.split('|').any(|p| p == "FILE"))
+    });
     if touches_files || IN_EXAMPLE.with(|f| f.replace(true)) {
         return None;
     }
@@ -213,9 +216,17 @@ mod tests {
         let o = Session::new().execute(text).remove(0);
         let d = match o.result {
             Err(d) => d,
-            Ok(v) => panic!("`{text}` ran: {}", crate::render::text(&v, crate::render::Style::Plain)),
+            Ok(v) => panic!(
+                "`{text}` ran: {}",
+                crate::render::text(&v, crate::render::Style::Plain)
+            ),
         };
-        assert_eq!(d.span.map(|s| s.start), Some(at), "`{text}`: {}", d.render(text));
+        assert_eq!(
+            d.span.map(|s| s.start),
+            Some(at),
+            "`{text}`: {}",
+            d.render(text)
+        );
         d
     }
 
@@ -248,7 +259,10 @@ mod tests {
             );
             if let Some((k, _)) = sig.options.first() {
                 assert!(
-                    d.help.as_deref().unwrap_or("").contains(&format!("did you mean `{k}=`?")),
+                    d.help
+                        .as_deref()
+                        .unwrap_or("")
+                        .contains(&format!("did you mean `{k}=`?")),
                     "`{text}`: {:?}",
                     d.help
                 );
@@ -265,9 +279,18 @@ mod tests {
             let text = format!("{head} {word}");
             let d = error_at(&text, head.len() + 1);
             if let Some(f) = word.strip_suffix('x').filter(|_| word != "zzqq") {
-                assert_eq!(d.help.as_deref(), Some(format!("did you mean `{f}`?").as_str()));
+                assert_eq!(
+                    d.help.as_deref(),
+                    Some(format!("did you mean `{f}`?").as_str())
+                );
             } else if c.usage != c.name && !sig.slots.is_empty() {
-                assert!(d.message.contains(&format!("`{}` has no option `zzqq`", c.name)) || d.message.contains("unexpected"), "`{text}`: {}", d.message);
+                assert!(
+                    d.message
+                        .contains(&format!("`{}` has no option `zzqq`", c.name))
+                        || d.message.contains("unexpected"),
+                    "`{text}`: {}",
+                    d.message
+                );
             }
         }
     }
