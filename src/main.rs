@@ -40,8 +40,13 @@ enum Sub {
     Run { files: Vec<PathBuf> },
     /// Replay transcripts under the paths (default `sessions/`).
     Test {
+        /// Rewrite the failing cases' output with what the session prints now, keeping
+        /// every `[..]`, `{{...}}` and `...` that still matches.
         #[arg(long)]
         bless: bool,
+        /// Write a JUnit XML report (one test case per prompt) for CI systems.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
         paths: Vec<PathBuf>,
     },
     /// Survey an XLA dump (`--xla_dump_to=DIR --xla_dump_hlo_as_text`): every fusion of
@@ -164,7 +169,14 @@ fn main() -> ExitCode {
             }
             code
         }
-        (None, Some(Sub::Test { bless, paths })) => test(bless, paths),
+        (
+            None,
+            Some(Sub::Test {
+                bless,
+                junit,
+                paths,
+            }),
+        ) => test(bless, cli.json, junit, paths),
         (
             None,
             Some(Sub::Dump {
@@ -261,7 +273,177 @@ fn run_source(
     i32::from(failed)
 }
 
-fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
+/// One case of `ixmap test`, as `--json` and `--junit` report it.
+struct CaseReport {
+    file: String,
+    line: usize,
+    input: String,
+    /// pass, fail, skip, xfail (failing in a `#! xfail` file), xpass (passing in one whose
+    /// every case passes: the directive is stale), error (the file could not be checked)
+    status: &'static str,
+    message: String,
+    expected: Vec<String>,
+    actual: Vec<String>,
+}
+
+impl CaseReport {
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "file": self.file,
+            "line": self.line,
+            "input": self.input,
+            "status": self.status,
+            "message": self.message,
+            "expected": self.expected,
+            "actual": self.actual,
+        })
+    }
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            // XML 1.0 has no other control characters
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {
+                o.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A JUnit XML report: one `<testsuite>` per file, one `<testcase>` per prompt.
+fn junit_xml(reports: &[CaseReport]) -> String {
+    let mut files: Vec<&str> = Vec::new();
+    for r in reports {
+        if !files.contains(&r.file.as_str()) {
+            files.push(&r.file);
+        }
+    }
+    let count =
+        |rs: &[&CaseReport], st: &[&str]| rs.iter().filter(|r| st.contains(&r.status)).count();
+    let all: Vec<&CaseReport> = reports.iter().collect();
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    x += &format!(
+        "<testsuites name=\"ixmap\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n",
+        all.len(),
+        count(&all, &["fail", "xpass"]),
+        count(&all, &["error"]),
+        count(&all, &["skip", "xfail"])
+    );
+    for f in files {
+        let rs: Vec<&CaseReport> = reports.iter().filter(|r| r.file == f).collect();
+        x += &format!(
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n",
+            xml_escape(f),
+            rs.len(),
+            count(&rs, &["fail", "xpass"]),
+            count(&rs, &["error"]),
+            count(&rs, &["skip", "xfail"])
+        );
+        for r in rs {
+            let first = r.input.lines().next().unwrap_or("");
+            x += &format!(
+                "    <testcase classname=\"{}\" name=\"{}: {}\" file=\"{}\" line=\"{}\"",
+                xml_escape(&f.trim_end_matches(".ixm").replace('/', ".")),
+                r.line,
+                xml_escape(first),
+                xml_escape(f),
+                r.line
+            );
+            let body = || {
+                let mut b = String::new();
+                for l in &r.expected {
+                    b += &format!("- {l}\n");
+                }
+                for l in &r.actual {
+                    b += &format!("+ {l}\n");
+                }
+                xml_escape(&b)
+            };
+            match r.status {
+                "pass" => x += "/>\n",
+                "fail" | "xpass" => {
+                    x += &format!(
+                        ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                        xml_escape(&r.message),
+                        body()
+                    )
+                }
+                "error" => {
+                    x += &format!(
+                        ">\n      <error message=\"{}\"/>\n    </testcase>\n",
+                        xml_escape(&r.message)
+                    )
+                }
+                _ => {
+                    x += &format!(
+                        ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                        xml_escape(&r.message)
+                    )
+                }
+            }
+        }
+        x += "  </testsuite>\n";
+    }
+    x += "</testsuites>\n";
+    x
+}
+
+/// The actual lines around index `j` (two before, two after), numbered, `>` at `j`.
+fn around(actual: &[String], j: usize) -> Vec<String> {
+    let lo = j.saturating_sub(2);
+    let hi = (j + 3).min(actual.len());
+    (lo..hi)
+        .map(|k| {
+            format!(
+                "{} {:>3} | {}",
+                if k == j { ">" } else { " " },
+                k + 1,
+                actual[k]
+            )
+        })
+        .collect()
+}
+
+fn test(bless: bool, as_json: bool, junit: Option<PathBuf>, paths: Vec<PathBuf>) -> i32 {
+    let code = test_files(bless, as_json, junit.is_some(), paths);
+    let (code, reports) = code;
+    if let Some(path) = junit {
+        if let Err(e) = std::fs::write(&path, junit_xml(&reports)) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return 1;
+        }
+    }
+    if as_json {
+        for r in &reports {
+            println!("{}", r.json());
+        }
+    }
+    code
+}
+
+fn test_files(
+    bless: bool,
+    as_json: bool,
+    collect: bool,
+    paths: Vec<PathBuf>,
+) -> (i32, Vec<CaseReport>) {
+    let mut reports: Vec<CaseReport> = Vec::new();
+    let collect = collect || as_json;
+    // With --json, stdout is the JSON lines; the human report goes to stderr.
+    macro_rules! say {
+        ($($t:tt)*) => {
+            if as_json { eprintln!($($t)*) } else { println!($($t)*) }
+        };
+    }
     use colored::Colorize;
     let paths = if paths.is_empty() {
         vec![PathBuf::from("sessions")]
@@ -278,7 +460,7 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        return 1;
+        return (1, reports);
     }
     if !ixmap::repl::use_color() {
         colored::control::set_override(false);
@@ -298,6 +480,7 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
             Err(e) => {
                 eprintln!("error: cannot read {}: {e}", f.display());
                 broken.push(f.clone());
+                reports.push(file_error(f, format!("cannot read: {e}")));
                 continue;
             }
         };
@@ -306,6 +489,7 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
             Err(e) => {
                 eprintln!("error: {}:{e}", f.display());
                 broken.push(f.clone());
+                reports.push(file_error(f, format!("{}:{e}", f.display())));
                 continue;
             }
         };
@@ -315,22 +499,118 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
                 f.display()
             );
             broken.push(f.clone());
+            reports.push(file_error(f, "no cases".to_string()));
             continue;
         }
+        let file = f.display().to_string();
         if let Some(req) = &r.skipped {
             skipped += r.cases;
-            println!("skip {} (requires {req})", f.display());
+            say!("skip {} (requires {req})", f.display());
+            if collect {
+                for c in &r.results {
+                    reports.push(CaseReport {
+                        file: file.clone(),
+                        line: c.line,
+                        input: c.input.clone(),
+                        status: "skip",
+                        message: format!("requires {req}"),
+                        expected: vec![],
+                        actual: vec![],
+                    });
+                }
+            }
             continue;
         }
-        passed += r.cases - r.mismatches.len();
-        failed += r.mismatches.len();
+        // `#! xfail`: failing cases are expected; the file fails only when none does
+        let xpass = r.xfail.is_some() && r.mismatches.is_empty();
+        if let Some(why) = &r.xfail {
+            if xpass {
+                failed += r.cases;
+                bad_files.push(f.clone());
+                say!(
+                    "{}",
+                    format!(
+                        "XPASS {} (every case passes: remove its `#! xfail`)",
+                        f.display()
+                    )
+                    .red()
+                    .bold()
+                );
+            } else {
+                passed += r.cases - r.mismatches.len();
+                skipped += r.mismatches.len();
+                say!(
+                    "xfail {} ({} case{} fail{} as expected{})",
+                    f.display(),
+                    r.mismatches.len(),
+                    if r.mismatches.len() == 1 { "" } else { "s" },
+                    if r.mismatches.len() == 1 { "s" } else { "" },
+                    if why.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {why}")
+                    }
+                );
+            }
+        } else {
+            passed += r.cases - r.mismatches.len();
+            failed += r.mismatches.len();
+        }
+        if collect {
+            for c in &r.results {
+                let m = r.mismatches.iter().find(|m| m.line == c.line);
+                let status = match (m.is_some(), r.xfail.is_some()) {
+                    (false, false) => "pass",
+                    (false, true) if xpass => "xpass",
+                    (false, true) => "pass",
+                    (true, false) => "fail",
+                    (true, true) => "xfail",
+                };
+                reports.push(CaseReport {
+                    file: file.clone(),
+                    line: c.line,
+                    input: c.input.clone(),
+                    status,
+                    message: match m {
+                        Some(m) => first_difference(&file, m),
+                        None if xpass => "passes in a `#! xfail` file".to_string(),
+                        None => String::new(),
+                    },
+                    expected: m.map(|m| m.expected.clone()).unwrap_or_default(),
+                    actual: m.map(|m| m.actual.clone()).unwrap_or_default(),
+                });
+            }
+        }
+        if r.xfail.is_some() {
+            continue;
+        }
         for m in &r.mismatches {
-            println!(
+            let out = |t: String| {
+                if as_json {
+                    eprintln!("{t}")
+                } else {
+                    println!("{t}")
+                }
+            };
+            out(format!(
                 "{}",
                 format!("FAIL {}:{}", f.display(), m.line).red().bold()
-            );
-            println!("  ixmap> {}", m.input.replace('\n', "\n     ...> "));
-            print_mismatch(&m.expected, &m.actual);
+            ));
+            out(format!(
+                "  ixmap> {}",
+                m.input.replace('\n', "\n     ...> ")
+            ));
+            let (el, j) = m.first_unmatched;
+            out(format!("  {}", first_difference(&file, m)));
+            if !m.actual.is_empty() && el > 0 {
+                out("  actual output there:".to_string());
+                for l in around(&m.actual, j.min(m.actual.len().saturating_sub(1))) {
+                    out(format!("  {l}"));
+                }
+            }
+            if !as_json {
+                print_mismatch(&m.expected, &m.actual);
+            }
         }
         if !r.mismatches.is_empty() {
             bad_files.push(f.clone());
@@ -362,13 +642,13 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
         );
     }
     if failed == 0 && broken.is_empty() {
-        println!(
+        say!(
             "{passed} passed in {} file{}{skipped_note}.",
             files.len(),
             if files.len() == 1 { "" } else { "s" }
         );
     } else if failed > 0 {
-        println!(
+        say!(
             "{} case{} differ{} in {} file{} ({} passed{skipped_note}).",
             failed,
             if failed == 1 { "" } else { "s" },
@@ -380,7 +660,7 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
     }
     if failed > 0 {
         if bless {
-            println!(
+            say!(
                 "blessed: {}",
                 bad_files
                     .iter()
@@ -390,10 +670,10 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
             );
             // Blessing wrote what it was asked to: success, as `cargo insta accept` does.
             if wrote_all && broken.is_empty() {
-                return 0;
+                return (0, reports);
             }
         } else {
-            println!(
+            say!(
                 "If the new output is right: ixmap test --bless {}",
                 bad_files
                     .iter()
@@ -402,9 +682,36 @@ fn test(bless: bool, paths: Vec<PathBuf>) -> i32 {
                     .join(" ")
             );
         }
-        return 1;
+        return (1, reports);
     }
-    i32::from(!broken.is_empty())
+    (i32::from(!broken.is_empty()), reports)
+}
+
+/// A file that could not be checked, as a report.
+fn file_error(f: &std::path::Path, message: String) -> CaseReport {
+    CaseReport {
+        file: f.display().to_string(),
+        line: 0,
+        input: String::new(),
+        status: "error",
+        message,
+        expected: vec![],
+        actual: vec![],
+    }
+}
+
+/// "FILE:LINE: expected `...` not found" (or: the output goes on past the expected end).
+fn first_difference(file: &str, m: &ixmap::transcript::Mismatch) -> String {
+    let (line, j) = m.first_unmatched;
+    let i = line.saturating_sub(m.line + m.input.lines().count().max(1));
+    match m.expected.get(i) {
+        Some(e) => format!("{file}:{line}: expected line not found: {e}"),
+        None => format!(
+            "{file}:{line}: the expected output ends here, but the output goes on at line {}: {}",
+            j + 1,
+            m.actual.get(j).map_or("", |l| l.as_str())
+        ),
+    }
 }
 
 /// Expected lines (`-`, red) then actual lines (`+`, green). A changed line paired with the

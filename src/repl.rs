@@ -68,7 +68,7 @@ struct Shared {
 }
 
 /// Names and kinds for completion by context.
-fn name_kinds(session: &Session) -> Vec<(String, String)> {
+pub fn name_kinds(session: &Session) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = session
         .values
         .iter()
@@ -82,35 +82,22 @@ fn name_kinds(session: &Session) -> Vec<(String, String)> {
     v
 }
 
-/// The words a command's usage offers after it: its `key=` options and its literal words
-/// (`explain`, `raw`, `from`, `mlir`...), not placeholders such as `MAP`.
-pub fn usage_words(usage: &str, name: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for tok in usage.split(|c: char| c.is_whitespace() || "[](),.".contains(c)) {
-        if let Some((k, _)) = tok.split_once('=') {
-            if !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
-                out.push(format!("{k}="));
-            }
-            continue;
-        }
-        for w in tok.split('|') {
-            if !w.is_empty() && w != name && w.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
-                out.push(w.to_string());
-            }
-        }
-    }
-    out.sort();
-    out.dedup();
-    out
-}
-
 /// Completions of the word `prefix` that ends `before` (the line up to the cursor), by
 /// context: at the start of a statement, commands and names; after `help`, commands, groups
 /// and topics; after a command, the names its usage takes (maps for `MAP`, HLO names for
 /// `FUSION`/`OP`) and its own options; inside a map literal, the language's keywords.
 pub fn complete_in_context(before: &str, prefix: &str, kinds: &[(String, String)]) -> Vec<String> {
     use crate::session::commands;
-    let stmt_start = before.rfind(';').map_or(0, |i| i + 1);
+    // the statement being typed: after the last `;`, or the last line break that ends a
+    // complete statement; comments blanked (same offsets)
+    let blanked = crate::syntax::blank_comments(before);
+    let before = blanked.as_str();
+    let mut stmt_start = before.rfind(';').map_or(0, |i| i + 1);
+    if let Some(nl) = before.rfind('\n').filter(|&nl| nl >= stmt_start) {
+        if crate::syntax::is_complete(&before[stmt_start..nl]) {
+            stmt_start = nl + 1;
+        }
+    }
     let mut stmt = &before[stmt_start..before.len() - prefix.len()];
     // `NAME = ` before a command
     if let Some((lhs, rhs)) = stmt.split_once('=') {
@@ -147,19 +134,47 @@ pub fn complete_in_context(before: &str, prefix: &str, kinds: &[(String, String)
         words.push("all".to_string());
     } else if let Some(c) = commands::find(first) {
         let usage = c.usage;
-        let takes_map = usage.contains("MAP") || usage.contains(" A,");
-        let takes_hlo = ["FUSION", "OP", "COMPUTATION", "PRODUCER", "CONSUMER"]
-            .iter()
-            .any(|w| usage.contains(w));
-        if takes_map {
-            words.extend(names_of(&|k| k == "map" || k == "maps"));
-            // a nested command that returns a map
-            words.extend(commands::all().map(|c| c.name.to_string()));
+        let sig = crate::session::args::Signature::parse(usage).unwrap_or_default();
+        // after `key=` or a keyword that takes a choice (`as`): its values only
+        let tail = stmt.trim_end_matches(|ch: char| ch.is_whitespace());
+        let last = tail
+            .rsplit(|ch: char| ch.is_whitespace() || ch == ',')
+            .next()
+            .unwrap_or("");
+        if stmt.ends_with('=') {
+            let key =
+                last.trim_start_matches(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'));
+            words.extend(sig.values_after(key));
+            if key == "mapping=" {
+                words.extend(names_of(&|k| k == "mapping"));
+            }
+        } else if stmt.ends_with(char::is_whitespace)
+            && sig.keyword(last).is_some_and(|k| !k.values().is_empty())
+        {
+            words.extend(sig.values_after(last));
+        } else {
+            let takes_map = sig
+                .slots
+                .iter()
+                .any(|s| s.evaluated && s.name.split('|').any(|p| matches!(p, "MAP" | "A" | "B")));
+            let takes_hlo = sig
+                .slots
+                .iter()
+                .any(|s| s.evaluated && !s.name.split('|').any(|p| matches!(p, "MAP" | "A" | "B")));
+            let at_slot = !stmt[first.len()..].contains(|ch: char| !ch.is_whitespace())
+                || tail.ends_with(',');
+            if at_slot && takes_map {
+                words.extend(names_of(&|k| k != "hlo"));
+                // a nested command that returns a map
+                words.extend(commands::all().map(|c| c.name.to_string()));
+            }
+            if at_slot && takes_hlo {
+                words.extend(names_of(&|k| k == "hlo" || k == "mapping"));
+            }
+            if !at_slot || sig.slots.first().is_none_or(|s| s.optional) {
+                words.extend(sig.words());
+            }
         }
-        if takes_hlo {
-            words.extend(names_of(&|k| k == "hlo" || k == "mapping"));
-        }
-        words.extend(usage_words(usage, c.name));
     } else {
         words.extend(names_of(&|_| true));
         words.extend(KEYWORDS.iter().map(|k| k.to_string()));
@@ -516,7 +531,7 @@ pub fn run() -> i32 {
                 if matches!(input.trim(), "exit" | "quit" | "exit()" | "quit()") {
                     break;
                 }
-                let input = shorthand(&input).unwrap_or(input);
+                let input = shorthand_in(&session, &input).unwrap_or(input);
                 execute(&mut session, &input, style, err_color);
                 shared.borrow_mut().names = session.completion_names();
                 shared.borrow_mut().kinds = name_kinds(&session);
@@ -546,6 +561,16 @@ pub fn shorthand(input: &str) -> Option<String> {
     let w = w.strip_prefix('?').unwrap_or(w);
     (!w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
         .then(|| format!("help {w}"))
+}
+
+/// [`shorthand`] in a session: `NAME?` for a bound name (not a command) is its value.
+pub fn shorthand_in(session: &Session, input: &str) -> Option<String> {
+    let h = shorthand(input)?;
+    let w = h.strip_prefix("help ").unwrap_or("");
+    if session.values.contains_key(w) && crate::session::commands::find(w).is_none() {
+        return Some(w.to_string());
+    }
+    Some(h)
 }
 
 /// The terminal's width in columns (80 when unknown).

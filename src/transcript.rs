@@ -31,6 +31,9 @@ pub struct Transcript {
     pub lines: Vec<String>,
     pub cases: Vec<Case>,
     pub requires: Vec<String>,
+    /// `#! xfail` or `#! xfail: why`: the file is known to fail (a known bug); it fails
+    /// the run only if every case passes (the bug fixed, the directive to remove).
+    pub xfail: Option<String>,
 }
 
 /// Why a transcript file is malformed.
@@ -50,11 +53,23 @@ impl Transcript {
             .collect();
         let mut cases = Vec::new();
         let mut requires = Vec::new();
+        let mut xfail = None;
         let mut i = 0;
         while i < lines.len() {
             let l = &lines[i];
             if let Some(rest) = l.strip_prefix("#!") {
-                if let Some(req) = rest.trim().strip_prefix("requires:") {
+                let rest = rest.trim();
+                if let Some(why) = rest.strip_prefix("xfail") {
+                    xfail = Some(why.trim_start_matches(':').trim().to_string());
+                } else if !rest.starts_with("requires:") {
+                    return Err(FormatError {
+                        line: i + 1,
+                        message: format!(
+                            "unknown directive `#! {rest}` (the directives are `#! requires: WHAT, ...` and `#! xfail: WHY`)"
+                        ),
+                    });
+                }
+                if let Some(req) = rest.strip_prefix("requires:") {
                     requires.extend(
                         req.split(',')
                             .map(|s| s.trim().to_string())
@@ -101,6 +116,7 @@ impl Transcript {
             lines,
             cases,
             requires,
+            xfail,
         })
     }
 }
@@ -196,13 +212,20 @@ fn is_pattern(expected: &str) -> bool {
 
 /// The new expected output of a mismatching case: the actual lines, except that every
 /// expected line that still matches its actual line keeps its elisions and checks, and every
-/// `...` that still has a place is kept (the fewest lines rewritten: a changed line costs 1,
-/// a line gone or new 2, what `...` swallows nothing).
+/// `...` that still has a place is kept (the fewest lines rewritten: a changed line costs
+/// 1000 to 1999 by how unlike its new text it is, a line gone or new 2000, what `...`
+/// swallows nothing).
 pub fn bless_case(expected: &[String], actual: &[String]) -> Vec<String> {
     let (n, m) = (expected.len(), actual.len());
     // cost[i][j]: fewest changed lines to turn expected[i..] into a match of actual[j..]
     let inf = usize::MAX / 4;
     let mut cost = vec![vec![inf; m + 1]; n + 1];
+    // a changed line costs 1000 to 1999, the less the more it is like the new line (so a
+    // rewritten line pairs with the actual line it became); a line gone or new 2000
+    let change = |i: usize, j: usize| -> usize {
+        let e = expected[i].replace("[..]", "");
+        1000 + ((1.0 - strsim::normalized_levenshtein(&e, &actual[j])) * 999.0) as usize
+    };
     cost[n][m] = 0;
     for i in (0..=n).rev() {
         for j in (0..=m).rev() {
@@ -222,13 +245,13 @@ pub fn bless_case(expected: &[String], actual: &[String]) -> Vec<String> {
                         best = best.min(cost[i + 1][j + 1]);
                     }
                     if j < m {
-                        best = best.min(1 + cost[i + 1][j + 1]); // a changed line
+                        best = best.min(change(i, j) + cost[i + 1][j + 1]); // a changed line
                     }
-                    best = best.min(2 + cost[i + 1][j]); // a line gone
+                    best = best.min(2000 + cost[i + 1][j]); // a line gone
                 }
             }
             if j < m {
-                best = best.min(2 + cost[i][j + 1]); // a new line
+                best = best.min(2000 + cost[i][j + 1]); // a new line
             }
             cost[i][j] = best;
         }
@@ -266,13 +289,13 @@ pub fn bless_case(expected: &[String], actual: &[String]) -> Vec<String> {
                     j += 1;
                     continue;
                 }
-                if j < m && 1 + cost[i + 1][j + 1] == c {
+                if j < m && change(i, j) + cost[i + 1][j + 1] == c {
                     out.push(actual[j].clone());
                     i += 1;
                     j += 1;
                     continue;
                 }
-                if 2 + cost[i + 1][j] == c {
+                if 2000 + cost[i + 1][j] == c {
                     i += 1;
                     continue;
                 }
@@ -318,6 +341,49 @@ pub fn output_matches(expected: &[String], actual: &[String]) -> bool {
     }
 }
 
+/// Where a case's output stops matching: the first expected line that no alignment of the
+/// actual output reaches (its index in `expected`, or `expected.len()` when every expected
+/// line matched but actual lines are left over), and the index of the actual line it was
+/// compared with. None when the output matches.
+pub fn first_unmatched(expected: &[String], actual: &[String]) -> Option<(usize, usize)> {
+    if output_matches(expected, actual) {
+        return None;
+    }
+    let (n, m) = (expected.len(), actual.len());
+    // reach[i][j]: expected[..i] matches actual[..j]
+    let mut reach = vec![vec![false; m + 1]; n + 1];
+    reach[0][0] = true;
+    for i in 0..n {
+        for j in 0..=m {
+            if !reach[i][j] {
+                continue;
+            }
+            if expected[i] == "..." {
+                for r in reach[i + 1].iter_mut().skip(j) {
+                    *r = true;
+                }
+            } else if j < m && line_matches(&expected[i], &actual[j]) {
+                reach[i + 1][j + 1] = true;
+            }
+        }
+    }
+    let i = (0..=n).rev().find(|&i| reach[i].iter().any(|&r| r))?;
+    // where it was sought: of the actual lines it could have matched, the most like it
+    let wanted = expected
+        .get(i)
+        .map_or("", |e| e.as_str())
+        .replace("[..]", "");
+    let j = (0..m)
+        .filter(|&j| reach[i][j])
+        .max_by(|&a, &b| {
+            let sa = strsim::normalized_levenshtein(&wanted, &actual[a]);
+            let sb = strsim::normalized_levenshtein(&wanted, &actual[b]);
+            sa.total_cmp(&sb).then(b.cmp(&a))
+        })
+        .unwrap_or(m);
+    Some((i, j))
+}
+
 /// One mismatching case.
 #[derive(Clone, Debug)]
 pub struct Mismatch {
@@ -325,6 +391,18 @@ pub struct Mismatch {
     pub input: String,
     pub expected: Vec<String>,
     pub actual: Vec<String>,
+    /// 1-based line in the file of the first expected line not matched (the line after the
+    /// case's output when lines are left over), and the index in `actual` where it was
+    /// sought.
+    pub first_unmatched: (usize, usize),
+}
+
+/// One case's outcome, for `--json` and `--junit`.
+#[derive(Clone, Debug)]
+pub struct CaseResult {
+    pub line: usize,
+    pub input: String,
+    pub passed: bool,
 }
 
 /// The result of replaying one file.
@@ -336,6 +414,10 @@ pub struct Replay {
     pub skipped: Option<String>,
     /// The file with every output replaced by the actual output (for `--bless`).
     pub blessed: String,
+    /// Every case, in order.
+    pub results: Vec<CaseResult>,
+    /// The file's `#! xfail` reason, if it has the directive.
+    pub xfail: Option<String>,
 }
 
 /// Requirements this build can meet.
@@ -365,10 +447,21 @@ pub fn replay(src: &str) -> Result<Replay, FormatError> {
             mismatches: vec![],
             skipped: Some(r.clone()),
             blessed: src.to_string(),
+            results: t
+                .cases
+                .iter()
+                .map(|c| CaseResult {
+                    line: c.line,
+                    input: c.input.clone(),
+                    passed: false,
+                })
+                .collect(),
+            xfail: t.xfail.clone(),
         });
     }
     let mut session = Session::new();
     let mut mismatches = Vec::new();
+    let mut results = Vec::new();
     let mut new_lines: Vec<String> = Vec::new();
     let mut cursor = 0;
     for case in &t.cases {
@@ -382,16 +475,23 @@ pub fn replay(src: &str) -> Result<Replay, FormatError> {
             }
         }
         new_lines.extend_from_slice(&t.lines[cursor..case.out_start]);
-        if output_matches(&case.expected, &actual) {
-            new_lines.extend_from_slice(&case.expected);
-        } else {
+        let unmatched = first_unmatched(&case.expected, &actual);
+        results.push(CaseResult {
+            line: case.line,
+            input: case.input.clone(),
+            passed: unmatched.is_none(),
+        });
+        if let Some((i, j)) = unmatched {
             mismatches.push(Mismatch {
                 line: case.line,
                 input: case.input.clone(),
                 expected: case.expected.clone(),
                 actual: actual.clone(),
+                first_unmatched: (case.out_start + i + 1, j),
             });
             new_lines.extend(bless_case(&case.expected, &actual));
+        } else {
+            new_lines.extend_from_slice(&case.expected);
         }
         cursor = case.out_end;
     }
@@ -403,6 +503,8 @@ pub fn replay(src: &str) -> Result<Replay, FormatError> {
         mismatches,
         skipped: None,
         blessed,
+        results,
+        xfail: t.xfail,
     })
 }
 
@@ -466,6 +568,72 @@ mod tests {
         );
         let blessed = bless_case(&exp, &act);
         assert!(output_matches(&blessed, &act));
+    }
+
+    #[test]
+    fn a_mismatch_names_the_first_expected_line_not_found_and_where() {
+        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let exp = v(&["head", "...", "load FILE runs a script", "...", "tail"]);
+        let act = v(&[
+            "head",
+            "vars lists",
+            "load FILE runs THE script",
+            "save",
+            "tail",
+        ]);
+        // `...` may swallow any line: the line sought is the most like it
+        assert_eq!(first_unmatched(&exp, &act), Some((2, 2)));
+        assert_eq!(
+            first_unmatched(&exp[..1], &act),
+            Some((1, 1)),
+            "output left over"
+        );
+        assert_eq!(first_unmatched(&v(&["head", "..."]), &act), None);
+        assert_eq!(first_unmatched(&v(&["x"]), &[]), Some((0, 0)));
+    }
+
+    #[test]
+    fn bless_round_trip_keeps_every_wildcard_that_still_matches() {
+        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let src = "# timings\nixmap> x = (d0) -> (d0 * 2), domain: d0 in [0, 3]\n(d0) -> (d0 * {{[0-9]}}), domain: d0 in [0, [..]]\nwrong line\nixmap> help session\nthe session:\n...\n  reset                       forgets every binding and EVERY HLO definition\n...\nixmap> inverse x\n(d0) -> ({{.*}}), domain: d0 in [0, {{0..100}}], [..]\nstale\n";
+        let r = replay(src).unwrap();
+        assert_eq!(r.mismatches.len(), 3);
+        let blessed = r.blessed.clone();
+        // the wildcards of every line that still matches are kept, in every rewritten case
+        for kept in [
+            "(d0) -> (d0 * {{[0-9]}}), domain: d0 in [0, [..]]",
+            "(d0) -> ({{.*}}), domain: d0 in [0, {{0..100}}], [..]",
+            "...",
+            "# timings",
+        ] {
+            assert!(
+                blessed.lines().any(|l| l == kept),
+                "{kept} lost:\n{blessed}"
+            );
+        }
+        assert!(!blessed.contains("wrong line") && !blessed.contains("stale"));
+        assert!(!blessed.contains("EVERY HLO"));
+        // both `...` around the rewritten line stay, and the line between them is the new one
+        assert!(
+            blessed.contains("the session:\n...\n  reset                       forgets every binding and every HLO definition\n...\nixmap> inverse"),
+            "{blessed}"
+        );
+        // and the blessed file passes, and blessing it again changes nothing
+        let again = replay(&blessed).unwrap();
+        assert!(again.mismatches.is_empty(), "{:?}", again.mismatches);
+        assert_eq!(again.blessed, blessed);
+        let _ = v;
+    }
+
+    #[test]
+    fn directives_are_requires_and_xfail_only() {
+        let t = Transcript::parse("#! xfail: issue 12\nixmap> 1\n").unwrap();
+        assert_eq!(t.xfail.as_deref(), Some("issue 12"));
+        let t = Transcript::parse("#! requires: cc, cuda\n").unwrap();
+        assert_eq!(t.requires, ["cc", "cuda"]);
+        let e = Transcript::parse("# x\n#! require: cc\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("unknown directive"), "{}", e.message);
     }
 
     #[test]

@@ -275,7 +275,16 @@ fn every_help_example_runs() {
         );
         // Timings differ from run to run; only deterministic output is compared. Help shows
         // the outcome of the example's last statement (a binding before it sets the scene).
-        if !["help", "bench", "tune"].contains(&c.name) {
+        // An example that reads or writes a file is shown, never run, by help.
+        let touches_files = ixmap::session::args::Signature::parse(c.usage).is_ok_and(|s| {
+            s.slots
+                .iter()
+                .any(|x| x.name.split('|').any(|p| p == "FILE"))
+        });
+        if touches_files {
+            assert!(!help.contains("wrote "), "help {} ran its example", c.name);
+        }
+        if !["help", "bench", "tune"].contains(&c.name) && !touches_files {
             let j = run(&["-c", c.example, "--json"]);
             let last = stdout(&j).lines().last().unwrap_or_default().to_string();
             let last: serde_json::Value = serde_json::from_str(&last).expect("json line");
@@ -883,4 +892,65 @@ fn reports_are_values_with_json_fields() {
         .map(|t| format!("{t}\n"))
         .collect();
     assert_eq!(texts, stdout(&plain));
+}
+
+/// `ixmap test --json`: one object per case; `--junit FILE`: a JUnit report; a failing
+/// case names the first expected line not found; `#! xfail` files fail only on a pass.
+#[test]
+fn test_reports_json_junit_and_the_first_line_not_found() {
+    let dir = scratch("test-reports");
+    std::fs::write(
+        dir.join("a.ixm"),
+        "ixmap> m = (d0) -> (d0 * 2), domain: d0 in [0, 3]\n(d0) -> (d0 * 2), domain: d0 in [0, [..]]\nixmap> inverse m\n...\nnot this line\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("b.ixm"),
+        "#! xfail: a known bug\nixmap> equal (d0) -> (d0), domain: d0 in [0, 1], (d0) -> (d0), domain: d0 in [0, 1]\nfalse\n",
+    )
+    .unwrap();
+    let junit = dir.join("report.xml");
+    let o = run(&[
+        "test",
+        "--json",
+        "--junit",
+        junit.to_str().unwrap(),
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let cases = json_lines(&o);
+    let status: Vec<&str> = cases
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(status, ["pass", "fail", "xfail"]);
+    assert_eq!(cases[1]["line"], 3);
+    let msg = cases[1]["message"].as_str().unwrap();
+    assert!(
+        msg.ends_with("a.ixm:5: expected line not found: not this line"),
+        "{msg}"
+    );
+    assert!(
+        stderr(&o).contains("actual output there:"),
+        "{}",
+        stderr(&o)
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.starts_with("<?xml"));
+    assert!(
+        xml.contains(
+            "<testsuites name=\"ixmap\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\">"
+        ),
+        "{xml}"
+    );
+    assert!(xml.contains("<failure message=\""), "{xml}");
+    // an xfail file whose cases all pass fails the run
+    std::fs::write(
+        dir.join("b.ixm"),
+        "#! xfail\nixmap> equal (d0) -> (d0), domain: d0 in [0, 1], (d0) -> (d0), domain: d0 in [0, 1]\ntrue\n",
+    )
+    .unwrap();
+    let o = run(&["test", dir.join("b.ixm").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("XPASS"), "{}", stdout(&o));
 }

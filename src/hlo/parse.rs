@@ -82,6 +82,133 @@ pub enum HloItem {
 }
 
 /// Parses one HLO statement: `text` starts at byte `offset` of the session source.
+/// XLA's opcodes (`hlo_opcode.h`), as HLO text spells them.
+pub const XLA_OPCODES: &[&str] = &[
+    "abs",
+    "add",
+    "add-dependency",
+    "after-all",
+    "all-gather",
+    "all-gather-done",
+    "all-gather-start",
+    "all-reduce",
+    "all-reduce-done",
+    "all-reduce-start",
+    "all-to-all",
+    "and",
+    "async-done",
+    "async-start",
+    "async-update",
+    "atan2",
+    "batch-norm-grad",
+    "batch-norm-inference",
+    "batch-norm-training",
+    "bitcast",
+    "bitcast-convert",
+    "broadcast",
+    "call",
+    "cbrt",
+    "ceil",
+    "cholesky",
+    "clamp",
+    "clz",
+    "collective-broadcast",
+    "collective-permute",
+    "collective-permute-done",
+    "collective-permute-start",
+    "compare",
+    "complex",
+    "concatenate",
+    "conditional",
+    "constant",
+    "convert",
+    "convolution",
+    "copy",
+    "copy-done",
+    "copy-start",
+    "cosine",
+    "count-leading-zeros",
+    "custom-call",
+    "divide",
+    "domain",
+    "dot",
+    "dynamic-reshape",
+    "dynamic-slice",
+    "dynamic-update-slice",
+    "erf",
+    "exponential",
+    "exponential-minus-one",
+    "fft",
+    "floor",
+    "fusion",
+    "gather",
+    "get-dimension-size",
+    "get-tuple-element",
+    "imag",
+    "infeed",
+    "iota",
+    "is-finite",
+    "log",
+    "log-plus-one",
+    "logistic",
+    "map",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negate",
+    "not",
+    "optimization-barrier",
+    "or",
+    "outfeed",
+    "pad",
+    "parameter",
+    "partition-id",
+    "popcnt",
+    "power",
+    "ragged-all-to-all",
+    "real",
+    "recv",
+    "recv-done",
+    "reduce",
+    "reduce-precision",
+    "reduce-scatter",
+    "reduce-window",
+    "remainder",
+    "replica-id",
+    "reshape",
+    "reverse",
+    "rng",
+    "rng-bit-generator",
+    "rng-get-and-update-state",
+    "round-nearest-afz",
+    "round-nearest-even",
+    "rsqrt",
+    "scatter",
+    "select",
+    "select-and-scatter",
+    "send",
+    "send-done",
+    "set-dimension-size",
+    "shift-left",
+    "shift-right-arithmetic",
+    "shift-right-logical",
+    "sign",
+    "sine",
+    "slice",
+    "sort",
+    "sqrt",
+    "stochastic-convert",
+    "subtract",
+    "tan",
+    "tanh",
+    "topk",
+    "transpose",
+    "triangular-solve",
+    "tuple",
+    "while",
+    "xor",
+];
+
 pub fn parse_hlo(text: &str, offset: usize) -> Result<HloItem, Diagnostic> {
     let mut pairs = HloParser::parse(Rule::hlo_stmt, text).map_err(|e| {
         use pest::error::InputLocation;
@@ -199,6 +326,18 @@ impl Lower {
         let opcode = it.next().expect("grammar: instruction has an opcode");
         let operands = it.next().expect("grammar: instruction has operands");
         let opname = opcode.as_str().to_string();
+        // An opcode XLA does not have, one typo from one it has, is that typo; others pass
+        // (a newer XLA's opcode loads as an unknown op).
+        if !XLA_OPCODES.contains(&opname.as_str()) {
+            if let Some(s) = crate::syntax::suggest(&opname, XLA_OPCODES.iter().copied()) {
+                return Err(Diagnostic::at(
+                    format!("unknown opcode `{opname}`"),
+                    self.span(&opcode),
+                )
+                .with_label("not an XLA opcode")
+                .with_help(format!("did you mean `{s}`?")));
+            }
+        }
         let mut attrs = Attrs::default();
         let mut raw_ops = Vec::new();
         let operands_span = self.span(&operands);
@@ -374,6 +513,21 @@ fn operands_span_text(ops: &[RawOperand]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_opcode_one_typo_from_xla_s_is_an_error_with_the_opcode() {
+        let e = super::parse_hlo("n = f32[4] negat(p0)", 0).unwrap_err();
+        assert_eq!(e.message, "unknown opcode `negat`");
+        assert_eq!(e.span, Some(crate::syntax::Span::new(11, 16)));
+        assert_eq!(e.help.as_deref(), Some("did you mean `negate`?"));
+        let e = super::parse_hlo("p = f32[4] paramter(0)", 0).unwrap_err();
+        assert_eq!(e.help.as_deref(), Some("did you mean `parameter`?"));
+        // every opcode of the op table is XLA's; one far from all of them still loads
+        for op in crate::hlo::ops::known_opcodes() {
+            assert!(super::XLA_OPCODES.contains(&op), "{op}");
+        }
+        assert!(super::parse_hlo("x = f32[4] frobnicate-widgets(p0)", 0).is_ok());
+    }
+
     use super::*;
 
     #[test]

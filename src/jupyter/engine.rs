@@ -38,6 +38,8 @@ pub struct Executed {
     pub execution_count: u64,
     pub outputs: Vec<Output>,
     pub error: Option<ErrorReport>,
+    /// `exit` or `quit`: the reply asks the front end to close (`jupyter console` does).
+    pub ask_exit: bool,
 }
 
 /// The interpreter state behind one kernel.
@@ -102,35 +104,6 @@ fn traceback(d: &syntax::Diagnostic, src: &str) -> Vec<String> {
     lines
 }
 
-/// The words completion offers besides commands and names.
-pub const KEYWORDS: &[&str] = &[
-    "explain",
-    "raw",
-    "as",
-    "mlir",
-    "xla",
-    "at",
-    "to",
-    "from",
-    "domain",
-    "in",
-    "is_simplified",
-    "naive",
-    "affine_map",
-    "KNOWN",
-    "EMPTY",
-    "UNDEFINED",
-    "cuda",
-    "cpu",
-    "auto",
-    "gpu",
-    "ROOT",
-    "ENTRY",
-    "HloModule",
-    "parameter",
-    "dimensions=",
-];
-
 fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '-'
 }
@@ -174,6 +147,17 @@ impl Engine {
             self.execution_count += 1;
             self.history.push((self.execution_count, code.to_string()));
         }
+        if matches!(code.trim(), "exit" | "quit" | "exit()" | "quit()") {
+            return Executed {
+                execution_count: self.execution_count,
+                outputs: vec![],
+                error: None,
+                ask_exit: true,
+            };
+        }
+        // `CMD?` is `help CMD`, `NAME?` the value of a bound name, as in the terminal
+        let shorthand = crate::repl::shorthand_in(&self.session, code);
+        let code = shorthand.as_deref().unwrap_or(code);
         let mut values: Vec<Value> = Vec::new();
         let mut error = None;
         for piece in syntax::split(code) {
@@ -254,6 +238,7 @@ impl Engine {
             execution_count: self.execution_count,
             outputs,
             error,
+            ask_exit: false,
         }
     }
 
@@ -286,25 +271,33 @@ impl Engine {
         let start = word_start(code, end);
         let prefix = &code[start..end];
         let mut out: Vec<(String, &'static str)> = Vec::new();
-        let mut push = |w: &str, kind: &'static str| {
-            if w.starts_with(prefix) && !out.iter().any(|(x, _)| x == w) {
-                out.push((w.to_string(), kind));
+        // the same words as the terminal's Tab, by context (the command's declaration)
+        let kinds = crate::repl::name_kinds(&self.session);
+        for w in crate::repl::complete_in_context(&code[..end], prefix, &kinds) {
+            let kind = if commands::find(&w).is_some() {
+                "command"
+            } else if kinds.iter().any(|(n, _)| *n == w) {
+                "name"
+            } else {
+                "keyword"
+            };
+            out.push((w, kind));
+        }
+        let rank = |k: &str| ["command", "name", "keyword"].iter().position(|x| *x == k);
+        out.sort_by_key(|(_, k)| rank(k));
+        // in HLO text (a line that is not a command), the opcodes
+        let line_start = code[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line = code[line_start..start].trim_start();
+        let first = line
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .next()
+            .unwrap_or("");
+        if commands::find(first).is_none() && line.contains('=') {
+            for op in crate::hlo::ops::known_opcodes() {
+                if op.starts_with(prefix) && !out.iter().any(|(x, _)| x == op) {
+                    out.push((op.to_string(), "opcode"));
+                }
             }
-        };
-        for c in commands::all() {
-            push(c.name, "command");
-        }
-        for n in self.session.values.keys() {
-            push(n, "name");
-        }
-        for k in KEYWORDS {
-            push(k, "keyword");
-        }
-        for k in commands::argument_keys() {
-            push(&k, "keyword");
-        }
-        for op in crate::hlo::ops::known_opcodes() {
-            push(op, "opcode");
         }
         (out, chars_before(code, start), chars_before(code, end))
     }
@@ -505,6 +498,51 @@ mod tests {
         // The cursor counts code points, not bytes.
         let (m, start, _) = e.complete("# é\ninv", 7);
         assert_eq!((m[0].0.as_str(), start), ("inverse", 4));
+    }
+
+    #[test]
+    fn question_marks_and_exit_work_as_in_the_terminal() {
+        let mut e = Engine::new();
+        e.execute("m = (d0) -> (d0), domain: d0 in [0, 3]", true);
+        let r = e.execute("simplify?", true);
+        assert!(r.error.is_none() && !r.ask_exit);
+        let text = |r: &Executed| format!("{:?}", r.outputs);
+        assert!(text(&r).contains("usage: simplify MAP"), "{}", text(&r));
+        let r = e.execute("m?", true);
+        assert!(r.error.is_none(), "{:?}", r.error.map(|x| x.evalue));
+        assert!(text(&r).contains("(d0) -> (d0)"), "{}", text(&r));
+        assert!(e.execute("exit", true).ask_exit);
+        assert!(e.execute("quit()", true).ask_exit);
+    }
+
+    #[test]
+    fn completion_follows_the_command_declaration_as_the_terminal_does() {
+        let mut e = Engine::new();
+        e.execute("m = (d0) -> (d0), domain: d0 in [0, 3]", true);
+        e.execute(
+            "fused {\n  p0 = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p0)\n}",
+            true,
+        );
+        let words = |code: &str| -> Vec<String> {
+            e.complete(code, code.chars().count())
+                .0
+                .into_iter()
+                .map(|(w, _)| w)
+                .collect()
+        };
+        // after `key=`, the values the declaration allows, and nothing else
+        assert_eq!(words("emit fused target="), ["cpu", "cuda"]);
+        assert_eq!(words("bench fused device=g"), ["gpu"]);
+        assert_eq!(words("show m as "), ["mlir", "xla"]);
+        // after the argument, the command's own words: no opcodes, no other commands
+        assert_eq!(words("simplify m ex"), ["explain"]);
+        // HLO names where a fusion goes, the same list in both front ends
+        assert!(words("threads f").contains(&"fused".to_string()));
+        let kinds = crate::repl::name_kinds(&e.session);
+        assert_eq!(
+            words("threads fused bl"),
+            crate::repl::complete_in_context("threads fused bl", "bl", &kinds)
+        );
     }
 
     #[test]

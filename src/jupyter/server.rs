@@ -375,7 +375,12 @@ async fn execute(msg: &Message, publisher: &Publisher, engine: &EngineHandle) ->
                     "status": "ok",
                     "execution_count": r.execution_count,
                     "user_expressions": e.user_expressions(&user_expressions),
-                    "payload": [],
+                    // `exit`: IPython's payload, which jupyter console honours
+                    "payload": if r.ask_exit {
+                        json!([{"source": "ask_exit", "keepkernel": false}])
+                    } else {
+                        json!([])
+                    },
                 }),
             }
         })

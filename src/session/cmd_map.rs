@@ -88,14 +88,14 @@ pub static COMMANDS: [Command; 14] = [
     },
     Command {
         name: "convert_symbols",
-        usage: "convert_symbols MAP [s0, ...]",
+        usage: "convert_symbols MAP [SYMBOL, ...]",
         summary: "range and runtime variables (all, or the named ones) turned into trailing dimensions",
         example: "convert_symbols (d0)[s0]{r0} -> (d0 * 4 + s0 + r0), domain: d0 in [0, 3], s0 in [0, 3], r0 in [0, 1]",
         run: convert_symbols,
     },
     Command {
         name: "fold",
-        usage: "fold MAP r0=INSTR, ...",
+        usage: "fold MAP RVAR=INSTR, ...",
         summary: "a runtime variable replaced by what an HLO instruction of the session computes there, as the HLO analysis folds it",
         example: "c = s32[] constant(2); fold (d0){r0} -> (d0 + r0), domain: d0 in [0, 3], r0 in [0, 9] r0=c",
         run: fold,

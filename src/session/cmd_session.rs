@@ -31,7 +31,7 @@ pub static COMMANDS: [Command; 4] = [
     Command {
         name: "save",
         usage: "save FILE",
-        summary: "writes this session's statements as a script `ixmap run` replays",
+        summary: "writes this session's statements: FILE.ixm as a transcript `ixmap test` checks, any other name as a script `ixmap run` replays",
         example: "m = (d0) -> (d0 * 2), domain: d0 in [0, 3]; save /tmp/ixmap-save-example.ixs",
         run: save,
     },
@@ -164,13 +164,46 @@ fn load(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     }))
 }
 
+/// The session's statements as a transcript (SPEC §4): each statement after `ixmap> `
+/// (continuation lines after `   ...> `) and what it prints, replayed in a fresh session so
+/// that `ixmap test FILE` passes.
+pub fn as_transcript(statements: &[String]) -> String {
+    let mut fresh = Session::new();
+    let mut text = String::from("# ixmap session, saved by `save`; check it with `ixmap test`\n");
+    for st in statements {
+        for (k, line) in st.lines().enumerate() {
+            text.push_str(if k == 0 {
+                crate::transcript::PROMPT
+            } else {
+                crate::transcript::CONT
+            });
+            text.push_str(line.trim_end());
+            text.push('\n');
+        }
+        for out in crate::transcript::run_input(&mut fresh, st) {
+            // a transcript's `#` lines are prose: indent an output line that starts so
+            if out.starts_with('#') {
+                text.push(' ');
+            }
+            text.push_str(&out);
+            text.push('\n');
+        }
+    }
+    text
+}
+
 fn save(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let (path, span) = file_arg(a, "save")?;
-    let mut text = String::from("# ixmap session, saved by `save`; replay with `ixmap run`\n");
-    for st in &s.statements {
-        text.push_str(st);
-        text.push('\n');
-    }
+    let text = if path.ends_with(".ixm") {
+        as_transcript(&s.statements)
+    } else {
+        let mut text = String::from("# ixmap session, saved by `save`; replay with `ixmap run`\n");
+        for st in &s.statements {
+            text.push_str(st);
+            text.push('\n');
+        }
+        text
+    };
     std::fs::write(&path, &text)
         .map_err(|e| Diagnostic::at(format!("cannot write {path}: {e}"), span))?;
     let n = s.statements.len();
@@ -178,4 +211,51 @@ fn save(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         "wrote {n} statement{} to {path}",
         if n == 1 { "" } else { "s" }
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_saved_as_ixm_is_a_passing_transcript() {
+        let dir = std::env::temp_dir().join(format!("ixmap-save-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.ixm");
+        let mut s = Session::new();
+        for st in [
+            "m = (d0, d1) -> (d1, d0), domain: d0 in [0, 3], d1 in [0, 4]",
+            "fused {\n  p0 = f32[4,8] parameter(0)\n  ROOT n = f32[4,8] negate(p0)\n}",
+            "inverse m",
+            "simplify m explan",
+            "indexing fused",
+            "vars",
+        ] {
+            s.execute(st);
+        }
+        let out = s.execute(&format!("save \"{}\"", file.display())).remove(0);
+        assert!(out.result.is_ok(), "{:?}", out.result.err());
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains("ixmap> m = (d0, d1)"), "{text}");
+        assert!(
+            text.contains("   ...>   ROOT n = f32[4,8] negate(p0)"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("ixmap> vars") && !text.contains("explan"),
+            "{text}"
+        );
+        let r = crate::transcript::replay(&text).unwrap();
+        assert_eq!(r.cases, 4);
+        assert!(r.mismatches.is_empty(), "{:?}", r.mismatches);
+        // loading it and saving again gives the same statements, once
+        let mut t = Session::new();
+        assert!(t
+            .execute(&format!("load \"{}\"", file.display()))
+            .remove(0)
+            .result
+            .is_ok());
+        assert_eq!(t.statements, s.statements);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -122,7 +122,14 @@ thread_local! {
 
 /// What a command's example gives in a fresh session (its last statement's outcome).
 fn example_outcome(c: &Command) -> Option<Box<crate::value::Outcome>> {
-    if IN_EXAMPLE.with(|f| f.replace(true)) {
+    // an example that reads or writes a file (`load FILE`, `save FILE`, `dump DIR|FILE`)
+    // is shown, not run: help never writes files, nor fails outside the repository
+    let touches_files = super::args::Signature::parse(c.usage).is_ok_and(|s| {
+        s.slots
+            .iter()
+            .any(|x| x.name.split('|').any(|p| p == "FILE"))
+    });
+    if touches_files || IN_EXAMPLE.with(|f| f.replace(true)) {
         return None;
     }
     let mut session = Session::new();
@@ -203,6 +210,101 @@ fn help(_: &mut Session, args: &Args) -> Result<Value, Diagnostic> {
 
 #[cfg(test)]
 mod tests {
+    use crate::session::args::Signature;
+    use crate::session::Session;
+
+    /// Runs `text` in a fresh session; the error it must give, starting at `at`.
+    fn error_at(text: &str, at: usize) -> crate::syntax::Diagnostic {
+        let o = Session::new().execute(text).remove(0);
+        let d = match o.result {
+            Err(d) => d,
+            Ok(v) => panic!(
+                "`{text}` ran: {}",
+                crate::render::text(&v, crate::render::Style::Plain)
+            ),
+        };
+        assert_eq!(
+            d.span.map(|s| s.start),
+            Some(at),
+            "`{text}`: {}",
+            d.render(text)
+        );
+        d
+    }
+
+    /// Every command (those merged later too): a misspelled option and a stray word are
+    /// errors at their column, before the command runs, with a suggestion where one is close.
+    #[test]
+    fn every_command_refuses_a_misspelled_option_and_a_stray_word() {
+        for c in super::all() {
+            let sig = Signature::parse(c.usage).unwrap();
+            let head = if sig.slots.is_empty() {
+                c.name.to_string()
+            } else {
+                format!("{} x", c.name)
+            };
+            // a misspelled option (or, for a command without options, any; a command that
+            // takes any key, `fold MAP RVAR=INSTR`, checks its keys itself)
+            if sig.options.is_empty() && sig.any_key.is_some() {
+                continue;
+            }
+            let key = sig
+                .options
+                .first()
+                .map_or("bogus".to_string(), |(k, _)| format!("{k}x"));
+            let text = format!("{head} {key}=1");
+            let d = error_at(&text, head.len() + 1);
+            assert!(
+                d.message.contains(&format!("no option `{key}=`")),
+                "`{text}`: {}",
+                d.message
+            );
+            if let Some((k, _)) = sig.options.first() {
+                assert!(
+                    d.help
+                        .as_deref()
+                        .unwrap_or("")
+                        .contains(&format!("did you mean `{k}=`?")),
+                    "`{text}`: {:?}",
+                    d.help
+                );
+            }
+            // a misspelled flag, or a stray word
+            if sig.rest {
+                continue;
+            }
+            let word = sig
+                .flags
+                .iter()
+                .find(|f| f.len() >= 4)
+                .map_or("zzqq".to_string(), |f| format!("{f}x"));
+            let text = format!("{head} {word}");
+            let d = error_at(&text, head.len() + 1);
+            if let Some(f) = word.strip_suffix('x').filter(|_| word != "zzqq") {
+                assert_eq!(
+                    d.help.as_deref(),
+                    Some(format!("did you mean `{f}`?").as_str())
+                );
+            } else if c.usage != c.name && !sig.slots.is_empty() {
+                assert!(
+                    d.message
+                        .contains(&format!("`{}` has no option `zzqq`", c.name))
+                        || d.message.contains("unexpected"),
+                    "`{text}`: {}",
+                    d.message
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn option_values_are_validated_and_completed() {
+        let d = error_at("bench b device=gpy", 15);
+        assert_eq!(d.message, "`device=` takes auto, gpu or cpu, not `gpy`");
+        assert_eq!(d.help.as_deref(), Some("did you mean `gpu`?"));
+        let sig = Signature::parse(super::find("emit").unwrap().usage).unwrap();
+        assert_eq!(sig.values_after("target="), vec!["cuda", "cpu"]);
+    }
     #[test]
     fn argument_keys_come_from_the_usages() {
         let keys = super::argument_keys();

@@ -149,6 +149,11 @@ impl Session {
         }
         match commands::find(&call.name) {
             Some(cmd) => {
+                // the declaration (the usage) is enforced before the command runs
+                if let Ok(sig) = args::Signature::parse(cmd.usage) {
+                    let values = &self.values;
+                    sig.check(call, cmd.usage, &|w| values.contains_key(w))?;
+                }
                 let args = Args::new(call);
                 (cmd.run)(self, &args)
             }
