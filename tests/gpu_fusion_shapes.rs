@@ -124,6 +124,31 @@ fn iota_in_a_fusion_is_its_index_converted() {
     verify_default(&spec, &|_, idx| idx[0] as f64);
 }
 
+/// A small array constant inside a fusion: each element read at the index its users'
+/// maps give (here through a transpose, and as integers through a gather-free convert).
+#[test]
+fn array_constants_are_read_at_their_index() {
+    let spec = spec_of(
+        "fk {\n  p = f32[2,3] parameter(0)\n  c = f32[2,3] constant({ {1, 2, 3}, {4.5, -5, 6} })\n\
+         ct = f32[3,2] transpose(c), dimensions={1,0}\n  pt = f32[3,2] transpose(p), dimensions={1,0}\n\
+         ROOT a = f32[3,2] add(pt, ct)\n}\n",
+        "fk",
+    );
+    let c = [[1.0, 2.0, 3.0], [4.5, -5.0, 6.0]];
+    verify_default(&spec, &|inp, idx| {
+        input(&spec, inp, 0, &[idx[1], idx[0]]) + c[idx[1] as usize][idx[0] as usize]
+    });
+    let spec = spec_of(
+        "fl {\n  p = f32[4] parameter(0)\n  c = s32[4] constant({7, -3, 0, 9})\n\
+         f = f32[4] convert(c)\n  r = f32[4] reverse(f), dimensions={0}\n  ROOT m = f32[4] multiply(p, r)\n}\n",
+        "fl",
+    );
+    let c = [7.0, -3.0, 0.0, 9.0];
+    verify_default(&spec, &|inp, idx| {
+        input(&spec, inp, 0, idx) * c[3 - idx[0] as usize]
+    });
+}
+
 /// XLA's pad: output index `lo + i * (interior + 1)` holds operand element `i`; every other
 /// position the padding value; negative `lo`/`hi` cut the edges.
 fn pad_brute(n: &[i64], pads: &[(i64, i64, i64)], idx: &[i64]) -> Option<Vec<i64>> {

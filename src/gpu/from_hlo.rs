@@ -132,6 +132,74 @@ impl<'a> Builder<'a> {
         Ok(simplify(&m, &SimplifyLimits::default()).map)
     }
 
+    /// Most elements of an array constant emitted in a kernel (as a chain of selects on its
+    /// linear index).
+    const MAX_CONSTANT_ELEMENTS: usize = 64;
+
+    /// A small array constant at `map(index)`: its element at the linear index, as a chain
+    /// `lin == 0 ? v0 : lin == 1 ? v1 : ...` (the last element where no earlier one
+    /// matched: the index is in bounds). Values must be exact in f64 as scalar constants.
+    fn array_constant(&self, ins: &Instr, map: &IndexingMap) -> Result<Body, String> {
+        let lit = ins.attrs.literal.as_deref().unwrap_or("");
+        let elem = ElemType::from_hlo(ins.shape.elem()).ok_or_else(|| {
+            format!(
+                "`{}` has element type {}, which is not emitted",
+                ins.name,
+                ins.shape.elem()
+            )
+        })?;
+        let words: Vec<&str> = lit
+            .split(|c: char| c == '{' || c == '}' || c == ',' || c.is_whitespace())
+            .filter(|w| !w.is_empty())
+            .collect();
+        let n = ins.shape.num_elements().unwrap_or(i64::MAX);
+        if words.is_empty() || words.len() as i64 != n || words.len() > Self::MAX_CONSTANT_ELEMENTS
+        {
+            return Err(format!(
+                "`{}`: array constants of at most {} elements, written out, are emitted",
+                ins.name,
+                Self::MAX_CONSTANT_ELEMENTS
+            ));
+        }
+        let mut values = Vec::with_capacity(words.len());
+        for w in &words {
+            let v = parse_literal(w)
+                .ok_or_else(|| format!("`{}`: the element `{w}` is not read", ins.name))?;
+            if elem.is_int() && !w.parse::<i128>().is_ok_and(|i| v as i128 == i) {
+                return Err(format!(
+                    "`{}`: the integer constant {w} is not emitted (constants must be exact in f64, |c| <= 2^53)",
+                    ins.name
+                ));
+            }
+            values.push(v);
+        }
+        // The linear (row-major) index of the element the map reads.
+        let dims = ins.dims();
+        let mut lin = crate::expr::Expr::constant(0);
+        for (k, &r) in map.results.iter().enumerate() {
+            lin = lin.mul(crate::expr::Expr::constant(dims[k])).add(r);
+        }
+        let mut m = map.clone();
+        m.results = vec![crate::expr::canonical(lin)];
+        m.is_simplified = false;
+        let index = Body::Index { map: m };
+        let value = |v: f64| Body::Convert(elem, Box::new(Body::Const(v)));
+        let last = values.len() - 1;
+        let mut body = value(values[last]);
+        for k in (0..last).rev() {
+            let at = Body::Compare(
+                CmpDir::Eq,
+                Box::new(index.clone()),
+                Box::new(Body::Convert(
+                    ElemType::S64,
+                    Box::new(Body::Const(k as f64)),
+                )),
+            );
+            body = Body::Select(Box::new(at), Box::new(value(values[k])), Box::new(body));
+        }
+        Ok(body)
+    }
+
     /// Instruction `id` at `map(index)`; `own` when `id` is the function being built.
     fn body(&mut self, id: InstrId, map: &IndexingMap, own: bool) -> Result<Body, String> {
         if let Some(input) = self.input_of[id] {
@@ -151,9 +219,11 @@ impl<'a> Builder<'a> {
         let op = ins.opcode.as_str();
         if op == "constant" {
             let lit = ins.attrs.literal.as_deref().unwrap_or("");
+            if !ins.dims().is_empty() {
+                return self.array_constant(ins, map);
+            }
             let v = parse_literal(lit)
-                .filter(|_| ins.dims().is_empty())
-                .ok_or_else(|| format!("`{}`: only scalar constants are emitted", ins.name))?;
+                .ok_or_else(|| format!("`{}`: the constant `{lit}` is not read", ins.name))?;
             let elem = ElemType::from_hlo(ins.shape.elem()).ok_or_else(|| {
                 format!(
                     "`{}` has element type {}, which is not emitted",

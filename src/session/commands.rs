@@ -43,7 +43,11 @@ pub fn groups() -> Vec<(&'static str, &'static str, &'static [Command])> {
         ),
         ("tiling", "tiles", &super::cmd_tile::COMMANDS[..]),
         ("dumps", "XLA dumps", &super::cmd_dump::COMMANDS[..]),
-        ("layouts", "CuTe and Triton layouts", &super::cmd_layout::COMMANDS[..]),
+        (
+            "layouts",
+            "CuTe and Triton layouts",
+            &super::cmd_layout::COMMANDS[..],
+        ),
         ("session", "the session", &super::cmd_session::COMMANDS[..]),
         ("help", "help", &HELP[..]),
     ]
