@@ -628,7 +628,10 @@ mod tests {
     #[test]
     fn completes_commands_names_and_keywords() {
         let names = vec!["m".to_string(), "mine".to_string()];
-        assert_eq!(complete_word("comp", &names), vec!["compose"]);
+        assert_eq!(
+            complete_word("comp", &names),
+            vec!["complement", "compose", "composition"]
+        );
         assert_eq!(complete_word("mi", &names), vec!["mine"]);
         assert!(complete_word("m", &names).contains(&"mod".to_string()));
         assert!(complete_word("is_", &names).contains(&"is_permutation".to_string()));

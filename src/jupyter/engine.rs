@@ -476,7 +476,7 @@ mod tests {
         e.execute("simple_map = (d0) -> (d0), domain: d0 in [0, 1]", true);
         let (m, start, end) = e.complete("x = simp", 8);
         let words: Vec<&str> = m.iter().map(|(w, _)| w.as_str()).collect();
-        assert_eq!(words, ["simplify", "simple_map"]);
+        assert_eq!(words, ["simplify", "simplify_file", "simple_map"]);
         assert_eq!((start, end), (4, 8));
         let (m, ..) = e.complete("p1 = f32[4] dynamic-s", 21);
         assert_eq!(m[0].0, "dynamic-slice");
@@ -533,7 +533,7 @@ mod tests {
         // after `key=`, the values the declaration allows, and nothing else
         assert_eq!(words("emit fused target="), ["cpu", "cuda"]);
         assert_eq!(words("bench fused device=g"), ["gpu"]);
-        assert_eq!(words("show m as "), ["mlir", "xla"]);
+        assert_eq!(words("show m as "), ["cute", "linear_layout", "mlir", "xla"]);
         // after the argument, the command's own words: no opcodes, no other commands
         assert_eq!(words("simplify m ex"), ["explain"]);
         // HLO names where a fusion goes, the same list in both front ends

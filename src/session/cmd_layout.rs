@@ -23,7 +23,7 @@ use crate::value::{Table, Value};
 pub static COMMANDS: [Command; 17] = [
     Command {
         name: "layout",
-        usage: "layout \"TEXT\" [shape=(..)] [tile=(M, N)] [flat|tv]",
+        usage: "layout TEXT [shape=(..)] [tile=(M, N)] [flat|tv]",
         summary: "reads a CuTe layout, a Triton linear layout or a TTGIR layout attribute (with shape=) as a map: from the natural coordinate, the flat index (flat), or (thread, value) (tv)",
         example: "layout \"(4,2):(1,4)\"",
         run: layout,
