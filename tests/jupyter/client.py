@@ -152,7 +152,7 @@ def test_complete_inspect(k):
     c = k.kc.get_shell_msg(timeout=TIMEOUT)["content"]
     assert c["matches"] == ["my_map"] and (c["cursor_start"], c["cursor_end"]) == (12, 16), c
     k.kc.complete("simp", cursor_pos=4)
-    assert k.kc.get_shell_msg(timeout=TIMEOUT)["content"]["matches"] == ["simplify"]
+    assert k.kc.get_shell_msg(timeout=TIMEOUT)["content"]["matches"] == ["simplify", "simplify_file"]
     k.kc.complete("p = f32[4] bro", cursor_pos=14)
     assert "broadcast" in k.kc.get_shell_msg(timeout=TIMEOUT)["content"]["matches"]
     k.kc.inspect(code, cursor_pos=6)
