@@ -533,7 +533,10 @@ mod tests {
         // after `key=`, the values the declaration allows, and nothing else
         assert_eq!(words("emit fused target="), ["cpu", "cuda"]);
         assert_eq!(words("bench fused device=g"), ["gpu"]);
-        assert_eq!(words("show m as "), ["cute", "linear_layout", "mlir", "xla"]);
+        assert_eq!(
+            words("show m as "),
+            ["cute", "linear_layout", "mlir", "xla"]
+        );
         // after the argument, the command's own words: no opcodes, no other commands
         assert_eq!(words("simplify m ex"), ["explain"]);
         // HLO names where a fusion goes, the same list in both front ends

@@ -124,8 +124,10 @@ pub fn equal(a: &IndexingMap, b: &IndexingMap, limits: &Limits) -> Result<bool, 
     // A bare `KNOWN EMPTY` (XLA's printing, with no variables) is the empty relation of
     // any arity: it equals exactly the maps that relate no point to a result.
     let bare = |m: &IndexingMap| m.is_known_empty() && m.num_vars() == 0 && m.results.is_empty();
-    if bare(a) != bare(b) {
-        let other = if bare(a) { b } else { a };
+    let other = if bare(a) { b } else { a };
+    // (A map with no variables and no results is compared as it is: the empty copy of it
+    // would be bare again.)
+    if bare(a) != bare(b) && other.num_vars() + other.results.len() > 0 {
         let mut empty = other.clone();
         empty.status = Status::KnownEmpty;
         return equal(&empty, other, limits);
