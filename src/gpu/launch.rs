@@ -313,6 +313,24 @@ pub fn loop_launch(out: &Tensor, cfg: LaunchConfig) -> Result<Launch, MapError> 
 
 impl Launch {
     /// A launch in words: `row reduction, block 128, grid 2048` (also `dump`'s launch column).
+    /// The comment lines `emit` puts above a kernel's source: the launch (with the words of
+    /// XLA's default when it chose it), a machine-readable grid and block line, and the
+    /// rules that chose it.
+    pub fn source_header(&self, default_words: Option<&str>, rules: &[String]) -> String {
+        let mut lines = vec![match default_words {
+            Some(w) => format!("// launch: {} ({w}, for an H100)", self.describe()),
+            None => format!("// launch: {}", self.describe()),
+        }];
+        lines.push(format!(
+            "// grid ({}, {}, {}), block ({}, {}, {})",
+            self.grid[0], self.grid[1], self.grid[2], self.block[0], self.block[1], self.block[2]
+        ));
+        lines.extend(rules.iter().map(|r| format!("//   {r}")));
+        let mut out = lines.join("\n");
+        out.push('\n');
+        out
+    }
+
     pub fn describe(&self) -> String {
         let l = self;
         let mut s = format!(

@@ -597,20 +597,14 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             let (l, d) = launch_and_default(&spec, &m, a, DeviceLimits::H100)?;
             let mut e = emit::cuda::emit(&spec, &l, naive).map_err(err)?;
             // The launch it was written for, and the rules of XLA's default that chose it.
-            let mut head = format!("// launch: {}", describe(&l));
             // The rules only when they chose it (no launch argument given).
             let words = default_words(&d, a);
-            if let Some(w) = &words {
-                head += &format!(" ({w}, for an H100)");
-            }
-            head += &format!(
-                "\n// grid ({}, {}, {}), block ({}, {}, {})\n",
-                l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2]
-            );
-            for r in d.iter().filter(|_| words.is_some()).flat_map(|d| &d.rules) {
-                head += &format!("//   {r}\n");
-            }
-            e.source = head + &e.source;
+            let rules: Vec<String> = d
+                .iter()
+                .filter(|_| words.is_some())
+                .flat_map(|d| d.rules.iter().cloned())
+                .collect();
+            e.source = l.source_header(words.as_deref(), &rules) + &e.source;
             // Registers, spills and shared memory from ptxas, when NVRTC and ptxas are found.
             if let Some(c) = crate::gpu::nvcc::resource_comment(&e.source) {
                 e.source += &c;

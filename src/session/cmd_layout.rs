@@ -637,14 +637,34 @@ fn access_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 }
 
 fn layouts(_: &mut Session, _: &Args) -> Result<Value, Diagnostic> {
-    Ok(Value::Text(
-        "CuTe (in quotes):    \"(4,2):(1,4)\"  \"((2,2),4):((1,4),2)\"  \"(_8,_4):(_4,_1)\"  \"(4,2)\" (compact)  \"Sw<3,4,3> o (8,64):(64,1)\"
-Triton linear layout: \" - register=1 -> (0, 1)\\n - lane=1 -> (1, 0)\\nwhere out dims are: [dim0 (size 2), dim1 (size 2)]\"
-TTGIR attribute:      \"#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>\" shape=(16, 32)
-                      also #ttg.slice, #ttg.nvidia_mma (versionMajor 2, 3), #ttg.dot_op, #ttg.swizzled_shared, #ttg.nvmma_shared
-maps:                 `show M as cute`, `show M as linear_layout` print a map in either notation, or say why it is not one"
-            .into(),
-    ))
+    let row = |a: &str, b: &str| vec![a.to_string(), b.to_string()];
+    Ok(Value::Table(crate::value::Table {
+        title: None,
+        headers: vec!["notation".into(), "written (in quotes)".into()],
+        rows: vec![
+            row(
+                "CuTe",
+                "\"(4,2):(1,4)\"  \"((2,2),4):((1,4),2)\"  \"(_8,_4):(_4,_1)\"  \"(4,2)\" (compact)  \"Sw<3,4,3> o (8,64):(64,1)\"",
+            ),
+            row(
+                "Triton linear layout",
+                "the text Triton prints, one basis a line: \" - register=1 -> (0, 1)\", \" - lane=1 -> (1, 0)\", then \"where out dims are: [dim0 (size 2), dim1 (size 2)]\"",
+            ),
+            row(
+                "TTGIR attribute",
+                "\"#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>\" shape=(16, 32)",
+            ),
+            row(
+                "",
+                "also #ttg.slice, #ttg.nvidia_mma (versionMajor 2, 3), #ttg.dot_op, #ttg.swizzled_shared, #ttg.nvmma_shared",
+            ),
+            row(
+                "maps",
+                "`show M as cute`, `show M as linear_layout` print a map in either notation, or say why it is not one",
+            ),
+        ],
+        notes: vec![],
+    }))
 }
 
 /// `show M as cute` / `show M as linear_layout`: the map in that notation, or why not.

@@ -605,7 +605,7 @@ fn simplify_file(_s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Diagnostic::at(format!("cannot read {path}: {e}"), a.span()))?;
     let limits = SimplifyLimits::default();
-    let mut out = String::new();
+    let mut rows = Vec::new();
     let mut times = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let src = line.split_once('\t').map_or(line, |(_, m)| m).trim();
@@ -615,35 +615,48 @@ fn simplify_file(_s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         let parsed = crate::syntax::parse_map_lit(src)
             .map_err(|e| format!("{e:?}"))
             .and_then(|lit| super::build::build_map(&lit).map_err(|e| format!("{e:?}")));
+        let mut row = vec![(n + 1).to_string()];
         match parsed {
             Ok(m) => {
                 let t = std::time::Instant::now();
                 let r = run_simplify(&m, &limits);
                 let dt = t.elapsed();
                 times.push(dt);
-                out.push_str(&format!("line {}: {}", n + 1, r.map));
+                row.push(r.map.to_string());
                 if show_times {
-                    out.push_str(&format!("  ({:.1} µs)", dt.as_secs_f64() * 1e6));
+                    row.push(format!("{:.1} µs", dt.as_secs_f64() * 1e6));
                 }
-                out.push('\n');
             }
-            Err(e) => out.push_str(&format!("line {}: not a map: {e}\n", n + 1)),
+            Err(e) => {
+                row.push(format!("not a map: {e}"));
+                if show_times {
+                    row.push(String::new());
+                }
+            }
         }
+        rows.push(row);
     }
-    if !show_times {
-        out.push_str(&format!("{} maps simplified", times.len()));
-        return Ok(Value::Text(out));
-    }
-    let total: std::time::Duration = times.iter().sum();
-    let mut sorted = times.clone();
-    sorted.sort();
-    let median = sorted.get(sorted.len() / 2).copied().unwrap_or_default();
-    out.push_str(&format!(
-        "{} maps simplified: median {:.1} µs, max {:.1} µs, total {:.1} ms",
-        times.len(),
-        median.as_secs_f64() * 1e6,
-        sorted.last().copied().unwrap_or_default().as_secs_f64() * 1e6,
-        total.as_secs_f64() * 1e3
-    ));
-    Ok(Value::Text(out))
+    let mut headers = vec!["line".to_string(), "simplified".to_string()];
+    let summary = if show_times {
+        headers.push("time".into());
+        let total: std::time::Duration = times.iter().sum();
+        let mut sorted = times.clone();
+        sorted.sort();
+        let median = sorted.get(sorted.len() / 2).copied().unwrap_or_default();
+        format!(
+            "{} maps simplified: median {:.1} µs, max {:.1} µs, total {:.1} ms",
+            times.len(),
+            median.as_secs_f64() * 1e6,
+            sorted.last().copied().unwrap_or_default().as_secs_f64() * 1e6,
+            total.as_secs_f64() * 1e3
+        )
+    } else {
+        format!("{} maps simplified", times.len())
+    };
+    Ok(Value::Table(crate::value::Table {
+        title: None,
+        headers,
+        rows,
+        notes: vec![summary],
+    }))
 }
