@@ -14,7 +14,7 @@ use std::ops::RangeInclusive;
 mod brute;
 #[path = "common/rng.rs"]
 mod rng;
-use brute::{image, image_all, reads};
+use brute::{image_all, reads};
 use rng::Rng;
 
 /// The shapes, permutations and choices the cases draw.
