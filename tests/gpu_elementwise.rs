@@ -456,36 +456,10 @@ fn run_cuda_on_cpu(
     let tu = cuda_cpu::translation_unit(spec, launch, source, entry);
     let dir = std::env::temp_dir().join(format!("ixmap-elementwise-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    for h in ["cuda_fp16.h", "cuda_bf16.h"] {
-        std::fs::write(dir.join(h), "#pragma once\n").expect("write");
-    }
-    let (cc, so) = (dir.join("kernel.cpp"), dir.join("kernel.so"));
-    std::fs::write(&cc, tu).expect("write");
-    let out = std::process::Command::new(cuda_cpu::compiler())
-        .args([
-            "-std=c++17",
-            "-O1",
-            "-fPIC",
-            "-shared",
-            "-pthread",
-            "-w",
-            "-o",
-        ])
-        .arg(&so)
-        .arg("-I")
-        .arg(&dir)
-        .arg(&cc)
-        .output()
-        .expect("the C++ compiler runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let lib = cuda_cpu::load_unit(&dir, &tu, "-O1").expect("the C++ compiler builds the unit");
     // SAFETY: the library was just compiled from the header and the emitted kernel; it
     // exports `ix_launch(void **)`, which takes the inputs then the outputs.
     let got = unsafe {
-        let lib = libloading::Library::new(&so).expect("loads");
         let f = *lib
             .get::<unsafe extern "C" fn(*mut *mut std::ffi::c_void)>(b"ix_launch")
             .expect("ix_launch");

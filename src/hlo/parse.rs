@@ -81,7 +81,6 @@ pub enum HloItem {
     Instr(RawInstr),
 }
 
-/// Parses one HLO statement: `text` starts at byte `offset` of the session source.
 /// XLA's opcodes (`hlo_opcode.h`), as HLO text spells them.
 pub const XLA_OPCODES: &[&str] = &[
     "abs",
@@ -209,6 +208,7 @@ pub const XLA_OPCODES: &[&str] = &[
     "xor",
 ];
 
+/// Parses one HLO statement: `text` starts at byte `offset` of the session source.
 pub fn parse_hlo(text: &str, offset: usize) -> Result<HloItem, Diagnostic> {
     let mut pairs = HloParser::parse(Rule::hlo_stmt, text).map_err(|e| {
         use pest::error::InputLocation;
