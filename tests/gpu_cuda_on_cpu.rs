@@ -222,6 +222,35 @@ sumexp {
 }
 ";
 
+/// A row reduction under an elementwise epilogue (`abs` of the sum of `exp(x - m)`, as
+/// JAX's logsumexp writes it), one output element per row: each output element is a row of
+/// its own, folded by a warp.
+const ABS_SUM_EXP: &str = "
+abssum {
+  p0 = f32[40,50] parameter(0)
+  p1 = f32[40] parameter(1)
+  b = f32[40,50] broadcast(p1), dimensions={0}
+  sub = f32[40,50] subtract(p0, b)
+  e = f32[40,50] exponential(sub)
+  z = f32[] constant(0)
+  sum = f32[40] reduce(e, z), dimensions={1}, to_apply=addf
+  ROOT a = f32[40] abs(sum)
+}
+";
+
+/// A reduction of the minor dimension of a rank-3 operand times another input: its value
+/// moves along the output's minor dimension, so the output's rows do not suit; each
+/// output element is its own row.
+const SUM_TIMES: &str = "
+sumtimes {
+  p0 = f32[6,7,50] parameter(0)
+  z = f32[] constant(0)
+  s = f32[6,7] reduce(p0, z), dimensions={2}, to_apply=addf
+  p1 = f32[6,7] parameter(1)
+  ROOT m = f32[6,7] multiply(s, p1)
+}
+";
+
 fn hlo_spec(src: &str, name: &str) -> ixmap::gpu::spec::KernelSpec {
     use ixmap::hlo::workspace::Target;
     let mut s = ixmap::Session::new();
@@ -253,6 +282,13 @@ fn reductions_inside_a_body_run_once_per_row_verified() {
         (hlo_spec(&softmax_hlo("sm", &[5, 40]), "sm"), 32, 2),
         (hlo_spec(&softmax_hlo("sm", &[70, 8]), "sm"), 8, 5),
         (hlo_spec(LAYER_NORM, "ln"), 32, 10),
+        // Rows shorter than a warp that do not divide it: lanes 20 to 31 (2 to 31) past the
+        // row's end must neither fold nor write (they read and wrote the next row once).
+        (hlo_spec(&softmax_hlo("sm", &[64, 20]), "sm"), 32, 16),
+        (hlo_spec(&softmax_hlo("sm", &[9, 3]), "sm"), 32, 3),
+        // Each output element its own row: a reduction under an epilogue.
+        (hlo_spec(ABS_SUM_EXP, "abssum"), 32, 10),
+        (hlo_spec(SUM_TIMES, "sumtimes"), 32, 11),
     ];
     for (spec, lanes, grid) in &cases {
         let l = launch::choose(spec, LaunchConfig::default(), None).expect("launch");

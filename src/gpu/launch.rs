@@ -1252,18 +1252,15 @@ pub fn row_normalization_launch(
     cfg: LaunchConfig,
 ) -> Result<Option<Launch>, MapError> {
     check_config(&cfg)?;
-    let out = &spec.output;
-    let phys = out.physical_dims();
-    let Some((&minor, _)) = phys.split_last() else {
+    let Some(lm) = super::rows::rows_of(spec)? else {
         return Ok(None);
     };
-    let cols = out.dims[minor];
-    let n = out.num_elements()?;
-    if cols == 0 || n == 0 {
+    let cols = lm.dims[1].bounds.hi + 1;
+    let rows = lm.dims[0].bounds.hi + 1;
+    if cols <= 0 || rows <= 0 || spec.output.num_elements()? == 0 {
         return Ok(None);
     }
-    let rows = n / cols;
-    let row_threads = if cols < WARP && WARP % cols == 0 {
+    let row_threads = if cols > 1 && cols < WARP && WARP % cols == 0 {
         cols
     } else {
         WARP
@@ -1284,17 +1281,12 @@ pub fn row_normalization_launch(
         .modulo(c(row_threads))
         .add(Expr::var(nd).mul(c(row_threads)));
     let ranges = vec![Variable::new("col", 0, ceil_div(cols, row_threads) - 1)];
-    let mut results = vec![Expr::constant(0); out.rank()];
-    results[minor] = col;
-    let mut inner = 1i64;
-    let outer = &phys[..phys.len() - 1];
-    for (p, &d) in outer.iter().enumerate().rev() {
-        let q = row.floordiv(c(inner));
-        results[d] = if p == 0 { q } else { q.modulo(c(out.dims[d])) };
-        inner = inner
-            .checked_mul(out.dims[d])
-            .ok_or_else(|| overflow("the output size"))?;
-    }
+    // The rows' map with the thread's row and column in place of `r` and `c`.
+    let results = lm
+        .results
+        .iter()
+        .map(|e| e.substitute(&mut |v| if v == 0 { row } else { col }))
+        .collect();
     let constraints = vec![
         (row, Interval::new(0, rows - 1)),
         (col, Interval::new(0, cols - 1)),

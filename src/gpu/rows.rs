@@ -118,22 +118,88 @@ pub fn row_map(out: &Tensor) -> Result<Option<IndexingMap>, MapError> {
     Ok(Some(crate::simplify::simplify(&m, &Default::default()).map))
 }
 
-/// Whether `spec` suits [`Strategy::RowNormalization`]: an elementwise root with one output
-/// that reads at least one reduction, every reduction it reads (through calls, and inside
-/// other reductions) depending on the output's row alone.
-pub fn applies(spec: &KernelSpec) -> Result<bool, MapError> {
+/// `(r, c) -> (output index)` with every output element a row of its own: `r` runs over
+/// the output's elements in physical order, `c` over `[0, 0]`.
+pub fn element_rows(out: &Tensor) -> Result<IndexingMap, MapError> {
+    let phys = out.physical_dims();
+    let rows = out.num_elements()?;
+    let mut results = vec![Expr::constant(0); out.rank()];
+    let mut inner = 1i64;
+    for (p, &d) in phys.iter().enumerate().rev() {
+        let q = Expr::var(0).floordiv(Expr::constant(inner));
+        results[d] = if p == 0 {
+            q
+        } else {
+            q.modulo(Expr::constant(out.dims[d]))
+        };
+        inner = inner
+            .checked_mul(out.dims[d])
+            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
+    }
+    let m = IndexingMap::new(
+        vec![
+            Variable::new("r", 0, rows.max(1) - 1),
+            Variable::new("c", 0, 0),
+        ],
+        vec![],
+        vec![],
+        results,
+        vec![],
+    );
+    Ok(crate::simplify::simplify(&m, &Default::default()).map)
+}
+
+/// The fewest elements any reduction of `spec` folds (`i64::MAX` with none).
+fn shortest_reduction(spec: &KernelSpec) -> i64 {
+    let mut least = i64::MAX;
+    for f in &spec.functions {
+        f.body.visit(&mut |b| {
+            if let Body::Reduce { map, .. } = b {
+                let n = map
+                    .ranges
+                    .iter()
+                    .map(|v| v.bounds.hi.saturating_sub(v.bounds.lo).saturating_add(1))
+                    .fold(1i64, |a, x| a.saturating_mul(x.max(0)));
+                least = least.min(n);
+            }
+        });
+    }
+    least
+}
+
+/// The rows [`Strategy::RowNormalization`] runs `spec` over, `(r, c) -> (output index)`, or
+/// `None` when it does not suit: an elementwise root with one output that reads at least
+/// one reduction, every reduction it reads (through calls, and inside other reductions)
+/// depending on the row alone. The rows are the output's ([`row_map`], a softmax); failing
+/// that, each output element its own row ([`element_rows`]) when every reduction depends on
+/// the output element alone and folds at least a warp's worth of elements — a reduction
+/// under an elementwise epilogue, `abs(reduce(exp(x - m)))` (XLA's reduction hero with its
+/// epilogue, issue 28: as a loop, each thread folded a whole row alone, 6x XLA's time).
+pub fn rows_of(spec: &KernelSpec) -> Result<Option<IndexingMap>, MapError> {
     if spec.root != Root::Elementwise
         || !spec.more_outputs.is_empty()
         || spec.root_reduction().is_some()
         || spec.functions.is_empty()
     {
-        return Ok(false);
+        return Ok(None);
     }
-    let Some(lm) = row_map(&spec.output)? else {
-        return Ok(false);
-    };
+    if let Some(lm) = row_map(&spec.output)? {
+        let mut found = false;
+        if per_row(spec, &spec.functions[0].body, &lm, &mut found, 0)? && found {
+            return Ok(Some(lm));
+        }
+    }
+    if shortest_reduction(spec) < 32 {
+        return Ok(None);
+    }
+    let em = element_rows(&spec.output)?;
     let mut found = false;
-    Ok(per_row(spec, &spec.functions[0].body, &lm, &mut found, 0)? && found)
+    Ok((per_row(spec, &spec.functions[0].body, &em, &mut found, 0)? && found).then_some(em))
+}
+
+/// Whether `spec` suits [`Strategy::RowNormalization`] ([`rows_of`]).
+pub fn applies(spec: &KernelSpec) -> Result<bool, MapError> {
+    Ok(rows_of(spec)?.is_some())
 }
 
 /// The reductions `b` reads at the index `ctx` gives are all per row (`ctx`'s variable 0 is

@@ -473,7 +473,8 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
     if !has_reduce || spec.root_reduction().is_some() {
         return Ok(None);
     }
-    let Some(lm) = row_map(&spec.output)? else {
+    // The output's rows, or each element its own where the reductions are per element.
+    let Some(lm) = crate::gpu::rows::rows_of(spec)?.or(row_map(&spec.output)?) else {
         return Ok(None);
     };
     let params: String = (0..spec.inputs.len())

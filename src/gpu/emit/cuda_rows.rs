@@ -269,6 +269,9 @@ impl<'a> Coop<'a> {
                         coop.clone()
                     }
                 };
+                for cond in tightened(&coop, &guard_map) {
+                    body.line(format!("if ({cond}) continue;"));
+                }
                 for &(e, iv) in &guard_map.constraints {
                     if let Some(cond) = outside(e, iv, &guard_map.names(), &guard_map.bounds()) {
                         body.line(format!("if ({cond}) continue;"));
@@ -343,14 +346,18 @@ pub fn emit(
     let rows_per_block = launch.block[0] / rt;
     let root = launch.strategy == Strategy::RowReduction;
     let out = &spec.output;
-    let rows = if root {
-        out.num_elements()?
+    // The rows: the output's, or each element its own (`rows::rows_of`).
+    let lm = if root {
+        None
     } else {
-        let minor = *out
-            .physical_dims()
-            .last()
-            .ok_or_else(|| MapError::Other("a row normalization needs rows".into()))?;
-        out.num_elements()? / out.dims[minor].max(1)
+        Some(
+            crate::gpu::rows::rows_of(spec)?
+                .ok_or_else(|| MapError::Other("a row normalization needs rows".into()))?,
+        )
+    };
+    let rows = match &lm {
+        None => out.num_elements()?,
+        Some(lm) => lm.dims[0].bounds.hi + 1,
     };
     let launched = launch.grid[0]
         .checked_mul(rows_per_block)
@@ -407,8 +414,7 @@ pub fn emit(
         return Ok(());
     }
     // The row's elements: lane + col * rt along the minor dimension.
-    let lm = super::cpu::row_map(out)?
-        .ok_or_else(|| MapError::Other("a row normalization needs rows".into()))?;
+    let lm = lm.ok_or_else(|| MapError::Other("a row normalization needs rows".into()))?;
     let cols = lm.dims[1].bounds.hi + 1;
     let steps = (cols + rt - 1) / rt;
     let c = Expr::var(1).add(Expr::var(2).mul(Expr::constant(rt)));
@@ -441,6 +447,9 @@ pub fn emit(
             scope.clone()
         }
     };
+    for cond in tightened(&scope, &guard_map) {
+        ew.line(format!("if ({cond}) continue;"));
+    }
     for &(e, iv) in &guard_map.constraints {
         if let Some(cond) = outside(e, iv, &guard_map.names(), &guard_map.bounds()) {
             ew.line(format!("if ({cond}) continue;"));
@@ -464,6 +473,37 @@ pub fn emit(
     w.lines.append(&mut ew.lines);
     w.line("}");
     Ok(())
+}
+
+/// The conditions under which a thread is outside `simp` (the simplified form of `orig`)
+/// by a bound `simp` narrows: simplification moves a constraint on one variable into that
+/// variable's bounds (`lane in [0, 19]` from `lane + col * 32 in [0, 19]` with `col` in
+/// [0, 0]), and the constraint is gone from `simp`'s list, but the thread's lane and the
+/// loop counters still run over `orig`'s bounds. Without these guards, lanes 20 to 31 of a
+/// 20-column row read and wrote the next row.
+fn tightened(orig: &IndexingMap, simp: &IndexingMap) -> Vec<String> {
+    let mut out = Vec::new();
+    for v in simp.dims.iter().chain(&simp.ranges) {
+        let Some(o) = orig
+            .dims
+            .iter()
+            .chain(&orig.ranges)
+            .find(|o| o.name == v.name)
+        else {
+            continue;
+        };
+        let mut parts = Vec::new();
+        if v.bounds.lo > o.bounds.lo {
+            parts.push(format!("{} < {}", v.name, v.bounds.lo));
+        }
+        if v.bounds.hi < o.bounds.hi {
+            parts.push(format!("{} > {}", v.name, v.bounds.hi));
+        }
+        if !parts.is_empty() {
+            out.push(parts.join(" || "));
+        }
+    }
+    out
 }
 
 /// [`Coop::expr_t`]'s operands, at one row.
