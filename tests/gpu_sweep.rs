@@ -544,4 +544,24 @@ fn xla_gpu_script_dry_run() {
             .any(|l| l.starts_with("gather: ixmap bench") || l.starts_with("gather: not emitted")),
         "{text}"
     );
+    // The shared dumps, where they are beside the checkout: each fusion's kernel and launch,
+    // and XLA's time as `ixmap dump` matches the CSV to the module (the name repeats across
+    // modules); logsumexp's `abs(sum(exp(x - m)))` a warp per row, not a thread.
+    let dumps = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/xla-dumps/h100-jax-0.11.2");
+    if dumps.is_dir() {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("  logsumexp_rows:input_reduce_fusion:"))
+            .unwrap_or_else(|| panic!("no line for logsumexp's second reduction:\n{text}"));
+        assert!(
+            line.contains("row normalization") && line.contains("XLA 14.4 µs"),
+            "{line}"
+        );
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("  mlp:loop_multiply_fusion:"))
+            .unwrap_or_else(|| panic!("no line for the MLP's multiply:\n{text}"));
+        assert!(line.contains("XLA 19.7 µs"), "{line}");
+    }
 }
