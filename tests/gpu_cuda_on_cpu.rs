@@ -251,6 +251,31 @@ sumtimes {
 }
 ";
 
+/// An RMS norm in bf16 as JAX's `rmsnorm_bf16` fuses it: rows of 512 bf16, the mean
+/// square in f32, the row scaled and multiplied by a bf16 gain.
+const RMS_BF16: &str = "
+rms {
+  g = bf16[512] parameter(0)
+  x = bf16[10,512] parameter(1)
+  xf = f32[10,512] convert(x)
+  sq = f32[10,512] multiply(xf, xf)
+  z = f32[] constant(0)
+  s = f32[10] reduce(sq, z), dimensions={1}, to_apply=addf
+  n = f32[] constant(0.001953125)
+  nb = f32[10] broadcast(n), dimensions={}
+  m = f32[10] multiply(s, nb)
+  eps = f32[] constant(1e-06)
+  eb = f32[10] broadcast(eps), dimensions={}
+  me = f32[10] add(m, eb)
+  rs = f32[10] rsqrt(me)
+  rb = f32[10,512] broadcast(rs), dimensions={0}
+  y = f32[10,512] multiply(xf, rb)
+  yb = bf16[10,512] convert(y)
+  gb = bf16[10,512] broadcast(g), dimensions={1}
+  ROOT o = bf16[10,512] multiply(yb, gb)
+}
+";
+
 fn hlo_spec(src: &str, name: &str) -> ixmap::gpu::spec::KernelSpec {
     use ixmap::hlo::workspace::Target;
     let mut s = ixmap::Session::new();
@@ -289,6 +314,8 @@ fn reductions_inside_a_body_run_once_per_row_verified() {
         // Each output element its own row: a reduction under an epilogue.
         (hlo_spec(ABS_SUM_EXP, "abssum"), 32, 10),
         (hlo_spec(SUM_TIMES, "sumtimes"), 32, 11),
+        // bf16 rows, 8 elements a lane in one 16-byte access by default (XLA's rmsnorm).
+        (hlo_spec(RMS_BF16, "rms"), 32, 3),
     ];
     for (spec, lanes, grid) in &cases {
         let l = launch::choose(spec, LaunchConfig::default(), None).expect("launch");
@@ -302,12 +329,49 @@ fn reductions_inside_a_body_run_once_per_row_verified() {
                 )
             });
         }
+        // Several consecutive elements a lane (16-byte loads and stores where they line
+        // up), wherever the width divides the row.
+        for vector in [2, 4, 8] {
+            let cfg = LaunchConfig {
+                vector,
+                ..LaunchConfig::default()
+            };
+            let Ok(l) = launch::choose(spec, cfg, None) else {
+                continue;
+            };
+            assert_eq!(l.strategy, Strategy::RowNormalization, "{}", spec.name);
+            assert_eq!(l.config.vector, vector, "{}", spec.name);
+            for (naive, wide) in [(false, false), (true, false), (false, true)] {
+                check_width(spec, &l, naive, wide).unwrap_or_else(|e| {
+                    panic!(
+                        "{} {:?} vector={vector} naive={naive} wide={wide}: {e}",
+                        spec.name, spec.output.dims
+                    )
+                });
+            }
+        }
         // The element-by-element loop is still what `tiled=false` launches.
         let plain = launch::choose(spec, LaunchConfig::default(), Some(false)).expect("loop");
         assert_eq!(plain.strategy, Strategy::Loop);
         check_width(spec, &plain, false, false)
             .unwrap_or_else(|e| panic!("{} as a loop: {e}", spec.name));
     }
+    // XLA's default for the bf16 rows: 8 elements a lane, read and written 16 bytes at a
+    // time, and verified.
+    let rms = hlo_spec(RMS_BF16, "rms");
+    let (l, _) = launch::choose_default(&rms, None, launch::DeviceLimits::H100).expect("default");
+    assert_eq!(
+        (l.strategy.clone(), l.config.vector),
+        (Strategy::RowNormalization, 8)
+    );
+    let src = ixmap::gpu::emit::cuda::emit(&rms, &l, false)
+        .expect("emits")
+        .source;
+    assert!(
+        src.contains("const uint4 ") && src.contains("*reinterpret_cast<uint4 *>(out + "),
+        "{src}"
+    );
+    check_width(&rms, &l, false, false).unwrap_or_else(|e| panic!("rms default: {e}"));
     let spec = hlo_spec(SUM_EXP, "sumexp");
     let l = launch::choose(&spec, LaunchConfig::default(), None).expect("launch");
     assert_eq!(l.strategy, Strategy::RowReduction);

@@ -348,6 +348,7 @@ impl Launch {
                 l.strategy,
                 Strategy::Loop
                     | Strategy::RowReduction
+                    | Strategy::RowNormalization
                     | Strategy::Concatenate
                     | Strategy::DynamicUpdateSlice
                     | Strategy::Scatter
@@ -1272,15 +1273,36 @@ pub fn row_normalization_launch(
     if grid > cfg.max_blocks {
         return Ok(None);
     }
+    // `vector` consecutive elements a lane (`unroll_id`): lane `l` takes vectors l,
+    // l + row_threads, .. of the row.
+    let vector = cfg.vector;
+    if cols % vector != 0 {
+        return Err(MapError::Other(format!(
+            "{}: vector={vector} does not divide its rows of {cols} elements",
+            spec.name
+        )));
+    }
     let dims = thread_dims([block, 1, 1], [grid, 1, 1]);
     let nd = dims.len() as u32;
     let row = bl_x()
         .mul(c(rows_per_block))
         .add(th_x().floordiv(c(row_threads)));
-    let col = th_x()
+    let lane_vec = th_x()
         .modulo(c(row_threads))
         .add(Expr::var(nd).mul(c(row_threads)));
-    let ranges = vec![Variable::new("col", 0, ceil_div(cols, row_threads) - 1)];
+    let col = if vector > 1 {
+        lane_vec.mul(c(vector)).add(Expr::var(nd + 1))
+    } else {
+        lane_vec
+    };
+    let mut ranges = vec![Variable::new(
+        "col",
+        0,
+        ceil_div(cols / vector, row_threads) - 1,
+    )];
+    if vector > 1 {
+        ranges.push(Variable::new("unroll_id", 0, vector - 1));
+    }
     // The rows' map with the thread's row and column in place of `r` and `c`.
     let results = lm
         .results
@@ -1289,14 +1311,14 @@ pub fn row_normalization_launch(
         .collect();
     let constraints = vec![
         (row, Interval::new(0, rows - 1)),
-        (col, Interval::new(0, cols - 1)),
+        (lane_vec, Interval::new(0, cols / vector - 1)),
     ];
     let map = finish(IndexingMap::new(dims, ranges, vec![], results, constraints));
     Ok(Some(Launch {
         strategy: Strategy::RowNormalization,
         config: LaunchConfig {
             block,
-            vector: 1,
+            vector,
             unroll: 1,
             ..cfg
         },
@@ -1529,7 +1551,13 @@ pub fn xla_default(
                     "warp".into()
                 }
             ));
-            base
+            let vector = row_normalization_vector(spec, &probe)?;
+            if vector > 1 {
+                rules.push(format!(
+                    "row normalization: {vector} consecutive elements a lane, 16 bytes of the narrowest type in one access (Triton's sizePerThread)"
+                ));
+            }
+            LaunchConfig { vector, ..base }
         }
         Strategy::Loop
         | Strategy::Concatenate
@@ -1543,6 +1571,33 @@ pub fn xla_default(
         }
     };
     Ok(XlaDefault { config, rules })
+}
+
+/// The elements a lane of a row normalization takes at a time: 16 bytes of the narrowest
+/// type the fusion reads or writes (as Triton's blocked layouts give each thread), halved
+/// until it divides the row and the row's lanes all have a vector; 1 for rows shorter than
+/// that or bodies with conditional reads (a pad's guard, a dynamic slice).
+fn row_normalization_vector(spec: &KernelSpec, probe: &Launch) -> Result<i64, MapError> {
+    let Some(lm) = super::rows::rows_of(spec)? else {
+        return Ok(1);
+    };
+    let cols = lm.dims[1].bounds.hi + 1;
+    if spec.functions.iter().any(|f| f.body.has_conditional()) {
+        return Ok(1);
+    }
+    let narrowest = spec
+        .inputs
+        .iter()
+        .map(|t| t.elem.bytes())
+        .chain([spec.output.elem.bytes()])
+        .min()
+        .unwrap_or(4)
+        .max(1);
+    let mut v = 16 / narrowest;
+    while v > 1 && (cols % v != 0 || cols < v * probe.row_threads) {
+        v /= 2;
+    }
+    Ok(v.max(1))
 }
 
 fn loop_default(

@@ -199,7 +199,7 @@ fn loops_close_n(n: usize, w: &mut BodyWriter) {
 }
 
 /// The CUDA vector type of 16 bytes holding elements of `t`.
-fn vector_type(t: ElemType) -> &'static str {
+pub(super) fn vector_type(t: ElemType) -> &'static str {
     match t {
         ElemType::F32 => "float4",
         ElemType::S32 => "int4",
@@ -219,7 +219,7 @@ use crate::gpu::launch::{multiple_of, split_on};
 /// the simplified linear offset is `base + unroll_id` with `base` free of `unroll_id` and a
 /// multiple of `vector`, and no constraint of the map depends on `unroll_id`. (Buffers
 /// start 256-byte aligned, as cudaMalloc gives them.)
-fn vector_base(
+pub(super) fn vector_base(
     wm: &IndexingMap,
     map: &IndexingMap,
     strides: &[i64],

@@ -125,12 +125,74 @@ struct Coop<'a> {
     hoisted: Vec<String>,
     done: Vec<(String, String)>,
     count: usize,
+    /// The launch's elements per lane along the row (`unroll_id`): each lane takes `vector`
+    /// consecutive elements, read 16 bytes at a time where the type and the map allow.
+    vector: i64,
+    /// While a loop over `unroll_id` is written: its 16-byte loads, hoisted before it.
+    vec: Option<VecLoads>,
+}
+
+/// The 16-byte loads of one loop over `unroll_id`: the lines that read them (before the
+/// loop), and each load's input, offset at `unroll_id = 0` and register.
+struct VecLoads {
+    pre: Vec<String>,
+    loads: Vec<(usize, String, String)>,
 }
 
 impl<'a> Coop<'a> {
     fn fresh(&mut self, prefix: &str) -> String {
         self.count += 1;
         format!("{prefix}{}", self.count)
+    }
+
+    /// A load of `input` through `map` at `ctx`, inside a loop over `unroll_id` whose
+    /// elements it reads 16 contiguous, aligned bytes at a time ([`super::cuda::vector_base`]):
+    /// one vector load before the loop, this element taken from it. `None`: a plain load.
+    fn vector_load(
+        &mut self,
+        input: usize,
+        map: &IndexingMap,
+        ctx: &IndexingMap,
+    ) -> Result<Option<String>, MapError> {
+        if self.vec.is_none() {
+            return Ok(None);
+        }
+        let tensor = &self.spec.inputs[input];
+        if tensor.elem.bytes() * self.vector != 16 {
+            return Ok(None);
+        }
+        let Some(base) = row_vector_base(ctx, map, &tensor.strides()?, self.vector)? else {
+            return Ok(None);
+        };
+        let vt = super::cuda::vector_type(tensor.elem);
+        let known = self.vec.as_ref().and_then(|v| {
+            v.loads
+                .iter()
+                .find(|(i, b, _)| *i == input && *b == base)
+                .map(|(_, _, r)| r.clone())
+        });
+        let reg = match known {
+            Some(r) => r,
+            None => {
+                let r = self.fresh("x");
+                if let Some(v) = self.vec.as_mut() {
+                    v.pre.push(format!(
+                        "// p{input} ({}): {} elements of unroll_id in one 128-bit load ({vt})",
+                        tensor.name, self.vector
+                    ));
+                    v.pre.push(format!(
+                        "const {vt} {r} = *reinterpret_cast<const {vt} *>(p{input} + {base});"
+                    ));
+                    v.loads.push((input, base, r.clone()));
+                }
+                r
+            }
+        };
+        let elem = format!(
+            "reinterpret_cast<const {} *>(&{reg})[unroll_id]",
+            types::mem(tensor.elem, true)
+        );
+        Ok(Some(types::load(tensor.elem, &elem, true)))
     }
 
     fn writer(&self, indent: usize) -> BodyWriter<'a> {
@@ -151,6 +213,11 @@ impl<'a> Coop<'a> {
         want: ElemType,
     ) -> Result<String, MapError> {
         let t = self.spec.elem_opt(b).unwrap_or(want);
+        if let Body::Load { input, map } = b {
+            if let Some(x) = self.vector_load(*input, map, ctx)? {
+                return Ok(x);
+            }
+        }
         Ok(match b {
             Body::Const(c) => types::constant(*c, t),
             Body::Load { .. }
@@ -214,8 +281,21 @@ impl<'a> Coop<'a> {
                     .iter()
                     .try_fold(1i64, |a, &b| a.checked_mul(b))
                     .ok_or_else(|| MapError::Overflow("a reduction's size".into()))?;
-                let steps = (n + rt - 1) / rt;
-                let lin = Expr::var(1).add(Expr::var(2).mul(Expr::constant(rt)));
+                // `vector` consecutive elements a lane (`unroll_id`, innermost) where they
+                // divide the reduction: lane `l` takes vectors l, l + row_threads, ..
+                let vector = if self.vector > 1 && n % self.vector == 0 {
+                    self.vector
+                } else {
+                    1
+                };
+                let vectors = n / vector;
+                let steps = (vectors + rt - 1) / rt;
+                let lane_vec = Expr::var(1).add(Expr::var(2).mul(Expr::constant(rt)));
+                let lin = if vector > 1 {
+                    lane_vec.mul(Expr::constant(vector)).add(Expr::var(3))
+                } else {
+                    lane_vec
+                };
                 let mut own = Vec::new();
                 let mut inner = 1i64;
                 for (k, &s) in sizes.iter().enumerate().rev() {
@@ -246,18 +326,34 @@ impl<'a> Coop<'a> {
                     .iter()
                     .map(|&(e, iv)| (e.substitute(&mut sub), iv))
                     .collect();
-                constraints.push((lin, Interval::new(0, n - 1)));
+                // The same condition as `lin in [0, n - 1]`, free of `unroll_id`.
+                constraints.push((lane_vec, Interval::new(0, vectors - 1)));
+                let mut ranges = vec![Variable::new("j", 0, steps - 1)];
+                if vector > 1 {
+                    ranges.push(Variable::new("unroll_id", 0, vector - 1));
+                }
                 let coop = IndexingMap::new(
                     vec![canon.dims[0].clone(), Variable::new("lane", 0, rt - 1)],
-                    vec![Variable::new("j", 0, steps - 1)],
+                    ranges,
                     vec![],
                     results,
                     constraints,
                 );
+                let outer_vec = self.vec.take();
+                let saved_vector = std::mem::replace(&mut self.vector, vector);
+                if vector > 1 {
+                    self.vec = Some(VecLoads {
+                        pre: vec![],
+                        loads: vec![],
+                    });
+                }
                 // The loop body first: the reductions it reads are written before this one.
-                let mut body = self.writer(2);
+                // Guards that do not move with `unroll_id` come before its loop (and its
+                // vector loads), the others inside it.
+                let mut body = self.writer(if vector > 1 { 3 } else { 2 });
+                let mut pre = self.writer(2);
                 if let Some(c) = &self.past_end {
-                    body.line(format!("if ({c}) continue;"));
+                    pre.line(format!("if ({c}) continue;"));
                 }
                 let guard_map = if self.naive {
                     coop.clone()
@@ -269,17 +365,28 @@ impl<'a> Coop<'a> {
                         coop.clone()
                     }
                 };
-                for cond in tightened(&coop, &guard_map) {
-                    body.line(format!("if ({cond}) continue;"));
-                }
-                for &(e, iv) in &guard_map.constraints {
-                    if let Some(cond) = outside(e, iv, &guard_map.names(), &guard_map.bounds()) {
-                        body.line(format!("if ({cond}) continue;"));
-                    }
-                }
+                guard_lines(&coop, &guard_map, &mut pre, &mut body);
                 let x = self.expr_t(&mut body, &f.body, &coop, t)?;
                 let acc = self.fresh("row");
                 body.line(format!("{acc} = {};", types::binary(*op, t, &acc, &x)));
+                if let Some(v) = self.vec.take() {
+                    for l in v.pre {
+                        pre.line(l);
+                    }
+                    pre.line("#pragma unroll");
+                    pre.line(format!(
+                        "for ({} unroll_id = 0; unroll_id <= {}; ++unroll_id) {{",
+                        self.index_ty,
+                        vector - 1
+                    ));
+                    pre.lines.append(&mut body.lines);
+                    pre.line("}");
+                } else {
+                    pre.lines.append(&mut body.lines);
+                }
+                let body = pre;
+                self.vec = outer_vec;
+                self.vector = saved_vector;
                 let ty = types::reg(t);
                 let mut h = self.writer(1);
                 let what = match op {
@@ -394,6 +501,8 @@ pub fn emit(
         hoisted: vec![],
         done: vec![],
         count: 0,
+        vector: launch.config.vector.max(1),
+        vec: None,
     };
     let out_id = IndexingMap::identity(&out.dims);
     let strides = out.strides()?;
@@ -413,11 +522,24 @@ pub fn emit(
         w.line(format!("out[{k}] = {};", types::store(out.elem, &v, true)));
         return Ok(());
     }
-    // The row's elements: lane + col * rt along the minor dimension.
+    // The row's elements: lane + col * rt along the minor dimension, or with `vector`
+    // elements a lane, (lane + col * rt) * vector + unroll_id (the launch's own map).
     let lm = lm.ok_or_else(|| MapError::Other("a row normalization needs rows".into()))?;
     let cols = lm.dims[1].bounds.hi + 1;
-    let steps = (cols + rt - 1) / rt;
-    let c = Expr::var(1).add(Expr::var(2).mul(Expr::constant(rt)));
+    let vector = launch.config.vector.max(1);
+    if cols % vector != 0 {
+        return Err(MapError::Other(format!(
+            "vector={vector} does not divide the row's {cols} elements"
+        )));
+    }
+    let vectors = cols / vector;
+    let steps = (vectors + rt - 1) / rt;
+    let lane_vec = Expr::var(1).add(Expr::var(2).mul(Expr::constant(rt)));
+    let c = if vector > 1 {
+        lane_vec.mul(Expr::constant(vector)).add(Expr::var(3))
+    } else {
+        lane_vec
+    };
     let mut sub = |v: u32| -> Expr {
         if v == 0 {
             Expr::var(0)
@@ -426,17 +548,21 @@ pub fn emit(
         }
     };
     let results = lm.results.iter().map(|r| r.substitute(&mut sub)).collect();
+    let mut ranges = vec![Variable::new("col", 0, steps - 1)];
+    if vector > 1 {
+        ranges.push(Variable::new("unroll_id", 0, vector - 1));
+    }
     let scope = IndexingMap::new(
         vec![
             Variable::new("r", 0, rows - 1),
             Variable::new("lane", 0, rt - 1),
         ],
-        vec![Variable::new("col", 0, steps - 1)],
+        ranges,
         vec![],
         results,
-        vec![(c, Interval::new(0, cols - 1))],
+        // `c in [0, cols - 1]`, free of `unroll_id`.
+        vec![(lane_vec, Interval::new(0, vectors - 1))],
     );
-    let mut ew = coop.writer(2);
     let guard_map = if naive {
         scope.clone()
     } else {
@@ -447,19 +573,63 @@ pub fn emit(
             scope.clone()
         }
     };
-    for cond in tightened(&scope, &guard_map) {
-        ew.line(format!("if ({cond}) continue;"));
-    }
-    for &(e, iv) in &guard_map.constraints {
-        if let Some(cond) = outside(e, iv, &guard_map.names(), &guard_map.bounds()) {
-            ew.line(format!("if ({cond}) continue;"));
-        }
+    let mut pre = coop.writer(2);
+    let mut ew = coop.writer(if vector > 1 { 3 } else { 2 });
+    guard_lines(&scope, &guard_map, &mut pre, &mut ew);
+    if vector > 1 {
+        coop.vec = Some(VecLoads {
+            pre: vec![],
+            loads: vec![],
+        });
     }
     let v = coop.expr_t(&mut ew, &spec.functions[0].body, &scope, out.elem)?;
-    let k = ew.offset(&scope, &out_id, &strides, "out")?;
-    ew.line(format!("out[{k}] = {};", types::store(out.elem, &v, true)));
+    let stored = types::store(out.elem, &v, true);
+    // The row's elements written 16 bytes at a time where the output's type and map allow.
+    let out_base = if vector > 1 && out.elem.bytes() * vector == 16 {
+        row_vector_base(&scope, &out_id, &strides, vector)?
+    } else {
+        None
+    };
+    let ovt = super::cuda::vector_type(out.elem);
+    match &out_base {
+        Some(_) => ew.line(format!(
+            "reinterpret_cast<{} *>(&ov)[unroll_id] = {stored};",
+            types::mem(out.elem, true)
+        )),
+        None => {
+            let k = ew.offset(&scope, &out_id, &strides, "out")?;
+            ew.line(format!("out[{k}] = {stored};"));
+        }
+    }
+    if let Some(vl) = coop.vec.take() {
+        for l in vl.pre {
+            pre.line(l);
+        }
+        if out_base.is_some() {
+            pre.line(format!("{ovt} ov;"));
+        }
+        pre.line("#pragma unroll");
+        pre.line(format!(
+            "for ({ity} unroll_id = 0; unroll_id <= {}; ++unroll_id) {{",
+            vector - 1
+        ));
+        pre.lines.append(&mut ew.lines);
+        pre.line("}");
+        if let Some(base) = &out_base {
+            pre.line(format!(
+                "// out: {vector} elements in one 128-bit store ({ovt})"
+            ));
+            pre.line(format!("*reinterpret_cast<{ovt} *>(out + {base}) = ov;"));
+        }
+    } else {
+        pre.lines.append(&mut ew.lines);
+    }
     w.lines.append(&mut coop.hoisted);
-    w.line("// then the row's elements, each lane its own");
+    w.line(if vector > 1 {
+        format!("// then the row's elements, each lane its own {vector} at a time")
+    } else {
+        "// then the row's elements, each lane its own".to_string()
+    });
     if let Some(c) = &past_end {
         w.line(format!("if ({c}) return;"));
     }
@@ -470,7 +640,7 @@ pub fn emit(
         "for ({ity} col = 0; col <= {}; ++col) {{",
         steps - 1
     ));
-    w.lines.append(&mut ew.lines);
+    w.lines.append(&mut pre.lines);
     w.line("}");
     Ok(())
 }
@@ -481,7 +651,7 @@ pub fn emit(
 /// [0, 0]), and the constraint is gone from `simp`'s list, but the thread's lane and the
 /// loop counters still run over `orig`'s bounds. Without these guards, lanes 20 to 31 of a
 /// 20-column row read and wrote the next row.
-fn tightened(orig: &IndexingMap, simp: &IndexingMap) -> Vec<String> {
+fn tightened_named(orig: &IndexingMap, simp: &IndexingMap) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for v in simp.dims.iter().chain(&simp.ranges) {
         let Some(o) = orig
@@ -500,10 +670,93 @@ fn tightened(orig: &IndexingMap, simp: &IndexingMap) -> Vec<String> {
             parts.push(format!("{} > {}", v.name, v.bounds.hi));
         }
         if !parts.is_empty() {
-            out.push(parts.join(" || "));
+            out.push((v.name.clone(), parts.join(" || ")));
         }
     }
     out
+}
+
+/// The offset, as C, of the first of the `vector` elements of `unroll_id` that a lane reads
+/// from a tensor of `strides` through `map` at `ctx`, when they are one aligned run of 16
+/// bytes: the simplified linear offset is `base + unroll_id`, `base` a multiple of `vector`.
+/// As the loop launch's test ([`super::cuda::vector_base`]), but a constraint that moves
+/// with `unroll_id` is allowed when it holds for all `vector` elements or none — `base +
+/// unroll_id in [lo, hi]` with `base` a multiple of `vector`, `lo` one and `hi + 1` one too
+/// (an operand's bounds, `(lane + col * 32) * 4 + unroll_id in [0, 299]`, which the row's
+/// own guard implies): then the vector load reads exactly what the element loads would.
+fn row_vector_base(
+    ctx: &IndexingMap,
+    map: &IndexingMap,
+    strides: &[i64],
+    vector: i64,
+) -> Result<Option<String>, MapError> {
+    use crate::gpu::launch::{multiple_of, split_on};
+    let m = substitute(ctx, map)?;
+    let lin = m
+        .results
+        .iter()
+        .zip(strides)
+        .fold(Expr::constant(0), |acc, (&r, &st)| {
+            acc.add(r.mul(Expr::constant(st)))
+        });
+    let mut lm = m.clone();
+    lm.results = vec![lin];
+    let s = simplified(&lm);
+    if s.status != crate::map::Status::Defined || s.results.len() != 1 {
+        return Ok(None);
+    }
+    let Some(pos) = s.ranges.iter().position(|v| v.name == "unroll_id") else {
+        return Ok(None);
+    };
+    let u = (s.dims.len() + pos) as u32;
+    for &(c, iv) in &s.constraints {
+        if !c.uses_var(u) {
+            continue;
+        }
+        match split_on(c, u) {
+            Some((rest, 1))
+                if multiple_of(rest, vector)
+                    && iv.lo.rem_euclid(vector) == 0
+                    && iv.hi.checked_add(1).is_some_and(|h| h.rem_euclid(vector) == 0) => {}
+            _ => return Ok(None),
+        }
+    }
+    Ok(match split_on(s.results[0], u) {
+        Some((rest, 1)) if multiple_of(rest, vector) => {
+            Some(super::c_expr(rest, &s.names(), &s.bounds()))
+        }
+        _ => None,
+    })
+}
+
+/// The guards of a lane's loop body over `orig` (simplified as `simp`): those free of
+/// `unroll_id` into `pre` (before the loop over it and its vector loads), the others into
+/// `inner`.
+fn guard_lines<'w>(
+    orig: &IndexingMap,
+    simp: &IndexingMap,
+    pre: &mut BodyWriter<'w>,
+    inner: &mut BodyWriter<'w>,
+) {
+    for (name, cond) in tightened_named(orig, simp) {
+        let w = if name == "unroll_id" { &mut *inner } else { &mut *pre };
+        w.line(format!("if ({cond}) continue;"));
+    }
+    let u = simp
+        .ranges
+        .iter()
+        .position(|v| v.name == "unroll_id")
+        .map(|p| (simp.dims.len() + p) as u32);
+    for &(e, iv) in &simp.constraints {
+        if let Some(cond) = outside(e, iv, &simp.names(), &simp.bounds()) {
+            let w = if u.is_some_and(|u| e.uses_var(u)) {
+                &mut *inner
+            } else {
+                &mut *pre
+            };
+            w.line(format!("if ({cond}) continue;"));
+        }
+    }
 }
 
 /// [`Coop::expr_t`]'s operands, at one row.
