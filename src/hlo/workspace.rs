@@ -21,6 +21,21 @@ pub enum Target<'a> {
     Instr(&'a Computation, InstrId),
 }
 
+/// One meaning of an ambiguous name, with the qualified name that means only it.
+#[derive(Clone)]
+pub struct Meaning<'a> {
+    pub qualified: String,
+    pub target: Target<'a>,
+}
+
+/// The answer of [`Workspace::lookup`].
+pub enum Lookup<'a> {
+    Found(Target<'a>),
+    /// Several instructions have the name: each with the qualified name that means it.
+    Ambiguous(Vec<Meaning<'a>>),
+    Missing,
+}
+
 #[derive(Clone, Debug)]
 pub struct Workspace {
     pub module: Module,
@@ -109,23 +124,95 @@ impl Workspace {
         }
     }
 
-    /// A computation by name, or an instruction: first among the loose lines, then in the
-    /// computations, the most recent first. `NAME` may also be `COMPUTATION.INSTR`... only
-    /// when no instruction has that exact name.
+    /// What `name` refers to, as [`Workspace::lookup`] finds it; where it is ambiguous, the
+    /// most recent meaning (the interpreter reports the ambiguity before a command runs).
     pub fn resolve(&self, name: &str) -> Option<Target<'_>> {
+        match self.lookup(name) {
+            Lookup::Found(t) => Some(t),
+            Lookup::Ambiguous(ms) => ms.into_iter().last().map(|m| m.target),
+            Lookup::Missing => None,
+        }
+    }
+
+    /// What `name` refers to. Names have two scopes: the session's (loose instruction lines
+    /// and computations) and each computation's own (its instructions). A loose instruction
+    /// or a computation is found by its name; an instruction of a computation by
+    /// `COMPUTATION.NAME`, or by `NAME` alone when no loose line or computation has that
+    /// name and exactly one computation has such an instruction. XLA's names hold dots
+    /// (`add.1`, `param_0.3`): `add.1` is an instruction named so as well as `add`'s `1`,
+    /// and both meanings are counted.
+    pub fn lookup(&self, name: &str) -> Lookup<'_> {
         let name = name.strip_prefix('%').unwrap_or(name);
         if let Some(id) = self.scratch.find(name) {
-            return Some(Target::Instr(&self.scratch, id));
+            return Lookup::Found(Target::Instr(&self.scratch, id));
         }
         if let Some(c) = self.module.computation(name) {
-            return Some(Target::Computation(c));
+            return Lookup::Found(Target::Computation(c));
         }
-        for c in self.module.computations.iter().rev() {
+        let mut found: Vec<Meaning<'_>> = Vec::new();
+        for c in &self.module.computations {
             if let Some(id) = c.find(name) {
-                return Some(Target::Instr(c, id));
+                found.push(Meaning {
+                    qualified: format!("{}.{name}", c.name),
+                    target: Target::Instr(c, id),
+                });
             }
         }
-        None
+        for (i, _) in name.match_indices('.') {
+            let (comp, inner) = (&name[..i], &name[i + 1..]);
+            if let Some(c) = self.module.computation(comp) {
+                if let Some(id) = c.find(inner) {
+                    let same = found.iter().any(|m| {
+                        matches!(m.target, Target::Instr(x, j) if std::ptr::eq(x, c) && j == id)
+                    });
+                    if !same {
+                        found.push(Meaning {
+                            qualified: name.to_string(),
+                            target: Target::Instr(c, id),
+                        });
+                    }
+                }
+            }
+        }
+        match found.len() {
+            0 => Lookup::Missing,
+            1 => Lookup::Found(found.remove(0).target),
+            _ => Lookup::Ambiguous(found),
+        }
+    }
+
+    /// The names of the session's scope: loose instructions and computations, in the order
+    /// they were defined.
+    pub fn session_names(&self) -> Vec<(String, Target<'_>)> {
+        let mut v: Vec<(String, Target<'_>)> = Vec::new();
+        for (id, i) in self.scratch.instrs.iter().enumerate() {
+            // a loose name defined again means its last definition (as `find` does)
+            if self.scratch.find(&i.name) == Some(id) {
+                v.push((i.name.clone(), Target::Instr(&self.scratch, id)));
+            }
+        }
+        for c in &self.module.computations {
+            v.push((c.name.clone(), Target::Computation(c)));
+        }
+        v
+    }
+
+    /// Every name that [`Workspace::lookup`] finds unambiguously: the session's names, each
+    /// computation's instructions as `COMPUTATION.NAME`, and alone where unambiguous (for
+    /// completion).
+    pub fn reachable_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.session_names().into_iter().map(|(n, _)| n).collect();
+        for c in &self.module.computations {
+            for i in &c.instrs {
+                v.push(format!("{}.{}", c.name, i.name));
+                if matches!(self.lookup(&i.name), Lookup::Found(Target::Instr(x, _)) if std::ptr::eq(x, c))
+                    && !v.contains(&i.name)
+                {
+                    v.push(i.name.clone());
+                }
+            }
+        }
+        v
     }
 
     /// Every defined name, for suggestions and completion.
