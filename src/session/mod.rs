@@ -340,6 +340,26 @@ impl Session {
                 if let Some(c) = self.hlo.module.computation(&d.name).filter(|_| d.kind == "computation") {
                     names.extend(c.instrs.iter().map(|i| i.name.clone()));
                 }
+                if d.kind == "instruction" {
+                    // a loose line's name is the session's: it hides a computation's
+                    // instruction of that name, which stays reachable by its full name
+                    let inner: Vec<String> = self
+                        .hlo
+                        .module
+                        .computations
+                        .iter()
+                        .filter(|c| c.find(&d.name).is_some())
+                        .map(|c| format!("`{}.{}`", c.name, d.name))
+                        .collect();
+                    if !inner.is_empty() {
+                        self.notes.push(format!(
+                            "`{}` now names this instruction; the one{} of the same name in a computation: {}",
+                            d.name,
+                            if inner.len() == 1 { "" } else { "s" },
+                            inner.join(", ")
+                        ));
+                    }
+                }
                 for n in names {
                     let reached = !matches!(self.hlo.lookup(&n), Lookup::Missing);
                     if let Some(v) = self.values.get(&n).filter(|_| reached) {
