@@ -101,6 +101,13 @@ fn sweep_input(label: &str, input: &str, session: &mut Session, found: &mut Foun
             {
                 continue;
             }
+            // Nor is a module's ENTRY computation that launches fusions: the commands refuse
+            // it by name and list its fusions, which are swept by their own names.
+            if matches!(session.hlo.resolve(name),
+                Some(Target::Computation(c)) if c.is_entry && c.instrs.iter().any(|i| i.opcode == "fusion"))
+            {
+                continue;
+            }
             match sweep::spec_for(&session.hlo, name) {
                 Some(Ok(spec)) => found.add(format!("{label}:{name}"), spec),
                 // A dot fusion is a GEMM (`gpu::gemm`, compiled in tests/gpu_gemm.rs).

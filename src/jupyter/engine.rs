@@ -88,6 +88,20 @@ pub fn bundle(v: &Value) -> Json {
     Json::Object(data)
 }
 
+/// The notebook's progress display for long work: `what: done/total` as text, a progress
+/// bar in HTML.
+pub fn progress_bundle(done: u64, total: u64, what: &str) -> Json {
+    let text = format!("{what}: {done}/{total}");
+    json!({
+        "text/plain": text,
+        "text/html": format!(
+            "<div class=\"ixmap-progress\" style=\"font-family: monospace\"><progress value=\"{done}\" max=\"{}\"></progress> {}</div>",
+            total.max(1),
+            render::svg::escape(&text)
+        ),
+    })
+}
+
 /// [`bundle`] with a statement's notes after the value (`note: ...`), in text and HTML.
 pub fn bundle_with_notes(v: &Value, notes: &[String]) -> Json {
     let mut b = bundle(v);
