@@ -202,16 +202,27 @@ impl Workspace {
     /// completion).
     pub fn reachable_names(&self) -> Vec<String> {
         let mut v: Vec<String> = self.session_names().into_iter().map(|(n, _)| n).collect();
+        let session: std::collections::HashSet<String> = v.iter().cloned().collect();
+        // in how many computations each bare name is
+        let mut count: HashMap<&str, usize> = HashMap::new();
+        for c in &self.module.computations {
+            let mut seen = std::collections::HashSet::new();
+            for i in &c.instrs {
+                if seen.insert(i.name.as_str()) {
+                    *count.entry(i.name.as_str()).or_default() += 1;
+                }
+            }
+        }
         for c in &self.module.computations {
             for i in &c.instrs {
                 v.push(format!("{}.{}", c.name, i.name));
-                if matches!(self.lookup(&i.name), Lookup::Found(Target::Instr(x, _)) if std::ptr::eq(x, c))
-                    && !v.contains(&i.name)
-                {
+                if count.get(i.name.as_str()) == Some(&1) && !session.contains(&i.name) {
                     v.push(i.name.clone());
                 }
             }
         }
+        v.sort();
+        v.dedup();
         v
     }
 
@@ -517,4 +528,57 @@ fn definition_order(rc: &RawComputation) -> Result<Vec<usize>, Diagnostic> {
         }
     }
     Ok(order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws(blocks: &[&str]) -> Workspace {
+        let mut w = Workspace::new();
+        for b in blocks {
+            let item = super::super::parse::parse_hlo(b, 0).expect("parses");
+            w.define(item).expect("defines");
+        }
+        w
+    }
+
+    fn found(w: &Workspace, name: &str) -> Option<String> {
+        match w.lookup(name) {
+            Lookup::Found(Target::Instr(c, id)) => Some(format!("{}.{}", c.name, c.instrs[id].name)),
+            Lookup::Found(Target::Computation(c)) => Some(c.name.clone()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn names_are_scoped_by_computation() {
+        let w = ws(&[
+            "add { x = f32[] parameter(0)\n y = f32[] parameter(1)\n ROOT s = f32[] add(x, y) }",
+            "f { p0 = f32[4] parameter(0)\n add.1 = f32[4] add(p0, p0)\n ROOT n = f32[4] negate(add.1) }",
+            "g { p0 = f32[4] parameter(0)\n ROOT e = f32[4] exponential(p0) }",
+        ]);
+        // a dotted XLA name is found as it is; `COMPUTATION.NAME` as the computation's
+        assert_eq!(found(&w, "add.1").as_deref(), Some("f.add.1"));
+        assert_eq!(found(&w, "f.add.1").as_deref(), Some("f.add.1"));
+        assert_eq!(found(&w, "add.s").as_deref(), Some("add.s"));
+        assert_eq!(found(&w, "%g.p0").as_deref(), Some("g.p0"));
+        assert_eq!(found(&w, "add").as_deref(), Some("add"));
+        assert_eq!(found(&w, "n").as_deref(), Some("f.n"));
+        // `p0` is in two computations: both meanings, each by the name that tells it apart
+        let Lookup::Ambiguous(ms) = w.lookup("p0") else {
+            panic!("p0 is ambiguous")
+        };
+        let q: Vec<&str> = ms.iter().map(|m| m.qualified.as_str()).collect();
+        assert_eq!(q, ["f.p0", "g.p0"]);
+        assert!(matches!(w.lookup("h.p0"), Lookup::Missing));
+        // what completion offers: session names, qualified names, bare where unambiguous
+        let r = w.reachable_names();
+        for n in ["add", "f", "g", "f.p0", "g.p0", "n", "e", "add.1", "f.add.1"] {
+            assert!(r.iter().any(|x| x == n), "{n} not in {r:?}");
+        }
+        assert!(!r.iter().any(|x| x == "p0"), "{r:?}");
+        // `resolve` (for callers that do not report ambiguity) keeps the most recent
+        assert!(matches!(w.resolve("p0"), Some(Target::Instr(c, _)) if c.name == "g"));
+    }
 }

@@ -603,8 +603,10 @@ mod tests {
         );
         // after the argument, the command's own words: no opcodes, no other commands
         assert_eq!(words("simplify m ex"), ["explain"]);
-        // HLO names where a fusion goes, the same list in both front ends
+        // HLO names where a fusion goes, the same list in both front ends, an instruction
+        // of a computation by its full name
         assert!(words("threads f").contains(&"fused".to_string()));
+        assert_eq!(words("indexing fused."), ["fused.n", "fused.p0"]);
         let kinds = crate::repl::name_kinds(&e.session);
         assert_eq!(
             words("threads fused bl"),

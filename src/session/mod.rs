@@ -361,8 +361,10 @@ impl Session {
                     }
                 }
                 for n in names {
-                    let reached = !matches!(self.hlo.lookup(&n), Lookup::Missing);
-                    if let Some(v) = self.values.get(&n).filter(|_| reached) {
+                    let Some(v) = self.values.get(&n) else {
+                        continue;
+                    };
+                    if !matches!(self.hlo.lookup(&n), Lookup::Missing) {
                         self.notes.push(format!(
                             "`{n}` is also a {} bound in this session: `{n}` alone still shows it, and commands that take HLO read the {}",
                             v.kind(),
