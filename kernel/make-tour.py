@@ -20,6 +20,8 @@ code("m = (d0, d1) -> (d1, d0), domain: d0 in [0, 9], d1 in [0, 19]")
 code("eval m at (3, 4)")
 md("A transpose is a bijection, so it has an inverse; the domain moves with it.")
 code("inverse m")
+md("Every command documents itself: `help COMMAND` (or `COMMAND?`) gives its usage, what it does and an example with its output.")
+code("help simplify")
 md("""Range variables (`s0`) make a map one-to-many: output element `(d0, d1)` reads a window of 8 input rows.""")
 code("w = (d0, d1)[s0] -> (d0 * 8 + s0, d1), domain: d0 in [0, 9], d1 in [0, 15], s0 in [0, 7]\nshow w as mlir")
 md("""## Composition and simplification
@@ -48,7 +50,8 @@ code("utilization (d0, d1, d2) -> (d1), domain: d0 in [0, 9], d1 in [0, 19], d2 
 md("""## GPU launch mappings
 
 `threads` gives the map from thread and block ids to output elements for a launch; `coalescing` counts
-the memory sectors each warp touches against the ideal. Here a tiled transpose: the picture shows which
+the memory sectors each warp touches against the ideal. Here a small transpose, which XLA launches as a loop
+(its 32x32 tiles are for larger ones): the picture shows which
 input elements the threads of block 0 read, coloured by warp (`color=th_x/32`), with the 32-byte sectors (8 floats) each warp touches marked and counted (`sector=8`).""")
 code("q0 = f32[8, 12] parameter(0)\ntr = f32[12, 8] transpose(q0), dimensions={1,0}\nth = threads tr block=32\ncoalescing tr")
 code("plot th operand=0 bl_x=0 color=th_x/32 sector=8")

@@ -59,6 +59,29 @@ pub fn interrupted() -> bool {
     INTERRUPT.load(Ordering::Relaxed)
 }
 
+/// Who watches the progress of long work (the notebook's progress display): called with
+/// (done, total, what) as work proceeds.
+pub type ProgressHook = Box<dyn Fn(u64, u64, &str) + Send + Sync>;
+
+static PROGRESS: std::sync::RwLock<Option<ProgressHook>> = std::sync::RwLock::new(None);
+
+/// Installs (or with `None` removes) the watcher of [`report_progress`].
+pub fn set_progress_hook(hook: Option<ProgressHook>) {
+    if let Ok(mut h) = PROGRESS.write() {
+        *h = hook;
+    }
+}
+
+/// Long work (benchmark rounds, tuning, an XLA dump's modules) says how far it is; the
+/// front end that installed a hook shows it (terminals draw their own bars).
+pub fn report_progress(done: u64, total: u64, what: &str) {
+    if let Ok(h) = PROGRESS.read() {
+        if let Some(f) = h.as_ref() {
+            f(done, total, what);
+        }
+    }
+}
+
 /// Why an operation on maps failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MapError {

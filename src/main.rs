@@ -251,7 +251,7 @@ fn run_source(
             } else {
                 match &o.result {
                     Ok(v) => {
-                        let s = text(v, style);
+                        let s = text::with_notes(text(v, style), &o);
                         if !s.is_empty() {
                             println!("{s}");
                         }

@@ -74,10 +74,10 @@ pub fn name_kinds(session: &Session) -> Vec<(String, String)> {
         .iter()
         .map(|(k, v)| (k.clone(), v.kind().to_string()))
         .collect();
-    for n in session.hlo.names() {
-        if !v.iter().any(|(k, _)| *k == n) {
-            v.push((n, "hlo".to_string()));
-        }
+    // HLO names as a command finds them (a computation's instruction as
+    // `COMPUTATION.NAME`, and alone where unambiguous), beside a value of the same name
+    for n in session.hlo.reachable_names() {
+        v.push((n, "hlo".to_string()));
     }
     v
 }
@@ -197,10 +197,11 @@ struct IxHelper {
 
 impl Helper for IxHelper {}
 
-/// Byte offset where the word ending at `pos` starts.
+/// Byte offset where the word ending at `pos` starts (a word may be an HLO name:
+/// `fused.p0`, `get-tuple-element.3`).
 fn word_start(line: &str, pos: usize) -> usize {
     line[..pos]
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '%')))
         .map_or(0, |i| i + 1)
 }
 
@@ -531,7 +532,6 @@ pub fn run() -> i32 {
                 if matches!(input.trim(), "exit" | "quit" | "exit()" | "quit()") {
                     break;
                 }
-                let input = shorthand_in(&session, &input).unwrap_or(input);
                 execute(&mut session, &input, style, err_color);
                 shared.borrow_mut().names = session.completion_names();
                 shared.borrow_mut().kinds = name_kinds(&session);
@@ -549,28 +549,6 @@ pub fn run() -> i32 {
         }
     }
     0
-}
-
-/// `?` is `help`; `CMD?` (or `CMD ?`) is `help CMD`, as in IPython.
-pub fn shorthand(input: &str) -> Option<String> {
-    let t = input.trim();
-    if t == "?" {
-        return Some("help".to_string());
-    }
-    let w = t.strip_suffix('?')?.trim_end();
-    let w = w.strip_prefix('?').unwrap_or(w);
-    (!w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-        .then(|| format!("help {w}"))
-}
-
-/// [`shorthand`] in a session: `NAME?` for a bound name (not a command) is its value.
-pub fn shorthand_in(session: &Session, input: &str) -> Option<String> {
-    let h = shorthand(input)?;
-    let w = h.strip_prefix("help ").unwrap_or("");
-    if session.values.contains_key(w) && crate::session::commands::find(w).is_none() {
-        return Some(w.to_string());
-    }
-    Some(h)
 }
 
 /// The terminal's width in columns (80 when unknown).
@@ -599,7 +577,10 @@ fn execute(session: &mut Session, input: &str, style: Style, err_color: bool) {
         for o in session.execute_piece(input, &piece) {
             match &o.result {
                 Ok(v) => {
-                    let s = crate::render::text::interactive(v, style, width);
+                    let s = crate::render::text::with_notes(
+                        crate::render::text::interactive(v, style, width),
+                        &o,
+                    );
                     if !s.is_empty() {
                         println!("{s}");
                     }

@@ -8,7 +8,8 @@
 //! between LO and HI inclusive (`median {{0.001..50}} ms`), so volatile figures are checked
 //! for shape instead of elided.
 
-use crate::render::{text, Style};
+use crate::render::text::{self, text};
+use crate::render::Style;
 use crate::session::Session;
 
 pub const PROMPT: &str = "ixmap> ";
@@ -126,7 +127,7 @@ pub fn run_input(session: &mut Session, input: &str) -> Vec<String> {
     let mut out = Vec::new();
     for o in session.execute(input) {
         let s = match &o.result {
-            Ok(v) => text(v, Style::Plain),
+            Ok(v) => text::with_notes(text(v, Style::Plain), &o),
             Err(d) => d.render(input),
         };
         out.extend(s.lines().map(|l| l.trim_end().to_string()));

@@ -17,6 +17,9 @@ pub struct Outcome {
     /// The name bound by `NAME = ...`, if any.
     pub bound: Option<String>,
     pub result: Result<Value, Diagnostic>,
+    /// Notes printed after the value, one line each (`note: ...`): a name that now means
+    /// something else.
+    pub notes: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -68,6 +71,8 @@ pub enum Value {
     Dump(crate::dump::DumpReport),
     /// A CuTe or Triton layout (`layout`, the layout algebra): its notation and its map.
     Layout(Box<crate::layout::LayoutValue>),
+    /// An HLO name shown (`fused`, `fused.p0`, `p0?`): its text as it was defined.
+    Hlo(HloShown),
 }
 
 impl Value {
@@ -101,8 +106,23 @@ impl Value {
             Value::TiledCoalescing(_) => "table",
             Value::Dump(_) => "dump",
             Value::Layout(_) => "layout",
+            Value::Hlo(_) => "hlo",
         }
     }
+}
+
+/// An HLO computation or instruction, as the session shows a name of it.
+#[derive(Clone, Debug)]
+pub struct HloShown {
+    /// `computation` or `instruction`.
+    pub kind: &'static str,
+    pub name: String,
+    /// The computation an instruction belongs to (None for a loose line or a computation).
+    pub computation: Option<String>,
+    /// The shape of the instruction (of a computation's root).
+    pub shape: String,
+    /// The text as it was written: a computation's block, an instruction's line.
+    pub text: String,
 }
 
 /// Output-to-input (or input-to-output) maps, one section per operand.

@@ -21,6 +21,10 @@ const CLIENT_TESTS: &[&str] = &[
     "bad_signature",
     "plot",
     "shutdown",
+    "exit",
+    "definitions_and_names",
+    "progress",
+    "parent_exit",
     "latency",
 ];
 
@@ -65,6 +69,7 @@ fn run_script(py: &PathBuf, script: &str, arg: &str) -> Result<(), Failed> {
         l.starts_with("latency ")
             || l.starts_with("interrupt ")
             || l.starts_with("tour")
+            || l.starts_with("parent_exit")
             || l.contains("code cells ran")
     }) {
         println!("    {line}");

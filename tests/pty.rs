@@ -66,6 +66,33 @@ impl Repl {
         r
     }
 
+    /// [`Repl::start`] on a terminal 200 columns wide, so that no typed line wraps (the
+    /// echo of a statement is then one line of the screen).
+    fn start_wide(dir: &Path) -> Repl {
+        let s = spawn_with_options(
+            command(dir, &[], false),
+            Options {
+                timeout_ms: Some(WAIT_MS),
+                strip_ansi_escape_codes: true,
+            },
+        )
+        .expect("ixmap starts on a pseudo-terminal");
+        use std::os::fd::AsRawFd;
+        let size = libc::winsize {
+            ws_row: 50,
+            ws_col: 200,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ reads a winsize from the pointer; the fd is the terminal's.
+        let ok = unsafe { libc::ioctl(s.process().pty.as_raw_fd(), libc::TIOCSWINSZ, &size) };
+        assert_eq!(ok, 0, "set the terminal's size");
+        let mut r = Repl { s };
+        r.until("indexing maps workbench");
+        r.prompt();
+        r
+    }
+
     /// Types `text` (`\r` is Enter) in one write, as a paste or fast typing delivers it.
     fn send(&mut self, text: &str) {
         self.s.send(text).expect("write to the terminal");
@@ -113,6 +140,29 @@ impl Repl {
         self.prompt()
     }
 
+    /// Types one statement line by line as a person does (Enter after each line, the next
+    /// line after the continuation prompt), waits for the next prompt, and returns what the
+    /// REPL printed for it (standard output and error as the terminal shows them, the echo
+    /// of the typed lines left out), one entry per line.
+    fn record(&mut self, stmt: &str) -> Vec<String> {
+        let lines: Vec<&str> = stmt.lines().collect();
+        for (k, line) in lines.iter().enumerate() {
+            self.send(&format!("{line}\r"));
+            if k + 1 < lines.len() {
+                self.s
+                    .exp_regex("\n\r?   \\.\\.\\.> ")
+                    .unwrap_or_else(|e| panic!("waiting for the continuation prompt: {e}"));
+            }
+        }
+        let seen = self.prompt();
+        // the echo of the last line ends at the first line break; the output follows
+        let out = seen.split_once('\n').map_or("", |(_, o)| o);
+        out.split('\n')
+            .map(|l| l.replace('\r', "").trim_end().to_string())
+            .filter(|l| !l.is_empty())
+            .collect()
+    }
+
     /// Waits for the process to end; its exit code.
     fn finish(mut self) -> i32 {
         self.s.exp_eof().expect("the REPL ends");
@@ -154,7 +204,7 @@ fn typed_ahead_input_and_unbracketed_paste_keep_every_line() {
     // Defining a computation says what was defined, in one line.
     r.line("defined computation add_f32: f32[] (3 instructions, root s)");
     r.line_re("name +kind");
-    r.line_re("add_f32 +hlo");
+    r.line_re("add_f32 +computation");
     r.send("exit\r");
     assert_eq!(r.finish(), 0);
 }
@@ -284,7 +334,7 @@ fn help_shorthands_last_result_vars_and_reset() {
     r.send("vars\r");
     r.line("_     map");
     r.line("m     map");
-    r.line("p0    hlo");
+    r.line("p0    instruction");
     r.prompt();
     // `reset` forgets them.
     r.send("reset\r");
@@ -333,7 +383,11 @@ fn save_then_load_in_a_new_session() {
         .output()
         .expect("ixmap run");
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(String::from_utf8_lossy(&o.stdout), format!("{M}\n"));
+    // (definitions say what they defined, as in the REPL)
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("{M}\ndefined instruction p0: f32[4,8] (parameter)\ndefined instruction t: f32[8,4] (transpose)\n")
+    );
 }
 
 /// On a terminal, `ixmap test` colours the diff and shows the changed part of a line in
@@ -362,4 +416,72 @@ fn test_highlights_the_changed_part_on_a_terminal() {
     assert!(reversed("5").is_match(&out), "{out:?}");
     assert!(out.contains("\x1b[31m- (d0) -> (d0 * 2"), "{out:?}");
     assert!(!out.contains("^"), "no caret line on a terminal: {out:?}");
+}
+
+/// Issue 29: a REPL session copied into a `.ixm` file is a transcript that passes. The
+/// real REPL on a terminal is given a session mixing maps, instruction lines, a computation
+/// typed line by line, inspection (`NAME?`), an error and a note; what it printed for each
+/// statement is written under the statement as a transcript, which `ixmap test` replays in
+/// a fresh session and passes. `save FILE.ixm` of the same session passes as well.
+#[test]
+fn a_recorded_repl_session_replays_as_a_passing_transcript() {
+    let dir = scratch("recorded");
+    let mut r = Repl::start_wide(&dir);
+    let session = [
+        "m = (d0, d1) -> (d1, d0),\n  domain: d0 in [0, 3], d1 in [0, 4]",
+        "inverse m",
+        "p0 = f32[4,8] parameter(0)",
+        "fused {\n  p0 = f32[4,8] parameter(0)\n  e = f32[4,8] exponential(p0)\n  ROOT t = f32[8,4] transpose(e), dimensions={1,0}\n}",
+        "indexing fused",
+        "fused.e",
+        "t?",
+        "simplify (d0) -> (d0 floordiv 8 * 8 + d0 mod 8), domain: d0 in [0, 63] explian",
+        "simplify (d0) -> (d0 floordiv 8 * 8 + d0 mod 8), domain: d0 in [0, 63]",
+        "e = (d0) -> (d0 + 1), domain: d0 in [0, 3]",
+        "vars",
+    ];
+    let mut transcript = String::from("# recorded from the REPL\n");
+    for stmt in session {
+        let out = r.record(stmt);
+        assert!(!out.is_empty(), "{stmt} printed nothing");
+        for (k, line) in stmt.lines().enumerate() {
+            transcript += if k == 0 { "ixmap> " } else { "   ...> " };
+            transcript += line;
+            transcript += "\n";
+        }
+        for line in out {
+            transcript += &line;
+            transcript += "\n";
+        }
+    }
+    // what it printed: a definition's line, an error at its column, a note
+    for said in [
+        "defined instruction p0: f32[4,8] (parameter)\n",
+        "defined computation fused: f32[8,4] (3 instructions, root t)\n",
+        "e = f32[4,8] exponential(p0)  // in fused\n",
+        "error: `simplify` has no option `explian`",
+        "note: `e` also names the instruction `fused.e`",
+    ] {
+        assert!(transcript.contains(said), "{said:?} not in:\n{transcript}");
+    }
+    r.send("save saved.ixm\r");
+    r.line("wrote 7 statements to saved.ixm");
+    r.prompt();
+    r.send("\x04");
+    assert_eq!(r.finish(), 0);
+    std::fs::write(dir.join("recorded.ixm"), &transcript).expect("write the transcript");
+    for file in ["recorded.ixm", "saved.ixm"] {
+        let o = command(&dir, &["test", file], false)
+            .output()
+            .expect("ixmap test");
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{file} does not replay:\n{out}{}\n--- the file:\n{}",
+            String::from_utf8_lossy(&o.stderr),
+            std::fs::read_to_string(dir.join(file)).unwrap_or_default()
+        );
+        assert!(out.contains("passed"), "{out}");
+    }
 }

@@ -14,7 +14,7 @@ fn value(src: &str) -> Value {
 fn map_domain_is_a_table_with_one_row_per_variable_and_constraint() {
     let h = html::html(&value("(d0, d1)[s0] -> (d0 * 8 + s0, d1), domain: d0 in [0, 9], d1 in [0, 15], s0 in [0, 7], d0 + s0 in [0, 12]"));
     assert!(
-        h.contains("<code>(d0, d1)[s0] -&gt; (d0 * 8 + s0, d1)</code>"),
+        h.contains("<code style=\"font-family: monospace\">(d0, d1)[s0] -&gt; (d0 * 8 + s0, d1)</code>"),
         "{h}"
     );
     assert_eq!(
@@ -37,7 +37,7 @@ fn booleans_text_and_errors_are_escaped() {
     assert!(html::html(&Value::Bool(true)).contains(">true</code>"));
     assert_eq!(
         html::html(&Value::Text("a < b".into())),
-        "<pre>a &lt; b</pre>"
+        format!("{}a &lt; b</pre>", html::PRE)
     );
     let src = "inverse (d0) -> (d7)";
     let mut s = Session::new();
@@ -487,11 +487,11 @@ fn the_interpreter_builds_no_multi_line_reports() {
     );
 }
 
-/// A definition says what it defined (name, shape, kind) wherever someone is watching: the
-/// REPL and the notebook (its text/plain and its HTML) show the same line; scripts,
-/// transcripts and the JSON `text` stay quiet, and JSON gives the same facts as fields.
+/// A definition says what it defined (name, shape, kind) in one line, the same wherever it
+/// runs (SPEC §3): the REPL, scripts and transcripts, the notebook (its text/plain and its
+/// HTML) and the JSON `text`, and JSON gives the same facts as fields.
 #[test]
-fn definitions_confirm_alike_in_the_repl_and_the_notebook() {
+fn definitions_report_one_line_everywhere() {
     use ixmap::render::text::{interactive, text, Style, WIDTH};
     for (src, line) in [
         (
@@ -502,10 +502,11 @@ fn definitions_confirm_alike_in_the_repl_and_the_notebook() {
             "add_f32 {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}",
             "defined computation add_f32: f32[] (3 instructions, root s)",
         ),
+        ("HloModule jit_f", "defined module jit_f"),
     ] {
         let v = value(src);
         assert_eq!(interactive(&v, Style::Plain, WIDTH), line, "{src}");
-        assert_eq!(text(&v, Style::Plain), "", "scripts stay quiet: {src}");
+        assert_eq!(text(&v, Style::Plain), line, "scripts say it too: {src}");
         let b = ixmap::jupyter::engine::bundle(&v);
         assert_eq!(b["text/plain"], line, "{src}");
         assert!(
@@ -518,11 +519,12 @@ fn definitions_confirm_alike_in_the_repl_and_the_notebook() {
                 span: ixmap::syntax::Span { start: 0, end: 0 },
                 bound: None,
                 result: Ok(v.clone()),
+                notes: vec![],
             },
             src,
             1,
         );
-        assert_eq!(j["text"], "");
+        assert_eq!(j["text"], line);
         let ixmap::Value::Defined(d) = &v else {
             panic!("{src} defines: {v:?}")
         };
@@ -531,4 +533,26 @@ fn definitions_confirm_alike_in_the_repl_and_the_notebook() {
         assert_eq!(j["defined"], d.kind);
         assert_eq!(j["detail"], d.detail.as_str());
     }
+}
+
+/// Help, MLIR, HLO text and maps are set in a fixed-width font in the notebook's HTML,
+/// whatever the page's own style says of `pre` and `code`.
+#[test]
+fn text_values_are_monospace_in_html() {
+    let shown = values("p0 = f32[4] parameter(0)\nfused {\n  p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p)\n}\nfused\nhelp simplify\nshow (d0) -> (d0 * 2), domain: d0 in [0, 3] as mlir\n(d0) -> (d0), domain: d0 in [0, 3]");
+    let html: Vec<String> = shown.iter().map(ixmap::render::html).collect();
+    for (k, what) in [(0, "HLO"), (1, "help"), (2, "MLIR")] {
+        assert!(
+            html[k].starts_with(ixmap::render::html::PRE) && html[k].contains("monospace"),
+            "{what}: {}",
+            html[k]
+        );
+    }
+    assert!(html[0].contains("ROOT n = f32[4] negate(p)"), "{}", html[0]);
+    assert!(html[2].contains("affine_map"), "{}", html[2]);
+    assert!(
+        html[3].contains("<code style=\"font-family: monospace\">(d0) -&gt; (d0)"),
+        "map: {}",
+        html[3]
+    );
 }

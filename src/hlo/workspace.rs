@@ -21,6 +21,21 @@ pub enum Target<'a> {
     Instr(&'a Computation, InstrId),
 }
 
+/// One meaning of an ambiguous name, with the qualified name that means only it.
+#[derive(Clone)]
+pub struct Meaning<'a> {
+    pub qualified: String,
+    pub target: Target<'a>,
+}
+
+/// The answer of [`Workspace::lookup`].
+pub enum Lookup<'a> {
+    Found(Target<'a>),
+    /// Several instructions have the name: each with the qualified name that means it.
+    Ambiguous(Vec<Meaning<'a>>),
+    Missing,
+}
+
 #[derive(Clone, Debug)]
 pub struct Workspace {
     pub module: Module,
@@ -109,23 +124,106 @@ impl Workspace {
         }
     }
 
-    /// A computation by name, or an instruction: first among the loose lines, then in the
-    /// computations, the most recent first. `NAME` may also be `COMPUTATION.INSTR`... only
-    /// when no instruction has that exact name.
+    /// What `name` refers to, as [`Workspace::lookup`] finds it; where it is ambiguous, the
+    /// most recent meaning (the interpreter reports the ambiguity before a command runs).
     pub fn resolve(&self, name: &str) -> Option<Target<'_>> {
+        match self.lookup(name) {
+            Lookup::Found(t) => Some(t),
+            Lookup::Ambiguous(ms) => ms.into_iter().last().map(|m| m.target),
+            Lookup::Missing => None,
+        }
+    }
+
+    /// What `name` refers to. Names have two scopes: the session's (loose instruction lines
+    /// and computations) and each computation's own (its instructions). A loose instruction
+    /// or a computation is found by its name; an instruction of a computation by
+    /// `COMPUTATION.NAME`, or by `NAME` alone when no loose line or computation has that
+    /// name and exactly one computation has such an instruction. XLA's names hold dots
+    /// (`add.1`, `param_0.3`): `add.1` is an instruction named so as well as `add`'s `1`,
+    /// and both meanings are counted.
+    pub fn lookup(&self, name: &str) -> Lookup<'_> {
         let name = name.strip_prefix('%').unwrap_or(name);
         if let Some(id) = self.scratch.find(name) {
-            return Some(Target::Instr(&self.scratch, id));
+            return Lookup::Found(Target::Instr(&self.scratch, id));
         }
         if let Some(c) = self.module.computation(name) {
-            return Some(Target::Computation(c));
+            return Lookup::Found(Target::Computation(c));
         }
-        for c in self.module.computations.iter().rev() {
+        let mut found: Vec<Meaning<'_>> = Vec::new();
+        for c in &self.module.computations {
             if let Some(id) = c.find(name) {
-                return Some(Target::Instr(c, id));
+                found.push(Meaning {
+                    qualified: format!("{}.{name}", c.name),
+                    target: Target::Instr(c, id),
+                });
             }
         }
-        None
+        for (i, _) in name.match_indices('.') {
+            let (comp, inner) = (&name[..i], &name[i + 1..]);
+            if let Some(c) = self.module.computation(comp) {
+                if let Some(id) = c.find(inner) {
+                    let same = found.iter().any(|m| {
+                        matches!(m.target, Target::Instr(x, j) if std::ptr::eq(x, c) && j == id)
+                    });
+                    if !same {
+                        found.push(Meaning {
+                            qualified: name.to_string(),
+                            target: Target::Instr(c, id),
+                        });
+                    }
+                }
+            }
+        }
+        match found.len() {
+            0 => Lookup::Missing,
+            1 => Lookup::Found(found.remove(0).target),
+            _ => Lookup::Ambiguous(found),
+        }
+    }
+
+    /// The names of the session's scope: loose instructions and computations, in the order
+    /// they were defined.
+    pub fn session_names(&self) -> Vec<(String, Target<'_>)> {
+        let mut v: Vec<(String, Target<'_>)> = Vec::new();
+        for (id, i) in self.scratch.instrs.iter().enumerate() {
+            // a loose name defined again means its last definition (as `find` does)
+            if self.scratch.find(&i.name) == Some(id) {
+                v.push((i.name.clone(), Target::Instr(&self.scratch, id)));
+            }
+        }
+        for c in &self.module.computations {
+            v.push((c.name.clone(), Target::Computation(c)));
+        }
+        v
+    }
+
+    /// Every name that [`Workspace::lookup`] finds unambiguously: the session's names, each
+    /// computation's instructions as `COMPUTATION.NAME`, and alone where unambiguous (for
+    /// completion).
+    pub fn reachable_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.session_names().into_iter().map(|(n, _)| n).collect();
+        let session: std::collections::HashSet<String> = v.iter().cloned().collect();
+        // in how many computations each bare name is
+        let mut count: HashMap<&str, usize> = HashMap::new();
+        for c in &self.module.computations {
+            let mut seen = std::collections::HashSet::new();
+            for i in &c.instrs {
+                if seen.insert(i.name.as_str()) {
+                    *count.entry(i.name.as_str()).or_default() += 1;
+                }
+            }
+        }
+        for c in &self.module.computations {
+            for i in &c.instrs {
+                v.push(format!("{}.{}", c.name, i.name));
+                if count.get(i.name.as_str()) == Some(&1) && !session.contains(&i.name) {
+                    v.push(i.name.clone());
+                }
+            }
+        }
+        v.sort();
+        v.dedup();
+        v
     }
 
     /// Every defined name, for suggestions and completion.
@@ -430,4 +528,57 @@ fn definition_order(rc: &RawComputation) -> Result<Vec<usize>, Diagnostic> {
         }
     }
     Ok(order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws(blocks: &[&str]) -> Workspace {
+        let mut w = Workspace::new();
+        for b in blocks {
+            let item = super::super::parse::parse_hlo(b, 0).expect("parses");
+            w.define(item).expect("defines");
+        }
+        w
+    }
+
+    fn found(w: &Workspace, name: &str) -> Option<String> {
+        match w.lookup(name) {
+            Lookup::Found(Target::Instr(c, id)) => Some(format!("{}.{}", c.name, c.instrs[id].name)),
+            Lookup::Found(Target::Computation(c)) => Some(c.name.clone()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn names_are_scoped_by_computation() {
+        let w = ws(&[
+            "add { x = f32[] parameter(0)\n y = f32[] parameter(1)\n ROOT s = f32[] add(x, y) }",
+            "f { p0 = f32[4] parameter(0)\n add.1 = f32[4] add(p0, p0)\n ROOT n = f32[4] negate(add.1) }",
+            "g { p0 = f32[4] parameter(0)\n ROOT e = f32[4] exponential(p0) }",
+        ]);
+        // a dotted XLA name is found as it is; `COMPUTATION.NAME` as the computation's
+        assert_eq!(found(&w, "add.1").as_deref(), Some("f.add.1"));
+        assert_eq!(found(&w, "f.add.1").as_deref(), Some("f.add.1"));
+        assert_eq!(found(&w, "add.s").as_deref(), Some("add.s"));
+        assert_eq!(found(&w, "%g.p0").as_deref(), Some("g.p0"));
+        assert_eq!(found(&w, "add").as_deref(), Some("add"));
+        assert_eq!(found(&w, "n").as_deref(), Some("f.n"));
+        // `p0` is in two computations: both meanings, each by the name that tells it apart
+        let Lookup::Ambiguous(ms) = w.lookup("p0") else {
+            panic!("p0 is ambiguous")
+        };
+        let q: Vec<&str> = ms.iter().map(|m| m.qualified.as_str()).collect();
+        assert_eq!(q, ["f.p0", "g.p0"]);
+        assert!(matches!(w.lookup("h.p0"), Lookup::Missing));
+        // what completion offers: session names, qualified names, bare where unambiguous
+        let r = w.reachable_names();
+        for n in ["add", "f", "g", "f.p0", "g.p0", "n", "e", "add.1", "f.add.1"] {
+            assert!(r.iter().any(|x| x == n), "{n} not in {r:?}");
+        }
+        assert!(!r.iter().any(|x| x == "p0"), "{r:?}");
+        // `resolve` (for callers that do not report ambiguity) keeps the most recent
+        assert!(matches!(w.resolve("p0"), Some(Target::Instr(c, _)) if c.name == "g"));
+    }
 }

@@ -88,6 +88,56 @@ pub fn bundle(v: &Value) -> Json {
     Json::Object(data)
 }
 
+/// The notebook's progress display for long work: `what: done/total` as text, a progress
+/// bar in HTML.
+pub fn progress_bundle(done: u64, total: u64, what: &str) -> Json {
+    let text = format!("{what}: {done}/{total}");
+    json!({
+        "text/plain": text,
+        "text/html": format!(
+            "<div class=\"ixmap-progress\" style=\"font-family: monospace\"><progress value=\"{done}\" max=\"{}\"></progress> {}</div>",
+            total.max(1),
+            render::svg::escape(&text)
+        ),
+    })
+}
+
+/// [`bundle`] with a statement's notes after the value (`note: ...`), in text and HTML.
+pub fn bundle_with_notes(v: &Value, notes: &[String]) -> Json {
+    let mut b = bundle(v);
+    if notes.is_empty() {
+        return b;
+    }
+    let lines: Vec<String> = notes.iter().map(|n| format!("note: {n}")).collect();
+    if let Some(t) = b.get_mut("text/plain") {
+        let before = t.as_str().unwrap_or("");
+        let joined = lines.join("\n");
+        *t = json!(if before.is_empty() {
+            joined
+        } else {
+            format!("{before}\n{joined}")
+        });
+    }
+    let html: String = lines
+        .iter()
+        .map(|l| {
+            format!(
+                "<div style=\"color: #9a6700; font-family: monospace\">{}</div>",
+                render::svg::escape(l)
+            )
+        })
+        .collect();
+    match b.get_mut("text/html") {
+        Some(h) => *h = json!(format!("{}{html}", h.as_str().unwrap_or(""))),
+        None => {
+            if let Json::Object(m) = &mut b {
+                m.insert("text/html".into(), json!(html));
+            }
+        }
+    }
+    b
+}
+
 const RED: &str = "\x1b[1;31m";
 const RESET: &str = "\x1b[0m";
 
@@ -104,8 +154,9 @@ fn traceback(d: &syntax::Diagnostic, src: &str) -> Vec<String> {
     lines
 }
 
+/// Characters of a word at the cursor: names, HLO names (`fused.p0`, `add.1`, `%p`).
 fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_' || c == '-'
+    c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '%')
 }
 
 /// Byte offset of code-point position `pos` (Jupyter counts cursors in code points).
@@ -155,10 +206,8 @@ impl Engine {
                 ask_exit: true,
             };
         }
-        // `CMD?` is `help CMD`, `NAME?` the value of a bound name, as in the terminal
-        let shorthand = crate::repl::shorthand_in(&self.session, code);
-        let code = shorthand.as_deref().unwrap_or(code);
-        let mut values: Vec<Value> = Vec::new();
+        // (`CMD?`, `NAME?` are statements the session reads, as in the terminal)
+        let mut values: Vec<(Value, Vec<String>)> = Vec::new();
         let mut error = None;
         for piece in syntax::split(code) {
             let session = &mut self.session;
@@ -186,7 +235,7 @@ impl Engine {
             };
             for o in outcomes {
                 match o.result {
-                    Ok(v) => values.push(v),
+                    Ok(v) => values.push((v, o.notes)),
                     Err(d) => {
                         let interrupted = crate::interrupted() || d.message == "interrupted";
                         error = Some(ErrorReport {
@@ -215,7 +264,7 @@ impl Engine {
                 break;
             }
         }
-        values.retain(|v| !matches!(v, Value::None));
+        values.retain(|(v, notes)| !matches!(v, Value::None) || !notes.is_empty());
         let last = if error.is_none() {
             values.len().checked_sub(1)
         } else {
@@ -224,8 +273,8 @@ impl Engine {
         let outputs = values
             .iter()
             .enumerate()
-            .map(|(i, v)| {
-                let b = bundle(v);
+            .map(|(i, (v, notes))| {
+                let b = bundle_with_notes(v, notes);
                 let picture = matches!(v, Value::Plot(_) | Value::Svg(_));
                 if Some(i) == last && !picture {
                     Output::Result(b)
@@ -326,6 +375,21 @@ impl Engine {
                 ));
             }
             return Some(b);
+        }
+        let is_hlo = !matches!(
+            self.session.hlo.lookup(word),
+            crate::hlo::workspace::Lookup::Missing
+        );
+        if is_hlo && commands::find(word).is_none() {
+            let span = syntax::Span::new(0, word.len());
+            return Some(match self.session.show_hlo(word, span) {
+                Ok(v) => bundle(&v),
+                // an ambiguous name: the error says which names tell its meanings apart
+                Err(d) => {
+                    let t = d.render(word);
+                    json!({"text/plain": t, "text/html": format!("{}{}</pre>", render::html::PRE, render::svg::escape(&t))})
+                }
+            });
         }
         let c = commands::find(word)?;
         let text = format!("{}\n  {}\nexample:\n  {}", c.usage, c.summary, c.example);
@@ -539,8 +603,10 @@ mod tests {
         );
         // after the argument, the command's own words: no opcodes, no other commands
         assert_eq!(words("simplify m ex"), ["explain"]);
-        // HLO names where a fusion goes, the same list in both front ends
+        // HLO names where a fusion goes, the same list in both front ends, an instruction
+        // of a computation by its full name
         assert!(words("threads f").contains(&"fused".to_string()));
+        assert_eq!(words("indexing fused."), ["fused.n", "fused.p0"]);
         let kinds = crate::repl::name_kinds(&e.session);
         assert_eq!(
             words("threads fused bl"),

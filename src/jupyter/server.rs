@@ -182,6 +182,24 @@ async fn serve(conn: Connection) -> Result<(), String> {
 
     let engine = EngineHandle::start();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<()>();
+    // The kernel ends with the process that started it (JPY_PARENT_PID, as ipykernel
+    // does): a client that crashed leaves no kernel behind.
+    if let Some(parent) = parent::from_env() {
+        let done = done_tx.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                if parent.gone() {
+                    log(&format!(
+                        "the parent process {} is gone; shutting down",
+                        parent.pid
+                    ));
+                    let _ = done.send(());
+                    break;
+                }
+            }
+        });
+    }
     let control_task = {
         let (signer, publisher, done) = (signer.clone(), publisher.clone(), done_tx.clone());
         let engine = engine.clone();
@@ -198,6 +216,55 @@ async fn serve(conn: Connection) -> Result<(), String> {
     control_task.abort();
     shell_task.abort();
     Ok(())
+}
+
+/// The process a kernel belongs to: `JPY_PARENT_PID`, which Jupyter's clients set.
+mod parent {
+    pub struct Parent {
+        pub pid: i32,
+        /// Whether the parent was this process's parent when it started (then being
+        /// adopted by another process means it ended).
+        was_ppid: bool,
+    }
+
+    pub fn from_env() -> Option<Parent> {
+        let pid: i32 = std::env::var("JPY_PARENT_PID").ok()?.trim().parse().ok()?;
+        // PID 1 (init) never goes away; 0 and negatives are not processes
+        if pid <= 1 {
+            return None;
+        }
+        Some(Parent {
+            pid,
+            was_ppid: ppid() == Some(pid),
+        })
+    }
+
+    #[cfg(unix)]
+    fn ppid() -> Option<i32> {
+        // SAFETY: getppid has no preconditions and cannot fail.
+        Some(unsafe { libc::getppid() })
+    }
+    #[cfg(not(unix))]
+    fn ppid() -> Option<i32> {
+        None
+    }
+
+    impl Parent {
+        /// Whether the parent has ended: it no longer exists, or this process was adopted.
+        #[cfg(unix)]
+        pub fn gone(&self) -> bool {
+            if self.was_ppid && ppid() != Some(self.pid) {
+                return true;
+            }
+            // SAFETY: signal 0 only checks that the process exists.
+            let r = unsafe { libc::kill(self.pid, 0) };
+            r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        }
+        #[cfg(not(unix))]
+        pub fn gone(&self) -> bool {
+            false
+        }
+    }
 }
 
 /// Receives, verifies and answers requests on a ROUTER socket (shell or control).
@@ -320,6 +387,77 @@ async fn handle(
     }
 }
 
+/// The progress display of one cell: a `display_data` with a display id the first time
+/// long work reports, then `update_display_data` at most every 200 ms, and once more with
+/// the last figures when the cell ends.
+struct Progress {
+    state: std::sync::Arc<std::sync::Mutex<ProgressState>>,
+    publisher: Publisher,
+    parent: Message,
+}
+
+#[derive(Default)]
+struct ProgressState {
+    shown: bool,
+    last: Option<std::time::Instant>,
+    latest: Option<(u64, u64, String)>,
+}
+
+impl Progress {
+    fn display_id(parent: &Message) -> String {
+        format!(
+            "ixmap-progress-{}",
+            parent.header["msg_id"].as_str().unwrap_or("cell")
+        )
+    }
+
+    fn publish(publisher: &Publisher, parent: &Message, update: bool, figures: &(u64, u64, String)) {
+        let (done, total, what) = figures;
+        publisher.publish(
+            parent,
+            if update { "update_display_data" } else { "display_data" },
+            json!({
+                "data": super::engine::progress_bundle(*done, *total, what),
+                "metadata": {},
+                "transient": {"display_id": Progress::display_id(parent)},
+            }),
+        );
+    }
+
+    fn install(publisher: &Publisher, parent: &Message) -> Progress {
+        let state = std::sync::Arc::new(std::sync::Mutex::new(ProgressState::default()));
+        let (st, p, m) = (state.clone(), publisher.clone(), parent.clone());
+        crate::set_progress_hook(Some(Box::new(move |done, total, what| {
+            let Ok(mut s) = st.lock() else { return };
+            let figures = (done, total, what.to_string());
+            let now = std::time::Instant::now();
+            let due = s
+                .last
+                .is_none_or(|t| now.duration_since(t) >= std::time::Duration::from_millis(200));
+            if due {
+                Progress::publish(&p, &m, s.shown, &figures);
+                s.shown = true;
+                s.last = Some(now);
+            }
+            s.latest = Some(figures);
+        })));
+        Progress {
+            state,
+            publisher: publisher.clone(),
+            parent: parent.clone(),
+        }
+    }
+
+    fn finish(self) {
+        crate::set_progress_hook(None);
+        if let Ok(s) = self.state.lock() {
+            if let (true, Some(f)) = (s.shown, &s.latest) {
+                Progress::publish(&self.publisher, &self.parent, true, f);
+            }
+        }
+    }
+}
+
 async fn execute(msg: &Message, publisher: &Publisher, engine: &EngineHandle) -> Option<Json> {
     let c = &msg.content;
     let code = c["code"].as_str().unwrap_or("").to_string();
@@ -337,7 +475,12 @@ async fn execute(msg: &Message, publisher: &Publisher, engine: &EngineHandle) ->
             if !silent {
                 publisher.publish(&msg, "execute_input", json!({"code": code, "execution_count": count}));
             }
+            // long work reports its progress: one display, updated in place
+            let progress = (!silent).then(|| Progress::install(&publisher, &msg));
             let r = e.execute(&code, store_history);
+            if let Some(p) = progress {
+                p.finish();
+            }
             if !silent {
                 for o in &r.outputs {
                     match o {

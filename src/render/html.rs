@@ -64,7 +64,11 @@ pub fn map_head(m: &IndexingMap) -> String {
 /// A map: its results as code, then its domain as a table (variables, then constraints).
 pub fn map(m: &IndexingMap) -> String {
     let mut out = String::from(r#"<div class="ixmap-map">"#);
-    let _ = writeln!(out, "<code>{}</code>", escape(&map_head(m)));
+    let _ = writeln!(
+        out,
+        "<code style=\"font-family: monospace\">{}</code>",
+        escape(&map_head(m))
+    );
     match m.status {
         Status::Undefined => return out + "</div>",
         Status::KnownEmpty => {
@@ -241,9 +245,13 @@ pub fn html(v: &Value) -> String {
         Value::TiledCoalescing(r) => table(&super::gpu::tiled_coalescing_table(r)),
         Value::Dump(r) => super::dump::html(r),
         Value::Fused(f) => format!("{}\n<div>{}</div>", map(&f.map), escape(&f.how)),
-        Value::Groups(_) | Value::Shown(_) | Value::Written(_) | Value::NoOperands(_) => {
+        Value::Groups(_)
+        | Value::Shown(_)
+        | Value::Written(_)
+        | Value::NoOperands(_)
+        | Value::Hlo(_) => {
             format!(
-                "<pre>{}</pre>",
+                "{PRE}{}</pre>",
                 escape(&super::text::text(v, super::Style::Plain))
             )
         }
@@ -264,7 +272,7 @@ pub fn html(v: &Value) -> String {
             })
         }
         Value::Svg(s) => s.svg.clone(),
-        Value::Text(t) => format!("<pre>{}</pre>", escape(t)),
+        Value::Text(t) => format!("{PRE}{}</pre>", escape(t)),
         Value::Layout(l) => super::layout::html(l),
         Value::Explained {
             map: m,
@@ -318,17 +326,24 @@ pub fn html(v: &Value) -> String {
         }
         Value::Plot(p) => super::svg::plot(p),
         Value::Defined(_) => match super::text::confirmation(v) {
-            Some(line) => format!("<div style=\"color: #57606a\">{}</div>", escape(&line)),
+            Some(line) => format!(
+                "<div style=\"color: #57606a; font-family: monospace\">{}</div>",
+                escape(&line)
+            ),
             None => String::new(),
         },
         Value::Help(_) | Value::Loaded(_) => {
             format!(
-                "<pre>{}</pre>",
+                "{PRE}{}</pre>",
                 escape(&super::text::text(v, super::Style::Plain))
             )
         }
     }
 }
+
+/// A block of text in a fixed-width font whatever the page's style (a notebook's own CSS
+/// may set `pre` in a proportional one): help, MLIR, HLO, reports.
+pub const PRE: &str = r#"<pre class="ixmap-text" style="font-family: monospace; white-space: pre">"#;
 
 /// Kernel source (C or CUDA C) as a monospace block with syntax highlighting. Lines never
 /// wrap (a long comment scrolls instead of spilling under the code), whatever the page's

@@ -24,7 +24,13 @@ pub fn outcome_in(o: &Outcome, source: &str, stmt: usize, file: Option<&str>) ->
             } else {
                 obj.insert("kind".into(), json!(v.kind()));
             }
-            obj.insert("text".into(), json!(text(v, Style::Plain)));
+            obj.insert(
+                "text".into(),
+                json!(super::text::with_notes(text(v, Style::Plain), o)),
+            );
+            if !o.notes.is_empty() {
+                obj.insert("notes".into(), json!(o.notes));
+            }
             fields(v, &mut obj);
             Json::Object(obj)
         }
@@ -186,6 +192,14 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
             obj.insert("map".into(), json!(sh.map.to_string()));
         }
         Value::Layout(l) => super::layout::json(l, obj),
+        Value::Hlo(h) => {
+            obj.insert("hlo".into(), json!(h.kind));
+            obj.insert("name".into(), json!(h.name));
+            if let Some(c) = &h.computation {
+                obj.insert("computation".into(), json!(c));
+            }
+            obj.insert("shape".into(), json!(h.shape));
+        }
         Value::Written(w) => {
             obj.insert("path".into(), json!(w.path));
             obj.insert("bytes".into(), json!(w.bytes));

@@ -133,7 +133,8 @@ pub fn svg(p: &Picture) -> String {
 
 pub fn html(l: &LayoutValue) -> String {
     let mut s = format!(
-        "<pre>{}</pre>{}",
+        "{}{}</pre>{}",
+        super::html::PRE,
         super::svg::escape(&l.text),
         super::html::map(&l.map)
     );

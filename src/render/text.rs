@@ -43,25 +43,41 @@ pub fn text(v: &Value, style: Style) -> String {
 pub fn text_width(v: &Value, style: Style, width: usize) -> String {
     match v {
         Value::Help(h) => help(h, style, width),
-        // Scripts and transcripts stay quiet about definitions; the REPL and the notebook
-        // confirm them with [`confirmation`].
-        Value::Defined(_) => String::new(),
+        // A definition says what it defined, in one line, wherever it runs (SPEC §3).
+        Value::Defined(_) => confirmation(v).unwrap_or_default(),
         Value::Loaded(l) => loaded(l, style),
         _ => text_plain(v, style),
     }
 }
 
-/// What an interactive front end (the REPL, the notebook) shows for a value: a
-/// definition's one-line confirmation, else the value's text at `width` columns. Scripts,
-/// transcripts and `--json` print [`text`], where definitions stay quiet.
+/// What an interactive front end (the REPL, the notebook) shows for a value: its text at
+/// `width` columns, the same as scripts, transcripts and `--json` print (definitions
+/// included), only wrapped to the terminal.
 pub fn interactive(v: &Value, style: Style, width: usize) -> String {
-    match confirmation(v) {
-        Some(line) => line,
-        None => text_width(v, style, width),
+    text_width(v, style, width)
+}
+
+/// An outcome's notes, one `note: ...` line each, as every front end prints them after the
+/// value.
+pub fn notes(o: &crate::value::Outcome) -> String {
+    o.notes
+        .iter()
+        .map(|n| format!("note: {n}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A value's text followed by its outcome's notes.
+pub fn with_notes(value_text: String, o: &crate::value::Outcome) -> String {
+    let n = notes(o);
+    match (value_text.is_empty(), n.is_empty()) {
+        (_, true) => value_text,
+        (true, false) => n,
+        (false, false) => format!("{value_text}\n{n}"),
     }
 }
 
-/// The one line the REPL and the notebook print when an HLO statement defines something.
+/// The one line every front end prints when an HLO statement defines something.
 pub fn confirmation(v: &Value) -> Option<String> {
     match v {
         Value::Defined(d) if d.shape.is_empty() => Some(format!("defined {} {}", d.kind, d.name)),
@@ -87,8 +103,10 @@ fn loaded(l: &crate::value::Loaded, style: Style) -> String {
     let mut out: Vec<String> = Vec::new();
     for o in &l.outcomes {
         match &o.result {
+            // a loaded module's definitions are summed up by the last line, not listed
+            Ok(Value::Defined(_)) => {}
             Ok(v) => {
-                let s = text(v, style);
+                let s = with_notes(text(v, style), o);
                 if !s.is_empty() {
                     out.push(s);
                 }
@@ -252,6 +270,7 @@ fn text_plain(v: &Value, style: Style) -> String {
         Value::Svg(s) => format!("svg: {} ({} bytes)", s.title, s.svg.len()),
         Value::Text(t) => t.clone(),
         Value::Layout(l) => super::layout::text(l),
+        Value::Hlo(h) => hlo(h),
         Value::Explained {
             map,
             steps,
@@ -296,6 +315,49 @@ fn text_plain(v: &Value, style: Style) -> String {
         Value::Plot(p) => plot(p),
         Value::Defined(_) | Value::Help(_) | Value::Loaded(_) => text_width(v, style, WIDTH),
     }
+}
+
+/// An HLO name's text: a computation's block as it was written (its indentation made
+/// common), an instruction's line, ending `// in COMPUTATION` when it belongs to one (a
+/// comment, so the line still reads as HLO).
+pub fn hlo(h: &crate::value::HloShown) -> String {
+    let lines: Vec<&str> = h.text.lines().map(str::trim_end).collect();
+    let lines: Vec<&str> = {
+        let a = lines.iter().position(|l| !l.trim().is_empty()).unwrap_or(0);
+        let b = lines
+            .iter()
+            .rposition(|l| !l.trim().is_empty())
+            .map_or(0, |b| b + 1);
+        lines[a..b.max(a)].to_vec()
+    };
+    // the first line from its first character; the lines inside a block two spaces in,
+    // keeping their indentation relative to each other; the closing brace alone
+    let n = lines.len();
+    let closing = n > 1 && lines[n - 1].trim() == "}";
+    let inner_end = if closing { n - 1 } else { n };
+    let least = lines[1.min(n)..inner_end.max(1.min(n))]
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let mut out: Vec<String> = Vec::with_capacity(n);
+    for (k, l) in lines.iter().enumerate() {
+        out.push(if k == 0 {
+            l.trim_start().to_string()
+        } else if closing && k == n - 1 {
+            "}".to_string()
+        } else if l.trim().is_empty() {
+            String::new()
+        } else {
+            format!("  {}", &l[least.min(l.len())..])
+        });
+    }
+    let mut s = out.join("\n");
+    if let Some(c) = &h.computation {
+        s += &format!("  // in {c}");
+    }
+    s
 }
 
 /// A plot as characters: one per cell, the colour group's digit or letter, `*` where

@@ -111,6 +111,7 @@ fn dump_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_default();
+        crate::report_progress(done as u64, total as u64, &format!("modules ({name})"));
         bar.set_message(name);
     });
     bar.finish_and_clear();

@@ -186,7 +186,7 @@ fn fuse(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     }))
 }
 
-/// Defines HLO text in the session; prints nothing.
+/// Defines HLO text in the session: what was defined, in one line (SPEC §3).
 pub fn define(s: &mut Session, h: &HloText) -> Result<Value, Diagnostic> {
     let item = parse_hlo(&h.text, h.span.start)?;
     use crate::hlo::parse::HloItem;
@@ -196,6 +196,13 @@ pub fn define(s: &mut Session, h: &HloText) -> Result<Value, Diagnostic> {
     };
     let is_computation = matches!(item, HloItem::Computation(_));
     let names = s.hlo.define(item)?;
+    if let (Some(name), false) = (names.last(), module.is_some()) {
+        // the text, to show the name later (comments blanked, offsets kept)
+        s.hlo_source.insert(
+            name.clone(),
+            (h.span.start, crate::syntax::blank_comments(&h.text)),
+        );
+    }
     if let Some(name) = module {
         return Ok(Value::Defined(crate::value::Defined {
             kind: "module",

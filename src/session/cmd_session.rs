@@ -52,21 +52,32 @@ fn no_arguments(a: &Args, name: &str) -> Result<(), Diagnostic> {
 
 fn vars(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     no_arguments(a, "vars")?;
+    use crate::hlo::workspace::Target;
     let mut rows: Vec<Vec<String>> = s
         .values
         .iter()
         .map(|(k, v)| vec![k.clone(), v.kind().to_string()])
         .collect();
-    for name in s.hlo.names() {
-        if !rows.iter().any(|r| r[0] == name) {
-            rows.push(vec![name, "hlo".to_string()]);
-        }
+    // the session's HLO names (each can be shown: `NAME` or `NAME?`); a computation's
+    // instructions are in its own scope
+    let mut computations = 0;
+    for (name, t) in s.hlo.session_names() {
+        let kind = match t {
+            Target::Computation(_) => {
+                computations += 1;
+                "computation"
+            }
+            Target::Instr(..) => "instruction",
+        };
+        rows.push(vec![name, kind.to_string()]);
     }
-    let notes = if rows.is_empty() {
-        vec!["nothing is bound yet".to_string()]
-    } else {
-        vec![]
-    };
+    let mut notes = Vec::new();
+    if rows.is_empty() {
+        notes.push("nothing is bound yet".to_string());
+    }
+    if computations > 0 {
+        notes.push("a computation's instructions: COMPUTATION.NAME, or NAME alone where only one computation has it".to_string());
+    }
     Ok(Value::Table(Table {
         title: None,
         headers: if rows.is_empty() {
@@ -81,9 +92,10 @@ fn vars(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 
 fn reset(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     no_arguments(a, "reset")?;
-    let n = s.values.len() + s.hlo.names().len();
+    let n = s.values.len() + s.hlo.session_names().len();
     s.values.clear();
     s.hlo = crate::hlo::Workspace::new();
+    s.hlo_source.clear();
     s.statements.clear();
     Ok(Value::Text(format!(
         "forgot {n} name{}",

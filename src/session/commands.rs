@@ -114,6 +114,10 @@ pub const TOPICS: &[(&str, &str, &str)] = &[
 - A statement continues onto the next line while a bracket is open or the line ends with
   `,`, `->` or `:`, so XLA's multi-line maps paste as they are.
 - `#` and `//` start comments.
+- HLO as XLA prints it (an instruction line, a computation block, a module) defines
+  instructions and computations, each definition saying what it defined in one line.
+- A computation's instructions are `COMPUTATION.NAME`, or `NAME` alone where only one
+  computation has one; an HLO name alone (or `NAME?`) shows its text; `CMD?` is `help CMD`.
 - Arguments of a command are separated by commas; an argument may itself be a command:
   `equal m, simplify m` or `equal (compose a, b), c`.",
     ),

@@ -24,6 +24,7 @@ pub use args::Args;
 
 use crate::value::{Outcome, Value};
 
+use crate::hlo::workspace::{Lookup, Meaning, Target};
 use crate::syntax::{self, Diagnostic, Rhs, Span, StmtKind};
 use std::collections::BTreeMap;
 
@@ -37,6 +38,12 @@ pub struct Session {
     pub hlo: crate::hlo::Workspace,
     /// The text of every statement that succeeded, in order (what `save` writes).
     pub statements: Vec<String>,
+    /// The text each HLO definition was written in, to show a name: a computation's name
+    /// or a loose instruction's → (offset of the text in its statement's source, text).
+    pub hlo_source: BTreeMap<String, (usize, String)>,
+    /// Notes on the statement being run (a name that now means something else), moved
+    /// into its outcome.
+    notes: Vec<String>,
 }
 
 impl Session {
@@ -62,16 +69,23 @@ impl Session {
     pub fn execute_piece(&mut self, src: &str, piece: &syntax::Piece) -> Vec<Outcome> {
         crate::clear_interrupt();
         self.executed += 1;
+        self.notes.clear();
         let span = Span::new(piece.start, piece.end);
         let mut command = None;
-        let (bound, result) = match syntax::parse_statement(src, piece) {
-            Ok(stmt) => {
-                if let StmtKind::Eval(Rhs::Command(c)) = &stmt.kind {
-                    command = Some(c.name.clone());
+        let (bound, result) = if let Some(r) = self.inspection(src, piece) {
+            // `?`, `CMD?`, `NAME?` and an HLO name alone inspect; they are not saved
+            command = Some("help".to_string());
+            (None, r)
+        } else {
+            match syntax::parse_statement(src, piece) {
+                Ok(stmt) => {
+                    if let StmtKind::Eval(Rhs::Command(c)) = &stmt.kind {
+                        command = Some(c.name.clone());
+                    }
+                    self.run(stmt)
                 }
-                self.run(stmt)
+                Err(d) => (None, Err(d)),
             }
-            Err(d) => (None, Err(d)),
         };
         if let Ok(v) = &result {
             let quiet = command
@@ -91,12 +105,193 @@ impl Session {
                 self.values.insert("_".to_string(), v.clone());
             }
         }
+        let notes = if result.is_ok() {
+            std::mem::take(&mut self.notes)
+        } else {
+            Vec::new()
+        };
         vec![Outcome {
             stmt: 1,
             span,
             bound,
             result,
+            notes,
         }]
+    }
+
+    /// The statements that look at something rather than compute: `?` (help), `CMD?` or
+    /// `?CMD` (help on a command or topic), `NAME?` (a bound value, or an HLO name's text),
+    /// and an HLO name written alone (`fused`, `fused.p0`, `add.1`), which `parse` would
+    /// read as a command. None for any other statement.
+    fn inspection(
+        &mut self,
+        src: &str,
+        piece: &syntax::Piece,
+    ) -> Option<Result<Value, Diagnostic>> {
+        let raw = syntax::blank_comments(&src[piece.start..piece.end]);
+        let lead = raw.len() - raw.trim_start().len();
+        let t = raw.trim();
+        let at = |a: usize, b: usize| Span::new(piece.start + lead + a, piece.start + lead + b);
+        let is_name = |w: &str| {
+            let w = w.strip_prefix('%').unwrap_or(w);
+            w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        };
+        let help = |w: Option<(&str, Span)>, q: Span| syntax::CommandCall {
+            name: "help".into(),
+            name_span: q,
+            groups: w
+                .map(|(w, sp)| syntax::ArgGroup {
+                    items: vec![syntax::Arg::Word(w.to_string(), sp)],
+                    span: sp,
+                })
+                .into_iter()
+                .collect(),
+            span: at(0, t.len()),
+        };
+        if t == "?" {
+            return Some(self.call(&help(None, at(0, 1))));
+        }
+        let (word, wspan, asked) = if let Some(w) = t.strip_suffix('?') {
+            let w = w.trim_end();
+            let w2 = w.strip_prefix('?').unwrap_or(w);
+            let off = w.len() - w2.len();
+            (w2, at(off, off + w2.len()), true)
+        } else if let Some(w) = t.strip_prefix('?') {
+            (w.trim_start(), at(t.len() - w.trim_start().len(), t.len()), true)
+        } else {
+            (t, at(0, t.len()), false)
+        };
+        if !is_name(word) {
+            return None;
+        }
+        let is_command = commands::find(word).is_some();
+        if let Some(v) = self.values.get(word).filter(|_| !is_command) {
+            // `NAME?` is the value; `NAME` alone runs as any statement
+            return asked.then(|| Ok(v.clone()));
+        }
+        if !is_command && !matches!(self.hlo.lookup(word), Lookup::Missing) {
+            return Some(self.show_hlo(word, wspan));
+        }
+        if asked && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Some(self.call(&help(Some((word, wspan)), at(t.len() - 1, t.len()))));
+        }
+        None
+    }
+
+    /// An HLO name's text as it was defined: a computation's block, an instruction's line.
+    pub fn show_hlo(&self, name: &str, span: Span) -> Result<Value, Diagnostic> {
+        let target = match self.hlo.lookup(name) {
+            Lookup::Found(t) => t,
+            Lookup::Ambiguous(ms) => return Err(ambiguous(name, span, &ms)),
+            Lookup::Missing => return Err(self.unknown_name(name, span)),
+        };
+        Ok(Value::Hlo(match target {
+            Target::Computation(c) => {
+                let root = &c.instrs[c.root];
+                crate::value::HloShown {
+                    kind: "computation",
+                    name: c.name.clone(),
+                    computation: None,
+                    shape: root.shape.to_string(),
+                    text: self
+                        .hlo_source
+                        .get(&c.name)
+                        .map(|(_, t)| t.clone())
+                        .unwrap_or_else(|| {
+                            c.instrs
+                                .iter()
+                                .map(instr_line)
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        }),
+                }
+            }
+            Target::Instr(c, id) => {
+                let i = &c.instrs[id];
+                let loose = std::ptr::eq(c, &self.hlo.scratch);
+                let key = if loose { &i.name } else { &c.name };
+                // the instruction's own text: a slice of its definition's
+                let text = self
+                    .hlo_source
+                    .get(key)
+                    .and_then(|(base, t)| {
+                        let a = i.span.start.checked_sub(*base)?;
+                        let b = i.span.end.checked_sub(*base)?;
+                        t.get(a..b).filter(|x| x.contains('='))
+                    })
+                    .map(|x| x.trim().to_string())
+                    .unwrap_or_else(|| instr_line(i));
+                crate::value::HloShown {
+                    kind: "instruction",
+                    name: i.name.clone(),
+                    computation: (!loose).then(|| c.name.clone()),
+                    shape: i.shape.to_string(),
+                    text,
+                }
+            }
+        }))
+    }
+
+    /// Before a command runs: its first argument, where the declaration takes HLO
+    /// (`FUSION`, `OP`, `COMPUTATION`), names one thing, and a `FUSION` is not a module's
+    /// ENTRY computation that launches fusions (those are listed instead).
+    fn check_hlo_argument(
+        &self,
+        call: &syntax::CommandCall,
+        sig: &args::Signature,
+    ) -> Result<(), Diagnostic> {
+        let Some(slot) = sig.slots.first() else {
+            return Ok(());
+        };
+        let parts: Vec<&str> = slot.name.split('|').collect();
+        if !parts
+            .iter()
+            .any(|p| matches!(*p, "FUSION" | "OP" | "COMPUTATION"))
+        {
+            return Ok(());
+        }
+        let Some(syntax::Arg::Word(w, span)) = call.groups.first().and_then(|g| g.items.first())
+        else {
+            return Ok(());
+        };
+        if self.values.contains_key(w) && parts.contains(&"MAP") {
+            return Ok(());
+        }
+        match self.hlo.lookup(w) {
+            Lookup::Ambiguous(ms) => Err(ambiguous(w, *span, &ms)),
+            Lookup::Found(Target::Computation(c)) if c.is_entry && parts.contains(&"FUSION") => {
+                let fusions: Vec<String> = c
+                    .instrs
+                    .iter()
+                    .filter(|i| i.opcode == "fusion")
+                    .map(|i| match &i.attrs.calls {
+                        Some(f) => format!("`{} {}` ({f})", call.name, i.name),
+                        None => format!("`{} {}`", call.name, i.name),
+                    })
+                    .collect();
+                if fusions.is_empty() {
+                    return Ok(());
+                }
+                let n = fusions.len();
+                let shown = if n > 8 {
+                    format!("{} and {} more", fusions[..8].join(", "), n - 8)
+                } else {
+                    fusions.join(", ")
+                };
+                Err(Diagnostic::at(
+                    format!(
+                        "`{w}` is the module's ENTRY computation, not a fusion: it launches {n} fusion{}",
+                        if n == 1 { "" } else { "s" }
+                    ),
+                    *span,
+                )
+                .with_label("the entry, which calls the fusions")
+                .with_help(format!("name one of its fusions: {shown}")))
+            }
+            _ => Ok(()),
+        }
     }
 
     fn run(&mut self, stmt: syntax::Stmt) -> (Option<String>, Result<Value, Diagnostic>) {
@@ -118,6 +313,13 @@ impl Session {
                 }
                 match self.eval_rhs(&value) {
                     Ok(v) => {
+                        if let Some(what) = self.hlo_meaning(&name) {
+                            self.notes.push(format!(
+                                "`{name}` also names {what}: `{name}` alone is now this {}, and commands that take HLO still read the {}",
+                                v.kind(),
+                                if what.starts_with("the computation") { "computation" } else { "instruction" }
+                            ));
+                        }
                         self.values.insert(name.clone(), v.clone());
                         (Some(name), Ok(v))
                     }
@@ -130,7 +332,71 @@ impl Session {
     }
 
     fn define_hlo(&mut self, h: &syntax::HloText) -> Result<Value, Diagnostic> {
-        cmd_hlo::define(self, h)
+        let v = cmd_hlo::define(self, h)?;
+        if let Value::Defined(d) = &v {
+            if matches!(d.kind, "computation" | "instruction") {
+                // what a name of the new definition now shadows (or is shadowed by)
+                let mut names = vec![d.name.clone()];
+                if let Some(c) = self.hlo.module.computation(&d.name).filter(|_| d.kind == "computation") {
+                    names.extend(c.instrs.iter().map(|i| i.name.clone()));
+                }
+                if d.kind == "instruction" {
+                    // a loose line's name is the session's: it hides a computation's
+                    // instruction of that name, which stays reachable by its full name
+                    let inner: Vec<String> = self
+                        .hlo
+                        .module
+                        .computations
+                        .iter()
+                        .filter(|c| c.find(&d.name).is_some())
+                        .map(|c| format!("`{}.{}`", c.name, d.name))
+                        .collect();
+                    if !inner.is_empty() {
+                        self.notes.push(format!(
+                            "`{}` now names this instruction; the one{} of the same name in a computation: {}",
+                            d.name,
+                            if inner.len() == 1 { "" } else { "s" },
+                            inner.join(", ")
+                        ));
+                    }
+                }
+                for n in names {
+                    let Some(v) = self.values.get(&n) else {
+                        continue;
+                    };
+                    if !matches!(self.hlo.lookup(&n), Lookup::Missing) {
+                        self.notes.push(format!(
+                            "`{n}` is also a {} bound in this session: `{n}` alone still shows it, and commands that take HLO read the {}",
+                            v.kind(),
+                            if n == d.name { d.kind } else { "instruction" }
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(v)
+    }
+
+    /// What an HLO name means, in words (`the instruction `fused.r` (f32[4] negate)`),
+    /// when it names HLO.
+    fn hlo_meaning(&self, name: &str) -> Option<String> {
+        match self.hlo.lookup(name) {
+            Lookup::Found(Target::Computation(c)) => Some(format!("the computation `{}`", c.name)),
+            Lookup::Found(Target::Instr(c, id)) => {
+                let i = &c.instrs[id];
+                let q = if std::ptr::eq(c, &self.hlo.scratch) {
+                    i.name.clone()
+                } else {
+                    format!("{}.{}", c.name, i.name)
+                };
+                Some(format!("the instruction `{q}` ({} {})", i.shape, i.opcode))
+            }
+            Lookup::Ambiguous(ms) => Some(format!(
+                "instructions of {} computations",
+                ms.len()
+            )),
+            Lookup::Missing => None,
+        }
     }
 
     pub fn eval_rhs(&mut self, rhs: &Rhs) -> Result<Value, Diagnostic> {
@@ -153,9 +419,15 @@ impl Session {
                 if let Ok(sig) = args::Signature::parse(cmd.usage) {
                     let values = &self.values;
                     sig.check(call, cmd.usage, &|w| values.contains_key(w))?;
+                    self.check_hlo_argument(call, &sig)?;
                 }
                 let args = Args::new(call);
                 (cmd.run)(self, &args)
+            }
+            None if call.groups.is_empty()
+                && !matches!(self.hlo.lookup(&call.name), Lookup::Missing) =>
+            {
+                self.show_hlo(&call.name, call.name_span)
             }
             None => Err(self.unknown_name(&call.name, call.name_span)),
         }
@@ -183,4 +455,33 @@ impl Session {
         v.extend(self.values.keys().cloned());
         v
     }
+}
+
+/// An instruction as one line, for one whose text is not kept (generated by ixmap).
+fn instr_line(i: &crate::hlo::Instr) -> String {
+    format!("{} = {} {}(...)", i.name, i.shape, i.opcode)
+}
+
+/// "`p0` names instructions in 2 computations", with the qualified names that tell them
+/// apart.
+pub fn ambiguous(name: &str, span: Span, meanings: &[Meaning<'_>]) -> Diagnostic {
+    let each: Vec<String> = meanings
+        .iter()
+        .map(|m| match m.target {
+            Target::Instr(c, id) => {
+                let i = &c.instrs[id];
+                format!("`{}` ({} {})", m.qualified, i.shape, i.opcode)
+            }
+            Target::Computation(c) => format!("`{}` (a computation)", c.name),
+        })
+        .collect();
+    Diagnostic::at(
+        format!(
+            "`{name}` is ambiguous: it names an instruction in {} computations",
+            meanings.len()
+        ),
+        span,
+    )
+    .with_label("which one?")
+    .with_help(format!("write one of {}", each.join(", ")))
 }

@@ -234,6 +234,86 @@ def test_shutdown(k):
     assert k.km.provisioner.process.returncode == 0 if k.km.provisioner and k.km.provisioner.process else True
 
 
+def test_exit(k):
+    """`exit` and `quit` ask the front end to close, as IPython's do (jupyter console honours it)."""
+    for word in ["exit", "quit"]:
+        reply, io = k.execute(word)
+        c = reply["content"]
+        assert c["status"] == "ok", c
+        assert c["payload"] == [{"source": "ask_exit", "keepkernel": False}], c
+
+
+def test_definitions_and_names(k):
+    """A definition reports its one line (as the REPL, scripts and transcripts do); an HLO name
+    is shown by `NAME?` and by Shift-Tab; a name of two computations is an error naming both."""
+    io = k.ok("fused {\n  p0 = f32[4,8] parameter(0)\n  ROOT n = f32[4,8] negate(p0)\n}")
+    text = by_type(io, "execute_result")[0]["content"]["data"]["text/plain"]
+    assert text == "defined computation fused: f32[4,8] (2 instructions, root n)", text
+    io = k.ok("n?")
+    text = by_type(io, "execute_result")[0]["content"]["data"]["text/plain"]
+    assert text == "ROOT n = f32[4,8] negate(p0)  // in fused", text
+    k.kc.inspect("indexing fused.n", cursor_pos=14)
+    c = k.kc.get_shell_msg(timeout=TIMEOUT)["content"]
+    assert c["found"] and "negate(p0)" in c["data"]["text/plain"], c
+    k.ok("g {\n  p0 = f32[4] parameter(0)\n  ROOT e = f32[4] exponential(p0)\n}")
+    reply, io = k.execute("indexing p0")
+    c = reply["content"]
+    assert c["status"] == "error" and "ambiguous" in c["evalue"], c
+    tb = "\n".join(by_type(io, "error")[0]["content"]["traceback"])
+    assert "`fused.p0`" in tb and "`g.p0`" in tb, tb
+
+
+def test_progress(k):
+    """A long command updates one progress display in place (display_data with a display id,
+    then update_display_data), ending at its last figures."""
+    io = k.ok("p = f32[256,256] parameter(0)\ne = f32[256,256] exponential(p)\nbench e device=cpu reps=10")
+    shown = [m for m in by_type(io, "display_data")
+             if m["content"].get("transient", {}).get("display_id", "").startswith("ixmap-progress")]
+    assert len(shown) == 1, [m["msg_type"] for m in io]
+    did = shown[0]["content"]["transient"]["display_id"]
+    updates = [m for m in by_type(io, "update_display_data") if m["content"]["transient"]["display_id"] == did]
+    assert updates, [m["msg_type"] for m in io]
+    last = updates[-1]["content"]["data"]
+    import re
+    m = re.fullmatch(r"timing rounds: (\d+)/(\d+)", last["text/plain"])
+    assert m and m.group(1) == m.group(2), last
+    assert "<progress" in last["text/html"], last
+    # the result comes after the display, and a later cell without long work shows none
+    types = [m["msg_type"] for m in io]
+    assert types.index("display_data") < types.index("execute_result"), types
+    io = k.ok("inverse (d0) -> (d0), domain: d0 in [0, 3]")
+    assert not by_type(io, "update_display_data"), [m["msg_type"] for m in io]
+
+
+def test_parent_exit(k):
+    """The kernel ends when the process named by JPY_PARENT_PID ends (a client that crashed
+    leaves no kernel behind), and not before."""
+    from jupyter_client.connect import write_connection_file
+    tmp = tempfile.mkdtemp(prefix="ixmap-parent-")
+    cf, _ = write_connection_file(os.path.join(tmp, "kernel.json"))
+    parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    log = open(os.path.join(tmp, "kernel.log"), "w")
+    kernel = subprocess.Popen([IXMAP, "kernel", "--connection-file", cf],
+                              env=dict(os.environ, JPY_PARENT_PID=str(parent.pid)), stderr=log)
+    try:
+        time.sleep(2)
+        assert kernel.poll() is None, "the kernel ended while its parent lives"
+        parent.kill()
+        parent.wait()
+        t0 = time.monotonic()
+        kernel.wait(timeout=20)
+        took = time.monotonic() - t0
+        log.close()
+        said = open(os.path.join(tmp, "kernel.log")).read()
+        assert kernel.returncode == 0, (kernel.returncode, said)
+        assert "is gone" in said, said
+        print(f"parent_exit: the kernel ended {took * 1000:.0f} ms after its parent")
+    finally:
+        for p in (kernel, parent):
+            if p.poll() is None:
+                p.kill()
+
+
 def test_latency(k):
     """Execute round trip over 200 simple cells; start-up to kernel_info_reply."""
     k.ok(MAP)

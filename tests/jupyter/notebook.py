@@ -66,6 +66,15 @@ def html(tmp):
     # kernels are monospace, highlighted, and never wrap (a long comment scrolls);
     assert 'class="ixmap-code"' in page and "white-space: pre;" in page
     assert "__global__</span>" in page
+    # help, MLIR and maps in a fixed-width font whatever the page's CSS (issue 29);
+    mono_pre = r'<pre (?=[^>]*ixmap-text)(?=[^>]*font-family: monospace)[^>]*>'
+    assert re.search(mono_pre + r"usage: simplify MAP", page), "help is not monospace"
+    assert re.search(mono_pre + r"affine_map&lt;", page), "MLIR is not monospace"
+    assert re.search(r'<code style="font-family: monospace">\(d0, d1\) -&gt; \(d1, d0\)', page), "maps"
+    # a long command (bench, tune) leaves its progress display at its last figures;
+    # (nbconvert may reorder attributes: the text beside each bar says the figures)
+    bars = re.findall(r'<progress [^>]*></progress> timing rounds: (\d+)/(\d+)', page)
+    assert bars and all(v == m for v, m in bars), bars
     # plots are sized to what they show: none is taller than a screen.
     heights = [float(h) for h in re.findall(r'<svg [^>]*?height="([0-9.]+)"', page)]
     assert heights and max(heights) < 700, heights

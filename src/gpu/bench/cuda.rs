@@ -325,6 +325,8 @@ fn run_on_device(
             let j = (r + k) % n;
             let t = sample(j, &mut sets_out)?;
             samples[j].push(t);
+            let reps = opts.reps.max(1) as u64;
+            crate::report_progress((r * n + k + 1) as u64, reps * n as u64, "timing rounds");
         }
     }
     // Every output set verified again: the figures belong to correct outputs.

@@ -387,6 +387,7 @@ pub fn interleave(
             }
             samples[k].push(t.elapsed().as_secs_f64() / calls[k] as f64);
             progress((r * n + j + 1) as u64, total);
+            crate::report_progress((r * n + j + 1) as u64, total, "timing rounds");
         }
     }
     Ok(samples.into_iter().map(Timing::from_samples).collect())
