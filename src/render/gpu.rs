@@ -92,22 +92,38 @@ pub fn coalescing_table(c: &Coalescing) -> Table {
         if o.through_tile {
             t.notes.push("  read through the shared-memory tile: rows of the input, so a warp reads 128 contiguous bytes".into());
         }
-        for v in &o.assumed {
-            let size = v.bounds.hi - v.bounds.lo + 1;
-            let what = if v.runtime {
-                "a start index read at run time"
-            } else {
-                "not a loop of the launch (a start read at run time, or a loop of the fusion)"
-            };
+        if !o.assumed.is_empty() {
+            let vars: Vec<String> = o
+                .assumed
+                .iter()
+                .map(|v| {
+                    let size = v.bounds.hi - v.bounds.lo + 1;
+                    format!(
+                        "{} in [{}, {}]{}{}",
+                        v.name,
+                        v.bounds.lo,
+                        v.bounds.hi,
+                        if v.runtime { " (read at run time)" } else { "" },
+                        if v.checked < size {
+                            format!(" ({} of {size} values sampled)", v.checked)
+                        } else {
+                            String::new()
+                        }
+                    )
+                })
+                .collect();
+            let one = o.assumed.len() == 1;
             t.notes.push(format!(
-                "  assumed: {} in [{}, {}] is {what}, taken as one value for the whole warp; each value is a load of its own ({}); XLA takes a runtime variable at its midpoint",
-                v.name,
-                v.bounds.lo,
-                v.bounds.hi,
-                if v.checked >= size {
-                    format!("all {size} checked")
+                "  assumed: {} {} not {}loop{} of the launch (a start read at run time, or a loop of the fusion): {} one value for the whole warp, each value a load of its own{}",
+                vars.join(", "),
+                if one { "is" } else { "are" },
+                if one { "a " } else { "" },
+                if one { "" } else { "s" },
+                if one { "taken as" } else { "each taken as" },
+                if o.assumed.iter().any(|v| v.runtime) {
+                    "; XLA takes a runtime variable at its midpoint"
                 } else {
-                    format!("{} of {size} checked", v.checked)
+                    ""
                 }
             ));
         }
