@@ -61,6 +61,15 @@ const FULL_VALUES: i64 = 16;
 /// (`unroll_id`, the elements of one vector, is the exception: one load).
 const LAUNCH_LOOPS: [&str; 5] = ["chunk_id", "unroll_id", "row", "col", "entry"];
 
+/// Whether a range variable is a start read at run time (`rt0`, `rt1_1`: the fusion's
+/// dynamic slices and gathers name their shifts so, see `spec::dyn_call_reach`).
+pub fn read_at_run_time(name: &str) -> bool {
+    name.strip_prefix("rt").is_some_and(|r| {
+        !r.is_empty() && r.chars().next().is_some_and(|c| c.is_ascii_digit())
+            && r.chars().all(|c| c.is_ascii_digit() || c == '_')
+    })
+}
+
 /// One warp's worst load.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WarpLoad {
@@ -463,7 +472,7 @@ impl Plan {
                 assumed.push(Assumed {
                     name: v.name.clone(),
                     bounds: b,
-                    runtime: s >= nd + nr,
+                    runtime: s >= nd + nr || read_at_run_time(&v.name),
                     checked: values.len() as i64,
                 });
             }
@@ -645,7 +654,8 @@ fn distinct(sorted_addrs: &[i64], elem: i64, unit: i64) -> i64 {
 /// operand of `elem_bytes`-byte elements:
 ///
 /// 1. an undefined map is not coalesced; an operand of rank 0 is;
-/// 2. runtime variables are replaced by the midpoints of their ranges;
+/// 2. runtime variables (and the range variables that stand for starts read at run time,
+///    [`read_at_run_time`]) are replaced by the midpoints of their ranges;
 /// 3. only the first warp of block 0 is looked at (`th_x` in [0, 31], the other ids 0); an
 ///    empty map (the warp reads nothing) is coalesced;
 /// 4. every range variable but the last (the innermost loop) is fixed at its lower bound;
@@ -672,11 +682,11 @@ pub fn xla_indexing_coalesced(
     let nr = offsets.ranges.len() as u32;
     // 2 and 3: runtime variables at their midpoints, the ids but th_x at 0.
     let sub = |v: u32| -> Expr {
+        let x = offsets.var(v as usize);
         if v >= 1 && v < nd {
             Expr::constant(0)
-        } else if v >= nd + nr {
-            let b = offsets.runtimes[(v - nd - nr) as usize].bounds;
-            Expr::constant((b.lo + b.hi) / 2)
+        } else if v >= nd + nr || (v >= nd && read_at_run_time(&x.name)) {
+            Expr::constant((x.bounds.lo + x.bounds.hi) / 2)
         } else {
             Expr::var(v)
         }
