@@ -147,6 +147,9 @@ struct Access {
     operand: Option<usize>,
     tensor: Tensor,
     map: Option<IndexingMap>,
+    /// The launch's map the access was composed from (thread ids → the index a thread
+    /// works on): its loops are the loads, its domain says which threads are active.
+    from: IndexingMap,
     through_tile: bool,
 }
 
@@ -168,7 +171,7 @@ pub fn analyse(spec: &KernelSpec, launch: &Launch) -> Result<Report, MapError> {
     let mut per_block: u64 = 0;
     for a in &accs {
         let plan = match &a.map {
-            Some(m) => Some(Plan::new(&a.tensor, m)?),
+            Some(m) => Some(Plan::new(&a.tensor, m, &a.from)?),
             None => None,
         };
         if let Some(p) = &plan {
@@ -234,20 +237,23 @@ fn reduced_func(b: &Body) -> Option<usize> {
 /// Every access of the launch, reads first (in input order, each distinct map once), then
 /// the writes; inputs never read get a row without a map.
 fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> {
-    let mut reads: Vec<(usize, IndexingMap, bool)> = Vec::new();
-    let mut add = |input: usize, m: IndexingMap, tile: bool| {
-        if !reads.iter().any(|(k, x, _)| *k == input && *x == m) {
-            reads.push((input, m, tile));
+    type Read = (usize, IndexingMap, bool, IndexingMap);
+    let mut reads: Vec<Read> = Vec::new();
+    let mut add = |input: usize, m: IndexingMap, tile: bool, from: &IndexingMap| {
+        if !reads.iter().any(|(k, x, _, _)| *k == input && *x == m) {
+            reads.push((input, m, tile, from.clone()));
         }
     };
     let mut writes: Vec<(Tensor, IndexingMap)> = Vec::new();
     if launch.parts.is_empty() {
         for acc in accesses(spec, launch)? {
-            add(
-                acc.input,
-                thread_to_input(spec, launch, &acc)?,
-                reads_through_tile(spec, launch, &acc),
-            );
+            let tile = reads_through_tile(spec, launch, &acc);
+            let from = if tile || launch.read_from != 0 {
+                &launch.read_map
+            } else {
+                &launch.write_map
+            };
+            add(acc.input, thread_to_input(spec, launch, &acc)?, tile, from);
         }
         writes.push((spec.output.clone(), launch.write_map.clone()));
         if !spec.more_outputs.is_empty() {
@@ -272,7 +278,7 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
                         ),
                     };
                     for acc in accs {
-                        add(acc.input, finish(compose(&from, &acc.map)?), false);
+                        add(acc.input, finish(compose(&from, &acc.map)?), false, &from);
                     }
                 }
                 writes.push((o.tensor.clone(), w.map));
@@ -285,29 +291,29 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
                 .get(p.func)
                 .ok_or_else(|| MapError::Other(format!("no function {}", p.func)))?;
             for acc in spec.accesses_from(p.func, &IndexingMap::identity(&f.dims))? {
-                add(acc.input, finish(compose(&p.read, &acc.map)?), false);
+                add(acc.input, finish(compose(&p.read, &acc.map)?), false, &p.read);
             }
-            for (input, m) in start_reads(spec, &p.read)? {
-                add(input, m, false);
+            for (input, m, from) in start_reads(spec, &p.read)? {
+                add(input, m, false, &from);
             }
             writes.push((spec.output.clone(), p.write.clone()));
         }
     }
-    reads.sort_by_key(|(k, _, _)| *k);
+    reads.sort_by_key(|(k, _, _, _)| *k);
     let mut out = Vec::new();
     for (k, t) in spec.inputs.iter().enumerate() {
-        let mine: Vec<&(usize, IndexingMap, bool)> =
-            reads.iter().filter(|(i, _, _)| *i == k).collect();
+        let mine: Vec<&Read> = reads.iter().filter(|(i, _, _, _)| *i == k).collect();
         if mine.is_empty() {
             out.push(Access {
                 label: t.name.clone(),
                 operand: Some(k),
                 tensor: t.clone(),
                 map: None,
+                from: launch.write_map.clone(),
                 through_tile: false,
             });
         }
-        for (n, (_, m, tile)) in mine.iter().enumerate() {
+        for (n, (_, m, tile, from)) in mine.iter().enumerate() {
             out.push(Access {
                 label: if mine.len() > 1 {
                     format!("{} #{}", t.name, n + 1)
@@ -317,6 +323,7 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
                 operand: Some(k),
                 tensor: t.clone(),
                 map: Some(m.clone()),
+                from: from.clone(),
                 through_tile: *tile,
             });
         }
@@ -334,6 +341,7 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
             operand: None,
             tensor: t.clone(),
             map: Some(m.clone()),
+            from: m.clone(),
             through_tile: false,
         });
     }
@@ -344,7 +352,10 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
 /// indices (scalars, read by every thread) and a scatter's index vectors (the entries of
 /// the vector its update element's batch coordinates pick, one per start; `entry` runs
 /// over them), each from an input or computed in the fusion from inputs.
-fn start_reads(spec: &KernelSpec, read: &IndexingMap) -> Result<Vec<(usize, IndexingMap)>, MapError> {
+fn start_reads(
+    spec: &KernelSpec,
+    read: &IndexingMap,
+) -> Result<Vec<(usize, IndexingMap, IndexingMap)>, MapError> {
     let mut out = Vec::new();
     match &spec.root {
         Root::DynamicUpdateSlice {
@@ -361,10 +372,10 @@ fn start_reads(spec: &KernelSpec, read: &IndexingMap) -> Result<Vec<(usize, Inde
                 match computed.get(d).copied().flatten() {
                     Some(f) => {
                         for acc in spec.accesses_from(f, &scalar)? {
-                            out.push((acc.input, finish(acc.map)));
+                            out.push((acc.input, finish(acc.map), read.clone()));
                         }
                     }
-                    None => out.push((s, finish(scalar.clone()))),
+                    None => out.push((s, finish(scalar.clone()), read.clone())),
                 }
             }
         }
@@ -397,10 +408,10 @@ fn start_reads(spec: &KernelSpec, read: &IndexingMap) -> Result<Vec<(usize, Inde
             match indices_func {
                 Some(f) => {
                     for acc in spec.accesses_from(*f, &m)? {
-                        out.push((acc.input, finish(acc.map)));
+                        out.push((acc.input, finish(acc.map), m.clone()));
                     }
                 }
-                None => out.push((*indices, finish(m))),
+                None => out.push((*indices, finish(m.clone()), m)),
             }
         }
         _ => {}
@@ -423,75 +434,116 @@ fn pick_blocks(grid: i64, per_block: u64) -> Vec<i64> {
     v
 }
 
-/// How one access is enumerated: its offset map, the vector variable, and the values of
-/// every other symbol (each a separate load).
+/// One loop of an access: every combination of the loops' values is a load of every
+/// thread of the warp.
+struct Loop {
+    name: String,
+    values: Vec<i64>,
+    /// Where the variable sits in the launch's map and in the offset map (the offset map
+    /// may have lost a launch loop it does not depend on, and has the fusion's own).
+    in_from: Option<usize>,
+    in_offsets: Option<usize>,
+}
+
+/// How one access is enumerated: its offset map, the launch map it came from, the vector
+/// variable, and the loops.
 struct Plan {
     offsets: IndexingMap,
-    vec_var: Option<usize>,
-    /// The symbols, each with the values checked.
-    loops: Vec<(usize, Vec<i64>)>,
+    from: IndexingMap,
+    /// `unroll_id` in `from` and in `offsets`: the elements of one vector, one load.
+    vector: Option<(usize, Option<usize>, Interval)>,
+    loops: Vec<Loop>,
     assumed: Vec<Assumed>,
 }
 
+/// The values of a variable checked: all of a launch's own loop, or of a small range; the
+/// first, the last and values spread between of a wide range of anything else (start
+/// indices repeat their pattern shifted; the first values cover every alignment of a
+/// small stride).
+fn values(b: Interval, full: bool) -> Vec<i64> {
+    if full || b.hi - b.lo < FULL_VALUES {
+        return (b.lo..=b.hi).collect();
+    }
+    let mut v: Vec<i64> = (b.lo..b.lo + 8).collect();
+    for i in 1..FULL_VALUES - 8 {
+        v.push(b.lo + i * (b.hi - b.lo) / (FULL_VALUES - 8));
+    }
+    v.push(b.hi);
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 impl Plan {
-    fn new(t: &Tensor, to_logical: &IndexingMap) -> Result<Plan, MapError> {
+    fn new(t: &Tensor, to_logical: &IndexingMap, from: &IndexingMap) -> Result<Plan, MapError> {
         let offsets = finish(compose(to_logical, &t.layout_map()?)?);
-        let nd = offsets.dims.len();
-        let nr = offsets.ranges.len();
-        let vec_var = offsets
-            .ranges
-            .iter()
-            .position(|v| v.name == "unroll_id")
-            .map(|i| nd + i);
-        let bounds = offsets.bounds();
-        let mut loops = Vec::new();
+        let position = |m: &IndexingMap, name: &str| {
+            (m.dims.len()..m.num_vars()).find(|&i| m.var(i).name == name)
+        };
+        let mut vector = None;
+        let mut loops: Vec<Loop> = Vec::new();
         let mut assumed = Vec::new();
-        for s in nd..offsets.num_vars() {
-            if Some(s) == vec_var {
+        let fb = from.bounds();
+        for s in from.dims.len()..from.num_vars() {
+            let v = from.var(s);
+            if v.name == "unroll_id" {
+                vector = Some((s, position(&offsets, &v.name), fb[s]));
                 continue;
             }
-            let v = offsets.var(s);
-            let b = bounds[s];
-            let launch_loop = s < nd + nr && LAUNCH_LOOPS.contains(&v.name.as_str());
-            let values: Vec<i64> = if launch_loop || b.hi - b.lo < FULL_VALUES {
-                (b.lo..=b.hi).collect()
-            } else {
-                // The first values, the last, and values spread between (start indices
-                // repeat their pattern shifted; the first ones cover every alignment of a
-                // small stride).
-                let mut v: Vec<i64> = (b.lo..b.lo + 8).collect();
-                for i in 1..FULL_VALUES - 8 {
-                    v.push(b.lo + i * (b.hi - b.lo) / (FULL_VALUES - 8));
-                }
-                v.push(b.hi);
-                v.sort_unstable();
-                v.dedup();
-                v
-            };
-            if !launch_loop {
+            let own = s < from.dims.len() + from.ranges.len() && LAUNCH_LOOPS.contains(&v.name.as_str());
+            loops.push(Loop {
+                name: v.name.clone(),
+                values: values(fb[s], own),
+                in_from: Some(s),
+                in_offsets: position(&offsets, &v.name),
+            });
+            if !own {
+                let l = loops.last().expect("pushed");
                 assumed.push(Assumed {
                     name: v.name.clone(),
-                    bounds: b,
-                    runtime: s >= nd + nr || read_at_run_time(&v.name),
-                    checked: values.len() as i64,
+                    bounds: fb[s],
+                    runtime: s >= from.dims.len() + from.ranges.len() || read_at_run_time(&v.name),
+                    checked: l.values.len() as i64,
                 });
             }
-            loops.push((s, values));
+        }
+        let ob = offsets.bounds();
+        for s in offsets.dims.len()..offsets.num_vars() {
+            let v = offsets.var(s);
+            if position(from, &v.name).is_some() {
+                continue;
+            }
+            loops.push(Loop {
+                name: v.name.clone(),
+                values: values(ob[s], false),
+                in_from: None,
+                in_offsets: Some(s),
+            });
+            let l = loops.last().expect("pushed");
+            assumed.push(Assumed {
+                name: v.name.clone(),
+                bounds: ob[s],
+                runtime: s >= offsets.dims.len() + offsets.ranges.len()
+                    || read_at_run_time(&v.name),
+                checked: l.values.len() as i64,
+            });
         }
         Ok(Plan {
             offsets,
-            vec_var,
+            from: from.clone(),
+            vector,
             loops,
             assumed,
         })
     }
 
     fn points_per_thread(&self) -> u64 {
-        let b = self.offsets.bounds();
-        let per_vec = self.vec_var.map_or(1, |v| b[v].size().unwrap_or(u64::MAX));
+        let per_vec = self
+            .vector
+            .map_or(1, |(_, _, b)| b.size().unwrap_or(u64::MAX));
         self.loops
             .iter()
-            .fold(per_vec, |acc, (_, vs)| acc.saturating_mul(vs.len() as u64))
+            .fold(per_vec, |acc, l| acc.saturating_mul(l.values.len() as u64))
     }
 }
 
@@ -505,12 +557,12 @@ fn count(
     let t = &a.tensor;
     let Plan {
         offsets,
-        vec_var,
+        from,
+        vector,
         loops,
         assumed,
     } = plan;
     let bytes = t.elem.bytes();
-    let bounds = offsets.bounds();
     let nwarps = (launch.block[0] + WARP - 1) / WARP;
     let mut rep = OperandReport {
         label: a.label.clone(),
@@ -529,8 +581,10 @@ fn count(
         th_x_stride: None,
         assumed,
     };
-    let mut point = vec![0i64; offsets.num_vars()];
+    let mut pf = vec![0i64; from.num_vars()];
+    let mut po = vec![0i64; offsets.num_vars()];
     let mut addrs: Vec<i64> = Vec::with_capacity(64);
+    let (vlo, vhi) = vector.map_or((0, 0), |(_, _, b)| (b.lo, b.hi));
     for &b in blocks {
         for g in 0..groups {
             for w in 0..nwarps {
@@ -546,19 +600,33 @@ fn count(
                         if th >= launch.block[0] {
                             break;
                         }
-                        point.iter_mut().for_each(|p| *p = 0);
-                        point[0] = th;
-                        point[3] = b;
-                        point[4] = g;
-                        for (k, (v, vs)) in loops.iter().enumerate() {
-                            point[*v] = vs[at[k]];
+                        for p in [&mut pf, &mut po] {
+                            p.iter_mut().for_each(|x| *x = 0);
+                            p[0] = th;
+                            p[3] = b;
+                            p[4] = g;
                         }
-                        let (lo, hi) = vec_var.map_or((0, 0), |v| (bounds[v].lo, bounds[v].hi));
-                        for e in lo..=hi {
-                            if let Some(v) = vec_var {
-                                point[v] = e;
+                        for (l, &i) in loops.iter().zip(&at) {
+                            if let Some(k) = l.in_from {
+                                pf[k] = l.values[i];
                             }
-                            if let Some(r) = offsets.eval_point(&point)? {
+                            if let Some(k) = l.in_offsets {
+                                po[k] = l.values[i];
+                            }
+                        }
+                        for e in vlo..=vhi {
+                            if let Some((kf, ko, _)) = vector {
+                                pf[kf] = e;
+                                if let Some(k) = ko {
+                                    po[k] = e;
+                                }
+                            }
+                            // Active in this iteration (the launch's map), and reading
+                            // (the access's own conditions: a pad's edge reads nothing).
+                            if !from.contains_point(&pf)? {
+                                continue;
+                            }
+                            if let Some(r) = offsets.eval_point(&po)? {
                                 addrs.push(r[0].checked_mul(bytes).ok_or_else(|| {
                                     MapError::Overflow("an address".into())
                                 })?);
@@ -588,7 +656,7 @@ fn count(
                             let at = loops
                                 .iter()
                                 .zip(&at)
-                                .map(|((v, vs), &i)| format!("{}={}", offsets.var(*v).name, vs[i]))
+                                .map(|(l, &i)| format!("{}={}", l.name, l.values[i]))
                                 .collect::<Vec<_>>()
                                 .join(", ");
                             rep.worst = Some(WarpLoad {
@@ -606,7 +674,7 @@ fn count(
                     let mut done = true;
                     while i > 0 {
                         i -= 1;
-                        if at[i] + 1 < loops[i].1.len() {
+                        if at[i] + 1 < loops[i].values.len() {
                             at[i] += 1;
                             done = false;
                             break;
@@ -621,6 +689,7 @@ fn count(
         }
     }
     // How far the offset moves when th_x moves by one, at the origin.
+    let bounds = offsets.bounds();
     let mut p0 = vec![0i64; offsets.num_vars()];
     for (s, b) in bounds.iter().enumerate().skip(offsets.dims.len()) {
         p0[s] = b.lo;
