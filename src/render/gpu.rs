@@ -92,18 +92,18 @@ pub fn coalescing_table(c: &Coalescing) -> Table {
         if o.through_tile {
             t.notes.push("  read through the shared-memory tile: rows of the input, so a warp reads 128 contiguous bytes".into());
         }
-        if !o.assumed.is_empty() {
+        for runtime in [true, false] {
             let vars: Vec<String> = o
                 .assumed
                 .iter()
+                .filter(|v| v.runtime == runtime)
                 .map(|v| {
                     let size = v.bounds.hi - v.bounds.lo + 1;
                     format!(
-                        "{} in [{}, {}]{}{}",
+                        "{} in [{}, {}]{}",
                         v.name,
                         v.bounds.lo,
                         v.bounds.hi,
-                        if v.runtime { " (read at run time)" } else { "" },
                         if v.checked < size {
                             format!(" ({} of {size} values sampled)", v.checked)
                         } else {
@@ -112,15 +112,21 @@ pub fn coalescing_table(c: &Coalescing) -> Table {
                     )
                 })
                 .collect();
-            let one = o.assumed.len() == 1;
+            if vars.is_empty() {
+                continue;
+            }
+            let one = vars.len() == 1;
+            let what = match (runtime, one) {
+                (true, true) => "is a start read at run time",
+                (true, false) => "are starts read at run time",
+                (false, true) => "is a loop of the fusion, not of the launch",
+                (false, false) => "are loops of the fusion, not of the launch",
+            };
             t.notes.push(format!(
-                "  assumed: {} {} not {}loop{} of the launch (a start read at run time, or a loop of the fusion): {} one value for the whole warp, each value a load of its own{}",
+                "  assumed: {} {what}: {} one value for the whole warp, each value a load of its own{}",
                 vars.join(", "),
-                if one { "is" } else { "are" },
-                if one { "a " } else { "" },
-                if one { "" } else { "s" },
                 if one { "taken as" } else { "each taken as" },
-                if o.assumed.iter().any(|v| v.runtime) {
+                if runtime {
                     "; XLA takes a runtime variable at its midpoint"
                 } else {
                     ""
