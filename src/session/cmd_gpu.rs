@@ -347,10 +347,10 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
         .with_help(help.to_string()))
     };
     let loop_help = "`tiled=false` launches a plain loop, which takes block=, vector= and unroll=";
-    let red_help = if l.strategy == Strategy::RowReduction {
-        "a row reduction's launch takes block= and vector= (elements per load)"
-    } else {
-        "a reduction's launch takes block= only"
+    let red_help = match l.strategy {
+        Strategy::RowReduction => "a row reduction's launch takes block= and vector= (elements per load)",
+        Strategy::ColumnReduction => "a column reduction's launch takes vector= (adjacent columns per thread)",
+        _ => "a reduction's launch takes block= only",
     };
     if let Some(b) = a.kv_int("block")? {
         if b != l.block[0] {
@@ -371,7 +371,7 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
                         "its 32x32 tiles of columns run on blocks of {} threads, not {b}",
                         l.block[0]
                     ),
-                    "a column reduction's launch is fixed (XLA's 32x32 tile)",
+                    "a column reduction's launch is XLA's 32x32 tile; it takes vector= (adjacent columns per thread)",
                 );
             }
             if l.strategy == Strategy::RowReduction || l.strategy == Strategy::RowNormalization {
@@ -388,9 +388,11 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
     }
     for key in ["vector", "unroll"] {
         if let Some(v) = a.kv_int(key)? {
-            // A row reduction reads `vector` elements per load (XLA's vectorized row
-            // reduction): that option is its own.
-            let honoured = key == "vector" && l.strategy == Strategy::RowReduction;
+            // A row reduction reads `vector` elements per load, a column reduction
+            // `vector` adjacent columns per thread (XLA's vectorized reductions): that
+            // option is theirs.
+            let honoured = key == "vector"
+                && matches!(l.strategy, Strategy::RowReduction | Strategy::ColumnReduction);
             if v != 1 && !honoured {
                 let why = if l.strategy == Strategy::RowReduction {
                     format!("its lanes stride along the row with no unrolled repeat, so {key}={v} would be ignored")
