@@ -704,6 +704,14 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             e
         }
         Target::Cpu => match &m.tile {
+            // A column reduction reads `vector` adjacent columns per step on the CPU too.
+            None if gpu_only_keys(a) == ["vector="]
+                && emit::cpu::is_column_reduction(&spec) =>
+            {
+                emit::cpu::emit_column(&spec, naive, m.config.vector).map_err(|e| {
+                    Diagnostic::at(e.to_string(), span_of(a, "vector"))
+                })?
+            }
             _ if !gpu_only_keys(a).is_empty() => {
                 let keys = gpu_only_keys(a);
                 let key = keys[0].trim_end_matches('=');
