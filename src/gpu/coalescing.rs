@@ -932,6 +932,7 @@ fn sum_terms(e: Expr, out: &mut Vec<Expr>) {
 mod tests {
     use super::*;
     use crate::gpu::launch::{loop_launch, transpose_launch, LaunchConfig};
+    use crate::expr::Expr;
     use crate::gpu::spec::{Body, ElemType, Function};
     use crate::map::IndexingMap;
 
@@ -951,6 +952,74 @@ mod tests {
                 body: Body::Load { input: 0, map },
             }],
         }
+    }
+
+    /// Thread ids (th_x in [0, 127], the others 0, bl_y in `bl_y`) → `offset`, with range
+    /// variables `ranges` (named s0, ..) and runtime variables `rts` (r0, ..).
+    fn offsets(offset: Expr, ranges: &[(i64, i64)], rts: &[(i64, i64)], bl_y: i64) -> IndexingMap {
+        use crate::map::Variable;
+        let names = ["th_x", "th_y", "th_z", "bl_x", "bl_y", "bl_z"];
+        let dims = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| match i {
+                0 => Variable::new(*n, 0, 127),
+                4 => Variable::new(*n, bl_y, bl_y),
+                _ => Variable::new(*n, 0, 0),
+            })
+            .collect();
+        let r = ranges
+            .iter()
+            .enumerate()
+            .map(|(i, &(lo, hi))| Variable::new(format!("s{i}"), lo, hi))
+            .collect();
+        let t = rts
+            .iter()
+            .enumerate()
+            .map(|(i, &(lo, hi))| Variable::new(format!("r{i}"), lo, hi))
+            .collect();
+        IndexingMap::new(dims, r, t, vec![offset], vec![])
+    }
+
+    /// XLA's verdict (`IsIndexingCoalesced`) on maps whose intervals are worked out by hand.
+    #[test]
+    fn xla_verdicts_follow_its_intervals() {
+        let x = Expr::var(0);
+        let s0 = Expr::var(6);
+        let c = Expr::constant;
+        let check = |m: IndexingMap, bytes: i64, want: bool| {
+            assert_eq!(
+                xla_indexing_coalesced(&m, bytes, false).expect("evaluates"),
+                want,
+                "{m}"
+            );
+        };
+        // th_x: 32 consecutive elements, one run.
+        check(offsets(x, &[], &[], 0), 4, true);
+        // th_x * 2: 32 single elements, 32 transactions where 1 would do.
+        check(offsets(x.mul(c(2)), &[], &[], 0), 4, false);
+        // th_x * 4 + s0, s0 in [0, 3]: the threads' runs overlap, one run of 128 floats,
+        // 4 transactions, the ideal.
+        check(offsets(x.mul(c(4)).add(s0), &[(0, 3)], &[], 0), 4, true);
+        // th_x * 4 + (th_x floordiv 16) * 1984 + s0: runs [0, 63] and [2048, 2111] (XLA's
+        // own example of FindContiguousIntervals): 2 + 2 transactions, the ideal 4.
+        let e = x
+            .mul(c(4))
+            .add(x.floordiv(c(16)).mul(c(1984)))
+            .add(s0);
+        check(offsets(e, &[(0, 3)], &[], 0), 4, true);
+        // th_x floordiv 2: 16 elements, each read twice: one run.
+        check(offsets(x.floordiv(c(2)), &[], &[], 0), 4, true);
+        // A term in both th_x and s0 cannot be split: not coalesced.
+        check(offsets(x.mul(s0), &[(0, 3)], &[], 0), 4, false);
+        // A runtime start at its midpoint: th_x + r0 * 64 is th_x + 320, one run.
+        check(offsets(x.add(Expr::var(6).mul(c(64))), &[], &[(0, 10)], 0), 4, true);
+        // Threads of reduction group 1 only: the first warp of block 0 reads nothing.
+        check(offsets(x.mul(c(64)), &[], &[], 1), 4, true);
+        // Bytes count: 32 elements of 8 bytes two apart take 32 × 1 transactions for
+        // 4 ideal (not coalesced); one apart, 2 for 2.
+        check(offsets(x.mul(c(2)), &[], &[], 0), 8, false);
+        check(offsets(x, &[], &[], 0), 8, true);
     }
 
     #[test]
