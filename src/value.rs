@@ -6,6 +6,7 @@
 use crate::map::IndexingMap;
 use crate::syntax::{Diagnostic, Span};
 
+pub mod coalescing;
 pub mod tile;
 
 /// The result of one statement.

@@ -870,7 +870,8 @@ fn reports_are_values_with_json_fields() {
     let g = by_kind("groups");
     assert_eq!(g["computation"], "f");
     assert_eq!(g["groups"][0]["roots"], serde_json::json!(["r0", "r1"]));
-    assert_eq!(g["groups"][0]["shared"], serde_json::json!(["e"]));
+    // XLA's rule: the parameter both read ties them too.
+    assert_eq!(g["groups"][0]["shared"], serde_json::json!(["p", "e"]));
     let f = by_kind("fused");
     assert_eq!(f["map"], "(d0, d1) -> (d1, d0)");
     assert!(

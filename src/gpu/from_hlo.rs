@@ -1279,7 +1279,10 @@ impl Builder<'_> {
                     ins.name
                 ));
             }
-            limits.push(limit);
+            // A start the indices do not give is 0, and stays 0 whatever the clamp: its
+            // limit is 0 too, so the analyses do not see a run-time shift there.
+            let mapped = g.start_index_map.contains(&(k as i64));
+            limits.push(if mapped { limit } else { 0 });
             match g.start_index_map.iter().position(|&x| x == k as i64) {
                 Some(j) => {
                     // The indices element: the batch dims in order, `j` at ivd.

@@ -349,6 +349,7 @@ impl Launch {
                 Strategy::Loop
                     | Strategy::RowReduction
                     | Strategy::RowNormalization
+                    | Strategy::ColumnReduction
                     | Strategy::Concatenate
                     | Strategy::DynamicUpdateSlice
                     | Strategy::Scatter
@@ -628,20 +629,33 @@ pub fn reduction_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, 
             (&out_sizes, &red_sizes, n_out, n_red),
             (block, grid, row_threads, rs),
             (out_lin, lin, out_lin, lane0),
-            true,
+            (true, vec![]),
         )
     } else {
-        // XLA's column reduction: a block reduces 32 neighbouring columns through a 32×32
-        // tile. Thread (th_x mod 32, th_x floordiv 32) sums rows th_x floordiv 32, + 32, ..
-        // of column th_x mod 32 (a warp reads 32 neighbouring elements of one row); the
-        // partial sums go through shared memory transposed, and warp w reduces column w's
-        // 32 partial sums with shuffles; its lane 0 writes.
-        let ranges = vec![Variable::new("row", 0, ceil_div(n_red, TILE) - 1)];
-        let read_col = bl_x().mul(c(WARP)).add(th_x().modulo(c(WARP)));
+        // XLA's column reduction: a block reduces 32 × `vector` neighbouring columns
+        // through a 32×32 tile. Thread (th_x mod 32, th_x floordiv 32) sums rows th_x
+        // floordiv 32, + 32, .. of the `vector` adjacent columns (th_x mod 32) * vector +
+        // unroll_id (a warp reads 32 × vector neighbouring elements of one row); the partial
+        // sums go through shared memory transposed, and warp w reduces its columns' 32
+        // partial sums with shuffles; its lane 0 writes them.
+        let v = cfg.vector;
+        let mut ranges = vec![Variable::new("row", 0, ceil_div(n_red, TILE) - 1)];
+        let mut read_col = bl_x().mul(c(WARP)).add(th_x().modulo(c(WARP)));
+        // The write side: warp w holds column w (of each vector).
+        let mut write_col = bl_x().mul(c(WARP)).add(th_x().floordiv(c(WARP)));
+        let mut write_ranges = vec![];
+        if v > 1 {
+            ranges.push(Variable::new("unroll_id", 0, v - 1));
+            read_col = read_col.mul(c(v)).add(Expr::var(nv + 1));
+            write_ranges.push(Variable::new("unroll_id", 0, v - 1));
+            write_col = write_col.mul(c(v)).add(Expr::var(nv));
+        }
         let red_lin = Expr::var(nv).mul(c(TILE)).add(th_x().floordiv(c(WARP)));
-        // The write side: warp w holds column w.
-        let write_col = bl_x().mul(c(WARP)).add(th_x().floordiv(c(WARP)));
         let lane0 = vec![(th_x().modulo(c(WARP)), Interval::point(0))];
+        let grid = ceil_div(
+            n_out,
+            WARP.checked_mul(v).ok_or_else(|| overflow("the grid"))?,
+        );
         finish_reduction(
             spec,
             cfg,
@@ -649,9 +663,9 @@ pub fn reduction_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, 
             &rmap,
             (&kept_of, &reduced_of),
             (&out_sizes, &red_sizes, n_out, n_red),
-            (WARP * TILE, ceil_div(n_out, WARP), WARP, ranges),
+            (WARP * TILE, grid, WARP, ranges),
             (read_col, red_lin, write_col, lane0),
-            false,
+            (false, write_ranges),
         )
     }
 }
@@ -668,7 +682,7 @@ fn finish_reduction(
     (out_sizes, red_sizes, n_out, n_red): (&[i64], &[i64], i64, i64),
     (block, grid, row_threads, ranges): (i64, i64, i64, Vec<Variable>),
     (read_out, red_lin, write_out, write_constraints): (Expr, Expr, Expr, Vec<(Expr, Interval)>),
-    row: bool,
+    (row, write_ranges): (bool, Vec<Variable>),
 ) -> Result<Launch, MapError> {
     let nd = rmap.dims.len() as u32;
     let callee_dims = spec.functions[callee].dims.clone();
@@ -716,7 +730,7 @@ fn finish_reduction(
     ));
     let mut wc = vec![(write_out, Interval::new(0, n_out - 1))];
     wc.extend(write_constraints);
-    let write_map = finish(IndexingMap::new(dims, vec![], vec![], write_idx, wc));
+    let write_map = finish(IndexingMap::new(dims, write_ranges, vec![], write_idx, wc));
     Ok(Launch {
         strategy: if row {
             Strategy::RowReduction
@@ -1513,7 +1527,9 @@ pub fn reads_one_vector(
 ///   each; the transpose emitter's `kNumRows = 4`, `kBaseBlockSize = WarpSize()`), as
 ///   [`transpose_launch`] always builds it (XLA vectorizes the tile for elements under 4
 ///   bytes; ixmap's tile moves one element per thread and row).
-/// - **Column reductions**: XLA's 32×32 tile of 1024 threads, as [`reduction_launch`].
+/// - **Column reductions**: XLA's 32×32 tile of 1024 threads, as [`reduction_launch`],
+///   each thread reading `vector` adjacent columns: XLA's `GetVectorSizeForMlir` on the
+///   minor kept dimension with 32 threads along it ([`column_reduction_default`]).
 /// - **Row normalizations** (softmax): XLA runs them as Triton kernels that keep a row in
 ///   registers; ixmap's per-row launch gives a row a warp (fewer lanes for short rows),
 ///   4 warps a block.
@@ -1540,7 +1556,7 @@ pub fn xla_default(
         Strategy::ColumnReduction => {
             rules
                 .push("column reduction: XLA's 32x32 tile of columns, 1024 threads a block".into());
-            base
+            column_reduction_default(spec, &mut rules)?
         }
         Strategy::RowNormalization => {
             rules.push(format!(
@@ -1727,6 +1743,45 @@ fn row_reduction_default(
         vector: v,
         unroll: 1,
         max_blocks: MAX_GRID,
+    })
+}
+
+/// XLA's vector for a column reduction (`ColumnReductionFusion`: `GetVectorSizeForMlir`
+/// on the minor kept dimension, 32 threads along it): each thread reads that many adjacent
+/// columns. The minor kept dimension is XLA's: the kept dimensions after the last reduced
+/// one, collapsed into one.
+fn column_reduction_default(
+    spec: &KernelSpec,
+    rules: &mut Vec<String>,
+) -> Result<LaunchConfig, MapError> {
+    let (rmap, _) = spec
+        .root_reduction()
+        .ok_or_else(|| MapError::Other(format!("{} is not a reduction", spec.name)))?;
+    let nd = rmap.dims.len() as u32;
+    let mut minor = 1i64;
+    for &e in rmap.results.iter().rev() {
+        match e.as_var() {
+            Some(v) if v < nd => {
+                minor = minor
+                    .checked_mul(rmap.dims[v as usize].bounds.hi + 1)
+                    .ok_or_else(|| overflow("the reduction"))?
+            }
+            _ => break,
+        }
+    }
+    let smallest_bits = spec
+        .inputs
+        .iter()
+        .map(|t| t.elem.bytes() * 8)
+        .min()
+        .unwrap_or(32);
+    let v = xla_row_vector(minor, WARP, smallest_bits);
+    rules.push(format!(
+        "column reduction: vector {v}, adjacent columns per thread (XLA's GetVectorSizeForMlir: minor kept dimension {minor}, 32 threads along it, smallest input {smallest_bits} bits)"
+    ));
+    Ok(LaunchConfig {
+        vector: v,
+        ..LaunchConfig::default()
     })
 }
 

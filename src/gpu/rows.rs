@@ -167,6 +167,27 @@ fn shortest_reduction(spec: &KernelSpec) -> i64 {
     least
 }
 
+/// Whether every reduction of `spec` folds its operand's last dimension (the minor one, in
+/// the default layout): then a warp's lanes read consecutive elements. A reduction of
+/// another dimension read by a warp per output element strides through memory; the loop,
+/// each thread folding its own elements next to its neighbour's, reads it coalesced.
+fn minor_reductions(spec: &KernelSpec) -> bool {
+    let mut ok = true;
+    for f in &spec.functions {
+        f.body.visit(&mut |b| {
+            if let Body::Reduce { map, .. } = b {
+                let nd = map.dims.len() as u32;
+                ok &= map
+                    .results
+                    .last()
+                    .and_then(|r| r.as_var())
+                    .is_some_and(|v| v >= nd);
+            }
+        });
+    }
+    ok
+}
+
 /// The rows [`Strategy::RowNormalization`] runs `spec` over, `(r, c) -> (output index)`, or
 /// `None` when it does not suit: an elementwise root with one output that reads at least
 /// one reduction, every reduction it reads (through calls, and inside other reductions)
@@ -189,7 +210,7 @@ pub fn rows_of(spec: &KernelSpec) -> Result<Option<IndexingMap>, MapError> {
             return Ok(Some(lm));
         }
     }
-    if shortest_reduction(spec) < 32 {
+    if shortest_reduction(spec) < 32 || !minor_reductions(spec) {
         return Ok(None);
     }
     let em = element_rows(&spec.output)?;

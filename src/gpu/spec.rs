@@ -703,7 +703,10 @@ impl Body {
 }
 
 /// `map` with the run-time shifts of a [`Body::DynCall`] as range variables: coordinate `i`
-/// plus `s_i in [0, limits[i]]`, the indices the call may reach (for the analyses).
+/// plus `rt<i> in [0, limits[i]]`, the indices the call may reach (for the analyses). The
+/// names say they are starts read at run time (as the launches' runtime variables `rt<d>`
+/// do), so the analyses can tell them from a loop's range variables (the coalescing
+/// analysis takes each as one value per warp, and XLA's verdict at its midpoint).
 pub fn dyn_call_reach(map: &IndexingMap, limits: &[i64]) -> IndexingMap {
     let mut m = map.clone();
     if !m.runtimes.is_empty() {
@@ -716,7 +719,13 @@ pub fn dyn_call_reach(map: &IndexingMap, limits: &[i64]) -> IndexingMap {
         if l > 0 && i < m.results.len() {
             let v = Expr::var(nv + extra);
             m.results[i] = m.results[i].add(v);
-            let name = format!("s{}", m.ranges.len());
+            let taken = |n: &str| m.vars().any(|v| v.name == n);
+            let mut name = format!("rt{i}");
+            let mut k = 1;
+            while taken(&name) {
+                name = format!("rt{i}_{k}");
+                k += 1;
+            }
             m.ranges.push(crate::map::Variable::new(name, 0, l));
             extra += 1;
         }

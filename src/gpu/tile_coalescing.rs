@@ -17,10 +17,16 @@
 //! - `utilization`: `bytes / (transactions × 64)`;
 //! - `min run`: the shortest contiguous run of touched bytes.
 //!
-//! Verdict: *coalesced* when `transactions ≤ 2 × ideal`, i.e. at most twice the segments the
-//! bytes strictly need — for reads of at least a segment's worth this is utilization of at
-//! least 50 %, and it does not condemn a read that is small by nature (one broadcast element
-//! in one segment is as good as it gets).
+//! Verdict, by default XLA's (`IsTiledReadCoalescedHeuristic`,
+//! xla/service/gpu/model/coalescing_analysis.cc): *coalesced* when every contiguous run of
+//! bytes the tile touches is at least one full 64-byte transaction (`min run ≥ 64 B`; XLA
+//! computes the run from the operand tile's shape and strides, the count measures it). With
+//! `verdict=ratio`, the ratio rule instead: `transactions ≤ 2 × ideal`, i.e. at most twice
+//! the segments the bytes strictly need, which does not condemn a read that is small by
+//! nature (one broadcast element in one segment is as good as it gets).
+//!
+//! A tile larger than the output along a dimension is clipped to the extent, as XLA clips
+//! it (`min(tile_size, dim_size)`): that dimension is then read whole.
 //!
 //! ```text
 //! transpose f32[256,256] -> [256,256], tile (32, 32): input 32 runs of 128 bytes,
@@ -34,8 +40,42 @@ use crate::map::{DomainPoints, IndexingMap, Limits};
 use crate::MapError;
 use std::collections::BTreeSet;
 
-/// The transaction size (the tiling commands' `LINE`, `tile::tune`).
+/// The transaction size (the tiling commands' `LINE`, `tile::tune`): XLA's
+/// `dram_to_l2_transaction_size_bytes` on post-Volta NVIDIA GPUs.
 pub const SEGMENT: i64 = 64;
+
+/// Which rule turns the counts into a verdict.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum Verdict {
+    /// XLA's: every contiguous run at least one full transaction.
+    #[default]
+    Xla,
+    /// At most twice the ideal number of transactions.
+    Ratio,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Xla => "xla",
+            Verdict::Ratio => "ratio",
+        }
+    }
+    /// The rule in words, for the report.
+    pub fn describe(self) -> String {
+        match self {
+            Verdict::Xla => format!("coalesced when every contiguous run is at least one {SEGMENT}-byte transaction (XLA's rule; verdict=ratio for the ratio rule)"),
+            Verdict::Ratio => "coalesced when transactions ≤ 2 × ideal (verdict=ratio)".to_string(),
+        }
+    }
+    /// The verdict on counted figures.
+    pub fn judge(self, transactions: u64, ideal: u64, min_run: u64, bytes: u64) -> bool {
+        match self {
+            Verdict::Xla => bytes == 0 || min_run >= SEGMENT as u64,
+            Verdict::Ratio => transactions <= ideal.saturating_mul(2),
+        }
+    }
+}
 
 /// One representative tile: which one, and its box in the output.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,6 +102,7 @@ pub struct TileCount {
     pub ideal: u64,
     /// Shortest contiguous run of touched bytes (0 when nothing is touched).
     pub min_run: u64,
+    /// The verdict under the report's rule ([`Verdict`]).
     pub coalesced: bool,
 }
 
@@ -90,7 +131,11 @@ pub struct TiledOperand {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TiledReport {
     pub fusion: String,
+    /// The tile sizes asked for.
     pub tile: Vec<i64>,
+    /// The sizes counted: each clipped to its extent.
+    pub clipped: Vec<i64>,
+    pub verdict: Verdict,
     /// Tiles along each dimension (the last possibly partial).
     pub grid: Vec<i64>,
     pub tiles: Vec<TileAt>,
@@ -112,17 +157,11 @@ pub fn check_tile(dims: &[i64], tile: &[i64]) -> Result<(), (Option<usize>, Stri
             ),
         ));
     }
-    for (i, (&t, &d)) in tile.iter().zip(dims).enumerate() {
+    for (i, &t) in tile.iter().enumerate() {
         if t < 1 {
             return Err((
                 Some(i),
                 format!("tile size {t} along dimension {i} is not positive"),
-            ));
-        }
-        if t > d {
-            return Err((
-                Some(i),
-                format!("tile size {t} along dimension {i} exceeds the output's extent {d}"),
             ));
         }
     }
@@ -130,10 +169,12 @@ pub fn check_tile(dims: &[i64], tile: &[i64]) -> Result<(), (Option<usize>, Stri
 }
 
 /// The representative tiles of an output of `dims` cut by `tile` (already checked: every
-/// size from 1 to its extent, so nothing here overflows): the first, the interior one (the
-/// middle index along every dimension) and the last; a tile equal to one listed before is
-/// left out.
+/// size at least 1; a size over its extent is clipped to it, so nothing here overflows):
+/// the first, the interior one (the middle index along every dimension) and the last; a
+/// tile equal to one listed before is left out.
 pub fn representative_tiles(dims: &[i64], tile: &[i64]) -> (Vec<i64>, Vec<TileAt>) {
+    let tile: Vec<i64> = tile.iter().zip(dims).map(|(&t, &d)| t.min(d.max(1))).collect();
+    let tile = tile.as_slice();
     let grid: Vec<i64> = dims
         .iter()
         .zip(tile)
@@ -184,6 +225,7 @@ pub fn count_tile(
     lo: &[i64],
     hi: &[i64],
     limits: &Limits,
+    verdict: Verdict,
 ) -> Result<TileCount, MapError> {
     if map.dims.len() != lo.len() || map.results.len() != t.rank() {
         return Err(MapError::Other(format!(
@@ -256,20 +298,31 @@ pub fn count_tile(
         .ok_or_else(|| MapError::Overflow("the bytes of a tile".into()))?;
     let transactions = segments.len() as u64;
     let ideal = bytes.div_ceil(SEGMENT as u64);
+    let min_run = min_run.unwrap_or(0);
     Ok(TileCount {
         elements,
         reads,
         bytes,
         transactions,
         ideal,
-        min_run: min_run.unwrap_or(0),
-        coalesced: transactions <= ideal.saturating_mul(2),
+        min_run,
+        coalesced: verdict.judge(transactions, ideal, min_run, bytes),
     })
 }
 
 /// The tiled coalescing report of `spec` cut into tiles of `tile` (checked with
-/// [`check_tile`] first): every operand access, then the output's write.
+/// [`check_tile`] first; sizes over their extents clipped), judged by XLA's rule: every
+/// operand access, then the output's write.
 pub fn tiled_report(spec: &KernelSpec, tile: &[i64]) -> Result<TiledReport, MapError> {
+    tiled_report_with(spec, tile, Verdict::Xla)
+}
+
+/// [`tiled_report`] judged by `verdict`.
+pub fn tiled_report_with(
+    spec: &KernelSpec,
+    tile: &[i64],
+    verdict: Verdict,
+) -> Result<TiledReport, MapError> {
     let dims = &spec.output.dims;
     check_tile(dims, tile).map_err(|(_, m)| MapError::Other(m))?;
     let (grid, tiles) = representative_tiles(dims, tile);
@@ -292,7 +345,7 @@ pub fn tiled_report(spec: &KernelSpec, tile: &[i64]) -> Result<TiledReport, MapE
         };
         let counts = tiles
             .iter()
-            .map(|ti| count_tile(&acc.map, t, &ti.lo, &ti.hi, &limits))
+            .map(|ti| count_tile(&acc.map, t, &ti.lo, &ti.hi, &limits, verdict))
             .collect::<Result<Vec<_>, _>>()?;
         operands.push(TiledOperand {
             label,
@@ -304,7 +357,7 @@ pub fn tiled_report(spec: &KernelSpec, tile: &[i64]) -> Result<TiledReport, MapE
     let id = IndexingMap::identity(dims);
     let counts = tiles
         .iter()
-        .map(|ti| count_tile(&id, &spec.output, &ti.lo, &ti.hi, &limits))
+        .map(|ti| count_tile(&id, &spec.output, &ti.lo, &ti.hi, &limits, verdict))
         .collect::<Result<Vec<_>, _>>()?;
     operands.push(TiledOperand {
         label: format!("{} (write)", spec.output.name),
@@ -315,6 +368,8 @@ pub fn tiled_report(spec: &KernelSpec, tile: &[i64]) -> Result<TiledReport, MapE
     Ok(TiledReport {
         fusion: spec.name.clone(),
         tile: tile.to_vec(),
+        clipped: tile.iter().zip(dims).map(|(&t, &d)| t.min(d)).collect(),
+        verdict,
         grid,
         tiles,
         operands,

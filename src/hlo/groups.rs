@@ -1,39 +1,56 @@
 //! Reduction groups of a multi-output reduction fusion: which roots can be emitted as
 //! independent groups (each group its own slice of the kernel, as XLA's reduction emitter
-//! does), and which must stay together because they share computed values.
+//! does), and which must stay together. XLA's rule (`GroupDisjointReductions`,
+//! reduction_base.cc): roots are grouped when they share any instruction of the fusion —
+//! parameters included, so the groups have disjoint sets of parameters and of the
+//! instructions that reach them — with two exceptions:
 //!
-//! Two roots are in one group when an instruction other than a parameter, a constant or
-//! a broadcast of a scalar (all cheap to read again) is reachable from both, i.e. when
-//! emitting them apart would compute that instruction twice; and every root that is not
-//! a reduction joins one group with the other non-reduction roots.
+//! - every root that is not a reduction joins one group with the other non-reduction
+//!   roots (XLA: read-after-write hazards between them are not tracked), and a side output
+//!   that a reduction reads stays in the reduction's group;
+//! - a constant, a scalar, or a broadcast of one is cheap to compute again: it ties at
+//!   most one reduction to the roots it reaches (the first in output order).
 //!
 //! ```text
-//! p -> exp -> reduce r0          r0, r1 share exp:  group 0: r0, r1
-//!         \-> reduce r1          r2 reads only p:   group 1: r2
-//! p -> reduce r2
+//! p -> exp -> reduce r0          r0, r1 share exp (and p):  group 0: r0, r1
+//!         \-> reduce r1          r2 reads q alone:          group 1: r2
+//! q -> reduce r2
 //! ```
 
 use super::{Computation, InstrId};
 use std::collections::HashSet;
 
 /// One group: its roots (instruction ids, in output order) and the shared instructions
-/// that forced them together.
+/// that tied them together.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Group {
     pub roots: Vec<InstrId>,
     pub shared: Vec<InstrId>,
 }
 
-fn cheap(comp: &Computation, id: InstrId) -> bool {
+/// XLA's `IsBroadcastedConstantOrScalar`: a constant, a scalar, or a broadcast of one.
+fn broadcasted_constant_or_scalar(comp: &Computation, id: InstrId) -> bool {
     let ins = &comp.instrs[id];
-    match ins.opcode.as_str() {
-        "parameter" | "constant" | "iota" => true,
-        "broadcast" => ins
-            .operands
-            .first()
-            .is_some_and(|&o| comp.instrs[o].dims().is_empty() || cheap(comp, o)),
-        _ => false,
+    let plain = |i: &super::Instr| {
+        i.opcode == "constant" || (!i.shape.is_tuple() && i.shape.dims().is_empty())
+    };
+    plain(ins)
+        || (ins.opcode == "broadcast"
+            && ins.operands.first().is_some_and(|&o| plain(&comp.instrs[o])))
+}
+
+/// Whether a root is a reduction (its hero, through conversions, bitcasts and copies, is a
+/// `reduce`).
+fn reduction_root(comp: &Computation, mut id: InstrId) -> bool {
+    for _ in 0..=comp.instrs.len() {
+        let ins = &comp.instrs[id];
+        match ins.opcode.as_str() {
+            "reduce" => return true,
+            "convert" | "bitcast" | "copy" if ins.operands.len() == 1 => id = ins.operands[0],
+            _ => return false,
+        }
     }
+    false
 }
 
 /// The reduction groups of `comp`'s outputs, in the order of their first root.
@@ -42,20 +59,25 @@ pub fn reduction_groups(comp: &Computation) -> Vec<Group> {
     let mut seen_out = HashSet::new();
     outs.retain(|o| seen_out.insert(*o));
     let n = outs.len();
-    let reach: Vec<HashSet<InstrId>> = outs
-        .iter()
-        .map(|&r| {
-            let mut seen = HashSet::new();
-            let mut stack = vec![r];
-            while let Some(v) = stack.pop() {
-                if cheap(comp, v) || !seen.insert(v) {
-                    continue;
-                }
-                stack.extend(comp.instrs[v].operands.iter().copied());
+    if n <= 1 {
+        return vec![Group {
+            roots: outs,
+            shared: vec![],
+        }];
+    }
+    // The outputs each instruction reaches (itself, when it is one).
+    let mut reach: Vec<Vec<bool>> = vec![vec![false; n]; comp.instrs.len()];
+    for (k, &r) in outs.iter().enumerate() {
+        let mut stack = vec![r];
+        while let Some(v) = stack.pop() {
+            if reach[v][k] {
+                continue;
             }
-            seen
-        })
-        .collect();
+            reach[v][k] = true;
+            stack.extend(comp.instrs[v].operands.iter().copied());
+        }
+    }
+    let is_reduce: Vec<bool> = outs.iter().map(|&r| reduction_root(comp, r)).collect();
     let mut parent: Vec<usize> = (0..n).collect();
     fn find(p: &mut [usize], x: usize) -> usize {
         let mut r = x;
@@ -70,22 +92,36 @@ pub fn reduction_groups(comp: &Computation) -> Vec<Group> {
         }
         r
     }
-    let mut shared: Vec<HashSet<InstrId>> = vec![HashSet::new(); n];
-    for i in 0..n {
-        for j in i + 1..n {
-            let common: Vec<InstrId> = reach[i].intersection(&reach[j]).copied().collect();
-            if !common.is_empty() {
-                let (a, b) = (find(&mut parent, i), find(&mut parent, j));
-                parent[b.max(a)] = a.min(b);
-                shared[i].extend(common.iter().copied());
+    fn union(p: &mut [usize], a: usize, b: usize) {
+        let (a, b) = (find(p, a), find(p, b));
+        p[b.max(a)] = a.min(b);
+    }
+    let others: Vec<usize> = (0..n).filter(|&k| !is_reduce[k]).collect();
+    for w in others.windows(2) {
+        union(&mut parent, w[0], w[1]);
+    }
+    let mut shared: Vec<Vec<InstrId>> = vec![Vec::new(); n];
+    for (id, outs_reached) in reach.iter().enumerate() {
+        let cheap = broadcasted_constant_or_scalar(comp, id);
+        let mut to_reduce = false;
+        let mut reached = Vec::new();
+        for k in 0..n {
+            if is_reduce[k] && cheap && to_reduce {
+                continue;
+            }
+            if outs_reached[k] {
+                reached.push(k);
+                to_reduce |= is_reduce[k];
             }
         }
-    }
-    let is_reduce = |k: usize| comp.instrs[outs[k]].opcode == "reduce";
-    let others: Vec<usize> = (0..n).filter(|&k| !is_reduce(k)).collect();
-    for w in others.windows(2) {
-        let (a, b) = (find(&mut parent, w[0]), find(&mut parent, w[1]));
-        parent[b.max(a)] = a.min(b);
+        for &k in reached.iter().skip(1) {
+            union(&mut parent, reached[0], k);
+        }
+        // Record what tied roots together: an instruction no root is alone in reaching,
+        // and not a root itself.
+        if reached.len() > 1 && !outs.contains(&id) {
+            shared[reached[0]].push(id);
+        }
     }
     let mut groups: Vec<(usize, Group)> = Vec::new();
     for k in 0..n {
@@ -138,7 +174,7 @@ mod tests {
 
     #[test]
     fn shared_exponential_joins_two_reductions() {
-        let src = "f {\n p = f32[4,8] parameter(0)\n z = f32[] constant(0)\n e = f32[4,8] exponential(p)\n r0 = f32[4] reduce(e, z), dimensions={1}, to_apply=add\n r1 = f32[8] reduce(e, z), dimensions={0}, to_apply=add\n r2 = f32[4] reduce(p, z), dimensions={1}, to_apply=add\n ROOT t = (f32[4], f32[8], f32[4]) tuple(r0, r1, r2)\n}";
+        let src = "f {\n p = f32[4,8] parameter(0)\n q = f32[4,8] parameter(1)\n z = f32[] constant(0)\n e = f32[4,8] exponential(p)\n r0 = f32[4] reduce(e, z), dimensions={1}, to_apply=add\n r1 = f32[8] reduce(e, z), dimensions={0}, to_apply=add\n r2 = f32[4] reduce(q, z), dimensions={1}, to_apply=add\n ROOT t = (f32[4], f32[8], f32[4]) tuple(r0, r1, r2)\n}";
         assert_eq!(
             groups_of(src),
             vec![vec!["r0".to_string(), "r1".into()], vec!["r2".into()]]
@@ -146,11 +182,31 @@ mod tests {
     }
 
     #[test]
+    fn a_shared_parameter_joins_reductions_and_a_shared_scalar_does_not() {
+        // r0 and r2 both read p (XLA's groups have disjoint parameters); the constant z
+        // is the init of all three, and ties none of them.
+        let src = "f {\n p = f32[4,8] parameter(0)\n q = f32[4,8] parameter(1)\n z = f32[] constant(0)\n e = f32[4,8] exponential(p)\n r0 = f32[4] reduce(e, z), dimensions={1}, to_apply=add\n r1 = f32[4] reduce(q, z), dimensions={1}, to_apply=add\n r2 = f32[4] reduce(p, z), dimensions={1}, to_apply=add\n ROOT t = (f32[4], f32[4], f32[4]) tuple(r0, r1, r2)\n}";
+        assert_eq!(
+            groups_of(src),
+            vec![vec!["r0".to_string(), "r2".into()], vec!["r1".into()]]
+        );
+    }
+
+    #[test]
     fn non_reduction_roots_share_a_group() {
-        let src = "f {\n p = f32[4,8] parameter(0)\n q = f32[4,8] parameter(1)\n z = f32[] constant(0)\n r0 = f32[4] reduce(p, z), dimensions={1}, to_apply=add\n n = f32[4,8] negate(p)\n m = f32[4,8] negate(q)\n ROOT t = (f32[4], f32[4,8], f32[4,8]) tuple(r0, n, m)\n}";
+        let src = "f {\n p = f32[4,8] parameter(0)\n q = f32[4,8] parameter(1)\n s = f32[4,8] parameter(2)\n z = f32[] constant(0)\n r0 = f32[4] reduce(s, z), dimensions={1}, to_apply=add\n n = f32[4,8] negate(p)\n m = f32[4,8] negate(q)\n ROOT t = (f32[4], f32[4,8], f32[4,8]) tuple(r0, n, m)\n}";
         assert_eq!(
             groups_of(src),
             vec![vec!["r0".to_string()], vec!["n".into(), "m".into()]]
+        );
+    }
+
+    #[test]
+    fn a_side_output_stays_with_its_reduction() {
+        let src = "f {\n p = f32[4,8] parameter(0)\n q = f32[4,8] parameter(1)\n z = f32[] constant(0)\n e = f32[4,8] exponential(p)\n r0 = f32[4] reduce(e, z), dimensions={1}, to_apply=add\n r1 = f32[4] reduce(q, z), dimensions={1}, to_apply=add\n ROOT t = (f32[4], f32[4,8], f32[4]) tuple(r0, e, r1)\n}";
+        assert_eq!(
+            groups_of(src),
+            vec![vec!["r0".to_string(), "e".into()], vec!["r1".into()]]
         );
     }
 }

@@ -111,7 +111,7 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
                 .operands
                 .iter()
                 .map(|o| match o.operand {
-                    Some(k) => json!({"role": "operand", "operand": k, "name": o.tensor.name}),
+                    Some(k) => json!({"role": "operand", "operand": k, "name": o.tensor.name, "read": o.read()}),
                     None => json!({"role": "output", "name": o.tensor.name}),
                 })
                 .collect();

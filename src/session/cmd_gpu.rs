@@ -23,8 +23,8 @@ pub static COMMANDS: [Command; 6] = [
     },
     Command {
         name: "coalescing",
-        usage: "coalescing FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] | coalescing FUSION tile=(T0, .., Tn)",
-        summary: "per operand: sectors and lines per warp load against the ideal, the worst warp, and a verdict; with tile=, the 64-byte transactions each tile reads",
+        usage: "coalescing FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] | coalescing FUSION tile=(T0, .., Tn) [verdict=xla|ratio] | coalescing PRODUCER, CONSUMER heuristic",
+        summary: "per operand: sectors and lines per warp load against the ideal, the worst warp, a verdict and XLA's; with tile=, the 64-byte transactions each tile reads; with a consumer and `heuristic`, XLA's quick producer-consumer check against the analysis",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); coalescing add0 vector=4",
         run: coalescing_cmd,
     },
@@ -347,10 +347,10 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
         .with_help(help.to_string()))
     };
     let loop_help = "`tiled=false` launches a plain loop, which takes block=, vector= and unroll=";
-    let red_help = if l.strategy == Strategy::RowReduction {
-        "a row reduction's launch takes block= and vector= (elements per load)"
-    } else {
-        "a reduction's launch takes block= only"
+    let red_help = match l.strategy {
+        Strategy::RowReduction => "a row reduction's launch takes block= and vector= (elements per load)",
+        Strategy::ColumnReduction => "a column reduction's launch takes vector= (adjacent columns per thread)",
+        _ => "a reduction's launch takes block= only",
     };
     if let Some(b) = a.kv_int("block")? {
         if b != l.block[0] {
@@ -371,7 +371,7 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
                         "its 32x32 tiles of columns run on blocks of {} threads, not {b}",
                         l.block[0]
                     ),
-                    "a column reduction's launch is fixed (XLA's 32x32 tile)",
+                    "a column reduction's launch is XLA's 32x32 tile; it takes vector= (adjacent columns per thread)",
                 );
             }
             if l.strategy == Strategy::RowReduction || l.strategy == Strategy::RowNormalization {
@@ -388,9 +388,11 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
     }
     for key in ["vector", "unroll"] {
         if let Some(v) = a.kv_int(key)? {
-            // A row reduction reads `vector` elements per load (XLA's vectorized row
-            // reduction): that option is its own.
-            let honoured = key == "vector" && l.strategy == Strategy::RowReduction;
+            // A row reduction reads `vector` elements per load, a column reduction
+            // `vector` adjacent columns per thread (XLA's vectorized reductions): that
+            // option is theirs.
+            let honoured = key == "vector"
+                && matches!(l.strategy, Strategy::RowReduction | Strategy::ColumnReduction);
             if v != 1 && !honoured {
                 let why = if l.strategy == Strategy::RowReduction {
                     format!("its lanes stride along the row with no unrolled repeat, so {key}={v} would be ignored")
@@ -515,8 +517,18 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 }
 
 fn coalescing_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    if a.flag("heuristic") || a.groups().len() > 1 {
+        return heuristic_cmd(s, a);
+    }
     if a.kv("tile").is_some() {
         return tiled_coalescing(s, a);
+    }
+    if let Some(v) = a.kv("verdict") {
+        return Err(Diagnostic::at(
+            "`verdict=` judges the tiles of `tile=(..)`; a launch's loads are judged by their sectors",
+            v.span(),
+        )
+        .with_help("coalescing FUSION tile=(T0, .., Tn) verdict=ratio"));
     }
     let (spec, l) = launch_for(s, a)?;
     let report =
@@ -531,7 +543,7 @@ fn coalescing_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 /// `coalescing FUSION tile=(..)`: the output cut into tiles of those sizes, each operand's
 /// 64-byte transactions per representative tile (`gpu::tile_coalescing`).
 fn tiled_coalescing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    use crate::gpu::tile_coalescing::{check_tile, tiled_report};
+    use crate::gpu::tile_coalescing::{check_tile, tiled_report_with};
     for k in [
         "mapping",
         "block",
@@ -549,6 +561,16 @@ fn tiled_coalescing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     }
     let spec = spec(s, a)?;
+    let verdict = match a.kv_word("verdict")?.as_deref() {
+        None | Some("xla") => crate::gpu::tile_coalescing::Verdict::Xla,
+        Some("ratio") => crate::gpu::tile_coalescing::Verdict::Ratio,
+        Some(w) => {
+            return Err(Diagnostic::at(
+                format!("`verdict=` takes xla or ratio, not `{w}`"),
+                span_of(a, "verdict"),
+            ))
+        }
+    };
     let tile = a.kv_tuple("tile")?.unwrap_or_default();
     let Some(arg) = a.kv("tile") else {
         return Err(Diagnostic::at("`tile=` is missing", a.span()));
@@ -562,10 +584,80 @@ fn tiled_coalescing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             format!("{msg} ({} is {})", spec.name, spec.output.shape_text()),
             span,
         )
-        .with_help("one size per output dimension, each from 1 to its extent"));
+        .with_help("one size per output dimension, each at least 1 (a size over its extent is clipped to it)"));
     }
-    let r = tiled_report(&spec, &tile).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
+    let r = tiled_report_with(&spec, &tile, verdict)
+        .map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
     Ok(Value::TiledCoalescing(r))
+}
+
+/// `coalescing PRODUCER, CONSUMER heuristic`: XLA's quick read-coalescing verdict for the
+/// producer fused into the consumer, beside the exact analysis of the fused pair.
+fn heuristic_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    use crate::hlo::workspace::Target;
+    let usage = "coalescing PRODUCER, CONSUMER heuristic";
+    let groups = a.groups();
+    if groups.len() != 2 {
+        let span = groups.get(2).map_or(a.span(), |g| g.span);
+        return Err(Diagnostic::at(
+            "`heuristic` judges a producer fused into its consumer: give both",
+            span,
+        )
+        .with_help(format!("usage: {usage}")));
+    }
+    if !a.flag("heuristic") {
+        return Err(Diagnostic::at(
+            "a producer and a consumer are compared by XLA's heuristic: add `heuristic`",
+            groups[1].span,
+        )
+        .with_help(format!("usage: {usage}")));
+    }
+    for k in ["mapping", "block", "vector", "unroll", "max_blocks", "tiled", "tile", "verdict"] {
+        if let Some(v) = a.kv(k) {
+            return Err(Diagnostic::at(
+                format!("`{k}=` does not apply: the heuristic looks at the instructions, and the exact analysis runs XLA's default launch"),
+                v.span(),
+            ));
+        }
+    }
+    let mut found = Vec::new();
+    for g in groups {
+        let Some(Arg::Word(name, span)) = g.items.first() else {
+            return Err(Diagnostic::at("expected the name of an instruction", g.span));
+        };
+        match s.hlo.resolve(name) {
+            Some(Target::Instr(c, id)) => found.push((c.name.clone(), id, name.clone(), *span)),
+            Some(Target::Computation(_)) => {
+                return Err(Diagnostic::at(
+                    format!("`{name}` is a computation; the heuristic takes two instructions (a fusion instruction, or any op)"),
+                    *span,
+                ))
+            }
+            None => {
+                let mut d = Diagnostic::at(format!("no instruction named `{name}`"), *span)
+                    .with_label("not defined in this session");
+                if let Some(x) = suggest(name, s.hlo.names().iter().map(String::as_str)) {
+                    d = d.with_help(format!("did you mean `{x}`?"));
+                }
+                return Err(d);
+            }
+        }
+    }
+    let (pc, p, pname, _) = &found[0];
+    let (cc, q, qname, qspan) = &found[1];
+    if pc != cc {
+        return Err(Diagnostic::at(
+            format!("`{qname}` is in {cc} and `{pname}` in {pc}: a producer and its consumer share a computation"),
+            *qspan,
+        ));
+    }
+    let comp = match s.hlo.resolve(qname) {
+        Some(Target::Instr(c, _)) => c,
+        _ => return Err(Diagnostic::at(format!("no instruction named `{qname}`"), *qspan)),
+    };
+    let r = crate::gpu::coalescing::heuristic::pair(&s.hlo.module, comp, *p, *q)
+        .map_err(|e| Diagnostic::at(e, *qspan))?;
+    Ok(Value::Table(crate::value::coalescing::heuristic(&r)))
 }
 
 /// The target `emit` writes for: `target=` if given, else the CPU for a mapping with a CPU
@@ -612,6 +704,14 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             e
         }
         Target::Cpu => match &m.tile {
+            // A column reduction reads `vector` adjacent columns per step on the CPU too.
+            None if gpu_only_keys(a) == ["vector="]
+                && emit::cpu::is_column_reduction(&spec) =>
+            {
+                emit::cpu::emit_column(&spec, naive, m.config.vector).map_err(|e| {
+                    Diagnostic::at(e.to_string(), span_of(a, "vector"))
+                })?
+            }
             _ if !gpu_only_keys(a).is_empty() => {
                 let keys = gpu_only_keys(a);
                 let key = keys[0].trim_end_matches('=');

@@ -923,3 +923,146 @@ pub fn emit_tiled_with(spec: &KernelSpec, sizes: &[i64], naive: bool) -> Result<
         entry: name,
     })
 }
+
+/// Whether `spec` is one column reduction at the root (one output; the reduced operand's
+/// last dimension kept), the kernel [`emit_column`] writes.
+pub fn is_column_reduction(spec: &KernelSpec) -> bool {
+    let Some((rmap, _)) = spec.root_reduction() else {
+        return false;
+    };
+    let nd = rmap.dims.len() as u32;
+    spec.root == crate::gpu::spec::Root::Elementwise
+        && spec.more_outputs.is_empty()
+        && rmap
+            .results
+            .last()
+            .and_then(|e| e.as_var())
+            .is_some_and(|v| v < nd)
+}
+
+/// A column reduction for the CPU reading `vector` adjacent columns at each step, as XLA's
+/// vectorized column reduction does per thread: the output in its physical order, `vector`
+/// elements at a time (`i0`), each with its accumulator; the reduced elements in order
+/// (the reduction's range variables), and at each the `vector` adjacent columns of one row
+/// folded into their accumulators (`i = i0 + k`), so the reads walk each row of the operand
+/// `vector` elements at a time instead of down a column.
+pub fn emit_column(spec: &KernelSpec, naive: bool, vector: i64) -> Result<Emitted, MapError> {
+    super::refuse_empty(spec)?;
+    super::refuse_opaque(spec)?;
+    if !is_column_reduction(spec) {
+        return Err(MapError::Other(format!(
+            "{} is not one column reduction: vector= on the CPU reads adjacent columns of a column reduction",
+            spec.name
+        )));
+    }
+    if !(1..=16).contains(&vector) {
+        return Err(MapError::Other(format!("vector={vector} is not in [1, 16]")));
+    }
+    let (rmap, callee) = spec
+        .root_reduction()
+        .ok_or_else(|| MapError::Other(format!("{} is not a reduction", spec.name)))?;
+    let (root, convert_to) = match spec.functions.first().map(|f| &f.body) {
+        Some(Body::Convert(to, r)) => (Some(&**r), Some(*to)),
+        r => (r, None),
+    };
+    let Some(Body::Reduce { op, init, .. }) = root else {
+        return Err(MapError::Other(
+            "a column reduction needs a reduction at the root".into(),
+        ));
+    };
+    let name = c_ident(&spec.name);
+    let out = &spec.output;
+    let n = out.num_elements()?;
+    let red = spec.function_elem(callee);
+    let ty = types::reg(red);
+    let lm = loop_map(out)?;
+    let composed = crate::map::compose(&lm, rmap)?;
+    let m = if naive {
+        composed
+    } else {
+        crate::simplify::simplify(&composed, &Default::default()).map
+    };
+    let params: String = (0..spec.inputs.len())
+        .map(|k| format!("p{k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let names = m.names();
+    let bounds = m.bounds();
+    let args: Vec<String> = m
+        .results
+        .iter()
+        .map(|&r| super::c_expr(r, &names, &bounds))
+        .collect();
+    let mut src = format!(
+        "// {} for the CPU: {} = {}, a column reduction reading {vector} adjacent column{} per step; index arithmetic {}.\n",
+        spec.name,
+        out.name,
+        out.shape_text(),
+        if vector == 1 { "" } else { "s" },
+        if naive {
+            "naive (the maps composed, not simplified)"
+        } else {
+            "from the simplified maps"
+        }
+    );
+    src += "#include <stdint.h>\n#include <math.h>\n\n";
+    src += &prelude(spec, naive)?;
+    let mut decl = input_params(spec, "restrict");
+    decl.extend(super::output_params(spec, "restrict"));
+    src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
+    let groups = (n + vector - 1) / vector;
+    src += &parallel_for(&[groups], 1, 1, n);
+    src += &format!("  for (int64_t i0 = 0; i0 <= {}; i0 += {vector}) {{\n", n - 1);
+    src += &format!("    // reduced element at output index i = i0 + k: {m}\n");
+    src += &format!("    {ty} acc[{vector}];\n");
+    src += &format!(
+        "    for (int64_t k = 0; k < {vector}; ++k) acc[k] = {};\n",
+        types::constant(*init, red)
+    );
+    let mut pad = "    ".to_string();
+    for v in &m.ranges {
+        src += &format!(
+            "{pad}for (int64_t {0} = {1}; {0} <= {2}; ++{0}) {{\n",
+            v.name, v.bounds.lo, v.bounds.hi
+        );
+        pad += "  ";
+    }
+    src += &format!("{pad}for (int64_t k = 0; k < {vector}; ++k) {{\n");
+    src += &format!("{pad}  const int64_t i = i0 + k;\n");
+    src += &format!("{pad}  if (i > {}) break;\n", n - 1);
+    for &(e, iv) in &m.constraints {
+        if let Some(cond) = super::outside(e, iv, &names, &bounds) {
+            src += &format!("{pad}  if ({cond}) continue;\n");
+        }
+    }
+    let call = format!(
+        "f{callee}({params}{}{})",
+        if args.is_empty() { "" } else { ", " },
+        args.join(", ")
+    );
+    src += &format!(
+        "{pad}  acc[k] = {};\n",
+        types::binary(*op, red, "acc[k]", &call)
+    );
+    src += &format!("{pad}}}\n");
+    for _ in &m.ranges {
+        pad.truncate(pad.len() - 2);
+        src += &format!("{pad}}}\n");
+    }
+    // The output walks its physical order, so output index i is at offset i.
+    src += &format!("    for (int64_t k = 0; k < {vector}; ++k) {{\n");
+    src += &format!("      if (i0 + k > {}) break;\n", n - 1);
+    let v = match convert_to {
+        Some(to) => types::convert(red, to, "acc[k]"),
+        None => "acc[k]".to_string(),
+    };
+    src += &format!("      out[i0 + k] = {};\n", types::store(out.elem, &v, false));
+    src += "    }\n  }\n}\n\n";
+    src += &entry_point(spec, &name, out.elem.c_name());
+    Ok(Emitted {
+        name: spec.name.clone(),
+        target: Target::Cpu,
+        source: super::finish_types(crate::gpu::emit::finish_epoch(src)),
+        entry: name,
+    })
+}

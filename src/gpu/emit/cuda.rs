@@ -671,7 +671,23 @@ fn emit_with(
             let ty = types::reg(red_elem);
             let rm = &launch.read_map;
             let acc_init = types::constant(*init, red_elem);
-            w.line(format!("{ty} acc = {acc_init};"));
+            // A vectorized column reduction keeps one accumulator per adjacent column
+            // (`acc[unroll_id]`), a register each once the loops are unrolled.
+            let nv = column_vector(launch);
+            let acc_at = |i: &str| {
+                if nv > 1 {
+                    format!("acc[{i}]")
+                } else {
+                    "acc".to_string()
+                }
+            };
+            if nv > 1 {
+                w.line(format!("{ty} acc[{nv}];"));
+                w.line("#pragma unroll");
+                w.line(format!("for (int k = 0; k < {nv}; ++k) acc[k] = {acc_init};"));
+            } else {
+                w.line(format!("{ty} acc = {acc_init};"));
+            }
             w.line(format!("// thread → reduced element: {rm}"));
             let nd = rm.dims.len() as u32;
             // Guards on the dims alone hold for the whole warp's row: they may `return` only
@@ -710,9 +726,10 @@ fn emit_with(
                 if args.is_empty() { "" } else { ", " },
                 args.join(", ")
             );
+            let a = acc_at("unroll_id");
             w.line(format!(
-                "acc = {};",
-                types::binary(*op, red_elem, "acc", &call)
+                "{a} = {};",
+                types::binary(*op, red_elem, &a, &call)
             ));
             loops_close(rm, &mut w);
             if one_pass {
@@ -720,12 +737,7 @@ fn emit_with(
                 w.line("} while (0);");
             }
             if launch.strategy == Strategy::ColumnReduction {
-                // The block's 32×32 partial sums, transposed through shared memory (33
-                // columns: the column read hits 32 banks): warp w takes column w's sums.
-                w.line(format!("__shared__ {ty} tile[{TILE}][{}];", TILE + 1));
-                w.line(format!("tile[th_x / {TILE}][th_x % {TILE}] = acc;"));
-                w.line("__syncthreads();");
-                w.line(format!("acc = tile[th_x % {TILE}][th_x / {TILE}];"));
+                column_transpose(&mut w, &ty, "tile", "acc", nv);
             }
             if launch.row_threads > 1 {
                 // A tree over the row's lanes: lane 0 of each group of `row_threads` ends
@@ -734,25 +746,39 @@ fn emit_with(
                     "for (int off = {}; off > 0; off /= 2) {{",
                     launch.row_threads / 2
                 ));
+                let (a, pad) = if nv > 1 {
+                    w.line("  #pragma unroll");
+                    w.line(format!("  for (int k = 0; k < {nv}; ++k) {{"));
+                    ("acc[k]".to_string(), "    ")
+                } else {
+                    ("acc".to_string(), "  ")
+                };
                 w.line(format!(
-                    "  const {ty} other = __shfl_down_sync(0xffffffffu, acc, off);"
+                    "{pad}const {ty} other = __shfl_down_sync(0xffffffffu, {a}, off);"
                 ));
                 w.line(format!(
-                    "  acc = {};",
-                    types::binary(*op, red_elem, "acc", "other")
+                    "{pad}{a} = {};",
+                    types::binary(*op, red_elem, &a, "other")
                 ));
+                if nv > 1 {
+                    w.line("  }");
+                }
                 w.line("}");
             }
             w.line(format!("// thread → output: {wm}"));
             dim_guards(wm, launch, &mut w, "return");
             guards(wm, &mut w, true);
+            loops_open(wm, &mut w);
+            guards_with(wm, &mut w, false, "continue");
             let ctx = scope(&mut w, wm, naive, "o");
             let k = w.offset(&ctx, &out_id, &out_strides, "out")?;
+            let a = acc_at("unroll_id");
             let v = match convert_to {
-                Some(to) => types::convert(red_elem, to, "acc"),
-                None => "acc".to_string(),
+                Some(to) => types::convert(red_elem, to, &a),
+                None => a,
             };
             w.line(format!("out[{k}] = {};", types::store(out_elem, &v, true)));
+            loops_close(wm, &mut w);
         }
     }
     let mut decl = input_params(spec, "__restrict__");
@@ -888,14 +914,32 @@ fn multi_reduction(
             .filter(|(rg, _)| *rg == g)
             .map(|(_, r)| r)
             .collect();
+        let nv = column_vector(launch);
+        let acc_of = |output: usize, i: &str| {
+            if nv > 1 {
+                format!("acc{output}[{i}]")
+            } else {
+                format!("acc{output}")
+            }
+        };
         for r in &mine {
             let e = spec.function_elem(r.func);
-            w.line(format!(
-                "{} acc{} = {};",
-                types::reg(e),
-                r.output,
-                types::constant(r.init, e)
-            ));
+            if nv > 1 {
+                w.line(format!("{} acc{}[{nv}];", types::reg(e), r.output));
+                w.line("#pragma unroll");
+                w.line(format!(
+                    "for (int k = 0; k < {nv}; ++k) acc{}[k] = {};",
+                    r.output,
+                    types::constant(r.init, e)
+                ));
+            } else {
+                w.line(format!(
+                    "{} acc{} = {};",
+                    types::reg(e),
+                    r.output,
+                    types::constant(r.init, e)
+                ));
+            }
         }
         w.line(format!("// thread → reduced element: {rm}"));
         let one_pass = rm.ranges.is_empty();
@@ -938,7 +982,7 @@ fn multi_reduction(
                 values.push((r.func, v));
             }
             let v = &values.iter().find(|(f, _)| *f == r.func).expect("pushed").1;
-            let acc = format!("acc{}", r.output);
+            let acc = acc_of(r.output, "unroll_id");
             w.line(format!(
                 "{acc} = {};",
                 types::binary(r.op, spec.function_elem(r.func), &acc, v)
@@ -972,24 +1016,30 @@ fn multi_reduction(
             let ty = types::reg(spec.function_elem(r.func));
             let acc = format!("acc{}", r.output);
             if launch.strategy == Strategy::ColumnReduction {
-                let tile = format!("tile{}", r.output);
-                w.line(format!("__shared__ {ty} {tile}[{TILE}][{}];", TILE + 1));
-                w.line(format!("{tile}[th_x / {TILE}][th_x % {TILE}] = {acc};"));
-                w.line("__syncthreads();");
-                w.line(format!("{acc} = {tile}[th_x % {TILE}][th_x / {TILE}];"));
+                column_transpose(w, &ty, &format!("tile{}", r.output), &acc, nv);
             }
             if launch.row_threads > 1 {
                 w.line(format!(
                     "for (int off = {}; off > 0; off /= 2) {{",
                     launch.row_threads / 2
                 ));
+                let (a, pad) = if nv > 1 {
+                    w.line("  #pragma unroll");
+                    w.line(format!("  for (int k = 0; k < {nv}; ++k) {{"));
+                    (acc_of(r.output, "k"), "    ")
+                } else {
+                    (acc.clone(), "  ")
+                };
                 w.line(format!(
-                    "  const {ty} other = __shfl_down_sync(0xffffffffu, {acc}, off);"
+                    "{pad}const {ty} other = __shfl_down_sync(0xffffffffu, {a}, off);"
                 ));
                 w.line(format!(
-                    "  {acc} = {};",
-                    types::binary(r.op, spec.function_elem(r.func), &acc, "other")
+                    "{pad}{a} = {};",
+                    types::binary(r.op, spec.function_elem(r.func), &a, "other")
                 ));
+                if nv > 1 {
+                    w.line("  }");
+                }
                 w.line("}");
             }
         }
@@ -1006,6 +1056,8 @@ fn multi_reduction(
         w.line(format!("// thread → output: {wm}"));
         dim_guards(&wm, launch, w, "return");
         guards(&wm, w, true);
+        loops_open(&wm, w);
+        guards_with(&wm, w, false, "continue");
         let ctx = scope(w, &wm, naive, "o");
         for r in &mine {
             let t = spec.outputs()[r.output];
@@ -1015,7 +1067,7 @@ fn multi_reduction(
                 (format!("out{}", r.output), t.strides()?)
             };
             let k = w.offset(&ctx, &IndexingMap::identity(&t.dims), &strides, &name)?;
-            let acc = format!("acc{}", r.output);
+            let acc = acc_of(r.output, "unroll_id");
             let v = match r.convert_to {
                 Some(to) => types::convert(spec.function_elem(r.func), to, &acc),
                 None => acc,
@@ -1030,12 +1082,46 @@ fn multi_reduction(
                 super::store_more_output(w, n, &ck, params)?;
             }
         }
+        loops_close(&wm, w);
         if groups > 1 {
             w.indent -= 1;
             w.line("}");
         }
     }
     Ok(())
+}
+
+/// The adjacent columns each thread of a column reduction reads (`vector`), 1 for the
+/// other strategies.
+fn column_vector(launch: &Launch) -> i64 {
+    if launch.strategy == Strategy::ColumnReduction {
+        launch.config.vector.max(1)
+    } else {
+        1
+    }
+}
+
+/// A column reduction's 32×32 partial sums (per adjacent column when `nv > 1`),
+/// transposed through shared memory (33 columns: the column read hits 32 banks): warp w
+/// then holds the 32 partial sums of its columns, one per lane.
+fn column_transpose(w: &mut BodyWriter, ty: &str, tile: &str, acc: &str, nv: i64) {
+    if nv > 1 {
+        w.line(format!("__shared__ {ty} {tile}[{nv}][{TILE}][{}];", TILE + 1));
+        w.line("#pragma unroll");
+        w.line(format!(
+            "for (int k = 0; k < {nv}; ++k) {tile}[k][th_x / {TILE}][th_x % {TILE}] = {acc}[k];"
+        ));
+        w.line("__syncthreads();");
+        w.line("#pragma unroll");
+        w.line(format!(
+            "for (int k = 0; k < {nv}; ++k) {acc}[k] = {tile}[k][th_x % {TILE}][th_x / {TILE}];"
+        ));
+    } else {
+        w.line(format!("__shared__ {ty} {tile}[{TILE}][{}];", TILE + 1));
+        w.line(format!("{tile}[th_x / {TILE}][th_x % {TILE}] = {acc};"));
+        w.line("__syncthreads();");
+        w.line(format!("{acc} = {tile}[th_x % {TILE}][th_x / {TILE}];"));
+    }
 }
 
 /// The source without the `__device__` functions nothing calls (NVRTC warns of each): a
