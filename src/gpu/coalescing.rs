@@ -148,8 +148,12 @@ struct Access {
     tensor: Tensor,
     map: Option<IndexingMap>,
     /// The launch's map the access was composed from (thread ids → the index a thread
-    /// works on): its loops are the loads, its domain says which threads are active.
+    /// works on): its loops are the loads.
     from: IndexingMap,
+    /// Thread ids → the tensor's index as composed, not simplified: every variable kept,
+    /// so its domain says exactly which threads read in which iteration (the simplified map
+    /// may have folded a loop's constraint into the loop's bounds and dropped it).
+    raw: IndexingMap,
     through_tile: bool,
 }
 
@@ -171,7 +175,7 @@ pub fn analyse(spec: &KernelSpec, launch: &Launch) -> Result<Report, MapError> {
     let mut per_block: u64 = 0;
     for a in &accs {
         let plan = match &a.map {
-            Some(m) => Some(Plan::new(&a.tensor, m, &a.from)?),
+            Some(m) => Some(Plan::new(&a.tensor, m, &a.from, &a.raw)?),
             None => None,
         };
         if let Some(p) = &plan {
@@ -237,11 +241,11 @@ fn reduced_func(b: &Body) -> Option<usize> {
 /// Every access of the launch, reads first (in input order, each distinct map once), then
 /// the writes; inputs never read get a row without a map.
 fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> {
-    type Read = (usize, IndexingMap, bool, IndexingMap);
+    type Read = (usize, IndexingMap, bool, IndexingMap, IndexingMap);
     let mut reads: Vec<Read> = Vec::new();
-    let mut add = |input: usize, m: IndexingMap, tile: bool, from: &IndexingMap| {
-        if !reads.iter().any(|(k, x, _, _)| *k == input && *x == m) {
-            reads.push((input, m, tile, from.clone()));
+    let mut add = |input: usize, m: IndexingMap, tile: bool, from: &IndexingMap, raw: IndexingMap| {
+        if !reads.iter().any(|(k, x, _, _, _)| *k == input && *x == m) {
+            reads.push((input, m, tile, from.clone(), raw));
         }
     };
     let mut writes: Vec<(Tensor, IndexingMap)> = Vec::new();
@@ -253,7 +257,8 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
             } else {
                 &launch.write_map
             };
-            add(acc.input, thread_to_input(spec, launch, &acc)?, tile, from);
+            let raw = compose(from, &acc.map)?;
+            add(acc.input, thread_to_input(spec, launch, &acc)?, tile, from, raw);
         }
         writes.push((spec.output.clone(), launch.write_map.clone()));
         if !spec.more_outputs.is_empty() {
@@ -278,7 +283,8 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
                         ),
                     };
                     for acc in accs {
-                        add(acc.input, finish(compose(&from, &acc.map)?), false, &from);
+                        let raw = compose(&from, &acc.map)?;
+                        add(acc.input, finish(raw.clone()), false, &from, raw);
                     }
                 }
                 writes.push((o.tensor.clone(), w.map));
@@ -291,18 +297,19 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
                 .get(p.func)
                 .ok_or_else(|| MapError::Other(format!("no function {}", p.func)))?;
             for acc in spec.accesses_from(p.func, &IndexingMap::identity(&f.dims))? {
-                add(acc.input, finish(compose(&p.read, &acc.map)?), false, &p.read);
+                let raw = compose(&p.read, &acc.map)?;
+                add(acc.input, finish(raw.clone()), false, &p.read, raw);
             }
-            for (input, m, from) in start_reads(spec, &p.read)? {
-                add(input, m, false, &from);
+            for (input, raw, from) in start_reads(spec, &p.read)? {
+                add(input, finish(raw.clone()), false, &from, raw);
             }
             writes.push((spec.output.clone(), p.write.clone()));
         }
     }
-    reads.sort_by_key(|(k, _, _, _)| *k);
+    reads.sort_by_key(|(k, _, _, _, _)| *k);
     let mut out = Vec::new();
     for (k, t) in spec.inputs.iter().enumerate() {
-        let mine: Vec<&Read> = reads.iter().filter(|(i, _, _, _)| *i == k).collect();
+        let mine: Vec<&Read> = reads.iter().filter(|(i, _, _, _, _)| *i == k).collect();
         if mine.is_empty() {
             out.push(Access {
                 label: t.name.clone(),
@@ -310,10 +317,11 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
                 tensor: t.clone(),
                 map: None,
                 from: launch.write_map.clone(),
+                raw: launch.write_map.clone(),
                 through_tile: false,
             });
         }
-        for (n, (_, m, tile, from)) in mine.iter().enumerate() {
+        for (n, (_, m, tile, from, raw)) in mine.iter().enumerate() {
             out.push(Access {
                 label: if mine.len() > 1 {
                     format!("{} #{}", t.name, n + 1)
@@ -324,6 +332,7 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
                 tensor: t.clone(),
                 map: Some(m.clone()),
                 from: from.clone(),
+                raw: raw.clone(),
                 through_tile: *tile,
             });
         }
@@ -342,6 +351,7 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
             tensor: t.clone(),
             map: Some(m.clone()),
             from: m.clone(),
+            raw: m.clone(),
             through_tile: false,
         });
     }
@@ -351,7 +361,8 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
 /// What a loop over an update reads besides its function: a dynamic-update-slice's start
 /// indices (scalars, read by every thread) and a scatter's index vectors (the entries of
 /// the vector its update element's batch coordinates pick, one per start; `entry` runs
-/// over them), each from an input or computed in the fusion from inputs.
+/// over them), each from an input or computed in the fusion from inputs: (input, thread
+/// ids → its index as composed, the launch map it came from).
 fn start_reads(
     spec: &KernelSpec,
     read: &IndexingMap,
@@ -372,10 +383,10 @@ fn start_reads(
                 match computed.get(d).copied().flatten() {
                     Some(f) => {
                         for acc in spec.accesses_from(f, &scalar)? {
-                            out.push((acc.input, finish(acc.map), read.clone()));
+                            out.push((acc.input, acc.map, read.clone()));
                         }
                     }
-                    None => out.push((s, finish(scalar.clone()), read.clone())),
+                    None => out.push((s, scalar.clone(), read.clone())),
                 }
             }
         }
@@ -408,10 +419,10 @@ fn start_reads(
             match indices_func {
                 Some(f) => {
                     for acc in spec.accesses_from(*f, &m)? {
-                        out.push((acc.input, finish(acc.map), m.clone()));
+                        out.push((acc.input, acc.map, m.clone()));
                     }
                 }
-                None => out.push((*indices, finish(m.clone()), m)),
+                None => out.push((*indices, m.clone(), m)),
             }
         }
         _ => {}
@@ -434,6 +445,74 @@ fn pick_blocks(grid: i64, per_block: u64) -> Vec<i64> {
     v
 }
 
+/// Where a variable of the composed offset map takes its value.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Src {
+    Loop(usize),
+    Vector,
+    Free,
+}
+
+/// Most points of the free variables searched for one address.
+const FREE_POINTS: u64 = 4096;
+
+/// The address the composed map `raw` gives with the loop values `at` and vector element
+/// `e` at the thread ids `ids` (a free variable: the first value that lies in the domain),
+/// or `None` when the thread reads nothing there.
+fn raw_address(
+    raw: &IndexingMap,
+    src: &[Src],
+    loops: &[Loop],
+    at: &[usize],
+    ids: [i64; 6],
+    e: i64,
+) -> Result<Option<i64>, MapError> {
+    let nd = raw.dims.len();
+    let mut p = vec![0i64; raw.num_vars()];
+    p[..6.min(nd)].copy_from_slice(&ids[..6.min(nd)]);
+    let mut free = Vec::new();
+    let bounds = raw.bounds();
+    for (i, s) in src.iter().enumerate() {
+        match s {
+            Src::Loop(k) => p[nd + i] = loops[*k].values[at[*k]],
+            Src::Vector => p[nd + i] = e,
+            Src::Free => {
+                free.push(nd + i);
+                p[nd + i] = bounds[nd + i].lo;
+            }
+        }
+    }
+    if free.is_empty() {
+        return Ok(raw.eval_point(&p)?.map(|r| r[0]));
+    }
+    let points = free.iter().fold(1u64, |n, &v| {
+        n.saturating_mul(bounds[v].size().unwrap_or(u64::MAX))
+    });
+    if points > FREE_POINTS {
+        return Err(MapError::Other(format!(
+            "the access has {points} values of variables its offset does not use to search"
+        )));
+    }
+    loop {
+        if let Some(r) = raw.eval_point(&p)? {
+            return Ok(Some(r[0]));
+        }
+        let mut i = free.len();
+        loop {
+            if i == 0 {
+                return Ok(None);
+            }
+            i -= 1;
+            let v = free[i];
+            if p[v] < bounds[v].hi {
+                p[v] += 1;
+                break;
+            }
+            p[v] = bounds[v].lo;
+        }
+    }
+}
+
 /// One loop of an access: every combination of the loops' values is a load of every
 /// thread of the warp.
 struct Loop {
@@ -450,6 +529,10 @@ struct Loop {
 struct Plan {
     offsets: IndexingMap,
     from: IndexingMap,
+    /// The offset as composed (every variable kept) and where each of its variables past
+    /// the thread ids takes its value: `None` when names collide (then the simplified map
+    /// and the launch's map decide).
+    raw: Option<(IndexingMap, Vec<Src>)>,
     /// `unroll_id` in `from` and in `offsets`: the elements of one vector, one load.
     vector: Option<(usize, Option<usize>, Interval)>,
     loops: Vec<Loop>,
@@ -475,8 +558,14 @@ fn values(b: Interval, full: bool) -> Vec<i64> {
 }
 
 impl Plan {
-    fn new(t: &Tensor, to_logical: &IndexingMap, from: &IndexingMap) -> Result<Plan, MapError> {
+    fn new(
+        t: &Tensor,
+        to_logical: &IndexingMap,
+        from: &IndexingMap,
+        raw: &IndexingMap,
+    ) -> Result<Plan, MapError> {
         let offsets = finish(compose(to_logical, &t.layout_map()?)?);
+        let raw = compose(raw, &t.layout_map()?)?;
         let position = |m: &IndexingMap, name: &str| {
             (m.dims.len()..m.num_vars()).find(|&i| m.var(i).name == name)
         };
@@ -528,9 +617,35 @@ impl Plan {
                 checked: l.values.len() as i64,
             });
         }
+        // Each variable of the composed map: a loop's (by name), the vector's, or free (a
+        // variable the simplified map dropped: some value of it must satisfy the domain).
+        let names: Vec<String> = (raw.dims.len()..raw.num_vars())
+            .map(|i| raw.var(i).name.clone())
+            .collect();
+        let unique = names
+            .iter()
+            .enumerate()
+            .all(|(i, n)| !names[..i].contains(n));
+        let raw = unique.then(|| {
+            let src = names
+                .iter()
+                .map(|n| {
+                    if n == "unroll_id" && vector.is_some() {
+                        Src::Vector
+                    } else {
+                        match loops.iter().position(|l| &l.name == n) {
+                            Some(k) => Src::Loop(k),
+                            None => Src::Free,
+                        }
+                    }
+                })
+                .collect();
+            (raw, src)
+        });
         Ok(Plan {
             offsets,
             from: from.clone(),
+            raw,
             vector,
             loops,
             assumed,
@@ -558,6 +673,7 @@ fn count(
     let Plan {
         offsets,
         from,
+        raw,
         vector,
         loops,
         assumed,
@@ -621,13 +737,19 @@ fn count(
                                     po[k] = e;
                                 }
                             }
-                            // Active in this iteration (the launch's map), and reading
-                            // (the access's own conditions: a pad's edge reads nothing).
-                            if !from.contains_point(&pf)? {
-                                continue;
-                            }
-                            if let Some(r) = offsets.eval_point(&po)? {
-                                addrs.push(r[0].checked_mul(bytes).ok_or_else(|| {
+                            // Active in this iteration (the launch's map) and reading (the
+                            // access's own conditions: a pad's edge reads nothing).
+                            let addr = match &raw {
+                                Some((m, src)) => {
+                                    raw_address(m, src, &loops, &at, [th, 0, 0, b, g, 0], e)?
+                                }
+                                None if from.contains_point(&pf)? => {
+                                    offsets.eval_point(&po)?.map(|r| r[0])
+                                }
+                                None => None,
+                            };
+                            if let Some(a) = addr {
+                                addrs.push(a.checked_mul(bytes).ok_or_else(|| {
                                     MapError::Overflow("an address".into())
                                 })?);
                             }
