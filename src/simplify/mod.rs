@@ -20,6 +20,7 @@ pub mod analysis;
 pub mod congruence;
 pub mod constraints;
 pub mod cost;
+pub mod done;
 pub mod explain;
 pub mod fold;
 pub mod language;
@@ -179,21 +180,29 @@ fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified 
 
 /// Whether a fresh run of the pipeline on `m`, the result of a run whose last round changed
 /// nothing, would print `m` again, proven without running it: nothing in `m` is left for
-/// the e-graph or the pre-pass (no expression passes [`worth_rewriting`]: no division,
-/// modulo, min or max, no variable fixed to a point), and its canonical form is itself.
-/// A fresh run's first round then does what that last round did on the same map (the
-/// constraint passes, the rescaling and the removal of unused symbols are functions of
-/// the map, and the e-graph stage picks nothing), so it changes nothing, and the fresh
-/// runs that make `simplify` idempotent (see [`run`]) are not needed. Most maps of the
-/// benchmark corpus end linear; each fresh run cost one more pass of the pipeline.
+/// the e-graph (every expression either fails [`worth_rewriting`] — no division, modulo,
+/// min or max, no variable fixed to a point — or passes the first tier's proof of done,
+/// `done.rs`), and its canonical form is itself. A fresh run's first round then does what
+/// that last round did on the same map (the constraint passes, the rescaling and the
+/// removal of unused symbols are functions of the map; the pre-pass is a function of the
+/// same expressions, bounds and facts, on which that round's pre-pass changed nothing;
+/// the e-graph stage picks nothing), so it changes nothing, and the fresh runs that make
+/// `simplify` idempotent (see [`run`]) are not needed. Each fresh run cost one more pass
+/// of the pipeline.
 fn settled(m: &IndexingMap) -> bool {
-    let point_vars: Vec<bool> = m.bounds().iter().map(|b| b.is_point()).collect();
-    let all_flat = m
-        .results
-        .iter()
-        .chain(m.constraints.iter().map(|c| &c.0))
-        .all(|&e| !worth_rewriting(e, &point_vars));
-    if !all_flat {
+    let bounds = m.bounds();
+    let point_vars: Vec<bool> = bounds.iter().map(|b| b.is_point()).collect();
+    let picked = |exprs: &mut dyn Iterator<Item = Expr>| -> Vec<Expr> {
+        exprs.filter(|&e| worth_rewriting(e, &point_vars)).collect()
+    };
+    let results = picked(&mut m.results.iter().copied());
+    let constraints = picked(&mut m.constraints.iter().map(|c| c.0));
+    // what is left must be done (`done.rs`): the results under the constraints as facts,
+    // the constraints alone, as `rewrite_map` groups them
+    let all_done = (results.is_empty()
+        || done::Settle::new(&bounds, &m.constraints).all_done(&results))
+        && (constraints.is_empty() || done::Settle::new(&bounds, &[]).all_done(&constraints));
+    if !all_done {
         return false;
     }
     let mut c = m.clone();
@@ -476,6 +485,7 @@ impl Group<'_> {
             f
         };
         let prepass_s = t_fold.elapsed().as_secs_f64();
+        let settle = done::Settle::new(self.bounds, self.facts);
         let mut new = exprs.to_vec();
         let mut rest = Vec::new();
         for (i, (&e, f)) in exprs.iter().zip(folded).enumerate() {
@@ -493,7 +503,11 @@ impl Group<'_> {
                 }
                 new[i] = f;
             }
-            if worth_rewriting(new[i], self.point_vars) && (!self.proven || new[i] != e) {
+            // the e-graph only where the first tier's proof of done fails (`done.rs`)
+            if worth_rewriting(new[i], self.point_vars)
+                && (!self.proven || new[i] != e)
+                && settle.open(new[i]).is_some()
+            {
                 rest.push(i);
             }
         }
