@@ -137,12 +137,74 @@ impl Settle {
                 continue;
             }
             match Linear::of(e).filter(|l| var_terms(l).is_some()) {
+                Some(l) if l.terms.len() == 1 => {
+                    // `k·v + c in iv`: v's own bounds narrowed as far as the fact allows
+                    // (further than the e-graph narrows: only ever more clauses open)
+                    let (t, k) = l.terms[0];
+                    let v = t.as_var().unwrap_or(0) as usize;
+                    let (lo, hi) = (
+                        iv.lo as i128 - l.constant as i128,
+                        iv.hi as i128 - l.constant as i128,
+                    );
+                    let (lo, hi) = if k > 0 { (lo, hi) } else { (-hi, -lo) };
+                    let k = (k as i128).abs();
+                    let (lo, hi) = (
+                        lo.div_euclid(k) + i128::from(lo.rem_euclid(k) != 0),
+                        hi.div_euclid(k),
+                    );
+                    let clamp = |x: i128| x.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+                    if let Some(b) = s.bounds.get_mut(v) {
+                        *b = b.intersect(&Interval::new(clamp(lo), clamp(hi)));
+                    }
+                }
                 Some(l) if !l.terms.is_empty() => s.facts.push((l, iv)),
                 Some(_) => {} // a constant: nothing to narrow
                 None => s.opaque = true,
             }
         }
+        // A fact that pins a linear form to one value makes its class a constant
+        // (`constraint-fact`), wherever that form is a part of a sum: not modelled.
+        let pinned = s.facts.iter().any(|(f, iv)| {
+            let terms = var_terms(f).unwrap_or_default();
+            let r = s.linear_range(f.constant, &terms, &|_| false);
+            let g = terms
+                .iter()
+                .fold(0i64, |g, &(_, k)| super::rules::gcd(g, k));
+            let clamp = |x: i128| x.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+            let r = Interval::new(clamp(r.0.max(iv.lo as i128)), clamp(r.1.min(iv.hi as i128)));
+            let r = super::congruence::Congruence::new(g, f.constant).snap(r);
+            r.is_empty() || r.is_point()
+        });
+        // (a variable pinned by a fact is that constant, in any expression: the class of
+        // the constant then holds the variable, a form of no weight)
+        let pinned_var = s
+            .bounds
+            .iter()
+            .zip(bounds)
+            .any(|(b, was)| b != was && (b.is_point() || b.is_empty()));
+        s.opaque |= pinned || pinned_var;
         s
+    }
+
+    /// The exact interval of `Σ k·v + constant` over the bounds, the variables `skip`
+    /// leaves out omitted, in 128 bits.
+    fn linear_range(
+        &self,
+        constant: i64,
+        terms: &[(u32, i64)],
+        skip: &dyn Fn(u32) -> bool,
+    ) -> (i128, i128) {
+        let (mut lo, mut hi) = (constant as i128, constant as i128);
+        for &(v, k) in terms {
+            if skip(v) {
+                continue;
+            }
+            let b = self.bound(v);
+            let (x, y) = (k as i128 * b.lo as i128, k as i128 * b.hi as i128);
+            lo += x.min(y);
+            hi += x.max(y);
+        }
+        (lo, hi)
     }
 
     /// Whether every expression of `exprs` is done.
@@ -279,20 +341,7 @@ impl Settle {
     /// scaled by one factor `s`: `l = s·F + R`), then snapped to `l`'s congruence class.
     /// `None` when two facts bear on `l` (not modelled: open).
     fn dividend_range(&self, l: &Linear, terms: &[(u32, i64)]) -> Option<Interval> {
-        let exact = |skip: &dyn Fn(u32) -> bool| -> (i128, i128) {
-            let (mut lo, mut hi) = (l.constant as i128, l.constant as i128);
-            for &(v, k) in terms {
-                if skip(v) {
-                    continue;
-                }
-                let b = self.bound(v);
-                let (x, y) = (k as i128 * b.lo as i128, k as i128 * b.hi as i128);
-                lo += x.min(y);
-                hi += x.max(y);
-            }
-            (lo, hi)
-        };
-        let (mut lo, mut hi) = exact(&|_| false);
+        let (mut lo, mut hi) = self.linear_range(l.constant, terms, &|_| false);
         let mut used = false;
         for (f, iv) in &self.facts {
             let Some(fterms) = var_terms(f) else { continue };
@@ -304,22 +353,12 @@ impl Settle {
             }
             used = true;
             // l = s·F + (l - s·F): the rest has the other terms and constant
-            let fr = {
-                let (mut a, mut b) = (f.constant as i128, f.constant as i128);
-                for &(v, k) in &fterms {
-                    let bd = self.bound(v);
-                    let (x, y) = (k as i128 * bd.lo as i128, k as i128 * bd.hi as i128);
-                    a += x.min(y);
-                    b += x.max(y);
-                }
-                (a.max(iv.lo as i128), b.min(iv.hi as i128))
-            };
-            let (rlo, rhi) = exact(&|v| fterms.iter().any(|&(u, _)| u == v));
+            let fr = self.linear_range(f.constant, &fterms, &|_| false);
+            let fr = (fr.0.max(iv.lo as i128), fr.1.min(iv.hi as i128));
+            // the rest, l - s·F: the other terms, and the constant left over
             let rest_const = l.constant as i128 - s as i128 * f.constant as i128;
-            let (rlo, rhi) = (
-                rlo - l.constant as i128 + rest_const,
-                rhi - l.constant as i128 + rest_const,
-            );
+            let (rlo, rhi) = self.linear_range(0, terms, &|v| fterms.iter().any(|&(u, _)| u == v));
+            let (rlo, rhi) = (rlo + rest_const, rhi + rest_const);
             let (x, y) = (s as i128 * fr.0, s as i128 * fr.1);
             lo = lo.max(x.min(y) + rlo);
             hi = hi.min(x.max(y) + rhi);
@@ -525,10 +564,25 @@ mod tests {
         // two facts on parts of one dividend
         let facts = [
             (canonical(v(0).add(v(1))), Interval::new(0, 9)),
-            (canonical(v(2).mul(k(2))), Interval::new(0, 9)),
+            (canonical(v(2).add(v(3))), Interval::new(0, 9)),
         ];
-        let e = canonical(fd(lin(1, 1, 0).add(v(2).mul(k(2))), 8));
-        assert_eq!(Settle::new(&box3(), &facts[..1]).open(e), None);
-        assert_eq!(Settle::new(&box3(), &facts).open(e), Some(Open::Fact));
+        let e = canonical(fd(lin(1, 1, 0).add(v(2)).add(v(3)), 8));
+        let b4 = vec![Interval::new(0, 9); 4];
+        assert_eq!(Settle::new(&b4, &facts[..1]).open(e), None);
+        assert_eq!(Settle::new(&b4, &facts).open(e), Some(Open::Fact));
+        // a fact that pins a linear form, or a variable, to one value
+        let e = canonical(fd(lin(4, 1, 0), 8));
+        let fact = [(canonical(v(0).add(v(2))), Interval::new(-3, 0))];
+        assert_eq!(Settle::new(&box3(), &fact).open(e), Some(Open::Fact));
+        let fact = [(canonical(v(2).mul(k(3)).add(k(1))), Interval::new(5, 7))];
+        assert_eq!(Settle::new(&box3(), &fact).open(e), Some(Open::Fact));
+        // a fact on a scaled variable narrows it: 3·d1 + 1 in [0, 12] is d1 in [0, 3]
+        let fact = [(canonical(v(1).mul(k(3)).add(k(1))), Interval::new(0, 12))];
+        let s = Settle::new(&box3(), &fact);
+        assert_eq!(
+            s.open(canonical(fd(lin(4, 1, 0), 64))),
+            Some(Open::OneWindow)
+        );
+        assert_eq!(s.open(canonical(fd(lin(4, 1, 0), 16))), None);
     }
 }
