@@ -432,6 +432,84 @@ fn rewrite_map(
     saturated
 }
 
+/// An expression as the e-graph gets it: the parts of its top-level sum that are open
+/// (each a sum of summands), and the rest, settled, kept aside.
+struct Parts {
+    open: Vec<Expr>,
+    settled: Vec<Expr>,
+}
+
+impl Parts {
+    /// The expression again, with the open parts replaced by `open` (in order).
+    fn join(&self, open: &[Expr]) -> Expr {
+        if self.settled.is_empty() && open.len() == 1 {
+            return open[0];
+        }
+        let sum = open
+            .iter()
+            .chain(&self.settled)
+            .fold(Expr::constant(0), |acc, &p| acc.add(p));
+        crate::expr::canonical(sum)
+    }
+}
+
+/// `e`'s top-level sum split into parts the e-graph may simplify on their own: summands
+/// connected by a shared variable stay together (the rules that combine summands of a
+/// sum, `add-collect`, `add-floordiv-to-mod` and `linearize-cancel`, only ever combine
+/// summands over common variables; the rank is a sum over summands, so the cheapest sum
+/// is the sum of the cheapest parts), and the parts the proof of done settles
+/// (`done.rs`), the constant among them, are left out of the e-graph. `e` whole when it
+/// does not split.
+fn open_parts(e: Expr, settle: &done::Settle) -> Parts {
+    let whole = Parts {
+        open: vec![e],
+        settled: Vec::new(),
+    };
+    let Some(l) = crate::expr::Linear::of(e) else {
+        return whole;
+    };
+    // connected components of the summands by shared variables (masks merged until
+    // disjoint; bit 63 stands for every variable past 62, which only merges more)
+    let mut groups: Vec<(u64, Vec<(Expr, i64)>)> = Vec::new();
+    for &(t, k) in &l.terms {
+        let mut mask = t.var_mask();
+        let mut members = vec![(t, k)];
+        let mut i = 0;
+        while i < groups.len() {
+            if groups[i].0 & mask != 0 {
+                let (m, ts) = groups.swap_remove(i);
+                mask |= m;
+                members.extend(ts);
+                i = 0;
+            } else {
+                i += 1;
+            }
+        }
+        groups.push((mask, members));
+    }
+    if groups.len() < 2 {
+        return whole;
+    }
+    let mut parts = Parts {
+        open: Vec::new(),
+        settled: vec![Expr::constant(l.constant)],
+    };
+    // in the order of the first summand of each part, so the e-graph's input is stable
+    for g in &mut groups {
+        g.1.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    groups.sort_by(|a, b| a.1[0].0.cmp(&b.1[0].0));
+    for (_, terms) in groups {
+        let part = crate::expr::canonical(crate::expr::Linear { terms, constant: 0 }.to_expr());
+        if settle.open(part).is_some() {
+            parts.open.push(part);
+        } else {
+            parts.settled.push(part);
+        }
+    }
+    parts
+}
+
 /// What one group of expressions (results under the constraints as facts, or the
 /// constraints themselves) is simplified under.
 struct Group<'a> {
@@ -519,7 +597,10 @@ impl Group<'_> {
             report.phases.prepass_s = prepass_s;
             return (new, report);
         }
-        let input: Vec<Expr> = rest.iter().map(|&i| new[i]).collect();
+        // Only the open parts go into the e-graph (`open_parts`): the settled summands
+        // stay out of it, and each expression is put back together from its parts.
+        let split: Vec<Parts> = rest.iter().map(|&i| open_parts(new[i], &settle)).collect();
+        let input: Vec<Expr> = split.iter().flat_map(|p| p.open.iter().copied()).collect();
         let known = if explain {
             None
         } else {
@@ -554,8 +635,14 @@ impl Group<'_> {
                 (out, report)
             }
         };
-        for (i, e) in rest.into_iter().zip(out) {
-            new[i] = e;
+        let mut outs = out.into_iter();
+        for (i, parts) in rest.into_iter().zip(split) {
+            let open: Vec<Expr> = outs.by_ref().take(parts.open.len()).collect();
+            let e = parts.join(&open);
+            // (each part's output is never ranked above its input, so neither is the sum)
+            if cost::expr_rank(e) < cost::expr_rank(new[i]) {
+                new[i] = e;
+            }
         }
         let mut report = report;
         report.phases.prepass_s += prepass_s;
