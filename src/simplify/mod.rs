@@ -145,6 +145,11 @@ fn memo_key(exprs: &[Expr], bounds: &[Interval], facts: &[(Expr, Interval)]) -> 
     (exprs.to_vec(), bounds.to_vec(), facts.to_vec())
 }
 
+/// Largest total size (nodes, as printed) of the expressions `simplify M explain` proves
+/// with one e-graph proof from the input; past it, each rewrite of the pre-pass is proven
+/// on its own (`rewrite::prove_step`), so explain's time grows with the number of steps.
+const DIRECT_EXPLAIN_MAX: u64 = 64;
+
 /// Most fresh runs on a result that the previous run did not leave as a fixpoint.
 const MAX_FRESH_RUNS: usize = 3;
 
@@ -387,10 +392,15 @@ fn rewrite_map(
             proven,
             memo,
         };
-        let new = if explain {
+        let small = exprs
+            .iter()
+            .map(|&e| cost::expr_rank(e).2)
+            .fold(0u64, u64::saturating_add)
+            <= DIRECT_EXPLAIN_MAX;
+        let new = if explain && small {
             // The steps of `simplify M explain`: the e-graph's own proof from the input when
-            // it ends where `simplify M` does, else the pre-pass as one step, then the
-            // e-graph's proof from there (the same map either way).
+            // it ends where `simplify M` does, else the pre-pass's rewrites each proven on
+            // its own, then the e-graph's proof from there (the same map either way).
             let (plain, _) = ctx.rewrite(&exprs, false, &mut Vec::new());
             let mut direct = Vec::new();
             let (alone, report) =
@@ -407,7 +417,9 @@ fn rewrite_map(
                 new
             }
         } else {
-            let (new, report) = ctx.rewrite(&exprs, false, steps);
+            // (past a few dozen nodes, the pre-pass's rewrites proven one by one: one egg
+            // proof over a long chain of rewrites costs the cube of its length)
+            let (new, report) = ctx.rewrite(&exprs, explain, steps);
             saturated &= report.saturated;
             report.record(out);
             new
@@ -535,6 +547,41 @@ impl rewrite::RunReport {
 }
 
 impl Group<'_> {
+    /// The steps of the pre-pass's rewrites (`fold::fold_all_traced`), each proven on its
+    /// own (`rewrite::prove_step`). A node whose rewrite the rules do not prove from its
+    /// rewritten operands is proven from the node as written instead, in place of its
+    /// operands' steps (the pre-pass rewrote several levels at once there, through its
+    /// floordiv basis).
+    fn prove_fold_steps(&self, list: &[fold::FoldStep]) -> Vec<Step> {
+        let prove = |before, after, node| {
+            rewrite::prove_step(
+                before,
+                after,
+                node,
+                self.bounds,
+                self.facts,
+                self.names,
+                self.limits,
+            )
+        };
+        let unproven = |s: &[Step]| s.iter().any(|s| s.rule == rewrite::UNPROVEN);
+        let mut per: Vec<Vec<Step>> = Vec::with_capacity(list.len());
+        for (j, st) in list.iter().enumerate() {
+            let mut out = prove(st.before, st.after, st.node);
+            if unproven(&out) && st.node != st.before {
+                let direct = prove(st.node, st.after, st.node);
+                if !unproven(&direct) {
+                    for p in per.iter_mut().take(j).skip(st.operands_from) {
+                        p.clear();
+                    }
+                    out = direct;
+                }
+            }
+            per.push(out);
+        }
+        per.into_iter().flatten().collect()
+    }
+
     /// The deterministic pre-pass first (`fold.rs`), then the e-graph on what it leaves
     /// with a division or modulo the e-graph might still improve. The new expressions, in
     /// order (each the input itself when nothing ranked lower was found).
@@ -549,8 +596,14 @@ impl Group<'_> {
             .limits
             .prepass
             .then(|| memo_find(&self.memo.borrow().fold, exprs, self.bounds, self.facts).cloned());
+        // with explain, the pre-pass's own rewrites, node by node (`fold_all_traced`)
+        let mut fold_steps: Vec<Vec<fold::FoldStep>> = Vec::new();
         let folded = if !self.limits.prepass {
             exprs.to_vec()
+        } else if explain {
+            let (f, st) = fold::fold_all_traced(exprs, self.bounds, self.facts);
+            fold_steps = st;
+            f
         } else if let Some(Some(f)) = known {
             f
         } else {
@@ -572,12 +625,11 @@ impl Group<'_> {
             // forms the pre-pass's greedy basis change does not).
             if cost::expr_rank(f) < cost::expr_rank(e) && fold::is_flat(f) {
                 if explain {
-                    steps.push(Step {
-                        rule: "fold".into(),
-                        before: crate::expr::display(e, self.names).to_string(),
-                        after: crate::expr::display(f, self.names).to_string(),
-                        why: "the pre-pass (fold.rs): the e-graph's rules applied bottom-up, sums through the floordiv basis".into(),
-                    });
+                    // each rewrite of the pre-pass proven on its own by the rules: the
+                    // steps grow with the number of rewrites, not with the size of one
+                    // proof over the whole expression
+                    let list = fold_steps.get(i).map(|v| &v[..]).unwrap_or(&[]);
+                    steps.extend(self.prove_fold_steps(list));
                 }
                 new[i] = f;
             }
