@@ -1,6 +1,8 @@
-//! Simplifier benchmark over `benches/data/simplify-corpus.txt` (433 maps: the seed
+//! Simplifier benchmark over `benches/data/simplify-corpus.txt` (633 maps: the seed
 //! examples, reshape chains, thread-id maps, random maps; regenerate with
-//! `python3 benches/data/make_corpus.py`).
+//! `python3 benches/data/make_corpus.py`; and 200 maps of the fusions of the XLA dumps,
+//! group `dumps`: `cargo bench --bench simplify -- --dumps-corpus
+//! tests/data/xla-dumps/h100-jax-0.11.2 tests/data/xla-dumps/cpu-jax-0.10.2`, appended).
 //!
 //! Before the criterion groups run, a report is printed (and written to
 //! `target/simplify-report.txt`): per-map time of `simplify` (the fastest of 15 runs, as
@@ -98,7 +100,7 @@ fn report(maps: &[(String, IndexingMap)]) -> String {
     let (mut hits, mut grew, mut lower, mut same, mut max_nodes, mut nodes_sum) =
         (0, 0, 0, 0, 0usize, 0usize);
     let (mut div_before, mut div_after) = (0usize, 0usize);
-    for kind in ["seed", "reshape", "thread", "random", "all"] {
+    for kind in ["seed", "reshape", "thread", "random", "dumps", "all"] {
         let group: Vec<&IndexingMap> = maps
             .iter()
             .filter(|(k, _)| kind == "all" || k == kind)
@@ -383,7 +385,143 @@ fn fold_report(maps: &[(String, IndexingMap)]) {
     );
 }
 
+/// `-- --dumps-corpus DIR...`: the corpus's `dumps` group, printed as `dumps<TAB>MAP`
+/// lines: every map the simplifier is handed while the operand maps of every fusion of
+/// the XLA dumps under DIR are composed through the fusion (`hlo::fusion`'s walk from each
+/// root to the parameters: each instruction's operand maps composed after the maps that
+/// reach it, then simplified; here the composed map is kept before it is simplified),
+/// where it is not a plain linear map (`fusion::finish` does not simplify those), each
+/// distinct map once, in the order met, at most `--max N` (default 200) taken evenly
+/// over the list.
+fn dumps_corpus() {
+    use ixmap::hlo::fusion;
+    use ixmap::map::compose;
+    let args: Vec<String> = std::env::args().collect();
+    let at = args.iter().position(|a| a == "--dumps-corpus").unwrap_or(0);
+    let max: usize = args
+        .iter()
+        .position(|a| a == "--max")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(200);
+    let dirs: Vec<std::path::PathBuf> = args[at + 1..]
+        .iter()
+        .take_while(|a| !a.starts_with("--"))
+        .map(std::path::PathBuf::from)
+        .collect();
+    let files = ixmap::dump::module_files(&dirs).expect("dump directories");
+    let mut seen = std::collections::HashSet::new();
+    let mut found: Vec<String> = Vec::new();
+    let mut operand_maps: Vec<String> = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("a module file");
+        let Ok(ws) = ixmap::dump::load_module(&text) else {
+            eprintln!("skipped (does not load): {}", file.display());
+            continue;
+        };
+        let module = &ws.module;
+        let Some(entry) = module.entry() else {
+            continue;
+        };
+        for ins in &entry.instrs {
+            let Some(comp) = module.fused_computation(ins) else {
+                continue;
+            };
+            let flat;
+            let comp = if ixmap::hlo::inline::has_nesting(module, comp) {
+                flat = ixmap::hlo::inline::flatten(module, comp);
+                &flat
+            } else {
+                comp
+            };
+            // the input-to-output maps from each parameter (`indexing F from K`)
+            for k in 0..comp.parameters().len() {
+                for m in fusion::input_to_output_in(module, comp, k).iter().flatten() {
+                    let text = m.to_string();
+                    if !m.is_undefined() && m.runtimes.is_empty() && seen.insert(text.clone()) {
+                        operand_maps.push(text);
+                    }
+                }
+            }
+            for root in comp.outputs() {
+                let order = fusion::reverse_topological(comp, &[root]);
+                let mut sets: Vec<Vec<IndexingMap>> = vec![Vec::new(); comp.instrs.len()];
+                sets[root].push(IndexingMap::identity(comp.instrs[root].dims()));
+                for id in order {
+                    let set = std::mem::take(&mut sets[id]);
+                    if comp.instrs[id].opcode == "parameter" {
+                        // the operand's maps as `indexing` prints them
+                        for m in set {
+                            let text = m.to_string();
+                            if !m.is_undefined()
+                                && m.runtimes.is_empty()
+                                && seen.insert(text.clone())
+                            {
+                                operand_maps.push(text);
+                            }
+                        }
+                        continue;
+                    }
+                    if set.is_empty() {
+                        continue;
+                    }
+                    let per_operand = fusion::op_output_to_input(module, comp, id);
+                    for (k, &opnd) in comp.instrs[id].operands.iter().enumerate() {
+                        let Some(op_maps) = per_operand.get(k) else {
+                            continue;
+                        };
+                        for m in &set {
+                            for o in op_maps {
+                                let Ok(raw) = compose(m, o) else { continue };
+                                if raw.is_undefined() {
+                                    continue;
+                                }
+                                let plain = raw.constraints.is_empty()
+                                    && !raw.has_symbols()
+                                    && !raw.results.iter().any(|r| r.has_div());
+                                let mut named = raw.clone();
+                                ixmap::hlo::ops::default_names(&mut named);
+                                let text = named.to_string();
+                                // only what reads back as the same map (no runtime values)
+                                let reads_back = ixmap::syntax::parse_map_lit(&text)
+                                    .ok()
+                                    .and_then(|l| ixmap::session::build::build_map(&l).ok())
+                                    .is_some_and(|b| b == named);
+                                if !plain && reads_back && seen.insert(text.clone()) {
+                                    found.push(text);
+                                }
+                                let next = fusion::finish(raw);
+                                if !sets[opnd].contains(&next) {
+                                    sets[opnd].push(next);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // the composed maps first, then the operand maps (simplified already, as a user who
+    // simplifies a fusion's maps has them) up to the total
+    eprintln!(
+        "{} composed maps handed to the simplifier, {} operand maps besides",
+        found.len(),
+        operand_maps.len()
+    );
+    let take = found.len().min(max);
+    let mut out: Vec<&String> = (0..take).map(|j| &found[j * found.len() / take]).collect();
+    let rest = (max - take).min(operand_maps.len());
+    out.extend((0..rest).map(|j| &operand_maps[j * operand_maps.len() / rest]));
+    for m in out {
+        println!("dumps\t{m}");
+    }
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "--dumps-corpus") {
+        dumps_corpus();
+        return;
+    }
     if std::env::args().any(|a| a == "--isl-worker") {
         isl_worker::run();
         return;
@@ -421,7 +559,7 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     let limits = SimplifyLimits::default();
     let mut g = c.benchmark_group("simplify");
-    for kind in ["seed", "reshape", "thread", "random"] {
+    for kind in ["seed", "reshape", "thread", "random", "dumps"] {
         let group: Vec<&IndexingMap> = maps
             .iter()
             .filter(|(k, _)| k == kind)

@@ -5,6 +5,11 @@ Run it through `scripts/bench-isl` (it makes the venv `target/isl-venv` with isl
 and builds the bench in release mode); options:
 
     scripts/bench-isl [--rounds N] [--chunk K] [--only GROUP,...] [--smoke [--strict]]
+                      [--baseline OLD_BENCH_BIN]
+
+(`--baseline`: another build's bench binary, `target/release/deps/simplify-HASH` copied
+aside before rebuilding, is a third side of the same interleaving: the table then also
+gives before/after per group, and how many outputs differ.)
 
 (`--smoke` is what scripts/test-all runs, with `--strict`: 3 maps per group in a debug build,
 every isl output converted back and checked, seconds.)
@@ -219,17 +224,18 @@ def convert(mpa):
 
 
 class Worker:
-    def __init__(self, smoke, no_prepass=False):
+    def __init__(self, smoke, no_prepass=False, binary=None):
         cmd = ["cargo", "bench", "-q", "--bench", "simplify", "--", "--isl-worker"]
         if smoke:
             # A debug build (what CI has built already), the first 3 maps of each group.
             cmd = ["cargo", "test", "-q", "--bench", "simplify", "--", "--isl-worker", "--smoke"]
         if no_prepass:
             cmd.append("--no-prepass")
-        if os.environ.get("IXMAP_ISL_WORKER_BIN"):
+        binary = binary or os.environ.get("IXMAP_ISL_WORKER_BIN")
+        if binary:
             # The bench binary itself (e.g. target/release/deps/simplify-HASH), without
             # cargo: no cargo lock held while the benchmark runs.
-            cmd = [os.environ["IXMAP_ISL_WORKER_BIN"], "--isl-worker"] + cmd[cmd.index("--isl-worker") + 1:]
+            cmd = [binary, "--isl-worker"] + cmd[cmd.index("--isl-worker") + 1:]
         self.p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True, bufsize=1)
         self.maps = json.loads(self.p.stdout.readline())["maps"]
@@ -268,6 +274,9 @@ def main():
                     help="exit 1 unless every isl output converts and checks equal (CI)")
     ap.add_argument("--no-prepass", action="store_true",
                     help="ixmap without its pre-pass (simplify/fold.rs): the e-graph alone")
+    ap.add_argument("--baseline", default="",
+                    help="another build's bench binary (target/release/deps/simplify-HASH, "
+                         "copied aside): timed in the same interleaving, before/after table")
     args = ap.parse_args()
     if args.smoke:
         args.rounds = 2
@@ -275,6 +284,9 @@ def main():
     t0 = time.time()
     w = Worker(args.smoke, args.no_prepass)
     maps = w.maps
+    wb = Worker(args.smoke, args.no_prepass, args.baseline) if args.baseline else None
+    if wb is not None:
+        assert [m["src"] for m in wb.maps] == [m["src"] for m in maps], "different corpora"
     idx = list(range(len(maps)))
     if args.only:
         keep = set(args.only.split(","))
@@ -297,6 +309,7 @@ def main():
     run = [i for i in idx if i in isl_obj]
 
     t_ix = {i: [] for i in run}
+    t_base = {i: [] for i in run}
     t_gist = {i: [] for i in run}
     t_coal = {i: [] for i in run}
     t_full = {i: [] for i in run}
@@ -323,27 +336,29 @@ def main():
             out_gist[i], out_coal[i] = g, c
             del full
 
-    def ix_batch(batch):
+    def ix_batch(batch, worker=w, times=t_ix):
         # One request per contiguous run of indices (the worker takes ranges).
         j = 0
         while j < len(batch):
             k = j
             while k + 1 < len(batch) and batch[k + 1] == batch[k] + 1:
                 k += 1
-            ns = w.ask(f"time {batch[j]} {batch[k] + 1}")
+            ns = worker.ask(f"time {batch[j]} {batch[k] + 1}")
             for i, t in zip(batch[j:k + 1], ns):
-                t_ix[i].append(t)
+                times[i].append(t)
             j = k + 1
+
+    def base_batch(batch):
+        if wb is not None:
+            ix_batch(batch, wb, t_base)
 
     for r in range(args.rounds):
         for c in range(0, len(run), args.chunk):
             batch = run[c:c + args.chunk]
-            if r % 2 == 0:
-                ix_batch(batch)
-                isl_batch(batch)
-            else:
-                isl_batch(batch)
-                ix_batch(batch)
+            # the order of the sides rotates by round, so load hits each side alike
+            sides = [lambda: ix_batch(batch), lambda: isl_batch(batch), lambda: base_batch(batch)]
+            for f in sides[r % 3:] + sides[:r % 3]:
+                f()
         print(f"round {r + 1}/{args.rounds} done ({time.time() - t0:.0f} s)", file=sys.stderr)
 
     # Outputs: convert, check, cost.
@@ -356,6 +371,10 @@ def main():
                "t_ixmap": statistics.median(t_ix[i]), "t_gist": statistics.median(t_gist[i]),
                "t_coalesce": statistics.median(t_coal[i]),
                "t_parse_gist": statistics.median(t_full[i])}
+        if wb is not None:
+            row["t_base"] = statistics.median(t_base[i])
+            row["base"] = wb.maps[i]["ixmap_out"]
+            row["base_cost"] = wb.maps[i]["ixmap_cost"]
         best = None
         for name, res in (("gist", out_gist[i]), ("gist+coalesce", out_coal[i])):
             v = {"text": res.to_str()}
@@ -405,6 +424,8 @@ def main():
         row["isl_best"] = best
         rows.append(row)
     w.close()
+    if wb is not None:
+        wb.close()
 
     # ------------------------------------------------------------------------ the table
     groups = []
@@ -441,6 +462,31 @@ def main():
             f"{statistics.median(ratios):>4.1f}x | {us(pct(co, .5)):>9} {us(pct(fu, .5)):>10} | "
             f"{cheaper['ixmap']:>14} {cheaper['equal']:>5} {cheaper['isl']:>3} | "
             f"{ok:>3}/{len(rs):<3}" + (f" (n/a {cheaper['n/a']})" if cheaper["n/a"] else ""))
+    if wb is not None:
+        say("")
+        say(f"before/after: the baseline build ({args.baseline}) timed in the same "
+            f"interleaving; times in µs")
+        hdr = (f"{'group':>8} {'maps':>4} | {'before med':>10} {'p99':>8} {'max':>8} | "
+               f"{'after med':>9} {'p99':>8} {'max':>8} | {'speed-up med':>12} {'p99':>5} "
+               f"{'/map':>5} | {'outputs: same':>13} {'cheaper':>7} {'dearer':>6}")
+        say(hdr)
+        say("-" * len(hdr))
+        for g in groups + ["all"]:
+            rs = [r for r in rows if g == "all" or r["group"] == g]
+            a = [r["t_base"] for r in rs]
+            b = [r["t_ixmap"] for r in rs]
+            same = sum(1 for r in rs if r["base"] == r["ixmap"])
+            cheaper = sum(1 for r in rs if r["base"] != r["ixmap"] and r["ixmap_cost"] is not None
+                          and r["base_cost"] is not None
+                          and tuple(r["ixmap_cost"]) < tuple(r["base_cost"]))
+            dearer = sum(1 for r in rs if r["base"] != r["ixmap"] and r["ixmap_cost"] is not None
+                         and r["base_cost"] is not None
+                         and tuple(r["ixmap_cost"]) > tuple(r["base_cost"]))
+            say(f"{g:>8} {len(rs):>4} | {us(pct(a, .5)):>10} {us(pct(a, .99)):>8} {us(max(a)):>8} | "
+                f"{us(pct(b, .5)):>9} {us(pct(b, .99)):>8} {us(max(b)):>8} | "
+                f"{pct(a, .5) / pct(b, .5):>11.2f}x {pct(a, .99) / pct(b, .99):>4.2f}x "
+                f"{statistics.median([x / y for x, y in zip(a, b)]):>4.2f}x | "
+                f"{same:>13} {cheaper:>7} {dearer:>6}")
     say("")
     say("cheaper: whose output has the lower (div, ops) cost; isl's best of gist and "
         "gist+coalesce, among its outputs that check equal to the input")

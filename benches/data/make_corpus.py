@@ -5,7 +5,8 @@
 Kinds: seed (the seed examples), reshape (reshape chains, composed by substitution; at
 the end of the file, chains of 2-5 reshapes with transposes and issue 12's two maps),
 thread (thread-id -> tensor maps like seed 001's), random (random trees with nested
-floordiv/mod/ceildiv by small constants, negative bounds, constraints).
+floordiv/mod/ceildiv by small constants, negative bounds, constraints), dumps (kept from
+the file as it is: 200 maps of real fusions, made by the simplify bench's --dumps-corpus).
 """
 import random, re, math, os
 
@@ -232,7 +233,14 @@ while count < 90:
     count += 1
 
 here = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(here, "simplify-corpus.txt"), "w") as f:
-    for kind, m in out:
+path = os.path.join(here, "simplify-corpus.txt")
+# The `dumps` group is not generated here: it comes from the XLA dumps through ixmap's own
+# fusion indexing (`cargo bench --bench simplify -- --dumps-corpus DIR...`, see
+# benches/simplify.rs), and is kept as the file has it, at the end.
+dumps = []
+if os.path.exists(path):
+    dumps = [l.rstrip("\n").split("\t", 1) for l in open(path) if l.startswith("dumps\t")]
+with open(path, "w") as f:
+    for kind, m in out + [tuple(d) for d in dumps]:
         f.write(f"{kind}\t{m}\n")
-print(len(out), "maps")
+print(len(out), "maps generated,", len(dumps), "dumps maps kept")

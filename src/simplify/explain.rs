@@ -39,6 +39,12 @@ pub fn explain_steps(
 /// this, an equality is cited without its own steps.
 const MAX_NESTED: usize = 16;
 
+/// Largest subterm (nodes, as printed) whose cited equality gets its own nested proof:
+/// the proof of an equality between two large terms is long, and each of its steps prints
+/// the whole term (a chain of 300 divisions: 12 s with 16 such proofs, under 1 s with
+/// none). A larger one is cited alone (`because X = Y`).
+const MAX_NESTED_SIZE: u64 = 48;
+
 /// The cheapest form of every e-class (the extractor's choice), built once per explanation:
 /// an extractor per step (the cost analysis of the whole e-graph, again and again) made a
 /// chain of n divisions cost n^3.
@@ -81,6 +87,69 @@ fn best_forms(egraph: &EGraph) -> Best {
 /// How deep the explanation of an equality a sum rule used may go.
 const MAX_DEPTH: usize = 3;
 
+/// Largest term (nodes of the RecExpr) explained through egg's flat explanation, which
+/// writes the whole term out at every step; a larger one is explained from egg's tree
+/// explanation (`tree_rewrites`), whose cost follows the number of steps.
+const MAX_FLAT_NODES: usize = 64;
+
+/// One rewrite of a proof: the rule (forward or not), and the subterm before and after.
+type Rewrite = (Symbol, bool, Expr, Expr);
+
+/// The rewrites of egg's tree explanation `seq`, in order: each term of the sequence is
+/// reached from the last one's final form by its rule at this position, then its
+/// children's own proofs rewrite its children. Subterms are built once per tree term
+/// (memoized by address), so the work follows the size of the tree explanation, not the
+/// number of steps times the size of the term.
+fn tree_rewrites(seq: &egg::TreeExplanation<IxLang>, out: &mut Vec<Rewrite>) {
+    type Memo = std::collections::HashMap<(*const egg::TreeTerm<IxLang>, bool), Expr>;
+    /// The term's initial (`last` false) or final form.
+    fn form(t: &std::rc::Rc<egg::TreeTerm<IxLang>>, last: bool, memo: &mut Memo) -> Expr {
+        let key = (std::rc::Rc::as_ptr(t), last);
+        if let Some(&e) = memo.get(&key) {
+            return e;
+        }
+        let e = match &t.node {
+            IxLang::Num(c) => Expr::constant(*c),
+            IxLang::Var(v) => Expr::var(v.0),
+            n => {
+                let kids: Vec<Expr> = t
+                    .child_proofs
+                    .iter()
+                    .map(|p| {
+                        let end = if last { p.last() } else { p.first() };
+                        end.map(|x| form(x, last, memo))
+                            .unwrap_or(Expr::constant(0))
+                    })
+                    .collect();
+                match (n.op(), kids.as_slice()) {
+                    (Some((op, _, _)), [a, b]) => Expr::bin(op, *a, *b),
+                    _ => Expr::constant(0),
+                }
+            }
+        };
+        memo.insert(key, e);
+        e
+    }
+    fn walk(seq: &egg::TreeExplanation<IxLang>, memo: &mut Memo, out: &mut Vec<Rewrite>) {
+        let mut prev: Option<Expr> = None;
+        for t in seq {
+            let init = form(t, false, memo);
+            if let Some(p) = prev {
+                match (t.forward_rule, t.backward_rule) {
+                    (Some(r), _) => out.push((r, true, p, init)),
+                    (None, Some(r)) => out.push((r, false, p, init)),
+                    _ => {}
+                }
+            }
+            for child in &t.child_proofs {
+                walk(child, memo, out);
+            }
+            prev = Some(form(t, true, memo));
+        }
+    }
+    walk(seq, &mut Memo::new(), out);
+}
+
 fn explain_depth(
     egraph: &mut EGraph,
     best: &Best,
@@ -90,14 +159,17 @@ fn explain_depth(
     names: &[String],
     depth: usize,
 ) -> Vec<Step> {
-    let flat = catch_unwind(AssertUnwindSafe(|| {
-        let mut ex = egraph.explain_equivalence(from, to);
-        ex.make_flat_explanation()
-            .iter()
-            .map(|t| (*t).clone())
-            .collect::<Vec<FlatTerm<IxLang>>>()
-    }));
-    let Ok(flat) = flat else {
+    let rewrites: Result<Vec<Rewrite>, _> = if from.as_ref().len() > MAX_FLAT_NODES {
+        catch_unwind(AssertUnwindSafe(|| {
+            let ex = egraph.explain_equivalence(from, to);
+            let mut out = Vec::new();
+            tree_rewrites(&ex.explanation_trees, &mut out);
+            out
+        }))
+    } else {
+        flat_rewrites(egraph, from, to)
+    };
+    let Ok(rewrites) = rewrites else {
         return vec![Step {
             rule: "(explanation unavailable)".into(),
             before: show(super::language::from_rec(from), names),
@@ -106,14 +178,7 @@ fn explain_depth(
         }];
     };
     let mut steps = Vec::new();
-    for w in flat.windows(2) {
-        let Some((path, rule, forward)) = rewritten(&w[1], &mut Vec::new()) else {
-            continue;
-        };
-        let (Some(before), Some(after)) = (at(&w[0], &path), at(&w[1], &path)) else {
-            continue;
-        };
-        let (before, after) = (flat_expr(before), flat_expr(after));
+    for (rule, forward, before, after) in rewrites {
         let rule = if forward {
             rule.to_string()
         } else {
@@ -123,7 +188,7 @@ fn explain_depth(
         // whose class is known to equal something simpler, and cite that equality.
         let mut why = facts(egraph, &rule, before, names);
         for (x, simpler) in used_equalities(egraph, best, before) {
-            if depth < MAX_DEPTH && *nested > 0 {
+            if depth < MAX_DEPTH && *nested > 0 && expr_rank(x).2 <= MAX_NESTED_SIZE {
                 *nested -= 1;
                 steps.extend(explain_depth(
                     egraph,
@@ -151,6 +216,34 @@ fn explain_depth(
         });
     }
     steps
+}
+
+/// The rewrites of egg's flat explanation from `from` to `to`: one whole term per step,
+/// the rewritten subterm found by its path.
+fn flat_rewrites(
+    egraph: &mut EGraph,
+    from: &RecExpr<IxLang>,
+    to: &RecExpr<IxLang>,
+) -> Result<Vec<Rewrite>, Box<dyn std::any::Any + Send>> {
+    let flat = catch_unwind(AssertUnwindSafe(|| {
+        let mut ex = egraph.explain_equivalence(from, to);
+        ex.make_flat_explanation()
+            .iter()
+            .map(|t| (*t).clone())
+            .collect::<Vec<FlatTerm<IxLang>>>()
+    }));
+    let flat = flat?;
+    let mut out = Vec::new();
+    for w in flat.windows(2) {
+        let Some((path, rule, forward)) = rewritten(&w[1], &mut Vec::new()) else {
+            continue;
+        };
+        let (Some(before), Some(after)) = (at(&w[0], &path), at(&w[1], &path)) else {
+            continue;
+        };
+        out.push((rule, forward, flat_expr(before), flat_expr(after)));
+    }
+    Ok(out)
 }
 
 fn show(e: Expr, names: &[String]) -> String {

@@ -83,6 +83,70 @@ pub fn fold_all(exprs: &[Expr], bounds: &[Interval], facts: &[(Expr, Interval)])
         .collect()
 }
 
+/// One rewrite of the pre-pass, as [`fold_all_traced`] reports it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FoldStep {
+    /// The node with its operands already rewritten.
+    pub before: Expr,
+    /// What the pass made of it.
+    pub after: Expr,
+    /// The node as written (a proof may read its subterms; `node => after` directly
+    /// replaces the steps of its operands, `operands_from..` of the list, and this one).
+    pub node: Expr,
+    pub operands_from: usize,
+}
+
+/// [`fold_all`], with the way each expression got there: per expression, the rewrites of
+/// single nodes, bottom-up, that turn it into its folded form (`(before, after, node)`:
+/// the node with its operands already rewritten, what the pass made of it, and the node
+/// as it was, which the proof may read; applying them in order, each to every occurrence
+/// of its `before`, gives the output). `simplify M
+/// explain` proves each one on its own (`rewrite::prove_step`), so its cost grows with the
+/// number of rewrites, not with the size of one proof over the whole expression.
+pub fn fold_all_traced(
+    exprs: &[Expr],
+    bounds: &[Interval],
+    facts: &[(Expr, Interval)],
+) -> (Vec<Expr>, Vec<Vec<FoldStep>>) {
+    let mut f = Folder::new(bounds, facts);
+    let mut seen = std::collections::HashSet::new();
+    exprs
+        .iter()
+        .map(|&e| {
+            let mut steps = Vec::new();
+            let start = canonical(e);
+            if start != e {
+                steps.push(FoldStep {
+                    before: e,
+                    after: start,
+                    node: e,
+                    operands_from: 0,
+                });
+            }
+            let out = f.expr(start);
+            let out = if expr_rank(out) < expr_rank(start) {
+                f.node_steps(start, &mut seen, &mut steps);
+                out
+            } else {
+                start
+            };
+            let fin = match f.digit_candidate(start) {
+                Some(d) if lighter(expr_rank(d), expr_rank(out)) => d,
+                _ => out,
+            };
+            if fin != out {
+                steps.push(FoldStep {
+                    before: out,
+                    after: fin,
+                    node: start,
+                    operands_from: steps.len(),
+                });
+            }
+            (fin, steps)
+        })
+        .unzip()
+}
+
 /// Whether rank `a` is below `b` in weight, or in the weight under divisions at equal
 /// weight (the first two components of [`super::cost::Rank`]).
 fn lighter(a: super::cost::Rank, b: super::cost::Rank) -> bool {
@@ -291,6 +355,57 @@ impl<'a> Folder<'a> {
     fn point(&mut self, l: &Linear) -> Option<i64> {
         let r = self.range(l);
         (!r.is_empty() && r.is_point()).then_some(r.lo)
+    }
+
+    /// The node rewrites that took `e` to its memoized folded form, bottom-up (see
+    /// [`fold_all_traced`]); nodes in `seen` are done already (shared subterms). An
+    /// explicit stack: no recursion on the depth of the term.
+    fn node_steps(
+        &self,
+        e: Expr,
+        seen: &mut std::collections::HashSet<Expr>,
+        steps: &mut Vec<FoldStep>,
+    ) {
+        let mut said = std::collections::HashSet::new();
+        // (node, operands done, where its operands' steps start)
+        let mut stack = vec![(e, false, 0)];
+        while let Some((x, ready, from)) = stack.pop() {
+            let Some(&fx) = self.memo.get(&x) else {
+                continue;
+            };
+            if fx == x || (!ready && !seen.insert(x)) {
+                continue;
+            }
+            match x.kind() {
+                ExprKind::Bin(op, a, b) => {
+                    if !ready {
+                        stack.push((x, true, steps.len()));
+                        stack.push((b, false, 0));
+                        stack.push((a, false, 0));
+                        continue;
+                    }
+                    let fa = self.memo.get(&a).copied().unwrap_or(a);
+                    let fb = self.memo.get(&b).copied().unwrap_or(b);
+                    let mid = Expr::bin(op, fa, fb);
+                    // (a rewrite met again, `0 floordiv 2 => 0` up a chain, is said once)
+                    if mid != fx && said.insert((mid, fx)) {
+                        steps.push(FoldStep {
+                            before: mid,
+                            after: fx,
+                            node: x,
+                            operands_from: from,
+                        });
+                    }
+                }
+                _ if said.insert((x, fx)) => steps.push(FoldStep {
+                    before: x,
+                    after: fx,
+                    node: x,
+                    operands_from: steps.len(),
+                }),
+                _ => {}
+            }
+        }
     }
 
     /// The folded form of a canonical expression.

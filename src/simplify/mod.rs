@@ -20,6 +20,7 @@ pub mod analysis;
 pub mod congruence;
 pub mod constraints;
 pub mod cost;
+pub mod done;
 pub mod explain;
 pub mod fold;
 pub mod language;
@@ -144,6 +145,11 @@ fn memo_key(exprs: &[Expr], bounds: &[Interval], facts: &[(Expr, Interval)]) -> 
     (exprs.to_vec(), bounds.to_vec(), facts.to_vec())
 }
 
+/// Largest total size (nodes, as printed) of the expressions `simplify M explain` proves
+/// with one e-graph proof from the input; past it, each rewrite of the pre-pass is proven
+/// on its own (`rewrite::prove_step`), so explain's time grows with the number of steps.
+const DIRECT_EXPLAIN_MAX: u64 = 64;
+
 /// Most fresh runs on a result that the previous run did not leave as a fixpoint.
 const MAX_FRESH_RUNS: usize = 3;
 
@@ -179,21 +185,29 @@ fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified 
 
 /// Whether a fresh run of the pipeline on `m`, the result of a run whose last round changed
 /// nothing, would print `m` again, proven without running it: nothing in `m` is left for
-/// the e-graph or the pre-pass (no expression passes [`worth_rewriting`]: no division,
-/// modulo, min or max, no variable fixed to a point), and its canonical form is itself.
-/// A fresh run's first round then does what that last round did on the same map (the
-/// constraint passes, the rescaling and the removal of unused symbols are functions of
-/// the map, and the e-graph stage picks nothing), so it changes nothing, and the fresh
-/// runs that make `simplify` idempotent (see [`run`]) are not needed. Most maps of the
-/// benchmark corpus end linear; each fresh run cost one more pass of the pipeline.
+/// the e-graph (every expression either fails [`worth_rewriting`] — no division, modulo,
+/// min or max, no variable fixed to a point — or passes the first tier's proof of done,
+/// `done.rs`), and its canonical form is itself. A fresh run's first round then does what
+/// that last round did on the same map (the constraint passes, the rescaling and the
+/// removal of unused symbols are functions of the map; the pre-pass is a function of the
+/// same expressions, bounds and facts, on which that round's pre-pass changed nothing;
+/// the e-graph stage picks nothing), so it changes nothing, and the fresh runs that make
+/// `simplify` idempotent (see [`run`]) are not needed. Each fresh run cost one more pass
+/// of the pipeline.
 fn settled(m: &IndexingMap) -> bool {
-    let point_vars: Vec<bool> = m.bounds().iter().map(|b| b.is_point()).collect();
-    let all_flat = m
-        .results
-        .iter()
-        .chain(m.constraints.iter().map(|c| &c.0))
-        .all(|&e| !worth_rewriting(e, &point_vars));
-    if !all_flat {
+    let bounds = m.bounds();
+    let point_vars: Vec<bool> = bounds.iter().map(|b| b.is_point()).collect();
+    let picked = |exprs: &mut dyn Iterator<Item = Expr>| -> Vec<Expr> {
+        exprs.filter(|&e| worth_rewriting(e, &point_vars)).collect()
+    };
+    let results = picked(&mut m.results.iter().copied());
+    let constraints = picked(&mut m.constraints.iter().map(|c| c.0));
+    // what is left must be done (`done.rs`): the results under the constraints as facts,
+    // the constraints alone, as `rewrite_map` groups them
+    let all_done = (results.is_empty()
+        || done::Settle::new(&bounds, &m.constraints).all_done(&results))
+        && (constraints.is_empty() || done::Settle::new(&bounds, &[]).all_done(&constraints));
+    if !all_done {
         return false;
     }
     let mut c = m.clone();
@@ -378,10 +392,15 @@ fn rewrite_map(
             proven,
             memo,
         };
-        let new = if explain {
+        let small = exprs
+            .iter()
+            .map(|&e| cost::expr_rank(e).2)
+            .fold(0u64, u64::saturating_add)
+            <= DIRECT_EXPLAIN_MAX;
+        let new = if explain && small {
             // The steps of `simplify M explain`: the e-graph's own proof from the input when
-            // it ends where `simplify M` does, else the pre-pass as one step, then the
-            // e-graph's proof from there (the same map either way).
+            // it ends where `simplify M` does, else the pre-pass's rewrites each proven on
+            // its own, then the e-graph's proof from there (the same map either way).
             let (plain, _) = ctx.rewrite(&exprs, false, &mut Vec::new());
             let mut direct = Vec::new();
             let (alone, report) =
@@ -398,7 +417,9 @@ fn rewrite_map(
                 new
             }
         } else {
-            let (new, report) = ctx.rewrite(&exprs, false, steps);
+            // (past a few dozen nodes, the pre-pass's rewrites proven one by one: one egg
+            // proof over a long chain of rewrites costs the cube of its length)
+            let (new, report) = ctx.rewrite(&exprs, explain, steps);
             saturated &= report.saturated;
             report.record(out);
             new
@@ -421,6 +442,84 @@ fn rewrite_map(
         }
     }
     saturated
+}
+
+/// An expression as the e-graph gets it: the parts of its top-level sum that are open
+/// (each a sum of summands), and the rest, settled, kept aside.
+struct Parts {
+    open: Vec<Expr>,
+    settled: Vec<Expr>,
+}
+
+impl Parts {
+    /// The expression again, with the open parts replaced by `open` (in order).
+    fn join(&self, open: &[Expr]) -> Expr {
+        if self.settled.is_empty() && open.len() == 1 {
+            return open[0];
+        }
+        let sum = open
+            .iter()
+            .chain(&self.settled)
+            .fold(Expr::constant(0), |acc, &p| acc.add(p));
+        crate::expr::canonical(sum)
+    }
+}
+
+/// `e`'s top-level sum split into parts the e-graph may simplify on their own: summands
+/// connected by a shared variable stay together (the rules that combine summands of a
+/// sum, `add-collect`, `add-floordiv-to-mod` and `linearize-cancel`, only ever combine
+/// summands over common variables; the rank is a sum over summands, so the cheapest sum
+/// is the sum of the cheapest parts), and the parts the proof of done settles
+/// (`done.rs`), the constant among them, are left out of the e-graph. `e` whole when it
+/// does not split.
+fn open_parts(e: Expr, settle: &done::Settle) -> Parts {
+    let whole = Parts {
+        open: vec![e],
+        settled: Vec::new(),
+    };
+    let Some(l) = crate::expr::Linear::of(e) else {
+        return whole;
+    };
+    // connected components of the summands by shared variables (masks merged until
+    // disjoint; bit 63 stands for every variable past 62, which only merges more)
+    let mut groups: Vec<(u64, Vec<(Expr, i64)>)> = Vec::new();
+    for &(t, k) in &l.terms {
+        let mut mask = t.var_mask();
+        let mut members = vec![(t, k)];
+        let mut i = 0;
+        while i < groups.len() {
+            if groups[i].0 & mask != 0 {
+                let (m, ts) = groups.swap_remove(i);
+                mask |= m;
+                members.extend(ts);
+                i = 0;
+            } else {
+                i += 1;
+            }
+        }
+        groups.push((mask, members));
+    }
+    if groups.len() < 2 {
+        return whole;
+    }
+    let mut parts = Parts {
+        open: Vec::new(),
+        settled: vec![Expr::constant(l.constant)],
+    };
+    // in the order of the first summand of each part, so the e-graph's input is stable
+    for g in &mut groups {
+        g.1.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    groups.sort_by(|a, b| a.1[0].0.cmp(&b.1[0].0));
+    for (_, terms) in groups {
+        let part = crate::expr::canonical(crate::expr::Linear { terms, constant: 0 }.to_expr());
+        if settle.open(part).is_some() {
+            parts.open.push(part);
+        } else {
+            parts.settled.push(part);
+        }
+    }
+    parts
 }
 
 /// What one group of expressions (results under the constraints as facts, or the
@@ -448,6 +547,41 @@ impl rewrite::RunReport {
 }
 
 impl Group<'_> {
+    /// The steps of the pre-pass's rewrites (`fold::fold_all_traced`), each proven on its
+    /// own (`rewrite::prove_step`). A node whose rewrite the rules do not prove from its
+    /// rewritten operands is proven from the node as written instead, in place of its
+    /// operands' steps (the pre-pass rewrote several levels at once there, through its
+    /// floordiv basis).
+    fn prove_fold_steps(&self, list: &[fold::FoldStep]) -> Vec<Step> {
+        let prove = |before, after, node| {
+            rewrite::prove_step(
+                before,
+                after,
+                node,
+                self.bounds,
+                self.facts,
+                self.names,
+                self.limits,
+            )
+        };
+        let unproven = |s: &[Step]| s.iter().any(|s| s.rule == rewrite::UNPROVEN);
+        let mut per: Vec<Vec<Step>> = Vec::with_capacity(list.len());
+        for (j, st) in list.iter().enumerate() {
+            let mut out = prove(st.before, st.after, st.node);
+            if unproven(&out) && st.node != st.before {
+                let direct = prove(st.node, st.after, st.node);
+                if !unproven(&direct) {
+                    for p in per.iter_mut().take(j).skip(st.operands_from) {
+                        p.clear();
+                    }
+                    out = direct;
+                }
+            }
+            per.push(out);
+        }
+        per.into_iter().flatten().collect()
+    }
+
     /// The deterministic pre-pass first (`fold.rs`), then the e-graph on what it leaves
     /// with a division or modulo the e-graph might still improve. The new expressions, in
     /// order (each the input itself when nothing ranked lower was found).
@@ -462,8 +596,14 @@ impl Group<'_> {
             .limits
             .prepass
             .then(|| memo_find(&self.memo.borrow().fold, exprs, self.bounds, self.facts).cloned());
+        // with explain, the pre-pass's own rewrites, node by node (`fold_all_traced`)
+        let mut fold_steps: Vec<Vec<fold::FoldStep>> = Vec::new();
         let folded = if !self.limits.prepass {
             exprs.to_vec()
+        } else if explain {
+            let (f, st) = fold::fold_all_traced(exprs, self.bounds, self.facts);
+            fold_steps = st;
+            f
         } else if let Some(Some(f)) = known {
             f
         } else {
@@ -476,6 +616,7 @@ impl Group<'_> {
             f
         };
         let prepass_s = t_fold.elapsed().as_secs_f64();
+        let settle = done::Settle::new(self.bounds, self.facts);
         let mut new = exprs.to_vec();
         let mut rest = Vec::new();
         for (i, (&e, f)) in exprs.iter().zip(folded).enumerate() {
@@ -484,16 +625,19 @@ impl Group<'_> {
             // forms the pre-pass's greedy basis change does not).
             if cost::expr_rank(f) < cost::expr_rank(e) && fold::is_flat(f) {
                 if explain {
-                    steps.push(Step {
-                        rule: "fold".into(),
-                        before: crate::expr::display(e, self.names).to_string(),
-                        after: crate::expr::display(f, self.names).to_string(),
-                        why: "the pre-pass (fold.rs): the e-graph's rules applied bottom-up, sums through the floordiv basis".into(),
-                    });
+                    // each rewrite of the pre-pass proven on its own by the rules: the
+                    // steps grow with the number of rewrites, not with the size of one
+                    // proof over the whole expression
+                    let list = fold_steps.get(i).map(|v| &v[..]).unwrap_or(&[]);
+                    steps.extend(self.prove_fold_steps(list));
                 }
                 new[i] = f;
             }
-            if worth_rewriting(new[i], self.point_vars) && (!self.proven || new[i] != e) {
+            // the e-graph only where the first tier's proof of done fails (`done.rs`)
+            if worth_rewriting(new[i], self.point_vars)
+                && (!self.proven || new[i] != e)
+                && settle.open(new[i]).is_some()
+            {
                 rest.push(i);
             }
         }
@@ -505,7 +649,10 @@ impl Group<'_> {
             report.phases.prepass_s = prepass_s;
             return (new, report);
         }
-        let input: Vec<Expr> = rest.iter().map(|&i| new[i]).collect();
+        // Only the open parts go into the e-graph (`open_parts`): the settled summands
+        // stay out of it, and each expression is put back together from its parts.
+        let split: Vec<Parts> = rest.iter().map(|&i| open_parts(new[i], &settle)).collect();
+        let input: Vec<Expr> = split.iter().flat_map(|p| p.open.iter().copied()).collect();
         let known = if explain {
             None
         } else {
@@ -540,8 +687,14 @@ impl Group<'_> {
                 (out, report)
             }
         };
-        for (i, e) in rest.into_iter().zip(out) {
-            new[i] = e;
+        let mut outs = out.into_iter();
+        for (i, parts) in rest.into_iter().zip(split) {
+            let open: Vec<Expr> = outs.by_ref().take(parts.open.len()).collect();
+            let e = parts.join(&open);
+            // (each part's output is never ranked above its input, so neither is the sum)
+            if cost::expr_rank(e) < cost::expr_rank(new[i]) {
+                new[i] = e;
+            }
         }
         let mut report = report;
         report.phases.prepass_s += prepass_s;

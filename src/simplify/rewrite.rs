@@ -68,6 +68,76 @@ impl Phases {
     }
 }
 
+/// The rule name of a step the rules did not prove again (`prove_step`).
+pub const UNPROVEN: &str = "(explanation unavailable)";
+
+/// The steps of one rewrite `before => after` (equal under `bounds` and `facts`, as the
+/// pre-pass found it; `node`, equal to both, is the subterm as written before the pre-pass
+/// rewrote its operands): an e-graph with explanations from the three, run only until
+/// `before` and `after` meet,
+/// then its proof (`explain.rs`). The e-graph holds these two small terms alone, so the
+/// proof is short whatever the size of the expression around them. A pair the run does not
+/// prove within `limits` is reported as such (a step named `(explanation unavailable)`).
+pub fn prove_step(
+    before: Expr,
+    after: Expr,
+    node: Expr,
+    bounds: &[Interval],
+    facts: &[(Expr, Interval)],
+    names: &[String],
+    limits: &SimplifyLimits,
+) -> Vec<Step> {
+    let mut egraph = EGraph::new(Facts {
+        bounds: bounds.to_vec(),
+        generation: 0,
+    })
+    .with_explanations_enabled();
+    let mut facts = facts.to_vec();
+    facts.sort_by_key(|&(e, _)| crate::simplify::cost::expr_rank(e));
+    for (e, iv) in facts {
+        let id = egraph.add_expr(&to_rec(e));
+        narrow(&mut egraph, id, iv);
+    }
+    let (from, to) = (to_rec(before), to_rec(after));
+    let a = egraph.add_expr(&from);
+    let b = egraph.add_expr(&to);
+    // the node as it was before its operands were rewritten: its subterms are what the
+    // pre-pass read (`(X fd 20) fd 6` where `before` holds `d0 fd 20` for `X fd 120`)
+    egraph.add_expr(&to_rec(node));
+    egraph.rebuild();
+    let met = move |g: &EGraph| g.find(a) == g.find(b);
+    let runner = if met(&egraph) {
+        Runner::default().with_egraph(egraph)
+    } else {
+        Runner::default()
+            .with_egraph(egraph)
+            .with_scheduler(SimpleScheduler)
+            .with_node_limit(limits.max_nodes)
+            .with_iter_limit(limits.max_iterations)
+            .with_time_limit(Duration::from_millis(limits.max_millis))
+            .with_hook(move |runner| {
+                runner.egraph.analysis.generation = super::rules::next_generation();
+                if met(&runner.egraph) {
+                    Err("proven".into())
+                } else {
+                    Ok(())
+                }
+            })
+            .run(RULES.iter())
+    };
+    let mut egraph = runner.egraph;
+    if egraph.find(a) != egraph.find(b) {
+        return vec![Step {
+            rule: UNPROVEN.into(),
+            before: crate::expr::display(before, names).to_string(),
+            after: crate::expr::display(after, names).to_string(),
+            why: "the pre-pass's rewrite was not proven again by the rules within the bounds"
+                .into(),
+        }];
+    }
+    explain_steps(&mut egraph, &from, &to, names)
+}
+
 /// The cheapest form of each expression under `bounds` and the constraint `facts` (each
 /// `e in iv` narrows the interval of the class of `e`), in order; steps are collected only
 /// when `explain` is set.
