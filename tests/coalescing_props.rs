@@ -78,13 +78,27 @@ impl Case {
 
     fn hlo(&self) -> String {
         let t = self.elem;
-        let list = |v: &[i64]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",");
-        let ulist = |v: &[usize]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",");
+        let list = |v: &[i64]| {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let ulist = |v: &[usize]| {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
         let od = self.operand_dims();
         let out = format!("{t}[{}]", list(&self.out));
         let root = match &self.family {
-            Family::Transpose(perm) => format!("{out} transpose(p), dimensions={{{}}}", ulist(perm)),
-            Family::Broadcast(kept) => format!("{out} broadcast(p), dimensions={{{}}}", ulist(kept)),
+            Family::Transpose(perm) => {
+                format!("{out} transpose(p), dimensions={{{}}}", ulist(perm))
+            }
+            Family::Broadcast(kept) => {
+                format!("{out} broadcast(p), dimensions={{{}}}", ulist(kept))
+            }
             Family::Slice(s) => {
                 let parts: Vec<String> = s
                     .iter()
@@ -178,9 +192,8 @@ fn brute(
                     if th >= l.block[0] {
                         break;
                     }
-                    let us = unroll.map_or(0..=0, |u| {
-                        map.ranges[u].bounds.lo..=map.ranges[u].bounds.hi
-                    });
+                    let us =
+                        unroll.map_or(0..=0, |u| map.ranges[u].bounds.lo..=map.ranges[u].bounds.hi);
                     for u in us {
                         let mut p = vec![0i64; map.num_vars()];
                         p[0] = th;
@@ -258,7 +271,11 @@ fn check(case: &Case) -> Result<bool, TestCaseError> {
     };
     let od = case.operand_dims();
     let r = row(&|o| o.operand == Some(0));
-    let from = if r.through_tile { &l.read_map } else { &l.write_map };
+    let from = if r.through_tile {
+        &l.read_map
+    } else {
+        &l.write_map
+    };
     let want = brute(
         &l,
         from,
@@ -266,7 +283,12 @@ fn check(case: &Case) -> Result<bool, TestCaseError> {
         &strides(&od, &case.layout),
         case.bytes,
     );
-    let got = (r.loads, r.sectors, r.ideal_sectors, r.coalesced || !r.read());
+    let got = (
+        r.loads,
+        r.sectors,
+        r.ideal_sectors,
+        r.coalesced || !r.read(),
+    );
     prop_assert_eq!(got, want, "read of {} with {:?}", case.hlo(), l.describe());
     let w = row(&|o| o.operand.is_none());
     let rm: Vec<usize> = (0..case.out.len()).rev().collect();
@@ -311,9 +333,8 @@ fn case() -> impl Strategy<Value = Case> {
                 }),
                 prop::collection::vec((0i64..3, 1i64..=3), rank).prop_map(Family::Slice),
                 prop::collection::vec((0i64..3, 0i64..3), rank).prop_map(Family::Pad),
-                prop::collection::vec(any::<bool>(), rank).prop_map(move |r| {
-                    Family::Reverse((0..rank).filter(|&d| r[d]).collect())
-                }),
+                prop::collection::vec(any::<bool>(), rank)
+                    .prop_map(move |r| { Family::Reverse((0..rank).filter(|&d| r[d]).collect()) }),
                 Just(Family::Elementwise),
             ];
             (
@@ -327,32 +348,35 @@ fn case() -> impl Strategy<Value = Case> {
                 prop_oneof![Just(None), Just(Some(false)), Just(Some(true))],
             )
         })
-        .prop_filter_map("a shape the family allows", |(elem, out, family, layout, block, vector, unroll, tiled)| {
-            let mut c = Case {
-                elem: elem.0,
-                bytes: elem.1,
-                out,
-                family,
-                layout,
-                block,
-                vector,
-                unroll,
-                tiled,
-            };
-            if let Family::Pad(p) = &c.family {
-                // The operand keeps at least one element per dimension.
-                if c.out.iter().zip(p).any(|(&o, &(lo, hi))| o - lo - hi < 1) {
-                    return None;
+        .prop_filter_map(
+            "a shape the family allows",
+            |(elem, out, family, layout, block, vector, unroll, tiled)| {
+                let mut c = Case {
+                    elem: elem.0,
+                    bytes: elem.1,
+                    out,
+                    family,
+                    layout,
+                    block,
+                    vector,
+                    unroll,
+                    tiled,
+                };
+                if let Family::Pad(p) = &c.family {
+                    // The operand keeps at least one element per dimension.
+                    if c.out.iter().zip(p).any(|(&o, &(lo, hi))| o - lo - hi < 1) {
+                        return None;
+                    }
                 }
-            }
-            // The operand's layout has the operand's rank.
-            let r = c.operand_dims().len();
-            c.layout.retain(|&d| d < r);
-            if c.layout.len() != r {
-                c.layout = (0..r).rev().collect();
-            }
-            Some(c)
-        })
+                // The operand's layout has the operand's rank.
+                let r = c.operand_dims().len();
+                c.layout.retain(|&d| d < r);
+                if c.layout.len() != r {
+                    c.layout = (0..r).rev().collect();
+                }
+                Some(c)
+            },
+        )
 }
 
 proptest! {

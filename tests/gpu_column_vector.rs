@@ -96,7 +96,11 @@ fn check_maps(spec: &KernelSpec, vector: i64) {
         Ok(true)
     })
     .expect("enumerates");
-    assert!(seen.iter().all(|&k| k == 1), "{} vector={vector}: {seen:?}", spec.name);
+    assert!(
+        seen.iter().all(|&k| k == 1),
+        "{} vector={vector}: {seen:?}",
+        spec.name
+    );
     let f = &spec.functions[l.read_from];
     let n: i64 = f.dims.iter().product();
     let mut read = vec![0u32; n as usize];
@@ -124,7 +128,11 @@ fn check_maps(spec: &KernelSpec, vector: i64) {
         Ok(true)
     })
     .expect("enumerates");
-    assert!(read.iter().all(|&k| k == 1), "{} vector={vector}", spec.name);
+    assert!(
+        read.iter().all(|&k| k == 1),
+        "{} vector={vector}",
+        spec.name
+    );
 }
 
 #[test]
@@ -174,7 +182,13 @@ fn vector_column_kernels_run_verified_on_the_cpu() {
 #[test]
 fn xla_picks_the_column_vector() {
     let dev = launch::DeviceLimits::H100;
-    let want = [("cols", 2), ("mid", 1), ("half", 1), ("ints", 1), ("wide16", 4)];
+    let want = [
+        ("cols", 2),
+        ("mid", 1),
+        ("half", 1),
+        ("ints", 1),
+        ("wide16", 4),
+    ];
     for (name, v) in want {
         let d = launch::xla_default(&spec(name), None, dev).expect("a default");
         assert_eq!(d.config.vector, v, "{name}: {:?}", d.rules);

@@ -337,12 +337,7 @@ fn reduction_counts_match_brute_force() {
 #[test]
 fn bad_tiles_are_refused() {
     let sp = spec("ew");
-    for t in [
-        vec![24],
-        vec![0, 4],
-        vec![4, -1],
-        vec![1, 1, 1],
-    ] {
+    for t in [vec![24], vec![0, 4], vec![4, -1], vec![1, 1, 1]] {
         assert!(tiled_report(&sp, &t).is_err(), "{t:?}");
     }
     // A tile larger than an extent is clipped to it, as XLA clips (issue 32), not refused:

@@ -14,7 +14,9 @@ fn value(src: &str) -> Value {
 fn map_domain_is_a_table_with_one_row_per_variable_and_constraint() {
     let h = html::html(&value("(d0, d1)[s0] -> (d0 * 8 + s0, d1), domain: d0 in [0, 9], d1 in [0, 15], s0 in [0, 7], d0 + s0 in [0, 12]"));
     assert!(
-        h.contains("<code style=\"font-family: monospace\">(d0, d1)[s0] -&gt; (d0 * 8 + s0, d1)</code>"),
+        h.contains(
+            "<code style=\"font-family: monospace\">(d0, d1)[s0] -&gt; (d0 * 8 + s0, d1)</code>"
+        ),
         "{h}"
     );
     assert_eq!(

@@ -65,7 +65,8 @@ const LAUNCH_LOOPS: [&str; 5] = ["chunk_id", "unroll_id", "row", "col", "entry"]
 /// dynamic slices and gathers name their shifts so, see `spec::dyn_call_reach`).
 pub fn read_at_run_time(name: &str) -> bool {
     name.strip_prefix("rt").is_some_and(|r| {
-        !r.is_empty() && r.chars().next().is_some_and(|c| c.is_ascii_digit())
+        !r.is_empty()
+            && r.chars().next().is_some_and(|c| c.is_ascii_digit())
             && r.chars().all(|c| c.is_ascii_digit() || c == '_')
     })
 }
@@ -243,11 +244,12 @@ fn reduced_func(b: &Body) -> Option<usize> {
 fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> {
     type Read = (usize, IndexingMap, bool, IndexingMap, IndexingMap);
     let mut reads: Vec<Read> = Vec::new();
-    let mut add = |input: usize, m: IndexingMap, tile: bool, from: &IndexingMap, raw: IndexingMap| {
-        if !reads.iter().any(|(k, x, _, _, _)| *k == input && *x == m) {
-            reads.push((input, m, tile, from.clone(), raw));
-        }
-    };
+    let mut add =
+        |input: usize, m: IndexingMap, tile: bool, from: &IndexingMap, raw: IndexingMap| {
+            if !reads.iter().any(|(k, x, _, _, _)| *k == input && *x == m) {
+                reads.push((input, m, tile, from.clone(), raw));
+            }
+        };
     let mut writes: Vec<(Tensor, IndexingMap)> = Vec::new();
     if launch.parts.is_empty() {
         for acc in accesses(spec, launch)? {
@@ -258,7 +260,13 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
                 &launch.write_map
             };
             let raw = compose(from, &acc.map)?;
-            add(acc.input, thread_to_input(spec, launch, &acc)?, tile, from, raw);
+            add(
+                acc.input,
+                thread_to_input(spec, launch, &acc)?,
+                tile,
+                from,
+                raw,
+            );
         }
         writes.push((spec.output.clone(), launch.write_map.clone()));
         if !spec.more_outputs.is_empty() {
@@ -272,10 +280,7 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
                     let (from, accs) = match reduced_func(&spec.functions[o.func].body) {
                         Some(f) => (
                             in_group(&launch.read_map, w.group),
-                            spec.accesses_from(
-                                f,
-                                &IndexingMap::identity(&spec.functions[f].dims),
-                            )?,
+                            spec.accesses_from(f, &IndexingMap::identity(&spec.functions[f].dims))?,
                         ),
                         None => (
                             w.map.clone(),
@@ -579,7 +584,8 @@ impl Plan {
                 vector = Some((s, position(&offsets, &v.name), fb[s]));
                 continue;
             }
-            let own = s < from.dims.len() + from.ranges.len() && LAUNCH_LOOPS.contains(&v.name.as_str());
+            let own =
+                s < from.dims.len() + from.ranges.len() && LAUNCH_LOOPS.contains(&v.name.as_str());
             loops.push(Loop {
                 name: v.name.clone(),
                 values: values(fb[s], own),
@@ -749,9 +755,10 @@ fn count(
                                 None => None,
                             };
                             if let Some(a) = addr {
-                                addrs.push(a.checked_mul(bytes).ok_or_else(|| {
-                                    MapError::Overflow("an address".into())
-                                })?);
+                                addrs.push(
+                                    a.checked_mul(bytes)
+                                        .ok_or_else(|| MapError::Overflow("an address".into()))?,
+                                );
                             }
                         }
                     }
@@ -893,7 +900,11 @@ pub fn xla_indexing_coalesced(
     if offsets.dims.iter().skip(1).any(|d| !d.bounds.contains(0)) {
         return Ok(true);
     }
-    let results: Vec<Expr> = offsets.results.iter().map(|&r| r.substitute(&mut |v| sub(v))).collect();
+    let results: Vec<Expr> = offsets
+        .results
+        .iter()
+        .map(|&r| r.substitute(&mut |v| sub(v)))
+        .collect();
     let constraints: Vec<(Expr, Interval)> = offsets
         .constraints
         .iter()
@@ -931,7 +942,11 @@ pub fn xla_indexing_coalesced(
             sample.dims.clone(),
             vec![sample.ranges[sample.ranges.len() - 1].clone()],
             vec![],
-            sample.results.iter().map(|&r| r.substitute(&mut |v| sub(v))).collect(),
+            sample
+                .results
+                .iter()
+                .map(|&r| r.substitute(&mut |v| sub(v)))
+                .collect(),
             sample
                 .constraints
                 .iter()
@@ -975,7 +990,9 @@ pub fn xla_indexing_coalesced(
     let s_bounds = s0.map(|s| sample.bounds()[s as usize]);
     // 6: the intervals.
     let multiplier = match f.as_slice() {
-        [t] => split_on(*t, 0).filter(|(rest, _)| rest.as_const() == Some(0)).map(|(_, k)| k),
+        [t] => split_on(*t, 0)
+            .filter(|(rest, _)| rest.as_const() == Some(0))
+            .map(|(_, k)| k),
         _ => None,
     };
     let intervals: Vec<(i64, i64)> = match multiplier {
@@ -996,7 +1013,9 @@ pub fn xla_indexing_coalesced(
             let mut p = vec![0i64; sample.num_vars()];
             for x in xb.lo..=xb.hi {
                 p[0] = x;
-                idx.push(crate::expr::eval(f_expr, &p).map_err(|e| MapError::Other(e.to_string()))?);
+                idx.push(
+                    crate::expr::eval(f_expr, &p).map_err(|e| MapError::Other(e.to_string()))?,
+                );
             }
             idx.sort_unstable();
             idx.dedup();
@@ -1053,8 +1072,8 @@ fn sum_terms(e: Expr, out: &mut Vec<Expr>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::launch::{loop_launch, transpose_launch, LaunchConfig};
     use crate::expr::Expr;
+    use crate::gpu::launch::{loop_launch, transpose_launch, LaunchConfig};
     use crate::gpu::spec::{Body, ElemType, Function};
     use crate::map::IndexingMap;
 
@@ -1125,17 +1144,18 @@ mod tests {
         check(offsets(x.mul(c(4)).add(s0), &[(0, 3)], &[], 0), 4, true);
         // th_x * 4 + (th_x floordiv 16) * 1984 + s0: runs [0, 63] and [2048, 2111] (XLA's
         // own example of FindContiguousIntervals): 2 + 2 transactions, the ideal 4.
-        let e = x
-            .mul(c(4))
-            .add(x.floordiv(c(16)).mul(c(1984)))
-            .add(s0);
+        let e = x.mul(c(4)).add(x.floordiv(c(16)).mul(c(1984))).add(s0);
         check(offsets(e, &[(0, 3)], &[], 0), 4, true);
         // th_x floordiv 2: 16 elements, each read twice: one run.
         check(offsets(x.floordiv(c(2)), &[], &[], 0), 4, true);
         // A term in both th_x and s0 cannot be split: not coalesced.
         check(offsets(x.mul(s0), &[(0, 3)], &[], 0), 4, false);
         // A runtime start at its midpoint: th_x + r0 * 64 is th_x + 320, one run.
-        check(offsets(x.add(Expr::var(6).mul(c(64))), &[], &[(0, 10)], 0), 4, true);
+        check(
+            offsets(x.add(Expr::var(6).mul(c(64))), &[], &[(0, 10)], 0),
+            4,
+            true,
+        );
         // Threads of reduction group 1 only: the first warp of block 0 reads nothing.
         check(offsets(x.mul(c(64)), &[], &[], 1), 4, true);
         // Bytes count: 32 elements of 8 bytes two apart take 32 × 1 transactions for

@@ -173,7 +173,11 @@ pub fn check_tile(dims: &[i64], tile: &[i64]) -> Result<(), (Option<usize>, Stri
 /// the first, the interior one (the middle index along every dimension) and the last; a
 /// tile equal to one listed before is left out.
 pub fn representative_tiles(dims: &[i64], tile: &[i64]) -> (Vec<i64>, Vec<TileAt>) {
-    let tile: Vec<i64> = tile.iter().zip(dims).map(|(&t, &d)| t.min(d.max(1))).collect();
+    let tile: Vec<i64> = tile
+        .iter()
+        .zip(dims)
+        .map(|(&t, &d)| t.min(d.max(1)))
+        .collect();
     let tile = tile.as_slice();
     let grid: Vec<i64> = dims
         .iter()

@@ -36,7 +36,10 @@ fn broadcasted_constant_or_scalar(comp: &Computation, id: InstrId) -> bool {
     };
     plain(ins)
         || (ins.opcode == "broadcast"
-            && ins.operands.first().is_some_and(|&o| plain(&comp.instrs[o])))
+            && ins
+                .operands
+                .first()
+                .is_some_and(|&o| plain(&comp.instrs[o])))
 }
 
 /// Whether a root is a reduction (its hero, through conversions, bitcasts and copies, is a

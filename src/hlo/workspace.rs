@@ -545,7 +545,9 @@ mod tests {
 
     fn found(w: &Workspace, name: &str) -> Option<String> {
         match w.lookup(name) {
-            Lookup::Found(Target::Instr(c, id)) => Some(format!("{}.{}", c.name, c.instrs[id].name)),
+            Lookup::Found(Target::Instr(c, id)) => {
+                Some(format!("{}.{}", c.name, c.instrs[id].name))
+            }
             Lookup::Found(Target::Computation(c)) => Some(c.name.clone()),
             _ => None,
         }
@@ -574,7 +576,9 @@ mod tests {
         assert!(matches!(w.lookup("h.p0"), Lookup::Missing));
         // what completion offers: session names, qualified names, bare where unambiguous
         let r = w.reachable_names();
-        for n in ["add", "f", "g", "f.p0", "g.p0", "n", "e", "add.1", "f.add.1"] {
+        for n in [
+            "add", "f", "g", "f.p0", "g.p0", "n", "e", "add.1", "f.add.1",
+        ] {
             assert!(r.iter().any(|x| x == n), "{n} not in {r:?}");
         }
         assert!(!r.iter().any(|x| x == "p0"), "{r:?}");

@@ -411,11 +411,20 @@ impl Progress {
         )
     }
 
-    fn publish(publisher: &Publisher, parent: &Message, update: bool, figures: &(u64, u64, String)) {
+    fn publish(
+        publisher: &Publisher,
+        parent: &Message,
+        update: bool,
+        figures: &(u64, u64, String),
+    ) {
         let (done, total, what) = figures;
         publisher.publish(
             parent,
-            if update { "update_display_data" } else { "display_data" },
+            if update {
+                "update_display_data"
+            } else {
+                "display_data"
+            },
             json!({
                 "data": super::engine::progress_bundle(*done, *total, what),
                 "metadata": {},

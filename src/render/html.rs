@@ -343,7 +343,8 @@ pub fn html(v: &Value) -> String {
 
 /// A block of text in a fixed-width font whatever the page's style (a notebook's own CSS
 /// may set `pre` in a proportional one): help, MLIR, HLO, reports.
-pub const PRE: &str = r#"<pre class="ixmap-text" style="font-family: monospace; white-space: pre">"#;
+pub const PRE: &str =
+    r#"<pre class="ixmap-text" style="font-family: monospace; white-space: pre">"#;
 
 /// Kernel source (C or CUDA C) as a monospace block with syntax highlighting. Lines never
 /// wrap (a long comment scrolls instead of spilling under the code), whatever the page's

@@ -348,8 +348,12 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
     };
     let loop_help = "`tiled=false` launches a plain loop, which takes block=, vector= and unroll=";
     let red_help = match l.strategy {
-        Strategy::RowReduction => "a row reduction's launch takes block= and vector= (elements per load)",
-        Strategy::ColumnReduction => "a column reduction's launch takes vector= (adjacent columns per thread)",
+        Strategy::RowReduction => {
+            "a row reduction's launch takes block= and vector= (elements per load)"
+        }
+        Strategy::ColumnReduction => {
+            "a column reduction's launch takes vector= (adjacent columns per thread)"
+        }
         _ => "a reduction's launch takes block= only",
     };
     if let Some(b) = a.kv_int("block")? {
@@ -392,7 +396,10 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
             // `vector` adjacent columns per thread (XLA's vectorized reductions): that
             // option is theirs.
             let honoured = key == "vector"
-                && matches!(l.strategy, Strategy::RowReduction | Strategy::ColumnReduction);
+                && matches!(
+                    l.strategy,
+                    Strategy::RowReduction | Strategy::ColumnReduction
+                );
             if v != 1 && !honoured {
                 let why = if l.strategy == Strategy::RowReduction {
                     format!("its lanes stride along the row with no unrolled repeat, so {key}={v} would be ignored")
@@ -612,7 +619,16 @@ fn heuristic_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         )
         .with_help(format!("usage: {usage}")));
     }
-    for k in ["mapping", "block", "vector", "unroll", "max_blocks", "tiled", "tile", "verdict"] {
+    for k in [
+        "mapping",
+        "block",
+        "vector",
+        "unroll",
+        "max_blocks",
+        "tiled",
+        "tile",
+        "verdict",
+    ] {
         if let Some(v) = a.kv(k) {
             return Err(Diagnostic::at(
                 format!("`{k}=` does not apply: the heuristic looks at the instructions, and the exact analysis runs XLA's default launch"),
@@ -623,7 +639,10 @@ fn heuristic_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let mut found = Vec::new();
     for g in groups {
         let Some(Arg::Word(name, span)) = g.items.first() else {
-            return Err(Diagnostic::at("expected the name of an instruction", g.span));
+            return Err(Diagnostic::at(
+                "expected the name of an instruction",
+                g.span,
+            ));
         };
         match s.hlo.resolve(name) {
             Some(Target::Instr(c, id)) => found.push((c.name.clone(), id, name.clone(), *span)),
@@ -653,7 +672,12 @@ fn heuristic_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     }
     let comp = match s.hlo.resolve(qname) {
         Some(Target::Instr(c, _)) => c,
-        _ => return Err(Diagnostic::at(format!("no instruction named `{qname}`"), *qspan)),
+        _ => {
+            return Err(Diagnostic::at(
+                format!("no instruction named `{qname}`"),
+                *qspan,
+            ))
+        }
     };
     let r = crate::gpu::coalescing::heuristic::pair(&s.hlo.module, comp, *p, *q)
         .map_err(|e| Diagnostic::at(e, *qspan))?;
@@ -705,12 +729,9 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
         Target::Cpu => match &m.tile {
             // A column reduction reads `vector` adjacent columns per step on the CPU too.
-            None if gpu_only_keys(a) == ["vector="]
-                && emit::cpu::is_column_reduction(&spec) =>
-            {
-                emit::cpu::emit_column(&spec, naive, m.config.vector).map_err(|e| {
-                    Diagnostic::at(e.to_string(), span_of(a, "vector"))
-                })?
+            None if gpu_only_keys(a) == ["vector="] && emit::cpu::is_column_reduction(&spec) => {
+                emit::cpu::emit_column(&spec, naive, m.config.vector)
+                    .map_err(|e| Diagnostic::at(e.to_string(), span_of(a, "vector")))?
             }
             _ if !gpu_only_keys(a).is_empty() => {
                 let keys = gpu_only_keys(a);

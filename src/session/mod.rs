@@ -159,7 +159,11 @@ impl Session {
             let off = w.len() - w2.len();
             (w2, at(off, off + w2.len()), true)
         } else if let Some(w) = t.strip_prefix('?') {
-            (w.trim_start(), at(t.len() - w.trim_start().len(), t.len()), true)
+            (
+                w.trim_start(),
+                at(t.len() - w.trim_start().len(), t.len()),
+                true,
+            )
         } else {
             (t, at(0, t.len()), false)
         };
@@ -337,7 +341,12 @@ impl Session {
             if matches!(d.kind, "computation" | "instruction") {
                 // what a name of the new definition now shadows (or is shadowed by)
                 let mut names = vec![d.name.clone()];
-                if let Some(c) = self.hlo.module.computation(&d.name).filter(|_| d.kind == "computation") {
+                if let Some(c) = self
+                    .hlo
+                    .module
+                    .computation(&d.name)
+                    .filter(|_| d.kind == "computation")
+                {
                     names.extend(c.instrs.iter().map(|i| i.name.clone()));
                 }
                 if d.kind == "instruction" {
@@ -391,10 +400,7 @@ impl Session {
                 };
                 Some(format!("the instruction `{q}` ({} {})", i.shape, i.opcode))
             }
-            Lookup::Ambiguous(ms) => Some(format!(
-                "instructions of {} computations",
-                ms.len()
-            )),
+            Lookup::Ambiguous(ms) => Some(format!("instructions of {} computations", ms.len())),
             Lookup::Missing => None,
         }
     }

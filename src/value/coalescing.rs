@@ -33,10 +33,15 @@ pub fn heuristic(r: &PairReport) -> Table {
     for rule in &r.heuristic.rules {
         t.notes.push(format!("heuristic: {rule}"));
     }
-    t.notes.push(format!("heuristic: {} for every operand", word(h)));
+    t.notes
+        .push(format!("heuristic: {} for every operand", word(h)));
     match &r.exact {
         Ok((_, rep)) => {
-            let reads: Vec<_> = rep.operands.iter().filter(|o| o.operand.is_some()).collect();
+            let reads: Vec<_> = rep
+                .operands
+                .iter()
+                .filter(|o| o.operand.is_some())
+                .collect();
             let (mut with_xla, mut with_count) = (0, 0);
             for o in &reads {
                 let xla = o.xla.unwrap_or(true);
@@ -61,7 +66,9 @@ pub fn heuristic(r: &PairReport) -> Table {
                 if reads.len() == 1 { "" } else { "s" }
             ));
         }
-        Err(e) => t.notes.push(format!("no exact analysis of the fused pair: {e}")),
+        Err(e) => t
+            .notes
+            .push(format!("no exact analysis of the fused pair: {e}")),
     }
     t
 }

@@ -79,9 +79,8 @@ fn transposes(module: &Module, comp: &Computation, id: InstrId, depth: usize) ->
         "fusion" if depth < 64 => module
             .fused_computation(ins)
             .is_some_and(|c| (0..c.instrs.len()).any(|k| transposes(module, c, k, depth + 1))),
-        "copy" => operand(0).is_some_and(|op| {
-            most_minor_non_trivial(op).0 != most_minor_non_trivial(&ins.shape).0
-        }),
+        "copy" => operand(0)
+            .is_some_and(|op| most_minor_non_trivial(op).0 != most_minor_non_trivial(&ins.shape).0),
         "transpose" => {
             let (Some(op), Some(perm)) = (operand(0), ins.attrs.dimensions.as_ref()) else {
                 return false;

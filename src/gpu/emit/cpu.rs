@@ -956,7 +956,9 @@ pub fn emit_column(spec: &KernelSpec, naive: bool, vector: i64) -> Result<Emitte
         )));
     }
     if !(1..=16).contains(&vector) {
-        return Err(MapError::Other(format!("vector={vector} is not in [1, 16]")));
+        return Err(MapError::Other(format!(
+            "vector={vector} is not in [1, 16]"
+        )));
     }
     let (rmap, callee) = spec
         .root_reduction()
@@ -1012,7 +1014,10 @@ pub fn emit_column(spec: &KernelSpec, naive: bool, vector: i64) -> Result<Emitte
     src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
     let groups = (n + vector - 1) / vector;
     src += &parallel_for(&[groups], 1, 1, n);
-    src += &format!("  for (int64_t i0 = 0; i0 <= {}; i0 += {vector}) {{\n", n - 1);
+    src += &format!(
+        "  for (int64_t i0 = 0; i0 <= {}; i0 += {vector}) {{\n",
+        n - 1
+    );
     src += &format!("    // reduced element at output index i = i0 + k: {m}\n");
     src += &format!("    {ty} acc[{vector}];\n");
     src += &format!(
@@ -1056,7 +1061,10 @@ pub fn emit_column(spec: &KernelSpec, naive: bool, vector: i64) -> Result<Emitte
         Some(to) => types::convert(red, to, "acc[k]"),
         None => "acc[k]".to_string(),
     };
-    src += &format!("      out[i0 + k] = {};\n", types::store(out.elem, &v, false));
+    src += &format!(
+        "      out[i0 + k] = {};\n",
+        types::store(out.elem, &v, false)
+    );
     src += "    }\n  }\n}\n\n";
     src += &entry_point(spec, &name, out.elem.c_name());
     Ok(Emitted {

@@ -684,7 +684,9 @@ fn emit_with(
             if nv > 1 {
                 w.line(format!("{ty} acc[{nv}];"));
                 w.line("#pragma unroll");
-                w.line(format!("for (int k = 0; k < {nv}; ++k) acc[k] = {acc_init};"));
+                w.line(format!(
+                    "for (int k = 0; k < {nv}; ++k) acc[k] = {acc_init};"
+                ));
             } else {
                 w.line(format!("{ty} acc = {acc_init};"));
             }
@@ -1106,7 +1108,10 @@ fn column_vector(launch: &Launch) -> i64 {
 /// then holds the 32 partial sums of its columns, one per lane.
 fn column_transpose(w: &mut BodyWriter, ty: &str, tile: &str, acc: &str, nv: i64) {
     if nv > 1 {
-        w.line(format!("__shared__ {ty} {tile}[{nv}][{TILE}][{}];", TILE + 1));
+        w.line(format!(
+            "__shared__ {ty} {tile}[{nv}][{TILE}][{}];",
+            TILE + 1
+        ));
         w.line("#pragma unroll");
         w.line(format!(
             "for (int k = 0; k < {nv}; ++k) {tile}[k][th_x / {TILE}][th_x % {TILE}] = {acc}[k];"

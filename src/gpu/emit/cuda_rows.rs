@@ -717,7 +717,10 @@ fn row_vector_base(
             Some((rest, 1))
                 if multiple_of(rest, vector)
                     && iv.lo.rem_euclid(vector) == 0
-                    && iv.hi.checked_add(1).is_some_and(|h| h.rem_euclid(vector) == 0) => {}
+                    && iv
+                        .hi
+                        .checked_add(1)
+                        .is_some_and(|h| h.rem_euclid(vector) == 0) => {}
             _ => return Ok(None),
         }
     }
@@ -739,7 +742,11 @@ fn guard_lines<'w>(
     inner: &mut BodyWriter<'w>,
 ) {
     for (name, cond) in tightened_named(orig, simp) {
-        let w = if name == "unroll_id" { &mut *inner } else { &mut *pre };
+        let w = if name == "unroll_id" {
+            &mut *inner
+        } else {
+            &mut *pre
+        };
         w.line(format!("if ({cond}) continue;"));
     }
     let u = simp
