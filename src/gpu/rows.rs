@@ -79,6 +79,29 @@ pub fn substitute(ctx: &IndexingMap, map: &IndexingMap) -> Result<IndexingMap, M
     Ok(out)
 }
 
+/// Variable 0 spread over the output dimensions `dims` (outermost first) as a linear index
+/// in that order: `results[d]` is `v0 floordiv (extent of the dims inside d) mod extent(d)`
+/// (no `mod` on the outermost).
+pub(crate) fn delinearize(
+    out: &Tensor,
+    dims: &[usize],
+    results: &mut [Expr],
+) -> Result<(), MapError> {
+    let mut inner = 1i64;
+    for (p, &d) in dims.iter().enumerate().rev() {
+        let q = Expr::var(0).floordiv(Expr::constant(inner));
+        results[d] = if p == 0 {
+            q
+        } else {
+            q.modulo(Expr::constant(out.dims[d]))
+        };
+        inner = inner
+            .checked_mul(out.dims[d])
+            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
+    }
+    Ok(())
+}
+
 /// `(r, c) -> (output index)`: `c` runs along the output's minor physical dimension, `r`
 /// over the others together (rows, in physical order).
 pub fn row_map(out: &Tensor) -> Result<Option<IndexingMap>, MapError> {
@@ -93,18 +116,7 @@ pub fn row_map(out: &Tensor) -> Result<Option<IndexingMap>, MapError> {
     let rows = out.num_elements()? / cols.max(1);
     let mut results = vec![Expr::constant(0); out.rank()];
     results[minor] = Expr::var(1);
-    let mut inner = 1i64;
-    for (p, &d) in outer.iter().enumerate().rev() {
-        let q = Expr::var(0).floordiv(Expr::constant(inner));
-        results[d] = if p == 0 {
-            q
-        } else {
-            q.modulo(Expr::constant(out.dims[d]))
-        };
-        inner = inner
-            .checked_mul(out.dims[d])
-            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
-    }
+    delinearize(out, outer, &mut results)?;
     let m = IndexingMap::new(
         vec![
             Variable::new("r", 0, rows - 1),
@@ -124,18 +136,7 @@ pub fn element_rows(out: &Tensor) -> Result<IndexingMap, MapError> {
     let phys = out.physical_dims();
     let rows = out.num_elements()?;
     let mut results = vec![Expr::constant(0); out.rank()];
-    let mut inner = 1i64;
-    for (p, &d) in phys.iter().enumerate().rev() {
-        let q = Expr::var(0).floordiv(Expr::constant(inner));
-        results[d] = if p == 0 {
-            q
-        } else {
-            q.modulo(Expr::constant(out.dims[d]))
-        };
-        inner = inner
-            .checked_mul(out.dims[d])
-            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
-    }
+    delinearize(out, &phys, &mut results)?;
     let m = IndexingMap::new(
         vec![
             Variable::new("r", 0, rows.max(1) - 1),

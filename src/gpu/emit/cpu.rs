@@ -21,18 +21,7 @@ pub fn loop_map(out: &Tensor) -> Result<IndexingMap, MapError> {
     let n = out.num_elements()?;
     let phys = out.physical_dims();
     let mut results = vec![Expr::constant(0); out.rank()];
-    let mut inner = 1i64;
-    for (p, &d) in phys.iter().enumerate().rev() {
-        let q = Expr::var(0).floordiv(Expr::constant(inner));
-        results[d] = if p == 0 {
-            q
-        } else {
-            q.modulo(Expr::constant(out.dims[d]))
-        };
-        inner = inner
-            .checked_mul(out.dims[d])
-            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
-    }
+    crate::gpu::rows::delinearize(out, &phys, &mut results)?;
     Ok(IndexingMap::new(
         vec![Variable::new("i", 0, n - 1)],
         vec![],

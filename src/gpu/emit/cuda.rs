@@ -217,8 +217,12 @@ use crate::gpu::launch::{multiple_of, split_on};
 /// The offset of the element a loop thread reads (or writes) through `map` at `unroll_id
 /// = 0`, as C, when the `vector` elements of `unroll_id` are contiguous and 16-byte aligned:
 /// the simplified linear offset is `base + unroll_id` with `base` free of `unroll_id` and a
-/// multiple of `vector`, and no constraint of the map depends on `unroll_id`. (Buffers
-/// start 256-byte aligned, as cudaMalloc gives them.)
+/// multiple of `vector`, and every constraint of the map that moves with `unroll_id` holds
+/// for all `vector` elements or none — `base' + unroll_id in [lo, hi]` with `base'`, `lo`
+/// and `hi + 1` multiples of `vector` (an operand's bounds, `(lane + col * 32) * 4 +
+/// unroll_id in [0, 299]`, which the thread's own guards imply): then the vector access
+/// touches exactly the elements the element accesses would. (Buffers start 256-byte
+/// aligned, as cudaMalloc gives them.)
 pub(super) fn vector_base(
     wm: &IndexingMap,
     map: &IndexingMap,
@@ -243,8 +247,20 @@ pub(super) fn vector_base(
         return Ok(None);
     };
     let u = (s.dims.len() + pos) as u32;
-    if s.constraints.iter().any(|(c, _)| c.uses_var(u)) {
-        return Ok(None);
+    for &(c, iv) in &s.constraints {
+        if !c.uses_var(u) {
+            continue;
+        }
+        match split_on(c, u) {
+            Some((rest, 1))
+                if multiple_of(rest, vector)
+                    && iv.lo.rem_euclid(vector) == 0
+                    && iv
+                        .hi
+                        .checked_add(1)
+                        .is_some_and(|h| h.rem_euclid(vector) == 0) => {}
+            _ => return Ok(None),
+        }
     }
     match split_on(s.results[0], u) {
         Some((rest, 1)) if multiple_of(rest, vector) => {

@@ -161,7 +161,8 @@ impl<'a> Coop<'a> {
         if tensor.elem.bytes() * self.vector != 16 {
             return Ok(None);
         }
-        let Some(base) = row_vector_base(ctx, map, &tensor.strides()?, self.vector)? else {
+        let Some(base) = super::cuda::vector_base(ctx, map, &tensor.strides()?, self.vector)?
+        else {
             return Ok(None);
         };
         let vt = super::cuda::vector_type(tensor.elem);
@@ -586,7 +587,7 @@ pub fn emit(
     let stored = types::store(out.elem, &v, true);
     // The row's elements written 16 bytes at a time where the output's type and map allow.
     let out_base = if vector > 1 && out.elem.bytes() * vector == 16 {
-        row_vector_base(&scope, &out_id, &strides, vector)?
+        super::cuda::vector_base(&scope, &out_id, &strides, vector)?
     } else {
         None
     };
@@ -674,62 +675,6 @@ fn tightened_named(orig: &IndexingMap, simp: &IndexingMap) -> Vec<(String, Strin
         }
     }
     out
-}
-
-/// The offset, as C, of the first of the `vector` elements of `unroll_id` that a lane reads
-/// from a tensor of `strides` through `map` at `ctx`, when they are one aligned run of 16
-/// bytes: the simplified linear offset is `base + unroll_id`, `base` a multiple of `vector`.
-/// As the loop launch's test ([`super::cuda::vector_base`]), but a constraint that moves
-/// with `unroll_id` is allowed when it holds for all `vector` elements or none — `base +
-/// unroll_id in [lo, hi]` with `base` a multiple of `vector`, `lo` one and `hi + 1` one too
-/// (an operand's bounds, `(lane + col * 32) * 4 + unroll_id in [0, 299]`, which the row's
-/// own guard implies): then the vector load reads exactly what the element loads would.
-fn row_vector_base(
-    ctx: &IndexingMap,
-    map: &IndexingMap,
-    strides: &[i64],
-    vector: i64,
-) -> Result<Option<String>, MapError> {
-    use crate::gpu::launch::{multiple_of, split_on};
-    let m = substitute(ctx, map)?;
-    let lin = m
-        .results
-        .iter()
-        .zip(strides)
-        .fold(Expr::constant(0), |acc, (&r, &st)| {
-            acc.add(r.mul(Expr::constant(st)))
-        });
-    let mut lm = m.clone();
-    lm.results = vec![lin];
-    let s = simplified(&lm);
-    if s.status != crate::map::Status::Defined || s.results.len() != 1 {
-        return Ok(None);
-    }
-    let Some(pos) = s.ranges.iter().position(|v| v.name == "unroll_id") else {
-        return Ok(None);
-    };
-    let u = (s.dims.len() + pos) as u32;
-    for &(c, iv) in &s.constraints {
-        if !c.uses_var(u) {
-            continue;
-        }
-        match split_on(c, u) {
-            Some((rest, 1))
-                if multiple_of(rest, vector)
-                    && iv.lo.rem_euclid(vector) == 0
-                    && iv
-                        .hi
-                        .checked_add(1)
-                        .is_some_and(|h| h.rem_euclid(vector) == 0) => {}
-            _ => return Ok(None),
-        }
-    }
-    Ok(match split_on(s.results[0], u) {
-        Some((rest, 1)) if multiple_of(rest, vector) => {
-            Some(super::c_expr(rest, &s.names(), &s.bounds()))
-        }
-        _ => None,
-    })
 }
 
 /// The guards of a lane's loop body over `orig` (simplified as `simp`): those free of
