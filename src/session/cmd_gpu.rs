@@ -354,6 +354,9 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
         Strategy::ColumnReduction => {
             "a column reduction's launch takes vector= (adjacent columns per thread)"
         }
+        Strategy::RowNormalization => {
+            "a row normalization's launch takes block= and vector= (consecutive elements a lane, dividing the row)"
+        }
         _ => "a reduction's launch takes block= only",
     };
     if let Some(b) = a.kv_int("block")? {
@@ -393,12 +396,14 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
     for key in ["vector", "unroll"] {
         if let Some(v) = a.kv_int(key)? {
             // A row reduction reads `vector` elements per load, a column reduction
-            // `vector` adjacent columns per thread (XLA's vectorized reductions): that
-            // option is theirs.
+            // `vector` adjacent columns per thread (XLA's vectorized reductions), a row
+            // normalization `vector` consecutive elements a lane: that option is theirs.
             let honoured = key == "vector"
                 && matches!(
                     l.strategy,
-                    Strategy::RowReduction | Strategy::ColumnReduction
+                    Strategy::RowReduction
+                        | Strategy::ColumnReduction
+                        | Strategy::RowNormalization
                 );
             if v != 1 && !honoured {
                 let why = if l.strategy == Strategy::RowReduction {
