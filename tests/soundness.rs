@@ -442,6 +442,16 @@ fn mod_constraints_merge_by_crt() {
 }
 
 #[test]
+fn result_pinned_by_a_constraint_is_its_value() {
+    // as fusion indexing writes a dynamic slice's offset: `d0 - r0` under `d0 - r0 in
+    // [0, 0]` is 0, though it has no division for the e-graph to work on
+    check(
+        "(d0)[s0] -> (d0 - s0, s0), domain: d0 in [0, 9], s0 in [0, 9], d0 - s0 in [0, 0]",
+        "(d0)[s0] -> (0, s0), domain: d0 in [0, 9], s0 in [0, 9], d0 - s0 in [0, 0], is_simplified: true",
+    );
+}
+
+#[test]
 fn constraint_is_a_fact_for_the_results() {
     // The bounds alone allow d1 * 128 + d0 up to 60031; the constraint says 59999.
     check(

@@ -201,6 +201,9 @@ fn settled(m: &IndexingMap) -> bool {
         exprs.filter(|&e| worth_rewriting(e, &point_vars)).collect()
     };
     let results = picked(&mut m.results.iter().copied());
+    if m.results.iter().any(|&e| pinned_by_fact(e, m)) {
+        return false;
+    }
     let constraints = picked(&mut m.constraints.iter().map(|c| c.0));
     // what is left must be done (`done.rs`): the results under the constraints as facts,
     // the constraints alone, as `rewrite_map` groups them
@@ -325,6 +328,16 @@ fn same(a: &IndexingMap, b: &IndexingMap) -> bool {
         && a.status == b.status
 }
 
+/// Whether a result is, as written, the expression of a constraint that pins it to one
+/// value (`d0 - r0` under `d0 - r0 in [0, 0]`, as fusion indexing writes a dynamic
+/// slice's offset): that constant, by the constraint fact (`constraint-fact`), though it
+/// has nothing else to simplify.
+fn pinned_by_fact(e: Expr, m: &IndexingMap) -> bool {
+    m.constraints
+        .iter()
+        .any(|&(c, iv)| iv.is_point() && !iv.is_empty() && c == e)
+}
+
 /// Whether the e-graph could improve `e`: it has a division or mentions a variable whose
 /// bounds are a single point (the linear form is otherwise already the simplest).
 fn worth_rewriting(e: Expr, point_vars: &[bool]) -> bool {
@@ -362,7 +375,7 @@ fn rewrite_map(
         .chain(m.constraints.iter().map(|c| c.0))
         .collect();
     let picked: Vec<usize> = (0..all.len())
-        .filter(|&i| worth_rewriting(all[i], &point_vars))
+        .filter(|&i| worth_rewriting(all[i], &point_vars) || (i < nr && pinned_by_fact(all[i], m)))
         .collect();
     if picked.is_empty() {
         return true;
