@@ -8,6 +8,10 @@
 //! - **multi-line input**: a statement continues while [`crate::syntax::is_complete`] says
 //!   so, with the continuation prompt `   ...> `; a pasted multi-line block is validated as a
 //!   whole by the [`Validator`];
+//! - **Up** (or Ctrl-P) on a `   ...> ` line brings the statement's earlier lines back into
+//!   the editor, as one buffer with the line being typed, cursor at the end of the line
+//!   above: the block is edited as a whole (Up and Down move between its lines, Enter runs
+//!   it once complete) instead of the line being replaced by a history entry;
 //! - **Ctrl-C** cancels the line being typed, or interrupts a running command
 //!   ([`crate::request_interrupt`]); **Ctrl-D** exits.
 //!
@@ -31,6 +35,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 pub const PROMPT: &str = "ixmap> ";
 pub const CONTINUATION: &str = "   ...> ";
@@ -397,6 +402,67 @@ impl Validator for IxHelper {
     }
 }
 
+/// What the Up handler and the read loop share: whether the line being typed continues a
+/// statement, and whether Up ended it to rejoin the statement.
+#[derive(Default)]
+struct Block {
+    continuing: bool,
+    rejoin: bool,
+}
+
+/// Up (and Ctrl-P) on a continuation line whose cursor is on its first row: instead of
+/// recalling history into this one line (which would lose the statement's shape), end this
+/// `readline`, marked as a rejoin, so the loop puts the whole statement back into one
+/// editable buffer.
+struct BlockUp(Arc<Mutex<Block>>);
+
+impl rustyline::ConditionalEventHandler for BlockUp {
+    fn handle(
+        &self,
+        _: &rustyline::Event,
+        _: rustyline::RepeatCount,
+        _: bool,
+        ctx: &rustyline::EventContext,
+    ) -> Option<rustyline::Cmd> {
+        let mut b = self.0.lock().ok()?;
+        let on_first_row = !ctx.line()[..ctx.pos()].contains('\n');
+        if b.continuing && on_first_row {
+            b.rejoin = true;
+            // Accept, not Interrupt: rustyline keeps the keys already read ahead (typed
+            // after Up) only for a line that is submitted.
+            Some(rustyline::Cmd::AcceptLine)
+        } else {
+            None
+        }
+    }
+}
+
+/// The buffer that rejoins a statement: its earlier lines (`pending`) and the interrupted
+/// line, split at the end of the line above the cursor (where Up puts it).
+fn rejoined(pending: &str, line: &str) -> (String, String) {
+    (pending.to_string(), format!("\n{line}"))
+}
+
+/// Screen rows a statement's lines took, each behind its prompt, on a terminal `width`
+/// columns wide (a line fills at least one row; longer lines wrap).
+fn rows_taken(pending: &str, line: &str, width: usize) -> usize {
+    let width = width.max(1);
+    let shown = std::iter::once(format!(
+        "{PROMPT}{}",
+        pending.split('\n').next().unwrap_or("")
+    ))
+    .chain(
+        pending
+            .split('\n')
+            .skip(1)
+            .map(|l| format!("{CONTINUATION}{l}")),
+    )
+    .chain(std::iter::once(format!("{CONTINUATION}{line}")));
+    shown
+        .map(|l| l.chars().count().div_ceil(width).max(1))
+        .sum()
+}
+
 /// Whether output should be coloured: a terminal, and `NO_COLOR` unset (or empty).
 pub fn use_color() -> bool {
     use std::io::IsTerminal;
@@ -497,14 +563,53 @@ pub fn run() -> i32 {
             );
         }
     }
+    let block = Arc::new(Mutex::new(Block::default()));
+    for key in [
+        rustyline::KeyEvent(rustyline::KeyCode::Up, rustyline::Modifiers::NONE),
+        rustyline::KeyEvent::ctrl('P'),
+    ] {
+        rl.bind_sequence(
+            key,
+            rustyline::EventHandler::Conditional(Box::new(BlockUp(block.clone()))),
+        );
+    }
+    // A statement brought back into one buffer by Up: the text before and after the cursor.
+    let mut initial: Option<(String, String)> = None;
     loop {
-        let prompt = if shared.borrow().pending.is_empty() {
-            PROMPT
-        } else {
-            CONTINUATION
+        let continuing = !shared.borrow().pending.is_empty();
+        if let Ok(mut b) = block.lock() {
+            b.continuing = continuing;
+            b.rejoin = false;
+        }
+        let prompt = if continuing { CONTINUATION } else { PROMPT };
+        let read = match initial.take() {
+            Some((left, right)) => rl.readline_with_initial(PROMPT, (&left, &right)),
+            None => rl.readline(prompt),
         };
-        match rl.readline(prompt) {
+        match read {
             Ok(line) => {
+                let rejoin = block
+                    .lock()
+                    .is_ok_and(|mut b| std::mem::take(&mut b.rejoin));
+                if rejoin {
+                    // Up on a continuation line: erase the statement's rows and edit it
+                    // again as one buffer, the cursor at the end of the line above.
+                    let pending = std::mem::take(&mut shared.borrow_mut().pending);
+                    use std::io::{IsTerminal, Write};
+                    if std::io::stdout().is_terminal() {
+                        let up = rows_taken(&pending, &line, terminal_width());
+                        let mut out = std::io::stdout();
+                        let moves = if up > 0 {
+                            format!("\x1b[{up}A")
+                        } else {
+                            String::new()
+                        };
+                        let _ = write!(out, "{moves}\r\x1b[J");
+                        let _ = out.flush();
+                    }
+                    initial = Some(rejoined(&pending, &line));
+                    continue;
+                }
                 let input = {
                     let mut sh = shared.borrow_mut();
                     if sh.pending.is_empty() {
@@ -617,6 +722,23 @@ mod tests {
         assert!(complete_word("m", &names).contains(&"mod".to_string()));
         assert!(complete_word("is_", &names).contains(&"is_permutation".to_string()));
         assert!(complete_word("dom", &names).contains(&"domain".to_string()));
+    }
+
+    #[test]
+    fn a_statement_rejoined_by_up_keeps_its_lines_and_rows() {
+        let (l, r) = rejoined("m = (d0) -> (d0),", "domain: d0 in [0, 3]");
+        assert_eq!(format!("{l}{r}"), "m = (d0) -> (d0),\ndomain: d0 in [0, 3]");
+        assert!(l.ends_with(','), "the cursor ends the line above");
+        // one row per line on a wide terminal; a line longer than the terminal wraps
+        assert_eq!(rows_taken("a,\nb,", "c", 80), 3);
+        assert_eq!(rows_taken("a,", "", 80), 2);
+        let long = "x".repeat(100);
+        assert_eq!(rows_taken(&long, "c", 80), 3);
+        assert_eq!(
+            rows_taken("a", "c", 0),
+            17,
+            "a column of one character a row"
+        );
     }
 
     #[test]

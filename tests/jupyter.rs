@@ -25,6 +25,7 @@ const CLIENT_TESTS: &[&str] = &[
     "definitions_and_names",
     "progress",
     "parent_exit",
+    "connection_loss",
     "latency",
 ];
 
@@ -70,6 +71,7 @@ fn run_script(py: &PathBuf, script: &str, arg: &str) -> Result<(), Failed> {
             || l.starts_with("interrupt ")
             || l.starts_with("tour")
             || l.starts_with("parent_exit")
+            || l.starts_with("connection_loss")
             || l.contains("code cells ran")
     }) {
         println!("    {line}");

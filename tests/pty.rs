@@ -210,6 +210,37 @@ fn typed_ahead_input_and_unbracketed_paste_keep_every_line() {
 }
 
 #[test]
+fn up_in_a_continuation_line_edits_the_statement_not_history() {
+    let dir = scratch("blockup");
+    // A history entry that Up would recall if it went to history.
+    std::fs::write(dir.join("history"), "#V2\nvars\n").expect("history");
+    let mut r = Repl::start_wide(&dir);
+    // The first line has a mistake (d1 + 1); the second line is typed but not entered.
+    r.send("m = (d0, d1) -> (d1 + 1, d0),\r");
+    r.s.exp_regex("\n\r?   \\.\\.\\.> ")
+        .unwrap_or_else(|e| panic!("waiting for the continuation prompt: {e}"));
+    r.send("domain: d0 in [0, 3], d1 in [0, 4]");
+    r.until("d1 in [0, 4]");
+    // Up: the statement comes back as one buffer, the cursor at the end of its first line;
+    // six Lefts (past ", d0),") and four Backspaces remove " + 1"; Enter runs it all.
+    r.send("\x1b[A");
+    r.send("\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x7f\x7f\x7f\x7f\r");
+    r.line(M);
+    r.prompt();
+    // Up at a fresh prompt still recalls history: the statement just run, as one entry.
+    r.send("\x1b[A\r");
+    r.line(M);
+    r.prompt();
+    r.send("exit\r");
+    assert_eq!(r.finish(), 0);
+    let history = std::fs::read_to_string(dir.join("history")).expect("history");
+    assert!(
+        history.contains("m = (d0, d1) -> (d1, d0),"),
+        "the edited statement is one history entry: {history}"
+    );
+}
+
+#[test]
 fn history_survives_a_restart() {
     let dir = scratch("history");
     let mut r = Repl::start(&dir);

@@ -9,6 +9,11 @@
 //! - stdin (ROUTER): bound as the protocol requires; ixmap never asks for input.
 //! - heartbeat (REP): echoes.
 //!
+//! The kernel ends with its client: when the process named by `JPY_PARENT_PID` ends (as
+//! ipykernel does), and when every client connection has been gone for a grace period
+//! (`IXMAP_KERNEL_ORPHAN_SECS`, 60 s by default, `off` to keep it), counted from the
+//! sockets' connect and disconnect events. A kernel no client has reached yet waits.
+//!
 //! The [`Engine`] (the ixmap session) lives on its own OS thread; the loops send it jobs
 //! and await the answers, so a cell that runs for seconds blocks neither control nor the
 //! heartbeat. An interrupt sets the library's flag ([`crate::request_interrupt`]), which
@@ -142,6 +147,14 @@ async fn serve(conn: Connection) -> Result<(), String> {
     let mut stdin = zeromq::RouterSocket::new();
     let mut iopub = zeromq::PubSocket::new();
     let mut heartbeat = zeromq::RepSocket::new();
+    // Monitors before binding, so that no connection goes uncounted.
+    let monitors = vec![
+        shell.monitor(),
+        control.monitor(),
+        stdin.monitor(),
+        iopub.monitor(),
+        heartbeat.monitor(),
+    ];
     bind(&mut shell, &conn, conn.shell_port, "shell").await?;
     bind(&mut control, &conn, conn.control_port, "control").await?;
     bind(&mut stdin, &conn, conn.stdin_port, "stdin").await?;
@@ -200,6 +213,9 @@ async fn serve(conn: Connection) -> Result<(), String> {
             }
         });
     }
+    if let Some(grace) = orphan_grace() {
+        tokio::spawn(watch_clients(monitors, grace, done_tx.clone()));
+    }
     let control_task = {
         let (signer, publisher, done) = (signer.clone(), publisher.clone(), done_tx.clone());
         let engine = engine.clone();
@@ -216,6 +232,73 @@ async fn serve(conn: Connection) -> Result<(), String> {
     control_task.abort();
     shell_task.abort();
     Ok(())
+}
+
+/// How long the kernel outlives its last client connection: `IXMAP_KERNEL_ORPHAN_SECS`
+/// (seconds, fractions allowed; `off` for ever), 60 s when unset. Long enough for a client
+/// to reconnect after a restart or a network hiccup; a kernel started by a client that
+/// crashed is gone within it even when no `JPY_PARENT_PID` names that client.
+fn orphan_grace() -> Option<std::time::Duration> {
+    const DEFAULT: std::time::Duration = std::time::Duration::from_secs(60);
+    let Ok(v) = std::env::var("IXMAP_KERNEL_ORPHAN_SECS") else {
+        return Some(DEFAULT);
+    };
+    let v = v.trim();
+    if v.eq_ignore_ascii_case("off") {
+        return None;
+    }
+    match v.parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.0..=1e9).contains(&s) => {
+            Some(std::time::Duration::from_secs_f64(s))
+        }
+        _ => {
+            log(&format!(
+                "IXMAP_KERNEL_ORPHAN_SECS={v:?} is not a number of seconds or `off`; using {} s",
+                DEFAULT.as_secs()
+            ));
+            Some(DEFAULT)
+        }
+    }
+}
+
+/// Counts the clients' connections on every socket (accepted minus disconnected); once a
+/// client has connected and then every connection has been gone for `grace`, asks the
+/// kernel to end. A connection that comes back within `grace` cancels the count-down.
+async fn watch_clients(
+    monitors: Vec<futures::channel::mpsc::Receiver<zeromq::SocketEvent>>,
+    grace: std::time::Duration,
+    done: mpsc::UnboundedSender<()>,
+) {
+    use futures::StreamExt;
+    use zeromq::SocketEvent;
+    let mut events = futures::stream::select_all(monitors);
+    let (mut peers, mut seen) = (0_u64, false);
+    loop {
+        let event = if seen && peers == 0 {
+            match tokio::time::timeout(grace, events.next()).await {
+                Ok(e) => e,
+                Err(_) => {
+                    log(&format!(
+                        "no client has been connected for {:.1} s; shutting down",
+                        grace.as_secs_f64()
+                    ));
+                    let _ = done.send(());
+                    return;
+                }
+            }
+        } else {
+            events.next().await
+        };
+        match event {
+            Some(SocketEvent::Accepted(..) | SocketEvent::Connected(..)) => {
+                peers = peers.saturating_add(1);
+                seen = true;
+            }
+            Some(SocketEvent::Disconnected(_)) => peers = peers.saturating_sub(1),
+            Some(_) => {}
+            None => return, // the sockets are closed: the kernel is ending anyway
+        }
+    }
 }
 
 /// The process a kernel belongs to: `JPY_PARENT_PID`, which Jupyter's clients set.

@@ -314,6 +314,45 @@ def test_parent_exit(k):
                 p.kill()
 
 
+def test_connection_loss(k):
+    """Without a parent to watch, the kernel ends once every client connection has been gone
+    for the grace period (IXMAP_KERNEL_ORPHAN_SECS), and not before a client came."""
+    from jupyter_client.connect import write_connection_file
+    from jupyter_client import BlockingKernelClient
+    tmp = tempfile.mkdtemp(prefix="ixmap-orphan-")
+    cf, _ = write_connection_file(os.path.join(tmp, "kernel.json"))
+    env = dict(os.environ, IXMAP_KERNEL_ORPHAN_SECS="1")
+    env.pop("JPY_PARENT_PID", None)
+    log = open(os.path.join(tmp, "kernel.log"), "w")
+    kernel = subprocess.Popen([IXMAP, "kernel", "--connection-file", cf], env=env, stderr=log)
+    kc = None
+    try:
+        time.sleep(2.5)
+        assert kernel.poll() is None, "the kernel ended before any client connected"
+        kc = BlockingKernelClient(connection_file=cf)
+        kc.load_connection_file()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=TIMEOUT)
+        time.sleep(2.5)
+        assert kernel.poll() is None, "the kernel ended while a client is connected"
+        kc.stop_channels()
+        kc = None
+        t0 = time.monotonic()
+        kernel.wait(timeout=30)
+        took = time.monotonic() - t0
+        log.close()
+        said = open(os.path.join(tmp, "kernel.log")).read()
+        assert kernel.returncode == 0, (kernel.returncode, said)
+        assert "no client has been connected" in said, said
+        assert took >= 0.9, f"ended {took:.2f} s after the client left, before the grace period"
+        print(f"connection_loss: the kernel ended {took * 1000:.0f} ms after its last client left (grace 1 s)")
+    finally:
+        if kc is not None:
+            kc.stop_channels()
+        if kernel.poll() is None:
+            kernel.kill()
+
+
 def test_latency(k):
     """Execute round trip over 200 simple cells; start-up to kernel_info_reply."""
     k.ok(MAP)
