@@ -470,19 +470,44 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
         .map(|k| format!("p{k}"))
         .collect::<Vec<_>>()
         .join(", ");
-    let mut rows = Rows {
-        spec,
-        params,
-        hoisted: vec![],
-        done: vec![],
-        count: 0,
-        ok: true,
+    let col = lm.dims.get(1).map(|d| d.bounds);
+    let write = |plan: Vec<RowKey>| -> Result<(Rows, BodyWriter, String), MapError> {
+        let mut rows = Rows {
+            spec,
+            params: params.clone(),
+            hoisted: vec![],
+            done: vec![],
+            count: 0,
+            ok: true,
+            col,
+            plan,
+            filled: vec![],
+            read: vec![],
+        };
+        let mut w = BodyWriter::new(spec, false, 3);
+        w.line(format!("// output index: {lm}"));
+        let v = rows.expr(&mut w, &spec.functions[0].body, &lm)?;
+        Ok((rows, w, v))
     };
-    let mut w = BodyWriter::new(spec, false, 3);
-    w.line(format!("// output index: {lm}"));
-    let v = rows.expr(&mut w, &spec.functions[0].body, &lm)?;
+    let (mut rows, mut w, mut v) = write(vec![])?;
     if !rows.ok {
         return Ok(None);
+    }
+    // A value a reduction's loop computes for every column of the row and the row's
+    // elements use again at their own column (softmax's exp(x - max), summed and then
+    // divided): written a second time, the reduction keeps it in a row buffer and the
+    // elements read it back instead of recomputing it.
+    let plan: Vec<RowKey> = rows
+        .filled
+        .iter()
+        .filter(|k| rows.read.contains(k))
+        .cloned()
+        .collect();
+    if !plan.is_empty() {
+        (rows, w, v) = write(plan)?;
+        if !rows.ok {
+            return Ok(None);
+        }
     }
     let k = w.offset(
         &lm,
@@ -561,7 +586,32 @@ struct Rows<'a> {
     done: Vec<(String, String)>,
     count: usize,
     ok: bool,
+    /// The bounds of the row's column variable (`c`, variable 1 of the element index).
+    col: Option<Interval>,
+    /// Values kept in row buffers (`rowbufK` for entry K): chosen after a first writing.
+    plan: Vec<RowKey>,
+    /// Values a reduction's loop computes at every column of the row, in this writing.
+    filled: Vec<RowKey>,
+    /// Values the row's elements compute at their own column, in this writing.
+    read: Vec<RowKey>,
 }
+
+/// A fusion function's value at one point of a row: the function and its simplified index,
+/// in terms of the row (variable 0) and the column (variable 1; a reduction's own variable
+/// in its loop, `c` in the element loop: the same place when the expressions are equal).
+type RowKey = (usize, Vec<Expr>);
+
+/// A row buffer's index for the column variable `v`, whose first value is `lo`.
+fn column(v: &str, lo: i64) -> String {
+    match lo {
+        0 => v.to_string(),
+        lo if lo < 0 => format!("{v} + {}", lo.unsigned_abs()),
+        lo => format!("{v} - {lo}"),
+    }
+}
+
+/// Columns a row buffer may hold (64 KiB of f64): a longer row recomputes its values.
+const ROW_BUFFER_MAX: i64 = 8192;
 
 impl Rows<'_> {
     fn fresh(&mut self, prefix: &str) -> String {
@@ -606,8 +656,26 @@ impl Rows<'_> {
             Body::Call { func, map } => {
                 let inner = substitute(ctx, map)?;
                 let f = &self.spec.functions[*func];
-                w.line(format!("// {} at {}", f.name, simplified(&inner)));
+                let shown = simplified(&inner);
+                w.line(format!("// {} at {shown}", f.name));
                 let ft = self.spec.function_elem(*func);
+                // In the element loop, a value a reduction's loop kept for this column.
+                let at_column = ctx.ranges.is_empty()
+                    && ctx.dims.len() == 2
+                    && shown.ranges.is_empty()
+                    && shown.constraints.is_empty();
+                if at_column {
+                    let key: RowKey = (*func, shown.results.clone());
+                    if let (Some(k), Some(col)) =
+                        (self.plan.iter().position(|p| *p == key), self.col)
+                    {
+                        w.line(format!("// {} kept by the row's reduction", f.name));
+                        return Ok(format!("rowbuf{k}[{}]", column(&ctx.dims[1].name, col.lo)));
+                    }
+                    if !self.read.contains(&key) {
+                        self.read.push(key);
+                    }
+                }
                 self.expr_t(w, &f.body, &inner, ft)?
             }
             Body::Reduce {
@@ -669,9 +737,44 @@ impl Rows<'_> {
                     }
                 }
                 let f = &self.spec.functions[*func];
-                let x = self.expr_t(&mut body, &f.body, &canon, t)?;
+                let mut x = self.expr_t(&mut body, &f.body, &canon, t)?;
                 let acc = self.fresh("row");
                 let pad = |k: usize| "  ".repeat(k);
+                // Keep the operand in a row buffer when the elements read it again (see
+                // `emit_rows`): one loop variable running over exactly the row's columns,
+                // every column visited (no constraint), a value dearer than a load.
+                let over_columns = n_new == 1
+                    && shown.constraints.is_empty()
+                    && self.col == Some(canon.ranges[0].bounds)
+                    && self.col.is_some_and(|c| c.hi - c.lo < ROW_BUFFER_MAX)
+                    && self.spec.function_elem(*func) == t
+                    && !matches!(
+                        f.body,
+                        Body::Load { .. } | Body::Param(..) | Body::Const(..) | Body::Index { .. }
+                    );
+                if over_columns {
+                    let key: RowKey = (*func, shown.results.clone());
+                    if let (Some(k), Some(col)) =
+                        (self.plan.iter().position(|p| *p == key), self.col)
+                    {
+                        let xv = self.fresh("x");
+                        body.line(format!("const {} {xv} = {x};", types::reg(t)));
+                        body.line(format!(
+                            "rowbuf{k}[{}] = {xv};",
+                            column(&canon.ranges[0].name, col.lo)
+                        ));
+                        self.hoisted.push(format!(
+                            "{}{} rowbuf{k}[{}];",
+                            pad(2),
+                            types::reg(t),
+                            col.hi - col.lo + 1
+                        ));
+                        x = xv;
+                    }
+                    if !self.filled.contains(&key) {
+                        self.filled.push(key);
+                    }
+                }
                 // A float max or min: XLA's propagates NaN, which OpenMP's `max` clause does
                 // not; so the loop takes the plain compare-and-select (which vectorizes) and
                 // a separate flag of NaNs seen, and the result is NaN after the loop when one
