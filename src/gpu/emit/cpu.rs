@@ -754,8 +754,10 @@ impl Rows<'_> {
                     );
                 if over_columns {
                     let key: RowKey = (*func, shown.results.clone());
-                    if let (Some(k), Some(col)) =
-                        (self.plan.iter().position(|p| *p == key), self.col)
+                    let planned = self.plan.iter().position(|p| *p == key);
+                    // One loop fills a buffer (two reductions of one value: the first).
+                    if let (Some(k), Some(col), false) =
+                        (planned, self.col, self.filled.contains(&key))
                     {
                         let xv = self.fresh("x");
                         body.line(format!("const {} {xv} = {x};", types::reg(t)));
