@@ -323,14 +323,6 @@ fn vector_loop(
 ) -> Result<bool, MapError> {
     let wm = &launch.write_map;
     let vector = launch.config.vector;
-    // Loads under a condition (pad) or at run-time offsets are not hoisted.
-    if spec
-        .functions
-        .first()
-        .is_some_and(|f| f.body.has_conditional())
-    {
-        return Ok(false);
-    }
     if vector < 2 || wm.ranges.last().is_none_or(|v| v.name != "unroll_id") {
         return Ok(false);
     }
@@ -342,7 +334,10 @@ fn vector_loop(
     let wide = |t: ElemType| t.bytes() * vector == 16;
     let mut loads: Vec<(usize, IndexingMap, String)> = Vec::new();
     let mut failed = Vec::new();
-    spec.functions[0].body.visit(&mut |b| {
+    // Loads under a condition (pad's) or at run-time offsets (a gather's, a dynamic
+    // slice's) are not hoisted: the condition decides whether they happen at all. The
+    // store is the thread's own elements whatever the body reads.
+    unconditional_visit(&spec.functions[0].body, &mut |b| {
         if let Body::Load { input, map } = b {
             if loads.iter().any(|(i, m, _)| i == input && m == map) {
                 return;
@@ -361,6 +356,7 @@ fn vector_loop(
     if let Some(e) = failed.pop() {
         return Err(e);
     }
+    let shifted = shifted_vector_loads(spec, wm, vector)?;
     let out = &spec.output;
     let out_base = if wide(out.elem) {
         vector_base(
@@ -372,7 +368,7 @@ fn vector_loop(
     } else {
         None
     };
-    if loads.is_empty() && out_base.is_none() {
+    if loads.is_empty() && shifted.is_empty() && out_base.is_none() {
         return Ok(false);
     }
     w.line(format!("// thread → output: {wm}"));
@@ -397,6 +393,32 @@ fn vector_loop(
         );
         w.replaced
             .push((*input, map.clone(), types::load(t.elem, &elem, true)));
+    }
+    for (k, sh) in shifted.iter().enumerate() {
+        let t = &spec.inputs[sh.input];
+        let vt = vector_type(t.elem);
+        let mut at = sh.base.clone();
+        for (i, (st, &l)) in sh.starts.iter().zip(&sh.limits).enumerate() {
+            if l <= 0 {
+                continue; // the start is clamped to 0
+            }
+            let sv = w.start(st, l, wm, params)?;
+            at = format!("{at} + {sv} * {}", sh.strides[i]);
+        }
+        w.line(format!(
+            "// p{} ({}) at run-time starts: {vector} elements of unroll_id in one 128-bit load ({vt})",
+            sh.input, t.name
+        ));
+        w.line(format!(
+            "const {vt} vs{k} = *reinterpret_cast<const {vt} *>(p{} + {at});",
+            sh.input
+        ));
+        let elem = format!(
+            "reinterpret_cast<const {} *>(&vs{k})[unroll_id]",
+            types::mem(t.elem, true)
+        );
+        w.replaced_dyn
+            .push((sh.func, sh.map.clone(), types::load(t.elem, &elem, true)));
     }
     let ovt = vector_type(out.elem);
     if out_base.is_some() {
@@ -431,6 +453,133 @@ fn vector_loop(
     }
     loops_close_n(outer.len(), w);
     Ok(true)
+}
+
+/// An operand read at run-time starts (a gather's or a dynamic slice's [`Body::DynCall`] of
+/// a parameter) whose `vector` elements of `unroll_id` are one aligned 128-bit load.
+struct ShiftedLoad {
+    func: usize,
+    map: IndexingMap,
+    input: usize,
+    starts: Vec<Body>,
+    limits: Vec<i64>,
+    strides: Vec<i64>,
+    /// The element offset without the starts ([`vector_base`]).
+    base: String,
+}
+
+/// The run-time-shifted reads of the loop body that are whole vectors: the shifted
+/// function loads its parameter unchanged (index = coordinate); the unshifted access is a
+/// contiguous aligned vector ([`vector_base`]: the thread's elements of `unroll_id` lie
+/// together inside the slice, so the slice's clamped start moves all of them alike);
+/// each start either is clamped to 0 (the slice spans the dimension) or moves by a stride
+/// that is a multiple of `vector` (so the vector stays aligned); and no start depends on
+/// `unroll_id` (the starts are read once, before the loop).
+fn shifted_vector_loads(
+    spec: &KernelSpec,
+    wm: &IndexingMap,
+    vector: i64,
+) -> Result<Vec<ShiftedLoad>, MapError> {
+    let u = (wm.dims.len() + wm.ranges.len() - 1) as u32;
+    let mut calls: Vec<(usize, IndexingMap, Vec<Body>, Vec<i64>)> = Vec::new();
+    unconditional_visit(&spec.functions[0].body, &mut |b| {
+        if let Body::DynCall {
+            func,
+            map,
+            starts,
+            limits,
+        } = b
+        {
+            if !calls.iter().any(|(f, m, ..)| f == func && m == map) {
+                calls.push((*func, map.clone(), starts.clone(), limits.clone()));
+            }
+        }
+    });
+    let mut out = Vec::new();
+    for (func, map, starts, limits) in calls {
+        let Some(f) = spec.functions.get(func) else {
+            continue;
+        };
+        let Body::Load { input, map: fmap } = &f.body else {
+            continue;
+        };
+        let identity = fmap.ranges.is_empty()
+            && fmap.constraints.is_empty()
+            && fmap.results.len() == fmap.dims.len()
+            && fmap
+                .results
+                .iter()
+                .enumerate()
+                .all(|(i, &r)| r == Expr::var(i as u32));
+        let t = &spec.inputs[*input];
+        if !identity || t.elem.bytes() * vector != 16 {
+            continue;
+        }
+        let strides = t.strides()?;
+        if starts.len() != limits.len() || limits.len() != strides.len() {
+            continue;
+        }
+        let aligned = limits
+            .iter()
+            .zip(&strides)
+            .all(|(&l, &st)| l <= 0 || st.rem_euclid(vector) == 0);
+        // Starts read from loads at maps that do not move with unroll_id, or constants.
+        let mut fixed = true;
+        for st in &starts {
+            let mut ok = true;
+            let mut check = |b: &Body| match b {
+                Body::Const(_) | Body::Convert(..) => {}
+                Body::Load { map, .. } => match super::substitute(wm, map) {
+                    Ok(m) => ok &= !m.results.iter().any(|r| r.uses_var(u)),
+                    Err(_) => ok = false,
+                },
+                _ => ok = false,
+            };
+            st.visit(&mut check);
+            fixed &= ok;
+        }
+        if !aligned || !fixed {
+            continue;
+        }
+        let Some(base) = vector_base(wm, &map, &strides, vector)? else {
+            continue;
+        };
+        out.push(ShiftedLoad {
+            func,
+            map,
+            input: *input,
+            starts,
+            limits,
+            strides,
+            base,
+        });
+    }
+    Ok(out)
+}
+
+/// [`Body::visit`] without going under a condition or a run-time shift ([`Body::Guard`],
+/// [`Body::DynCall`]): the operations every element performs.
+fn unconditional_visit(b: &Body, f: &mut dyn FnMut(&Body)) {
+    match b {
+        Body::Guard { .. } | Body::DynCall { .. } => f(b),
+        Body::Unary(_, a) | Body::Convert(_, a) => {
+            f(b);
+            unconditional_visit(a, f);
+        }
+        Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
+            f(b);
+            unconditional_visit(a, f);
+            unconditional_visit(c, f);
+        }
+        // A select evaluates both sides (no side effects, every load in bounds).
+        Body::Select(c, x, y) => {
+            f(b);
+            unconditional_visit(c, f);
+            unconditional_visit(x, f);
+            unconditional_visit(y, f);
+        }
+        _ => b.visit(f),
+    }
 }
 
 /// The kernel, with 32-bit index arithmetic (`int`) when every index expression it writes
@@ -848,9 +997,8 @@ fn emit_with(
         let at = src.find("typedef long long int64_t;").unwrap_or(0);
         src.insert_str(at, &head);
     }
-    if !spec.more_outputs.is_empty() {
-        src = drop_unreferenced(src);
-    }
+    // Functions a vector load or a multi-output kernel's own accumulation made unused.
+    src = drop_unreferenced(src);
     Ok(Emitted {
         name: spec.name.clone(),
         target: Target::Cuda,
@@ -1147,7 +1295,8 @@ fn column_transpose(w: &mut BodyWriter, ty: &str, tile: &str, acc: &str, nv: i64
 
 /// The source without the `__device__` functions nothing calls (NVRTC warns of each): a
 /// further reduction of a multi-output fusion is accumulated in the kernel, so its own
-/// function (the reduction written as a loop) is not called.
+/// function (the reduction written as a loop) is not called; a parameter read at run-time
+/// starts as one vector ([`shifted_vector_loads`]) is not read through its function.
 fn drop_unreferenced(mut src: String) -> String {
     loop {
         let mut dropped = false;

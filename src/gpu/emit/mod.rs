@@ -359,6 +359,9 @@ pub struct BodyWriter<'a> {
     tmp: usize,
     /// Loads replaced by another expression (a shared-memory tile), by (input, map).
     pub replaced: Vec<(usize, IndexingMap, String)>,
+    /// Run-time-shifted calls ([`Body::DynCall`]) replaced by another expression (an element
+    /// of a vector loaded before the loop), by (function, map).
+    pub replaced_dyn: Vec<(usize, IndexingMap, String)>,
     /// Host code: remember each reduction's last value by the index it reduces to, so a row
     /// reduction read by every element of the row (softmax) runs once per row. Needs
     /// [`C_EPOCH`] in the source and an entry point that advances it.
@@ -401,6 +404,7 @@ impl<'a> BodyWriter<'a> {
             indent,
             tmp: 0,
             replaced: vec![],
+            replaced_dyn: vec![],
             memo: false,
             index_ty: "int64_t",
             cuda: false,
@@ -504,6 +508,37 @@ impl<'a> BodyWriter<'a> {
 
     /// [`BodyWriter::body`], a bare constant taking type `want`: the expression is of the
     /// register type of `b`'s element type ([`types::reg`]).
+    /// A register holding run-time start `st` clamped into `[0, limit]`, as XLA clamps
+    /// each start of a dynamic slice into `[0, dim - slice dim]`.
+    pub fn start(
+        &mut self,
+        st: &Body,
+        limit: i64,
+        ctx: &IndexingMap,
+        params: &str,
+    ) -> Result<String, MapError> {
+        let et = self.elem(st, ElemType::S64);
+        if !et.is_int() {
+            return Err(MapError::Other(format!(
+                "{}: a start index of type {} (integers are)",
+                self.spec.name,
+                et.hlo_name()
+            )));
+        }
+        let x = self.body_t(st, ctx, params, et)?;
+        let l = limit.max(0);
+        let clamped = if et.is_unsigned_int() {
+            format!("((uint64_t)({x}) > (uint64_t){l} ? (int64_t){l} : (int64_t)({x}))")
+        } else {
+            format!(
+                "((int64_t)({x}) < 0 ? (int64_t)0 : ((int64_t)({x}) > (int64_t){l} ? (int64_t){l} : (int64_t)({x})))"
+            )
+        };
+        let sv = self.fresh("s");
+        self.line(format!("const int64_t {sv} = {clamped};"));
+        Ok(sv)
+    }
+
     pub fn body_t(
         &mut self,
         b: &Body,
@@ -690,6 +725,13 @@ impl<'a> BodyWriter<'a> {
                 starts,
                 limits,
             } => {
+                if let Some((_, _, e)) = self
+                    .replaced_dyn
+                    .iter()
+                    .find(|(f, m, _)| f == func && m == map)
+                {
+                    return Ok(e.clone());
+                }
                 let codes = self.args(ctx, map)?;
                 if codes.len() != starts.len() || codes.len() != limits.len() {
                     return Err(MapError::Other(format!(
@@ -701,26 +743,7 @@ impl<'a> BodyWriter<'a> {
                 }
                 let mut at = Vec::new();
                 for ((code, st), &l) in codes.iter().zip(starts).zip(limits) {
-                    let et = self.elem(st, ElemType::S64);
-                    if !et.is_int() {
-                        return Err(MapError::Other(format!(
-                            "{}: a start index of type {} (integers are)",
-                            self.spec.name,
-                            et.hlo_name()
-                        )));
-                    }
-                    let x = self.body_t(st, ctx, params, et)?;
-                    let l = l.max(0);
-                    // XLA clamps each start into [0, dim - slice dim].
-                    let clamped = if et.is_unsigned_int() {
-                        format!("((uint64_t)({x}) > (uint64_t){l} ? (int64_t){l} : (int64_t)({x}))")
-                    } else {
-                        format!(
-                            "((int64_t)({x}) < 0 ? (int64_t)0 : ((int64_t)({x}) > (int64_t){l} ? (int64_t){l} : (int64_t)({x})))"
-                        )
-                    };
-                    let sv = self.fresh("s");
-                    self.line(format!("const int64_t {sv} = {clamped};"));
+                    let sv = self.start(st, l, ctx, params)?;
                     at.push(format!("({})(({code}) + {sv})", self.index_ty));
                 }
                 let shown = simplified(&substitute(ctx, map)?);
