@@ -22,7 +22,8 @@
 //   on undefined);
 // - a fiber's stack is 64 KiB under a guard page (an overflow faults, rather than writing
 //   into the next fiber's stack);
-// - float4, int4, uint4, double2, longlong2, ulonglong2: 16-byte aligned structs;
+// - float4, int4, uint4, double2, longlong2, ulonglong2: 16-byte aligned structs; float2,
+//   int2, uint2: 8-byte aligned ones;
 // - __half / __nv_bfloat16: 16 bits with bit-exact round-to-nearest-even conversions;
 // - atomicAdd / atomicCAS on the host's atomic builtins.
 // Only C headers (not <thread>): the kernel compiles in a fraction of the time.
@@ -54,6 +55,9 @@ struct alignas(16) uint4 { unsigned x, y, z, w; };
 struct alignas(16) double2 { double x, y; };
 struct alignas(16) longlong2 { long long x, y; };
 struct alignas(16) ulonglong2 { unsigned long long x, y; };
+struct alignas(8) float2 { float x, y; };
+struct alignas(8) int2 { int x, y; };
+struct alignas(8) uint2 { unsigned x, y; };
 static ix_uint3 threadIdx, blockIdx;
 static ix_uint3 blockDim, gridDim;
 

@@ -210,6 +210,60 @@ pub(super) fn vector_type(t: ElemType) -> &'static str {
     }
 }
 
+/// The CUDA vector type of `vector` elements of `t` when they make 8 or 16 bytes (one
+/// `ld.global.v2`/`.v4`), else `None`.
+pub(super) fn vector_type_of(t: ElemType, vector: i64) -> Option<&'static str> {
+    match t.bytes().checked_mul(vector)? {
+        16 => Some(vector_type(t)),
+        8 if vector >= 2 => Some(match t {
+            ElemType::F32 => "float2",
+            ElemType::S32 => "int2",
+            _ => "uint2",
+        }),
+        _ => None,
+    }
+}
+
+/// A row reduction's read of a parameter as one vector per step of the row (XLA's row
+/// reduction reads `vector` adjacent elements of the row in one access): the reduced
+/// function loads its parameter unchanged and the launch's `unroll_id` elements are
+/// contiguous and aligned, every guard holding for the whole vector or none of it
+/// ([`vector_base`]: then a guard checked at `unroll_id = 0` decides for all). Returns the
+/// input, the vector type and the offset of the first element.
+fn row_vector_read(
+    spec: &KernelSpec,
+    launch: &Launch,
+    func: usize,
+) -> Result<Option<(usize, &'static str, String)>, MapError> {
+    let rm = &launch.read_map;
+    let vector = launch.config.vector;
+    if launch.strategy != Strategy::RowReduction
+        || vector < 2
+        || rm.ranges.last().is_none_or(|v| v.name != "unroll_id")
+    {
+        return Ok(None);
+    }
+    let Some(Body::Load { input, map }) = spec.functions.get(func).map(|f| &f.body) else {
+        return Ok(None);
+    };
+    let identity = map.ranges.is_empty()
+        && map.constraints.is_empty()
+        && map.results.len() == map.dims.len()
+        && map
+            .results
+            .iter()
+            .enumerate()
+            .all(|(i, &r)| r == Expr::var(i as u32));
+    let t = &spec.inputs[*input];
+    let Some(vt) = vector_type_of(t.elem, vector) else {
+        return Ok(None);
+    };
+    if !identity {
+        return Ok(None);
+    }
+    Ok(vector_base(rm, map, &t.strides()?, vector)?.map(|base| (*input, vt, base)))
+}
+
 // The contiguity test's pieces live with the launch, which also decides vector widths
 // with them.
 use crate::gpu::launch::{multiple_of, split_on};
@@ -863,45 +917,104 @@ fn emit_with(
             // leave: one pass of `do { } while (0)` skips this thread's contribution, and the
             // thread still takes part in the warp's shuffle below.
             let one_pass = rm.ranges.is_empty();
-            if one_pass {
-                w.line("do {");
-                w.indent += 1;
-            }
-            loops_open(rm, &mut w);
-            dim_guards(rm, launch, &mut w, "continue");
-            for &(e, iv) in &rm.constraints {
-                if let Some(cond) = super::outside(e, iv, &rm.names(), &rm.bounds()) {
-                    w.line(format!("if ({cond}) continue;"));
-                }
-            }
-            let _ = nd;
-            let ctx = scope(&mut w, rm, naive, "r");
-            let args = {
-                let s = simplified(&ctx);
-                let m = if naive || s.status != crate::map::Status::Defined {
-                    ctx.clone()
-                } else {
-                    s
-                };
-                m.results
-                    .iter()
-                    .map(|&r| c_expr(r, &m.names(), &m.bounds()))
-                    .collect::<Vec<_>>()
+            let vector_read = if naive {
+                None
+            } else {
+                row_vector_read(spec, launch, *func)?
             };
-            let call = format!(
-                "f{func}({params}{}{})",
-                if args.is_empty() { "" } else { ", " },
-                args.join(", ")
-            );
-            let a = acc_at("unroll_id");
-            w.line(format!(
-                "{a} = {};",
-                types::binary(*op, red_elem, &a, &call)
-            ));
-            loops_close(rm, &mut w);
-            if one_pass {
-                w.indent -= 1;
-                w.line("} while (0);");
+            if let Some((input, vt, base)) = &vector_read {
+                // The row's steps, each one vector read; then its elements.
+                let (outer, last) = rm.ranges.split_at(rm.ranges.len() - 1);
+                // A guard's `continue` needs a loop to leave: without one over the row's
+                // steps, one pass of `do { } while (0)`.
+                if outer.is_empty() {
+                    w.line("do {");
+                    w.indent += 1;
+                }
+                loops_open_vars(outer, &mut w);
+                dim_guards(rm, launch, &mut w, "continue");
+                // Guards that move with unroll_id hold for all of the vector or none.
+                let u = (rm.dims.len() + rm.ranges.len() - 1) as u32;
+                for &(e, iv) in &rm.constraints {
+                    let at_first = e.substitute(&mut |v| {
+                        if v == u {
+                            Expr::constant(0)
+                        } else {
+                            Expr::var(v)
+                        }
+                    });
+                    if let Some(cond) = super::outside(at_first, iv, &rm.names(), &rm.bounds()) {
+                        w.line(format!("if ({cond}) continue;"));
+                    }
+                }
+                let t = spec.inputs[*input].elem;
+                w.line(format!(
+                    "// p{input}: {} elements of unroll_id in one {}-bit load ({vt})",
+                    launch.config.vector,
+                    t.bytes() * launch.config.vector * 8
+                ));
+                w.line(format!(
+                    "const {vt} v = *reinterpret_cast<const {vt} *>(p{input} + {base});"
+                ));
+                loops_open_vars(last, &mut w);
+                let elem = types::load(
+                    t,
+                    &format!(
+                        "reinterpret_cast<const {} *>(&v)[unroll_id]",
+                        types::mem(t, true)
+                    ),
+                    true,
+                );
+                w.line(format!(
+                    "acc = {};",
+                    types::binary(*op, red_elem, "acc", &elem)
+                ));
+                loops_close_n(rm.ranges.len(), &mut w);
+                if outer.is_empty() {
+                    w.indent -= 1;
+                    w.line("} while (0);");
+                }
+            } else {
+                if one_pass {
+                    w.line("do {");
+                    w.indent += 1;
+                }
+                loops_open(rm, &mut w);
+                dim_guards(rm, launch, &mut w, "continue");
+                for &(e, iv) in &rm.constraints {
+                    if let Some(cond) = super::outside(e, iv, &rm.names(), &rm.bounds()) {
+                        w.line(format!("if ({cond}) continue;"));
+                    }
+                }
+                let _ = nd;
+                let ctx = scope(&mut w, rm, naive, "r");
+                let args = {
+                    let s = simplified(&ctx);
+                    let m = if naive || s.status != crate::map::Status::Defined {
+                        ctx.clone()
+                    } else {
+                        s
+                    };
+                    m.results
+                        .iter()
+                        .map(|&r| c_expr(r, &m.names(), &m.bounds()))
+                        .collect::<Vec<_>>()
+                };
+                let call = format!(
+                    "f{func}({params}{}{})",
+                    if args.is_empty() { "" } else { ", " },
+                    args.join(", ")
+                );
+                let a = acc_at("unroll_id");
+                w.line(format!(
+                    "{a} = {};",
+                    types::binary(*op, red_elem, &a, &call)
+                ));
+                loops_close(rm, &mut w);
+                if one_pass {
+                    w.indent -= 1;
+                    w.line("} while (0);");
+                }
             }
             if launch.strategy == Strategy::ColumnReduction {
                 column_transpose(&mut w, &ty, "tile", "acc", nv);
