@@ -41,22 +41,22 @@ pub fn block_layout(l: &LayoutValue) -> Result<BlockLayout> {
     let m = &l.map;
     let Some(tile) = l.shape.clone() else {
         return Err(LayoutError::new(
-            "the layout's extent is not known (bind it with `layout \"...\"`)",
+            "has no known extent (bind it with `layout \"...\"`)",
         ));
     };
     if m.status != Status::Defined {
-        return Err(LayoutError::new("the layout's map is not defined"));
+        return Err(LayoutError::new("has an undefined map"));
     }
     if tile.len() != m.results.len() || tile.iter().any(|&n| n < 1) {
         return Err(LayoutError::new(format!(
-            "the layout's map has {} results for a tile of {} dimensions",
+            "has {} results for a tile of {} dimensions",
             m.results.len(),
             tile.len()
         )));
     }
     if !m.runtimes.is_empty() {
         return Err(LayoutError::new(
-            "the layout's map has runtime variables: a launch is known before it runs",
+            "has runtime variables: a launch is known before it runs",
         ));
     }
     let r = roles(m);
@@ -66,14 +66,14 @@ pub fn block_layout(l: &LayoutValue) -> Result<BlockLayout> {
     for (v, &(is_thread, _)) in vars.iter().zip(&r.dims) {
         if v.bounds.lo != 0 {
             return Err(LayoutError::new(format!(
-                "the layout's variable {} starts at {}, not 0",
+                "has its variable {} from {}, not 0",
                 v.name, v.bounds.lo
             )));
         }
         let size = super::add(v.bounds.hi, 1)?;
         if v.name == "block" && size > 1 {
             return Err(LayoutError::new(format!(
-                "the layout spreads over {size} CTAs (its `block` dimension): a launch's block is one CTA"
+                "spreads over {size} CTAs (its `block` dimension): a launch's block is one CTA"
             )));
         }
         if is_thread {
@@ -84,7 +84,7 @@ pub fn block_layout(l: &LayoutValue) -> Result<BlockLayout> {
     }
     if threads > MAX_THREADS {
         return Err(LayoutError::new(format!(
-            "the layout has {threads} threads; a block has at most {MAX_THREADS}"
+            "has {threads} threads; a block has at most {MAX_THREADS}"
         )));
     }
     // Variable i is digit i of the thread (or value) index, in the weights `roles` gives.
@@ -167,14 +167,13 @@ impl BlockLayout {
         let n = self.tile.iter().try_fold(1i64, |a, &b| super::mul(a, b))?;
         if n > MAX_POINTS || super::mul(self.threads, self.values)? > MAX_POINTS {
             return Err(LayoutError::new(format!(
-                "the tile has {n} elements and the layout {} (thread, value) pairs: more than {MAX_POINTS} are not checked",
+                "has {} (thread, value) pairs for a tile of {n} elements: more than {MAX_POINTS} are not checked",
                 self.threads.saturating_mul(self.values)
             )));
         }
         let tile = &self.tile;
         let mut owner: Vec<Option<(i64, i64)>> = vec![None; n as usize];
-        let mut twice: Vec<String> = Vec::new();
-        let mut twice_n = 0usize;
+        let mut twice: Vec<(usize, (i64, i64), (i64, i64), Vec<i64>)> = Vec::new();
         let mut outside: Option<String> = None;
         let mut pairs = 0i64;
         DomainPoints::for_each(
@@ -187,7 +186,7 @@ impl BlockLayout {
                 let (t, v) = (p[0], p[1]);
                 if res.iter().zip(tile).any(|(&x, &e)| x < 0 || x >= e) {
                     outside = Some(format!(
-                        "thread {t} value {v} computes {}, outside the {}",
+                        "puts thread {t} value {v} at {}, outside its {}",
                         point(res),
                         tile_text(tile)
                     ));
@@ -196,15 +195,7 @@ impl BlockLayout {
                 let k = res.iter().zip(tile).fold(0i64, |a, (&x, &e)| a * e + x) as usize;
                 match owner[k] {
                     None => owner[k] = Some((t, v)),
-                    Some((t0, v0)) => {
-                        twice_n += 1;
-                        if twice.len() < NAMED {
-                            twice.push(format!(
-                                "{} (thread {t0} value {v0}, thread {t} value {v})",
-                                point(res)
-                            ));
-                        }
-                    }
+                    Some(first) => twice.push((k, first, (t, v), res.to_vec())),
                 }
                 Ok(true)
             },
@@ -229,11 +220,24 @@ impl BlockLayout {
                 }
             }
         }
+        // In the tile's order, as the missed ones.
+        twice.sort_by_key(|x| x.0);
+        let twice_n = twice.len();
+        let twice: Vec<String> = twice
+            .iter()
+            .take(NAMED)
+            .map(|(_, (t0, v0), (t, v), c)| {
+                format!(
+                    "{} (thread {t0} value {v0}, thread {t} value {v})",
+                    point(c)
+                )
+            })
+            .collect();
         if twice_n == 0 && missed_n == 0 {
             return Ok(());
         }
         let mut why = format!(
-            "the layout does not cover its {} exactly once ({pairs} (thread, value) pairs for {n} elements)",
+            "does not cover its {} exactly once ({pairs} (thread, value) pairs for {n} elements)",
             tile_text(tile)
         );
         if twice_n > 0 {
@@ -354,7 +358,7 @@ mod tests {
             .expect_err("offsets 2, 3, 6, 7, .. are missed");
         assert_eq!(
             e.message,
-            "the layout does not cover its tile of 14 offsets exactly once (8 (thread, value) pairs for 14 elements); never computed: 2, 3, 6, 7, 10, 11"
+            "does not cover its tile of 14 offsets exactly once (8 (thread, value) pairs for 14 elements); never computed: 2, 3, 6, 7, 10, 11"
         );
         let twice = block_layout(&cute_tv("(4,2):(1,2)")).expect("a block");
         let e = twice.check_covers().expect_err("offsets 2, 3 twice");
@@ -376,6 +380,6 @@ mod tests {
         assert!(block_layout(&big)
             .expect_err("2048 threads")
             .message
-            .contains("2048 threads; a block has at most 1024"));
+            .contains("has 2048 threads; a block has at most 1024"));
     }
 }
