@@ -220,17 +220,33 @@ impl BlockLayout {
                 }
             }
         }
-        // In the tile's order, as the missed ones.
+        // By element, in the tile's order (as the missed ones): each with its holders.
         twice.sort_by_key(|x| x.0);
-        let twice_n = twice.len();
-        let twice: Vec<String> = twice
+        let mut groups: Vec<(Vec<i64>, Vec<(i64, i64)>)> = Vec::new();
+        let mut last = None;
+        for (k, first, other, c) in &twice {
+            if last != Some(*k) {
+                groups.push((c.clone(), vec![*first]));
+                last = Some(*k);
+            }
+            if let Some(g) = groups.last_mut() {
+                g.1.push(*other);
+            }
+        }
+        let twice_n = groups.len();
+        let twice: Vec<String> = groups
             .iter()
             .take(NAMED)
-            .map(|(_, (t0, v0), (t, v), c)| {
-                format!(
-                    "{} (thread {t0} value {v0}, thread {t} value {v})",
-                    point(c)
-                )
+            .map(|(c, who)| {
+                let named: Vec<String> = who
+                    .iter()
+                    .take(2)
+                    .map(|(t, v)| format!("thread {t} value {v}"))
+                    .collect();
+                match who.len() {
+                    2 => format!("{} ({})", point(c), named.join(", ")),
+                    n => format!("{} ({n} times: {}, ..)", point(c), named.join(", ")),
+                }
             })
             .collect();
         if twice_n == 0 && missed_n == 0 {
@@ -241,7 +257,7 @@ impl BlockLayout {
             tile_text(tile)
         );
         if twice_n > 0 {
-            why += &format!("; computed twice: {}", listed(&twice, twice_n));
+            why += &format!("; computed more than once: {}", listed(&twice, twice_n));
         }
         if missed_n > 0 {
             why += &format!("; never computed: {}", listed(&missed, missed_n));
@@ -362,7 +378,7 @@ mod tests {
         );
         let twice = block_layout(&cute_tv("(4,2):(1,2)")).expect("a block");
         let e = twice.check_covers().expect_err("offsets 2, 3 twice");
-        assert!(e.message.contains("computed twice: 2 (thread 0 value 1, thread 2 value 0), 3 (thread 1 value 1, thread 3 value 0)"), "{}", e.message);
+        assert!(e.message.contains("computed more than once: 2 (thread 0 value 1, thread 2 value 0), 3 (thread 1 value 1, thread 3 value 0)"), "{}", e.message);
         // Broadcast: 4 x 8 threads over a 2 x 8 tile hold each element twice.
         let bc = block_layout(&blocked(
             "#ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 1], order = [1, 0]}>",
@@ -370,8 +386,22 @@ mod tests {
         ))
         .expect("a block");
         let e = bc.check_covers().expect_err("duplicates");
-        assert!(e.message.contains("(32 (thread, value) pairs for 16 elements); computed twice: (0, 0) (thread 0 value 0, thread 16 value 0)"), "{}", e.message);
+        assert!(e.message.contains("(32 (thread, value) pairs for 16 elements); computed more than once: (0, 0) (thread 0 value 0, thread 16 value 0), (0, 1) (thread 1 value 0, thread 17 value 0)"), "{}", e.message);
         assert!(e.message.ends_with("and 10 more"), "{}", e.message);
+        // Held by more than two: counted.
+        let bc4 = block_layout(&blocked(
+            "#ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 1], order = [1, 0]}>",
+            &[1, 8],
+        ))
+        .expect("a block");
+        let e = bc4.check_covers().expect_err("each element 4 times");
+        assert!(
+            e.message.contains(
+                "computed more than once: (0, 0) (4 times: thread 0 value 0, thread 8 value 0, ..)"
+            ),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

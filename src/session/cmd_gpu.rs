@@ -31,14 +31,14 @@ pub static COMMANDS: [Command; 6] = [
     Command {
         name: "emit",
         usage: "emit FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [target=cuda|cpu] [naive] [warps=N] [stages=N]",
-        summary: "the kernel source for that mapping: CUDA C, or C for the host compiler",
+        summary: "the kernel source for that mapping: CUDA C, or C for the host compiler; mapping= may name a layout (its threads the block, a block per tile)",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); emit add0 target=cpu",
         run: emit_cmd,
     },
     Command {
         name: "bench",
         usage: "bench FUSION [device=auto|gpu|cpu] [naive] [hot] [reps=N] [threads=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [warps=N] [stages=N]",
-        summary: "runs the kernel, checks every element against the reference, times it against a copy",
+        summary: "runs the kernel, checks every element against the reference, times it against a copy; mapping= may name a layout",
         example: "p0 = f32[64, 64] parameter(0); p1 = f32[64, 64] parameter(1); add0 = f32[64, 64] add(p0, p1); bench add0 device=cpu reps=3",
         run: bench_cmd,
     },
@@ -52,7 +52,7 @@ pub static COMMANDS: [Command; 6] = [
     Command {
         name: "check",
         usage: "check FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [naive] [tile=(BM, BN, BK)] [warps=N] [stages=N] [target=cuda|cpu]",
-        summary: "runs the emitted CUDA source on the CPU (threads of a block as real threads) and checks every element",
+        summary: "runs the emitted CUDA source on the CPU (threads of a block as real threads) and checks every element; mapping= may name a layout",
         example: "p0 = f32[40, 70] parameter(0); t = f32[70, 40] transpose(p0), dimensions={1, 0}; check t",
         run: check_cmd,
     },
