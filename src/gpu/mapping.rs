@@ -321,7 +321,8 @@ impl LayoutLaunch {
         if l.config.vector > 1 {
             s += &format!(", vector {}", l.config.vector);
         }
-        if l.chunks() > 1 {
+        // (Without a vector, the values already say it.)
+        if l.config.vector > 1 && l.chunks() > 1 {
             s += &format!(", {} vectors per thread", l.chunks());
         }
         s

@@ -45,7 +45,7 @@ pub static COMMANDS: [Command; 6] = [
     Command {
         name: "mapping",
         usage: "mapping [FUSION] [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)]",
-        summary: "a mapping to reuse: the GPU launch and the CPU tiling that threads, coalescing, emit and bench take as mapping=NAME",
+        summary: "a mapping to reuse: the GPU launch and the CPU tiling that threads, coalescing, emit and bench take as mapping=NAME (a layout bound by `layout` is taken there too)",
         example: "p0 = f32[64, 64] parameter(0); t = f32[64, 64] transpose(p0), dimensions={1, 0}; mapping t tile=(32, 16) block=256",
         run: mapping_cmd,
     },
@@ -132,12 +132,19 @@ fn mapping_of(s: &Session, a: &Args) -> Result<Mapping, Diagnostic> {
         (Some(arg), Some(name)) => {
             match s.values.get(&name) {
                 Some(Value::Mapping(m)) => m.clone(),
+                Some(Value::Layout(_)) => return Err(Diagnostic::at(
+                    format!("`{name}` is a layout: it gives a launch of its own, not a mapping to keep"),
+                    arg.span(),
+                )
+                .with_help(
+                    "give it to threads, coalescing, emit, check or bench as mapping=NAME",
+                )),
                 Some(other) => return Err(Diagnostic::at(
                     format!("`{name}` is a {}, not a mapping", other.kind()),
                     arg.span(),
                 )
                 .with_help(
-                    "write one with `NAME = mapping block=N tile=(...)`, or let `tune` find one",
+                    "write one with `NAME = mapping block=N tile=(...)`, or let `tune` find one, or bind a layout with `layout`",
                 )),
                 None => {
                     let mut d = Diagnostic::at(format!("no mapping named `{name}`"), arg.span())
@@ -145,7 +152,7 @@ fn mapping_of(s: &Session, a: &Args) -> Result<Mapping, Diagnostic> {
                     let mappings = s
                         .values
                         .iter()
-                        .filter(|(_, v)| matches!(v, Value::Mapping(_)))
+                        .filter(|(_, v)| matches!(v, Value::Mapping(_) | Value::Layout(_)))
                         .map(|(k, _)| k.as_str());
                     d = match suggest(&name, mappings) {
                     Some(x) => d.with_help(format!("did you mean `{x}`?")),
