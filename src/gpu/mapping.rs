@@ -215,6 +215,23 @@ pub fn layout_launch(
         .map(|&(e, iv)| (at(e), iv))
         .collect();
     let c = Expr::constant;
+    // A mask over whole vectors when it can be: `e` (a coordinate, or the flat offset)
+    // below `extent`. The coordinates other than the minor one are the same for every
+    // element of a vector, and the minor one starts at a multiple of `w` (both checked by
+    // `vector_width` on every thread and chunk), so with `extent` a multiple of `w`,
+    // `e(unroll_id) <= extent - 1` for one element of the vector iff `e(0) <= extent - w`
+    // (`extent - 1` off the minor coordinate) for all of them: the vector is in or out
+    // whole, and the emitter may load it at once.
+    let u = (w > 1).then(|| 6 + ranges.len() as u32 - 1);
+    let mask = |e: Expr, extent: i64, minor: bool| -> (Expr, Interval) {
+        match u {
+            Some(u) if !minor || extent % w == 0 => (
+                e.substitute(&mut |v| if v == u { c(0) } else { Expr::var(v) }),
+                Interval::new(0, extent - if minor { w } else { 1 }),
+            ),
+            _ => (e, Interval::new(0, extent - 1)),
+        }
+    };
     let mut results = vec![c(0); out.rank()];
     let masked;
     if flat {
@@ -223,7 +240,7 @@ pub fn layout_launch(
         let lin = bl_x.mul(c(t)).add(local[0]);
         masked = n % t != 0;
         if masked {
-            constraints.push((lin, Interval::new(0, n - 1)));
+            constraints.push(mask(lin, n, true));
         }
         let mut stride = 1i64;
         for (k, &d) in phys.iter().enumerate().rev() {
@@ -255,7 +272,7 @@ pub fn layout_launch(
             results[d] = origin[d].mul(c(block.tile[d])).add(local[d]);
             if out.dims[d] % block.tile[d] != 0 {
                 any = true;
-                constraints.push((results[d], Interval::new(0, out.dims[d] - 1)));
+                constraints.push(mask(results[d], out.dims[d], Some(d) == minor));
             }
         }
         masked = any;
