@@ -38,7 +38,13 @@ pub const MAX_THREADS: i64 = 1024;
 /// its cosize). Errors: variables that are not read from 0, symbols, a Triton layout over
 /// several CTAs, more threads than a block holds.
 pub fn block_layout(l: &LayoutValue) -> Result<BlockLayout> {
-    let m = &l.map;
+    let cute_map;
+    let m = if l.notation == super::Notation::Cute {
+        cute_map = cute_thread_value(l)?;
+        &cute_map
+    } else {
+        &l.map
+    };
     let Some(tile) = l.shape.clone() else {
         return Err(LayoutError::new(
             "has no known extent (bind it with `layout \"...\"`)",
@@ -121,6 +127,29 @@ pub fn block_layout(l: &LayoutValue) -> Result<BlockLayout> {
     })
 }
 
+/// A CuTe layout read as CuTe reads a thread/value layout: its first top-level mode the
+/// thread, its second the value (one mode: threads of one value each), whatever map the
+/// value shows (the natural coordinate has a variable per leaf).
+fn cute_thread_value(l: &LayoutValue) -> Result<IndexingMap> {
+    let c = super::cute::parse(&l.text)?;
+    let tile = match l.shape.as_deref() {
+        Some(&[m, n]) => Some((m, n)),
+        _ => None,
+    };
+    let mut m = c.mode_map(tile);
+    match m.dims.len() {
+        1 => {
+            m.dims[0].name = "thread".into();
+            m.dims.push(Variable::new("value", 0, 0));
+            Ok(m)
+        }
+        2 => Ok(m),
+        n => Err(LayoutError::new(format!(
+            "has {n} top-level modes; as a launch, a CuTe layout is (threads, values)"
+        ))),
+    }
+}
+
 fn point(c: &[i64]) -> String {
     match c {
         [x] => x.to_string(),
@@ -148,6 +177,9 @@ pub fn tile_text(tile: &[i64]) -> String {
     }
 }
 
+/// A (thread, value) pair.
+type Pair = (i64, i64);
+
 /// At most this many elements are named in an error; the rest are counted.
 const NAMED: usize = 6;
 
@@ -172,8 +204,9 @@ impl BlockLayout {
             )));
         }
         let tile = &self.tile;
-        let mut owner: Vec<Option<(i64, i64)>> = vec![None; n as usize];
-        let mut twice: Vec<(usize, (i64, i64), (i64, i64), Vec<i64>)> = Vec::new();
+        let mut owner: Vec<Option<Pair>> = vec![None; n as usize];
+        // (element index, its first holder, another holder, its coordinates)
+        let mut twice: Vec<(usize, Pair, Pair, Vec<i64>)> = Vec::new();
         let mut outside: Option<String> = None;
         let mut pairs = 0i64;
         DomainPoints::for_each(
@@ -222,7 +255,7 @@ impl BlockLayout {
         }
         // By element, in the tile's order (as the missed ones): each with its holders.
         twice.sort_by_key(|x| x.0);
-        let mut groups: Vec<(Vec<i64>, Vec<(i64, i64)>)> = Vec::new();
+        let mut groups: Vec<(Vec<i64>, Vec<Pair>)> = Vec::new();
         let mut last = None;
         for (k, first, other, c) in &twice {
             if last != Some(*k) {
@@ -402,6 +435,32 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    #[test]
+    fn a_nested_cute_layout_reads_its_top_modes_as_thread_and_value() {
+        // ((8,4),4):((16,1),4): thread t = t0 + 8 t1 at 16 t0 + t1, value v at 4 v; bound
+        // without tile= its map has a variable per leaf, but the launch reads the modes.
+        let c = cute::parse("((8,4),4):((16,1),4)").expect("parses");
+        let l = LayoutValue {
+            notation: Notation::Cute,
+            text: c.to_string(),
+            map: c.natural_map(),
+            notes: vec![],
+            picture: None,
+            shape: Some(vec![128]),
+        };
+        let b = block_layout(&l).expect("a block");
+        assert_eq!((b.threads, b.values), (32, 4));
+        b.check_covers().expect("covers its 128 offsets");
+        let three = cute::parse("(4,2,2):(1,4,8)").expect("parses");
+        let e = block_layout(&LayoutValue {
+            text: three.to_string(),
+            map: three.natural_map(),
+            ..l
+        })
+        .expect_err("three modes");
+        assert!(e.message.contains("3 top-level modes"), "{}", e.message);
     }
 
     #[test]
