@@ -166,6 +166,39 @@ fn a_masked_tile_is_said_and_its_edge_switched_off() {
     assert!(!ll.launch.write_map.constraints.is_empty());
 }
 
+/// The host kernels compile without a warning, as the sweep holds every session kernel to.
+#[test]
+fn layout_host_kernels_compile_with_wall_werror() {
+    let dir = std::env::temp_dir().join(format!("ixmap-layout-cc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let mut files = Vec::new();
+    for spec in kinds() {
+        for (what, ll) in launches(&spec) {
+            for naive in [false, true] {
+                let e = ll.emit_cpu(&spec, naive).expect("emits");
+                let p = dir.join(format!("k{}.c", files.len()));
+                std::fs::write(&p, format!("// {what}\n{}", e.source)).expect("write");
+                files.push(p);
+            }
+        }
+    }
+    let out = std::process::Command::new(bench::cpu::compiler())
+        .current_dir(&dir)
+        .args(["-std=c11", "-O1", "-fopenmp", "-Wall", "-Werror", "-c"])
+        .args(files.iter())
+        .output();
+    let _ = std::fs::remove_dir_all(&dir);
+    let Ok(out) = out else {
+        eprintln!("SKIPPED: no C compiler");
+        return;
+    };
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn layout_kernels_compile_with_nvrtc() {
     let nvrtc = match Nvrtc::load() {
