@@ -166,6 +166,7 @@ fn point(c: &[i64]) -> String {
 /// `4 x 32 tile`, or `tile of 128 offsets` for a flat tile.
 pub fn tile_text(tile: &[i64]) -> String {
     match tile {
+        [1] => "tile of 1 offset".to_string(),
         [n] => format!("tile of {n} offsets"),
         _ => format!(
             "{} tile",
