@@ -97,6 +97,13 @@ code("simplify tri\nshow (d0, d1) -> (d0 * 2 + d1 * 8), domain: d0 in [0, 3], d1
 code("access tri")
 md("An MMA accumulator tile of 128 x 32 (mma.m16n8, 4 x 2 warps), each element labelled with its thread and register:")
 code('picture "#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [4, 2], instrShape = [16, 8]}>" shape=(128, 32)')
+md("""A layout is also a launch. Given as `mapping=NAME`, its threads make a block, its values each thread's
+elements, and block b computes tile b of the output (masked where the tile sticks out); the layout must
+cover its tile exactly once. `threads`, `emit`, `check`, `bench` and `coalescing` take it, and every
+element is checked against the reference. CuTe's `(128,4):(4,1)` is XLA's loop with block=128 vector=4.""")
+code('blk = layout "#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [2, 2], order = [1, 0]}>" shape=(2, 256)\ne0 = f32[64, 300] parameter(0)\nneg = f32[64, 300] negate(e0)\nthreads neg mapping=blk')
+code('check neg mapping=blk\nbench neg mapping=blk device=cpu reps=3')
+code('tvl = layout "(128,4):(4,1)"\nequal (threads neg block=128 vector=4 output), (threads neg mapping=tvl output)')
 nb = new_notebook(cells=cells, metadata={
     "kernelspec": {"name": "ixmap", "display_name": "ixmap", "language": "ixmap"},
     "language_info": {"name": "ixmap", "file_extension": ".ixm", "mimetype": "text/x-ixmap", "pygments_lexer": "text"},

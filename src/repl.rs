@@ -151,7 +151,7 @@ pub fn complete_in_context(before: &str, prefix: &str, kinds: &[(String, String)
                 last.trim_start_matches(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'));
             words.extend(sig.values_after(key));
             if key == "mapping=" {
-                words.extend(names_of(&|k| k == "mapping"));
+                words.extend(names_of(&|k| k == "mapping" || k == "layout"));
             }
         } else if stmt.ends_with(char::is_whitespace)
             && sig.keyword(last).is_some_and(|k| !k.values().is_empty())
@@ -739,6 +739,18 @@ mod tests {
             17,
             "a column of one character a row"
         );
+    }
+
+    #[test]
+    fn mapping_completes_mappings_and_layouts() {
+        let kinds: Vec<(String, String)> = [("best", "mapping"), ("tri", "layout"), ("m", "map")]
+            .iter()
+            .map(|(n, k)| (n.to_string(), k.to_string()))
+            .collect();
+        let words = complete_in_context("emit add0 mapping=", "", &kinds);
+        assert!(words.contains(&"best".to_string()), "{words:?}");
+        assert!(words.contains(&"tri".to_string()), "{words:?}");
+        assert!(!words.contains(&"m".to_string()), "{words:?}");
     }
 
     #[test]

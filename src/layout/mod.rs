@@ -16,13 +16,16 @@
 //!   map back to bases (decided exactly);
 //! - [`ttgir`]: TTGIR layout attributes (`#ttg.blocked<...>`, ...) for a tensor shape;
 //! - [`access`]: global transactions and shared-memory banks of a warp's accesses;
-//! - [`picture`]: the thread/value table of a layout.
+//! - [`picture`]: the thread/value table of a layout;
+//! - [`launch`]: a layout as one block's work, checked to cover its tile exactly once (the
+//!   launch of `emit ... mapping=LAYOUT`).
 //!
 //! Errors carry the byte offset into the layout text, so a command reports them at the
 //! line and column of the bad character.
 
 pub mod access;
 pub mod cute;
+pub mod launch;
 pub mod linear;
 pub mod picture;
 pub mod recognize;
@@ -89,6 +92,10 @@ pub struct LayoutValue {
     /// Extra lines under the layout (the definition used, a reason, a note).
     pub notes: Vec<String>,
     pub picture: Option<picture::Picture>,
+    /// The extent of each coordinate the map gives (the tensor or tile it covers): a
+    /// linear layout's output sizes, a CuTe layout's `tile=` or its cosize; `None` when
+    /// not known (a map read as a layout).
+    pub shape: Option<Vec<i64>>,
 }
 
 /// Checked helpers for i64 arithmetic on layout sizes and strides.

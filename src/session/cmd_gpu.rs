@@ -8,7 +8,7 @@ use crate::gpu::bench::{self, Device};
 use crate::gpu::coalescing;
 use crate::gpu::emit::{self, Target};
 use crate::gpu::launch::{self, thread_to_input, DeviceLimits, Launch, Strategy, XlaDefault};
-use crate::gpu::mapping::Mapping;
+use crate::gpu::mapping::{LayoutLaunch, Mapping};
 use crate::gpu::spec::KernelSpec;
 use crate::syntax::{suggest, Arg, Diagnostic, Span};
 use crate::value::{Indexing, OperandMaps, Value};
@@ -16,8 +16,8 @@ use crate::value::{Indexing, OperandMaps, Value};
 pub static COMMANDS: [Command; 6] = [
     Command {
         name: "threads",
-        usage: "threads FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false]",
-        summary: "the thread/block-id → output map of a launch, and thread-id → every input",
+        usage: "threads FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [output]",
+        summary: "the thread/block-id → output map of a launch, and thread-id → every input; `output`: the thread → output map alone, as a map; mapping= names a mapping or a layout (bound by `layout`)",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); threads add0 block=128 vector=4",
         run: threads,
     },
@@ -31,28 +31,28 @@ pub static COMMANDS: [Command; 6] = [
     Command {
         name: "emit",
         usage: "emit FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [target=cuda|cpu] [naive] [warps=N] [stages=N]",
-        summary: "the kernel source for that mapping: CUDA C, or C for the host compiler",
+        summary: "the kernel source for that mapping: CUDA C, or C for the host compiler; mapping= may name a layout (its threads the block, a block per tile)",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); emit add0 target=cpu",
         run: emit_cmd,
     },
     Command {
         name: "bench",
         usage: "bench FUSION [device=auto|gpu|cpu] [naive] [hot] [reps=N] [threads=N] [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [warps=N] [stages=N]",
-        summary: "runs the kernel, checks every element against the reference, times it against a copy",
+        summary: "runs the kernel, checks every element against the reference, times it against a copy; mapping= may name a layout",
         example: "p0 = f32[64, 64] parameter(0); p1 = f32[64, 64] parameter(1); add0 = f32[64, 64] add(p0, p1); bench add0 device=cpu reps=3",
         run: bench_cmd,
     },
     Command {
         name: "mapping",
         usage: "mapping [FUSION] [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)]",
-        summary: "a mapping to reuse: the GPU launch and the CPU tiling that threads, coalescing, emit and bench take as mapping=NAME",
+        summary: "a mapping to reuse: the GPU launch and the CPU tiling that threads, coalescing, emit and bench take as mapping=NAME (a layout bound by `layout` is taken there too)",
         example: "p0 = f32[64, 64] parameter(0); t = f32[64, 64] transpose(p0), dimensions={1, 0}; mapping t tile=(32, 16) block=256",
         run: mapping_cmd,
     },
     Command {
         name: "check",
         usage: "check FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [naive] [tile=(BM, BN, BK)] [warps=N] [stages=N] [target=cuda|cpu]",
-        summary: "runs the emitted CUDA source on the CPU (threads of a block as real threads) and checks every element",
+        summary: "runs the emitted CUDA source on the CPU (threads of a block as real threads) and checks every element; mapping= may name a layout",
         example: "p0 = f32[40, 70] parameter(0); t = f32[70, 40] transpose(p0), dimensions={1, 0}; check t",
         run: check_cmd,
     },
@@ -65,13 +65,13 @@ fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         return super::cmd_gemm::check(a, g);
     }
     let naive = a.flag("naive");
-    let (spec, l) = launch_for(s, a)?;
+    let (spec, l, words) = launch_for(s, a)?;
     let bits = crate::gpu::cuda_cpu::check(&spec, &l, naive)
         .map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
     Ok(Value::Text(format!(
         "{}: the CUDA kernel ({}{}, {bits}-bit indices) ran on the CPU; every element of {} matches the reference",
         spec.name,
-        describe(&l),
+        words,
         if naive { ", naive index arithmetic" } else { "" },
         match spec.outputs().as_slice() {
             [one] => one.shape_text(),
@@ -132,12 +132,19 @@ fn mapping_of(s: &Session, a: &Args) -> Result<Mapping, Diagnostic> {
         (Some(arg), Some(name)) => {
             match s.values.get(&name) {
                 Some(Value::Mapping(m)) => m.clone(),
+                Some(Value::Layout(_)) => return Err(Diagnostic::at(
+                    format!("`{name}` is a layout: it gives a launch of its own, not a mapping to keep"),
+                    arg.span(),
+                )
+                .with_help(
+                    "give it to threads, coalescing, emit, check or bench as mapping=NAME",
+                )),
                 Some(other) => return Err(Diagnostic::at(
                     format!("`{name}` is a {}, not a mapping", other.kind()),
                     arg.span(),
                 )
                 .with_help(
-                    "write one with `NAME = mapping block=N tile=(...)`, or let `tune` find one",
+                    "write one with `NAME = mapping block=N tile=(...)`, or let `tune` find one, or bind a layout with `layout`",
                 )),
                 None => {
                     let mut d = Diagnostic::at(format!("no mapping named `{name}`"), arg.span())
@@ -145,7 +152,7 @@ fn mapping_of(s: &Session, a: &Args) -> Result<Mapping, Diagnostic> {
                     let mappings = s
                         .values
                         .iter()
-                        .filter(|(_, v)| matches!(v, Value::Mapping(_)))
+                        .filter(|(_, v)| matches!(v, Value::Mapping(_) | Value::Layout(_)))
                         .map(|(k, _)| k.as_str());
                     d = match suggest(&name, mappings) {
                     Some(x) => d.with_help(format!("did you mean `{x}`?")),
@@ -254,10 +261,46 @@ fn join(xs: &[i64]) -> String {
     crate::gpu::mapping::join(xs)
 }
 
-fn launch_for(s: &Session, a: &Args) -> Result<(KernelSpec, Launch), Diagnostic> {
+/// The fusion's spec, its launch (a layout's when `mapping=` names one) and the launch in
+/// words.
+fn launch_for(s: &Session, a: &Args) -> Result<(KernelSpec, Launch, String), Diagnostic> {
     let spec = spec(s, a)?;
+    if let Some(ll) = layout_of(s, a, &spec)? {
+        let words = ll.describe();
+        return Ok((spec, ll.launch, words));
+    }
     let m = mapping_of(s, a)?;
-    launch_with(&spec, &m, a).map(|l| (spec, l))
+    let l = launch_with(&spec, &m, a)?;
+    let words = describe(&l);
+    Ok((spec, l, words))
+}
+
+/// The launch of a layout given as `mapping=NAME` (a CuTe, Triton or TTGIR layout bound
+/// by `layout`): `None` when `mapping=` is absent or names no layout. The layout gives the
+/// whole launch, so the launch options beside it are errors; a layout that does not fit
+/// the fusion (its rank, its tile covered other than once, too many threads) is an error at
+/// `mapping=`.
+fn layout_of(s: &Session, a: &Args, spec: &KernelSpec) -> Result<Option<LayoutLaunch>, Diagnostic> {
+    let (Some(arg), Some(name)) = (a.kv("mapping"), a.kv_word("mapping")?) else {
+        return Ok(None);
+    };
+    let Some(Value::Layout(l)) = s.values.get(&name) else {
+        return Ok(None);
+    };
+    for k in ["block", "vector", "unroll", "max_blocks", "tiled", "tile"] {
+        if let Some(v) = a.kv(k) {
+            return Err(Diagnostic::at(
+                format!("`{k}=` does not apply: the layout `{name}` gives the launch"),
+                v.span(),
+            )
+            .with_help("its threads make the block and its values each thread's elements; bind another layout to change them"));
+        }
+    }
+    let block = crate::layout::launch::block_layout(l)
+        .map_err(|e| Diagnostic::at(format!("layout `{name}` {}", e.message), arg.span()))?;
+    crate::gpu::mapping::layout_launch(spec, &name, block)
+        .map(Some)
+        .map_err(|e| Diagnostic::at(e.to_string(), arg.span()))
 }
 
 fn launch_with(spec: &KernelSpec, m: &Mapping, a: &Args) -> Result<Launch, Diagnostic> {
@@ -458,14 +501,38 @@ pub fn describe(l: &Launch) -> String {
 }
 
 fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    no_tile_here(a, "`threads` shows the GPU launch")?;
     let spec = spec(s, a)?;
-    let m = mapping_of(s, a)?;
-    let (l, d) = launch_and_default(&spec, &m, a, DeviceLimits::H100)?;
+    let (l, words) = match layout_of(s, a, &spec)? {
+        Some(ll) => {
+            let w = ll.describe();
+            (ll.launch, w)
+        }
+        None => {
+            no_tile_here(a, "`threads` shows the GPU launch")?;
+            let m = mapping_of(s, a)?;
+            let (l, d) = launch_and_default(&spec, &m, a, DeviceLimits::H100)?;
+            let how = default_words(&d, a).map_or(String::new(), |w| format!("; {w}"));
+            let w = format!("{}{how}", describe(&l));
+            (l, w)
+        }
+    };
     let err = |e: crate::MapError| Diagnostic::at(e.to_string(), a.span());
-    let how = default_words(&d, a).map_or(String::new(), |w| format!("; {w}"));
+    if a.flag("output") {
+        if !l.parts.is_empty() {
+            return Err(Diagnostic::at(
+                format!(
+                    "`output`: the {} launch of {} runs one loop per part, each with its own map",
+                    l.strategy.name(),
+                    spec.name
+                ),
+                a.span(),
+            )
+            .with_help("`threads` without `output` shows every part's maps"));
+        }
+        return Ok(Value::Map(l.write_map.clone()));
+    }
     let mut sections = vec![OperandMaps {
-        label: format!("thread → output ({}{how})", describe(&l)),
+        label: format!("thread → output ({words})"),
         index: 0,
         name: None,
         maps: vec![l.write_map.clone()],
@@ -540,12 +607,12 @@ fn coalescing_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         )
         .with_help("coalescing FUSION tile=(T0, .., Tn) verdict=ratio"));
     }
-    let (spec, l) = launch_for(s, a)?;
+    let (spec, l, words) = launch_for(s, a)?;
     let report =
         coalescing::analyse(&spec, &l).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
     Ok(Value::Coalescing(crate::value::Coalescing {
         fusion: spec.name.clone(),
-        launch: describe(&l),
+        launch: words,
         report,
     }))
 }
@@ -707,9 +774,28 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     }
     let naive = a.flag("naive");
     let spec = spec(s, a)?;
+    let err = |e: crate::MapError| Diagnostic::at(e.to_string(), a.span());
+    if let Some(ll) = layout_of(s, a, &spec)? {
+        let tgt = target(a, &Mapping::default())?;
+        let e = match tgt {
+            Target::Cuda => {
+                let mut e = emit::cuda::emit(&spec, &ll.launch, naive).map_err(err)?;
+                e.source = ll.source_header() + &e.source;
+                if let Some(c) = crate::gpu::nvcc::resource_comment(&e.source) {
+                    e.source += &c;
+                }
+                e
+            }
+            Target::Cpu => ll.emit_cpu(&spec, naive).map_err(err)?,
+        };
+        return Ok(Value::Kernel(crate::value::Kernel {
+            name: e.name,
+            target: tgt.name().into(),
+            source: e.source,
+        }));
+    }
     let m = mapping_of(s, a)?;
     let tgt = target(a, &m)?;
-    let err = |e: crate::MapError| Diagnostic::at(e.to_string(), a.span());
     let e = match tgt {
         Target::Cuda => {
             no_tile_here(a, "CUDA kernels take the GPU launch")?;
@@ -788,12 +874,15 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     };
     let naive = a.flag("naive");
-    let m = mapping_of(s, a)?;
     let on_gpu = match device {
         Device::Gpu => true,
         Device::Cpu => false,
         Device::Auto => bench::cuda::available().is_ok(),
     };
+    if let Some(ll) = layout_of(s, a, &spec)? {
+        return bench_layout(&spec, &ll, a, on_gpu, naive, reps, device);
+    }
+    let m = mapping_of(s, a)?;
     let mut m = m;
     let mut launch_words = None;
     if on_gpu {
@@ -856,6 +945,88 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         )
     })?;
     Ok(Value::Bench(report))
+}
+
+/// `bench FUSION mapping=LAYOUT`: on the CPU the host kernel that walks the layout's launch
+/// (simplified, then naive indexing unless `naive`) against the untiled loop; on the GPU
+/// the CUDA kernel of the layout's launch (simplified and naive). Every output is checked
+/// against the reference before anything is timed.
+fn bench_layout(
+    spec: &KernelSpec,
+    ll: &LayoutLaunch,
+    a: &Args,
+    on_gpu: bool,
+    naive: bool,
+    reps: usize,
+    device: Device,
+) -> Result<Value, Diagnostic> {
+    let threads = match a.kv_int("threads")? {
+        None => 0,
+        Some(n) if (1..=1024).contains(&n) && !on_gpu => n as usize,
+        Some(n) if on_gpu => {
+            return Err(Diagnostic::at(
+                format!("`threads={n}` is the CPU kernels' thread count; on the GPU the layout's threads make the block"),
+                span_of(a, "threads"),
+            ))
+        }
+        Some(n) => {
+            return Err(Diagnostic::at(
+                format!("threads={n} is not in [1, 1024]"),
+                span_of(a, "threads"),
+            ))
+        }
+    };
+    if a.flag("hot") && !on_gpu {
+        return Err(Diagnostic::at(
+            "`hot` times cache-resident data on the GPU; the CPU bench's rounds are hot already",
+            a.span(),
+        ));
+    }
+    let err_at = |e: crate::MapError| {
+        Diagnostic::at(
+            e.to_string(),
+            if device == Device::Gpu {
+                span_of(a, "device")
+            } else {
+                a.span()
+            },
+        )
+    };
+    let opts = bench::Options {
+        device: if on_gpu { Device::Gpu } else { Device::Cpu },
+        reps,
+        warmups: 2,
+        progress: true,
+        config: ll.launch.config,
+        tiled: None,
+        threads,
+        hot: a.flag("hot"),
+    };
+    let outcome = if on_gpu {
+        bench::cuda::run_launch(spec, &opts, &ll.launch, !naive, naive).map_err(err_at)?
+    } else {
+        let label = format!("layout {}", ll.name);
+        let mut kernels = Vec::new();
+        if !naive {
+            kernels.push((label.clone(), ll.emit_cpu(spec, false).map_err(err_at)?));
+        }
+        kernels.push((
+            format!("{label}, naive"),
+            ll.emit_cpu(spec, true).map_err(err_at)?,
+        ));
+        kernels.push((
+            if naive { "untiled, naive" } else { "untiled" }.to_string(),
+            emit::cpu::emit(spec, naive).map_err(err_at)?,
+        ));
+        bench::cpu::run_kernels(spec, &opts, kernels).map_err(err_at)?
+    };
+    Ok(Value::Bench(bench::measure::Report {
+        fusion: spec.name.clone(),
+        outcome,
+        notes: vec![bench::measure::Note::Launch(ll.describe())],
+        reps,
+        on_gpu,
+    }))
 }
 
 /// `mapping [FUSION] ...`: a mapping value. With a fusion, it is checked against it (the

@@ -290,7 +290,21 @@ fn cute_value(c: &Composed, notes: Vec<String>) -> Value {
         map: c.natural_map(),
         notes,
         picture: None,
+        shape: cute_shape(&c.layout, None),
     }))
+}
+
+/// The extent of a CuTe layout's coordinates: `tile=(M, N)` when given (the offset laid
+/// out over it), else the offsets up to its cosize.
+fn cute_shape(l: &Layout, tile: Option<(i64, i64)>) -> Option<Vec<i64>> {
+    match tile {
+        Some((m, n)) => Some(vec![m, n]),
+        None => l.cosize().ok().map(|c| vec![c]),
+    }
+}
+
+fn linear_shape(ll: &LinearLayout) -> Option<Vec<i64>> {
+    Some(ll.outs.iter().map(|(_, s)| *s).collect())
 }
 
 fn linear_value(ll: &LinearLayout, tv: bool, notes: Vec<String>) -> Value {
@@ -300,6 +314,7 @@ fn linear_value(ll: &LinearLayout, tv: bool, notes: Vec<String>) -> Value {
         map: if tv { tv_map(ll) } else { ll.to_map() },
         notes,
         picture: None,
+        shape: linear_shape(ll),
     }))
 }
 
@@ -387,6 +402,7 @@ fn layout(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         },
         notes: vec![],
         picture: None,
+        shape: cute_shape(&c.layout, tile),
     };
     if tile.is_some() {
         v.notes.push(
@@ -508,6 +524,7 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<LayoutValue, Diagnostic> {
             map: ll.to_map(),
             notes: vec![],
             picture: None,
+            shape: linear_shape(&ll),
         });
     }
     if let Some(Arg::Str(_, _)) = g.items.first() {
@@ -518,6 +535,7 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<LayoutValue, Diagnostic> {
             map: c.mode_map(tile),
             notes: vec![],
             picture: None,
+            shape: cute_shape(&c.layout, tile),
         });
     }
     match a.value(s, 0)? {
@@ -525,6 +543,7 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<LayoutValue, Diagnostic> {
             let c = cute::parse(&l.text).map_err(|e| op_err(e, g.span))?;
             Ok(LayoutValue {
                 map: c.mode_map(tile),
+                shape: cute_shape(&c.layout, tile),
                 ..*l
             })
         }
@@ -535,6 +554,7 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<LayoutValue, Diagnostic> {
             map: m,
             notes: vec![],
             picture: None,
+            shape: None,
         }),
         v => Err(Diagnostic::at(
             format!("expected a layout or a map, found a {}", v.kind()),
@@ -674,6 +694,7 @@ pub fn show_as(m: crate::map::IndexingMap, how: &str, span: Span) -> Result<Valu
             Ok(l) => Ok(Value::Layout(Box::new(LayoutValue {
                 notation: Notation::Cute,
                 text: l.to_string(),
+                shape: cute_shape(&l, None),
                 map: m,
                 notes: vec![],
                 picture: None,
@@ -685,6 +706,7 @@ pub fn show_as(m: crate::map::IndexingMap, how: &str, span: Span) -> Result<Valu
         Ok(ll) => Ok(Value::Layout(Box::new(LayoutValue {
             notation: Notation::LinearLayout,
             text: ll.to_text(),
+            shape: linear_shape(&ll),
             map: m,
             notes: vec![],
             picture: None,

@@ -36,7 +36,19 @@ pub fn run(
     naive_only: bool,
 ) -> Result<Outcome, MapError> {
     available().map_err(MapError::Other)?;
-    run_on_device(spec, opts, with_naive, naive_only)
+    run_on_device(spec, opts, None, with_naive, naive_only)
+}
+
+/// [`run`] with a launch given (a layout's) instead of the one `opts` chooses.
+pub fn run_launch(
+    spec: &KernelSpec,
+    opts: &Options,
+    launch: &launch::Launch,
+    with_naive: bool,
+    naive_only: bool,
+) -> Result<Outcome, MapError> {
+    available().map_err(MapError::Other)?;
+    run_on_device(spec, opts, Some(launch), with_naive, naive_only)
 }
 
 fn cuda_err(what: &str) -> impl Fn(cudarc::driver::DriverError) -> MapError + '_ {
@@ -182,6 +194,7 @@ pub fn cuda_dims(l: &launch::Launch) -> Result<((u32, u32, u32), (u32, u32, u32)
 fn run_on_device(
     spec: &KernelSpec,
     opts: &Options,
+    given: Option<&launch::Launch>,
     with_naive: bool,
     naive_only: bool,
 ) -> Result<Outcome, MapError> {
@@ -213,7 +226,10 @@ fn run_on_device(
                 .map_err(cuda_err("alloc"))?,
         );
     }
-    let launch = launch::choose(spec, opts.config, opts.tiled)?;
+    let launch = match given {
+        Some(l) => l.clone(),
+        None => launch::choose(spec, opts.config, opts.tiled)?,
+    };
     let (grid_dim, block_dim) = cuda_dims(&launch)?;
     let cfg = CuLaunch {
         grid_dim,

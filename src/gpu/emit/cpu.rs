@@ -91,8 +91,7 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
             return Ok(e);
         }
     }
-    let mut src = String::new();
-    src += &format!(
+    let title = format!(
         "// {} for the CPU: {} = {} with {} partition(s); index arithmetic {}.\n",
         spec.name,
         spec.output.name,
@@ -104,14 +103,30 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
             "from the simplified maps"
         }
     );
-    src += "#include <stdint.h>\n#include <math.h>\n\n";
-    src += &prelude(spec, naive)?;
     // A transpose of the minor dimension is walked in 32x32 tiles, so the strided side of
     // each tile stays in cache; everything else is one loop in the output's physical order.
     let lm = match crate::gpu::launch::transpose_dims(spec)? {
         Some((a, b)) if spec.root_reduction().is_none() => tiled_map(&spec.output, a, b)?,
         _ => loop_map(&spec.output)?,
     };
+    emit_nest(spec, naive, &lm, &name, &title)
+}
+
+/// The host kernel of an elementwise root as the loop nest of `lm`: its dimensions are the
+/// loops (outermost first, the leading ones split across threads), its constraints skip
+/// iterations, and its results are the output element each iteration computes. `title` is
+/// the source's first line; `name` the entry point.
+pub fn emit_nest(
+    spec: &KernelSpec,
+    naive: bool,
+    lm: &IndexingMap,
+    name: &str,
+    title: &str,
+) -> Result<Emitted, MapError> {
+    let ty = spec.output.elem.c_name();
+    let mut src = title.to_string();
+    src += "#include <stdint.h>\n#include <math.h>\n\n";
+    src += &prelude(spec, naive)?;
     let params: String = (0..spec.inputs.len())
         .map(|k| format!("p{k}"))
         .collect::<Vec<_>>()
@@ -200,12 +215,12 @@ pub fn emit(spec: &KernelSpec, naive: bool) -> Result<Emitted, MapError> {
     }
     src += &side_output_loops(spec, naive, &params)?;
     src += "}\n\n";
-    src += &entry_point(spec, &name, ty);
+    src += &entry_point(spec, name, ty);
     Ok(Emitted {
         name: spec.name.clone(),
         target: Target::Cpu,
         source: super::finish_types(crate::gpu::emit::finish_epoch(src)),
-        entry: name,
+        entry: name.to_string(),
     })
 }
 
