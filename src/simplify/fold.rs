@@ -75,6 +75,9 @@ pub fn fold_all(exprs: &[Expr], bounds: &[Interval], facts: &[(Expr, Interval)])
             // the digit candidate, where it is cheaper still: lighter, or as heavy with
             // less weight under the divisions (not on the rank's tie-breaks alone: a
             // different spelling of an equally heavy form is churn, not progress)
+            if !digit_may_be_lighter(out) {
+                return out;
+            }
             match f.digit_candidate(start) {
                 Some(d) if lighter(expr_rank(d), expr_rank(out)) => d,
                 _ => out,
@@ -130,7 +133,10 @@ pub fn fold_all_traced(
             } else {
                 start
             };
-            let fin = match f.digit_candidate(start) {
+            let fin = match digit_may_be_lighter(out)
+                .then(|| f.digit_candidate(start))
+                .flatten()
+            {
                 Some(d) if lighter(expr_rank(d), expr_rank(out)) => d,
                 _ => out,
             };
@@ -145,6 +151,16 @@ pub fn fold_all_traced(
             (fin, steps)
         })
         .unzip()
+}
+
+/// Whether the digit candidate could be [`lighter`] than the pass's result `out`: not when
+/// `out` is affine and weighs no more than one division. A candidate with a division then
+/// weighs at least as much; one without is the expression's affine form over the
+/// variable bounds (the quotient basis with every division resolved), which `out`, an
+/// affine form of the same function, already is. Most small maps end there, and the
+/// candidate was a third of their pre-pass.
+fn digit_may_be_lighter(out: Expr) -> bool {
+    out.has_div() || out.has_min_max() || expr_rank(out).0 > super::cost::DIV
 }
 
 /// Whether rank `a` is below `b` in weight, or in the weight under divisions at equal
@@ -1390,8 +1406,14 @@ impl Folder<'_> {
         Some(canonical(parts.to_expr()))
     }
 
-    /// The digit candidate for `e`, or `None`.
+    /// The digit candidate for `e`, or `None`. None for an expression without a division:
+    /// its quotient basis is its linear form (every base a variable, `p = 1`), which the
+    /// pass's own result is already (a third of a small map's pre-pass, computed for
+    /// nothing).
     fn digit_candidate(&mut self, e: Expr) -> Option<Expr> {
+        if !e.has_div() {
+            return None;
+        }
         let q = self.qsum(e)?;
         self.qexpr(&q)
     }
