@@ -43,6 +43,9 @@
 //!   a summand `q·(L floordiv c)` with `c` dividing `q`: clause [`Open::FloordivToMod`];
 //! - `linearize-cancel` needs `L mod c` and `L floordiv c` in one sum: clause
 //!   [`Open::Pair`] (any two divisions of one dividend in one expression);
+//! - `floordiv-two-values` and `mod-two-values` make a division affine in a variable of
+//!   two values: clause [`Open::TwoValues`] (a dividend over one variable whose bounds
+//!   hold two values);
 //! - `ceildiv-to-floordiv` may reach a cheaper floordiv ([`Open::CeilDiv`]); the min/max
 //!   rules decide by ranges ([`Open::MinMax`]); a variable fixed to a point is a constant
 //!   ([`Open::PointVar`]); a product of two non-constants, a divisor that is not a constant
@@ -90,6 +93,9 @@ pub enum Open {
     /// A mod whose dividend has a coefficient or constant that `mod-drop-multiples`
     /// reduces.
     Residue,
+    /// A dividend over one variable that takes two values (`floordiv-two-values`,
+    /// `mod-two-values`).
+    TwoValues,
     /// A dividend that `floordiv-small-remainder` or `mod-small-remainder` splits.
     SmallRemainder,
     /// A summand `q·(L floordiv c)` with `c` dividing `q` (`add-floordiv-to-mod`).
@@ -294,6 +300,12 @@ impl Settle {
             }
             vars.push(b);
         }
+        // floordiv-two-values / mod-two-values
+        if let [b] = vars[..] {
+            if b.hi.checked_sub(b.lo) == Some(1) {
+                return Some(Open::TwoValues);
+            }
+        }
         // mod-drop-multiples / floordiv-split-multiples
         match op {
             Op::Mod => {
@@ -460,6 +472,20 @@ mod tests {
             s.open(canonical(fd(lin(4, 1, 0).add(v(2)), 8))),
             Some(Open::PointVar)
         );
+    }
+
+    #[test]
+    fn clause_two_values() {
+        let mut b = box3();
+        b[2] = Interval::new(-7, -6);
+        let s = Settle::new(&b, &[]);
+        assert_eq!(s.open(md(v(2), 2)), Some(Open::TwoValues));
+        assert_eq!(
+            s.open(canonical(fd(v(2).mul(k(3)), 2))),
+            Some(Open::TwoValues)
+        );
+        // two variables: not the rule's shape
+        assert_eq!(s.open(md(v(2).add(v(0)), 8)), None);
     }
 
     #[test]

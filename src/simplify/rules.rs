@@ -24,6 +24,7 @@ pub mod linearize;
 pub mod minmax;
 pub mod modulo;
 pub mod mul;
+pub mod twovalues;
 
 pub type Rule = Rewrite<IxLang, Facts>;
 
@@ -37,6 +38,7 @@ pub fn all_rules() -> Vec<Rule> {
     rules.extend(modulo::rules());
     rules.extend(linearize::rules());
     rules.extend(minmax::rules());
+    rules.extend(twovalues::rules());
     let mut seen: Vec<PatternAst<IxLang>> = Vec::new();
     for rw in &mut rules {
         let ast = rw

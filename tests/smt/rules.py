@@ -227,6 +227,14 @@ rule("max-decided", z3.If(a >= b, a, b), a, b - a <= 0)
 rule("max-decided", z3.If(a >= b, a, b), b, b - a >= 0)
 
 
+# twovalues.rs: (k·t + k0) op c = N(v) + (N(v + 1) - N(v))·(t - v) with N(x) = (k·x + k0) op c,
+# when t takes two values, v and v + 1 (op floordiv or mod; ceildiv reaches it as a floordiv)
+t2, v2, k0 = I("t2", "v2", "k0")
+for name, op in [("floordiv-two-values", fd), ("mod-two-values", md)]:
+    def N(x, op=op):
+        return op(k * x + k0, c)
+    rule(name, N(t2), N(v2) + (N(v2 + 1) - N(v2)) * (t2 - v2),
+         z3.And(c > 0, v2 <= t2, t2 <= v2 + 1), (c, k))
 # ---------------------------------------------------------------- negative divisors
 def fd_any(a, b, out):
     """The q with q = floor(a / b) for any nonzero b, by its defining inequalities."""
