@@ -498,6 +498,32 @@ fn division_of_a_two_valued_term_is_affine() {
 }
 
 #[test]
+fn floordiv_split_at_the_nearest_multiples() {
+    // floordiv-split-window: (d0 * 9) floordiv 5 = d0 * 2 + (-d0) floordiv 5, and -d0 in
+    // [-5, -1] is one window
+    check(
+        "(d0) -> ((d0 * 9) floordiv 5), domain: d0 in [1, 5]",
+        "(d0) -> (d0 * 2 - 1), domain: d0 in [1, 5], is_simplified: true",
+    );
+    // every k1, k2, k0, c over small boxes, against the maps' enumeration
+    for (lo, hi) in [(0i64, 2i64), (1, 4), (-3, -1)] {
+        for k1 in [-9i64, -4, 7, 11] {
+            for k2 in [-5i64, 3, 13] {
+                for k0 in [-4i64, 0, 5] {
+                    for c in [2i64, 5, 6] {
+                        let m = parse(&format!(
+                            "(d0, d1) -> ((d0 * {k1} + d1 * {k2} + {k0}) floordiv {c}), domain: d0 in [{lo}, {hi}], d1 in [0, 1]"
+                        ));
+                        let out = simplify(&m, &SimplifyLimits::default()).map;
+                        assert_same(&m, &out);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn constraint_is_a_fact_for_the_results() {
     // The bounds alone allow d1 * 128 + d0 up to 60031; the constraint says 59999.
     check(

@@ -43,6 +43,9 @@
 //!   a summand `q·(L floordiv c)` with `c` dividing `q`: clause [`Open::FloordivToMod`];
 //! - `linearize-cancel` needs `L mod c` and `L floordiv c` in one sum: clause
 //!   [`Open::Pair`] (any two divisions of one dividend in one expression);
+//! - `floordiv-split-window` moves the nearest multiples of `c` out of `L` and finds the
+//!   rest in one window: clause [`Open::Window`] (tried as the rule tries it, on the
+//!   bounds);
 //! - `floordiv-two-values` and `mod-two-values` make a division affine in a variable of
 //!   two values: clause [`Open::TwoValues`] (a dividend over one variable whose bounds
 //!   hold two values);
@@ -93,6 +96,9 @@ pub enum Open {
     /// A mod whose dividend has a coefficient or constant that `mod-drop-multiples`
     /// reduces.
     Residue,
+    /// A floordiv whose dividend, split at the nearest multiples of the divisor, leaves a
+    /// remainder in one window (`floordiv-split-window`).
+    Window,
     /// A dividend over one variable that takes two values (`floordiv-two-values`,
     /// `mod-two-values`).
     TwoValues,
@@ -329,6 +335,18 @@ impl Settle {
         if r.is_empty() || floor_div(r.lo, c) == floor_div(r.hi, c) {
             return Some(Open::OneWindow);
         }
+        // floordiv-split-window (on the variables' bounds, at least as narrow as the
+        // e-graph's: a split that fails here fails there)
+        if op == Op::FloorDiv {
+            let ranges: Vec<(Interval, i64)> = vars
+                .iter()
+                .zip(&terms)
+                .map(|(&b, &(_, k))| (b, k))
+                .collect();
+            if super::rules::window_split(&ranges, l.constant, c).is_some() {
+                return Some(Open::Window);
+            }
+        }
         // floordiv-small-remainder / mod-small-remainder (the split of
         // `rules::split_small_remainder`, on the exact intervals of the variables)
         for g in remainder_factors(terms.iter().map(|&(_, k)| k), c) {
@@ -472,6 +490,17 @@ mod tests {
             s.open(canonical(fd(lin(4, 1, 0).add(v(2)), 8))),
             Some(Open::PointVar)
         );
+    }
+
+    #[test]
+    fn clause_window() {
+        let mut b = box3();
+        b[0] = Interval::new(1, 5);
+        let s = Settle::new(&b, &[]);
+        // d0 * 9 floordiv 5 = d0 * 2 + (-d0) floordiv 5 = d0 * 2 - 1 on [1, 5]
+        assert_eq!(s.open(canonical(fd(v(0).mul(k(9)), 5))), Some(Open::Window));
+        // on [0, 9] no choice of the nearest multiples leaves one window
+        assert_eq!(open(fd(v(0).mul(k(9)), 5)), None);
     }
 
     #[test]

@@ -145,6 +145,9 @@ rule("floordiv-nested", fd(fd(x, c), k), fd(x, c * k), z3.And(c > 0, k > 0), (c,
 # (x mod (c·e)) floordiv c = (x floordiv c) mod e
 rule("floordiv-of-mod", fd(md(x, c * e), c), md(fd(x, c), e), z3.And(c > 0, e > 0), (c, e))
 rule("floordiv-nested-sum", fd(A + fd(B, c), d), fd(c * A + B, c * d), z3.And(c > 0, d > 0), (c, d))
+# (c·A + B) floordiv c = A + w    when B in [w·c, w·c + c - 1] (A = Σ qᵢ·tᵢ for any integers qᵢ,
+# B = Σ (kᵢ - qᵢ·c)·tᵢ + k0, the remainder, in one window)
+rule("floordiv-split-window", fd(c * A + B, c), A + q, z3.And(c > 0, q * c <= B, B <= q * c + c - 1), (c,))
 
 # ceildiv.rs
 rule("ceildiv-one", cd(a, 1), a)
