@@ -333,6 +333,61 @@ fn once(maps: &[(String, IndexingMap)]) {
     }
 }
 
+/// `-- --cold [GROUP] [ROUNDS]`: the timed loop of `scripts/bench-isl` without isl, for
+/// `perf record`: every map simplified once untimed (as the worker does before it
+/// answers), then ROUNDS times over the maps (of GROUP, or all) in chunks of 16, one
+/// `simplify` each, with the caches evicted between chunks (16 MiB written, as isl's side
+/// of the interleaving leaves them); prints the median per map over rounds, per group.
+fn cold(maps: &[(String, IndexingMap)]) {
+    let args: Vec<String> = std::env::args().collect();
+    let at = args.iter().position(|a| a == "--cold").unwrap_or(0);
+    let group = args.get(at + 1).filter(|g| !g.starts_with('-')).cloned();
+    let rounds: usize = args.get(at + 2).and_then(|r| r.parse().ok()).unwrap_or(9);
+    let limits = SimplifyLimits::default();
+    let picked: Vec<&(String, IndexingMap)> = maps
+        .iter()
+        .filter(|(k, _)| group.as_ref().is_none_or(|g| g == "all" || g == k))
+        .collect();
+    for (_, m) in &picked {
+        black_box(simplify(m, &limits));
+    }
+    let mut evict = vec![0u8; 16 << 20];
+    let mut times = vec![Vec::new(); picked.len()];
+    for round in 0..rounds {
+        for (c, chunk) in picked.chunks(16).enumerate() {
+            for (j, (_, m)) in chunk.iter().enumerate() {
+                let t = Instant::now();
+                black_box(simplify(black_box(m), &limits));
+                times[c * 16 + j].push(t.elapsed());
+            }
+            for (i, b) in evict.iter_mut().enumerate().step_by(64) {
+                *b = b.wrapping_add((i + round) as u8);
+            }
+            black_box(&evict);
+        }
+    }
+    let mut by_group: std::collections::BTreeMap<&str, Vec<Duration>> = Default::default();
+    let all = args.iter().any(|a| a == "--all");
+    for ((k, m), ts) in picked.iter().zip(&mut times) {
+        ts.sort();
+        by_group.entry(k).or_default().push(ts[ts.len() / 2]);
+        if all {
+            // `--all`: every map's median, with the map (sort them to find the median map)
+            println!("{:>10.1?} {k:>8} {m}", ts[ts.len() / 2]);
+        }
+    }
+    for (k, mut ts) in by_group {
+        ts.sort();
+        println!(
+            "{k:>8}: {:>4} maps, median {:>9.1?}, p99 {:>9.1?}, max {:>9.1?}",
+            ts.len(),
+            pct(&ts, 0.5),
+            pct(&ts, 0.99),
+            ts[ts.len() - 1]
+        );
+    }
+}
+
 /// `-- --fold [GROUP]`: what the deterministic pre-pass (`simplify/fold.rs`) alone makes of
 /// each map's results (under the map's bounds and constraints, as `simplify` hands them
 /// over), beside what `simplify` prints: per map its corpus line, whether the pre-pass
@@ -547,6 +602,10 @@ fn main() {
     }
     if std::env::args().any(|a| a == "--once") {
         once(&corpus());
+        return;
+    }
+    if std::env::args().any(|a| a == "--cold") {
+        cold(&corpus());
         return;
     }
     let maps = corpus();

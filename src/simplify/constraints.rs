@@ -14,27 +14,28 @@
 //! Every rewrite keeps the set of points of the domain exactly as it was.
 
 use super::congruence::Congruence;
-use super::Step;
+use super::{Step, StepLog};
 use crate::expr::arith::{ceil_div, floor_div, modulo};
 use crate::expr::{canonical, Expr, ExprKind, Linear, Op};
 use crate::interval::{range_of, Interval};
 use crate::map::{IndexingMap, Status};
 
 /// One pass over the constraints of `m`; returns whether anything changed.
-pub fn simplify_constraints(m: &mut IndexingMap, steps: &mut Vec<Step>) -> bool {
+pub fn simplify_constraints(m: &mut IndexingMap, steps: &mut StepLog) -> bool {
     if m.status != Status::Defined {
         return false;
     }
     m.normalize_divisors();
     let mut changed = false;
-    let names = m.names();
+    // (the variables' names only for the steps' text)
+    let names = if steps.on() { m.names() } else { Vec::new() };
     let show = |e: Expr| crate::expr::display(e, &names).to_string();
     let mut kept = Vec::new();
     for &(e0, iv0) in &m.constraints.clone() {
         let (mut e, mut iv) = (e0, iv0);
         // Rewrite the constraint into one on a simpler expression, to a fixpoint.
         while let Some((e2, iv2, rule)) = rewrite_once(e, iv) {
-            steps.push(Step {
+            steps.push(|| Step {
                 rule: rule.into(),
                 before: format!("{} in {iv}", show(e)),
                 after: format!("{} in {iv2}", show(e2)),
@@ -45,7 +46,7 @@ pub fn simplify_constraints(m: &mut IndexingMap, steps: &mut Vec<Step>) -> bool 
         }
         let r = range_of(e, &m.bounds());
         if iv.contains_interval(&r) {
-            steps.push(Step {
+            steps.push(|| Step {
                 rule: "constraint-always-holds".into(),
                 before: format!("{} in {iv}", show(e)),
                 after: "(dropped)".into(),
@@ -55,7 +56,7 @@ pub fn simplify_constraints(m: &mut IndexingMap, steps: &mut Vec<Step>) -> bool 
             continue;
         }
         if r.intersect(&iv).is_empty() || iv.is_empty() {
-            steps.push(Step {
+            steps.push(|| Step {
                 rule: "constraint-never-holds".into(),
                 before: format!("{} in {iv}", show(e)),
                 after: "KNOWN EMPTY".into(),
@@ -66,7 +67,7 @@ pub fn simplify_constraints(m: &mut IndexingMap, steps: &mut Vec<Step>) -> bool 
         }
         let tight = iv.intersect(&r);
         if tight != iv {
-            steps.push(Step {
+            steps.push(|| Step {
                 rule: "constraint-tighten".into(),
                 before: format!("{} in {iv}", show(e)),
                 after: format!("{} in {tight}", show(e)),
@@ -189,8 +190,9 @@ fn inverse_mod(a: i64, n: i64) -> i64 {
 /// `s mod a in [r, r]` and `s mod b in [q, q]` (the same `s`) become one constraint
 /// `s mod lcm(a, b) in [r', r']` (Chinese remainder theorem). `None`: two of them share
 /// no value, the map is empty; `Some(changed)` otherwise.
-fn merge_mod_constraints(m: &mut IndexingMap, steps: &mut Vec<Step>) -> Option<bool> {
-    let names = m.names();
+fn merge_mod_constraints(m: &mut IndexingMap, steps: &mut StepLog) -> Option<bool> {
+    // (the variables' names only for the steps' text)
+    let names = if steps.on() { m.names() } else { Vec::new() };
     let show = |e: Expr| crate::expr::display(e, &names).to_string();
     let mut changed = false;
     'again: loop {
@@ -206,17 +208,12 @@ fn merge_mod_constraints(m: &mut IndexingMap, steps: &mut Vec<Step>) -> Option<b
                 if x != y {
                     continue;
                 }
-                let before = format!(
-                    "{} in {}, {} in {}",
-                    show(cs[i].0),
-                    cs[i].1,
-                    show(cs[j].0),
-                    cs[j].1
-                );
+                let (ci, cj) = (cs[i], cs[j]);
+                let before = || format!("{} in {}, {} in {}", show(ci.0), ci.1, show(cj.0), cj.1);
                 let Some(both) = Congruence::new(a, r).intersect(Congruence::new(b, q)) else {
-                    steps.push(Step {
+                    steps.push(|| Step {
                         rule: "constraint-mod-merge".into(),
-                        before,
+                        before: before(),
                         after: "KNOWN EMPTY".into(),
                         why: format!("no integer is {r} mod {a} and {q} mod {b}"),
                     });
@@ -228,9 +225,9 @@ fn merge_mod_constraints(m: &mut IndexingMap, steps: &mut Vec<Step>) -> Option<b
                 }
                 let e = canonical(Expr::bin(Op::Mod, x, Expr::constant(both.m)));
                 let iv = Interval::point(both.r);
-                steps.push(Step {
+                steps.push(|| Step {
                     rule: "constraint-mod-merge".into(),
-                    before,
+                    before: before(),
                     after: format!("{} in {iv}", show(e)),
                     why: String::new(),
                 });
@@ -256,9 +253,10 @@ fn point_mod((e, iv): (Expr, Interval)) -> Option<(Expr, i64, i64)> {
 /// Variable bounds implied by constraints: `v mod c in [a, b]` moves the bounds of `v` to
 /// the nearest values that satisfy it; a linear constraint over variables bounds each of
 /// them by what the others leave.
-fn tighten_bounds(m: &mut IndexingMap, steps: &mut Vec<Step>) -> bool {
+fn tighten_bounds(m: &mut IndexingMap, steps: &mut StepLog) -> bool {
     let mut changed = false;
-    let names = m.names();
+    // (the variables' names only for the steps' text)
+    let names = if steps.on() { m.names() } else { Vec::new() };
     for (e, iv) in m.constraints.clone() {
         let bounds = m.bounds();
         let mut narrowed: Vec<(usize, Interval, &str)> = Vec::new();
@@ -303,7 +301,7 @@ fn tighten_bounds(m: &mut IndexingMap, steps: &mut Vec<Step>) -> bool {
             let old = m.var(v).bounds;
             let new = old.intersect(&b);
             if new != old {
-                steps.push(Step {
+                steps.push(|| Step {
                     rule: rule.into(),
                     before: format!("{} in {old}", names[v]),
                     after: format!("{} in {new}", names[v]),

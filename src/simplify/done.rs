@@ -43,6 +43,12 @@
 //!   a summand `q·(L floordiv c)` with `c` dividing `q`: clause [`Open::FloordivToMod`];
 //! - `linearize-cancel` needs `L mod c` and `L floordiv c` in one sum: clause
 //!   [`Open::Pair`] (any two divisions of one dividend in one expression);
+//! - `floordiv-split-window` moves the nearest multiples of `c` out of `L` and finds the
+//!   rest in one window: clause [`Open::Window`] (tried as the rule tries it, on the
+//!   bounds);
+//! - `floordiv-two-values` and `mod-two-values` make a division affine in a variable of
+//!   two values: clause [`Open::TwoValues`] (a dividend over one variable whose bounds
+//!   hold two values);
 //! - `ceildiv-to-floordiv` may reach a cheaper floordiv ([`Open::CeilDiv`]); the min/max
 //!   rules decide by ranges ([`Open::MinMax`]); a variable fixed to a point is a constant
 //!   ([`Open::PointVar`]); a product of two non-constants, a divisor that is not a constant
@@ -90,6 +96,12 @@ pub enum Open {
     /// A mod whose dividend has a coefficient or constant that `mod-drop-multiples`
     /// reduces.
     Residue,
+    /// A floordiv whose dividend, split at the nearest multiples of the divisor, leaves a
+    /// remainder in one window (`floordiv-split-window`).
+    Window,
+    /// A dividend over one variable that takes two values (`floordiv-two-values`,
+    /// `mod-two-values`).
+    TwoValues,
     /// A dividend that `floordiv-small-remainder` or `mod-small-remainder` splits.
     SmallRemainder,
     /// A summand `q·(L floordiv c)` with `c` dividing `q` (`add-floordiv-to-mod`).
@@ -294,6 +306,12 @@ impl Settle {
             }
             vars.push(b);
         }
+        // floordiv-two-values / mod-two-values
+        if let [b] = vars[..] {
+            if b.hi.checked_sub(b.lo) == Some(1) {
+                return Some(Open::TwoValues);
+            }
+        }
         // mod-drop-multiples / floordiv-split-multiples
         match op {
             Op::Mod => {
@@ -316,6 +334,18 @@ impl Settle {
         };
         if r.is_empty() || floor_div(r.lo, c) == floor_div(r.hi, c) {
             return Some(Open::OneWindow);
+        }
+        // floordiv-split-window (on the variables' bounds, at least as narrow as the
+        // e-graph's: a split that fails here fails there)
+        if op == Op::FloorDiv {
+            let ranges: Vec<(Interval, i64)> = vars
+                .iter()
+                .zip(&terms)
+                .map(|(&b, &(_, k))| (b, k))
+                .collect();
+            if super::rules::window_split(&ranges, l.constant, c).is_some() {
+                return Some(Open::Window);
+            }
         }
         // floordiv-small-remainder / mod-small-remainder (the split of
         // `rules::split_small_remainder`, on the exact intervals of the variables)
@@ -460,6 +490,31 @@ mod tests {
             s.open(canonical(fd(lin(4, 1, 0).add(v(2)), 8))),
             Some(Open::PointVar)
         );
+    }
+
+    #[test]
+    fn clause_window() {
+        let mut b = box3();
+        b[0] = Interval::new(1, 5);
+        let s = Settle::new(&b, &[]);
+        // d0 * 9 floordiv 5 = d0 * 2 + (-d0) floordiv 5 = d0 * 2 - 1 on [1, 5]
+        assert_eq!(s.open(canonical(fd(v(0).mul(k(9)), 5))), Some(Open::Window));
+        // on [0, 9] no choice of the nearest multiples leaves one window
+        assert_eq!(open(fd(v(0).mul(k(9)), 5)), None);
+    }
+
+    #[test]
+    fn clause_two_values() {
+        let mut b = box3();
+        b[2] = Interval::new(-7, -6);
+        let s = Settle::new(&b, &[]);
+        assert_eq!(s.open(md(v(2), 2)), Some(Open::TwoValues));
+        assert_eq!(
+            s.open(canonical(fd(v(2).mul(k(3)), 2))),
+            Some(Open::TwoValues)
+        );
+        // two variables: not the rule's shape
+        assert_eq!(s.open(md(v(2).add(v(0)), 8)), None);
     }
 
     #[test]

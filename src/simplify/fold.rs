@@ -75,6 +75,9 @@ pub fn fold_all(exprs: &[Expr], bounds: &[Interval], facts: &[(Expr, Interval)])
             // the digit candidate, where it is cheaper still: lighter, or as heavy with
             // less weight under the divisions (not on the rank's tie-breaks alone: a
             // different spelling of an equally heavy form is churn, not progress)
+            if !f.digit_may_be_lighter(out) {
+                return out;
+            }
             match f.digit_candidate(start) {
                 Some(d) if lighter(expr_rank(d), expr_rank(out)) => d,
                 _ => out,
@@ -130,7 +133,11 @@ pub fn fold_all_traced(
             } else {
                 start
             };
-            let fin = match f.digit_candidate(start) {
+            let fin = match f
+                .digit_may_be_lighter(out)
+                .then(|| f.digit_candidate(start))
+                .flatten()
+            {
                 Some(d) if lighter(expr_rank(d), expr_rank(out)) => d,
                 _ => out,
             };
@@ -940,6 +947,28 @@ impl Digit {
 const MAX_DIGIT_NODES: usize = 4_000;
 
 impl Folder<'_> {
+    /// Whether a variable of `e` is fixed to one point by its bounds (bit 63 of the mask,
+    /// variables past 62, counts as one).
+    fn has_point_var(&self, e: Expr) -> bool {
+        let mask = e.var_mask();
+        (0..64).any(|v| {
+            mask & (1u64 << v) != 0 && (v == 63 || self.bounds.get(v).is_some_and(|b| b.is_point()))
+        })
+    }
+
+    /// Whether the digit candidate could be [`lighter`] than the pass's result `out`: not
+    /// when `out` is affine, weighs no more than one division and has no point variable
+    /// (the candidate writes those as constants). A candidate with a division then weighs
+    /// at least as much; one without is the same affine form over the variable bounds
+    /// (the quotient basis with every division resolved), which `out` already is. Most
+    /// small maps end there, and the candidate was a third of their pre-pass.
+    fn digit_may_be_lighter(&self, out: Expr) -> bool {
+        out.has_div()
+            || out.has_min_max()
+            || expr_rank(out).0 > super::cost::DIV
+            || self.has_point_var(out)
+    }
+
     /// The interval of base `b` (a variable's bounds, or an opaque base's recorded range).
     fn base_range(&mut self, b: Expr) -> Interval {
         if let Some(&r) = self.base_ranges.get(&b) {
@@ -1390,8 +1419,15 @@ impl Folder<'_> {
         Some(canonical(parts.to_expr()))
     }
 
-    /// The digit candidate for `e`, or `None`.
+    /// The digit candidate for `e`, or `None`. None for an expression without a division
+    /// or a variable fixed to one point: its quotient basis is its linear form (every base
+    /// a variable, `p = 1`), which the pass's own result is already (a third of a small
+    /// map's pre-pass, computed for nothing). (The candidate is what writes a point
+    /// variable as its constant: the pass keeps the variable, of the same rank.)
     fn digit_candidate(&mut self, e: Expr) -> Option<Expr> {
+        if !e.has_div() && !self.has_point_var(e) {
+            return None;
+        }
         let q = self.qsum(e)?;
         self.qexpr(&q)
     }

@@ -7,7 +7,7 @@
 //!   =>  (d0)[s0] -> (d0 + s0 * 3 + 1), domain: d0 in [0, 9], s0 in [0, 22]
 //! ```
 
-use super::Step;
+use super::{Step, StepLog};
 use crate::expr::arith::{ceil_div, floor_div};
 use crate::expr::{Expr, ExprKind, Op};
 use crate::interval::Interval;
@@ -15,7 +15,7 @@ use crate::map::{IndexingMap, Status};
 
 /// Rescales every range variable with a `s mod c in [r, r]` constraint; returns whether
 /// any was.
-pub fn rescale_symbols(m: &mut IndexingMap, steps: &mut Vec<Step>) -> bool {
+pub fn rescale_symbols(m: &mut IndexingMap, steps: &mut StepLog) -> bool {
     if m.status != Status::Defined {
         return false;
     }
@@ -37,8 +37,11 @@ pub fn rescale_symbols(m: &mut IndexingMap, steps: &mut Vec<Step>) -> bool {
             i += 1;
             continue;
         };
-        let names = m.names();
-        let name = names[s as usize].clone();
+        let name = if steps.on() {
+            m.var(s as usize).name.clone()
+        } else {
+            String::new()
+        };
         let replacement = Expr::var(s).mul(Expr::constant(c)).add(Expr::constant(r));
         let mut sub = |v: u32| if v == s { replacement } else { Expr::var(v) };
         m.constraints.remove(i);
@@ -51,7 +54,7 @@ pub fn rescale_symbols(m: &mut IndexingMap, steps: &mut Vec<Step>) -> bool {
         if let Some(var) = m.vars_mut().nth(s as usize) {
             var.bounds = Interval::new(lo, hi);
         }
-        steps.push(Step {
+        steps.push(|| Step {
             rule: "rescale-symbol".into(),
             before: format!("{name} in {b}, {name} mod {c} in [{r}, {r}]"),
             after: format!("{name} in [{lo}, {hi}], the old {name} = {name} * {c} + {r}"),

@@ -24,6 +24,7 @@ pub mod linearize;
 pub mod minmax;
 pub mod modulo;
 pub mod mul;
+pub mod twovalues;
 
 pub type Rule = Rewrite<IxLang, Facts>;
 
@@ -37,6 +38,7 @@ pub fn all_rules() -> Vec<Rule> {
     rules.extend(modulo::rules());
     rules.extend(linearize::rules());
     rules.extend(minmax::rules());
+    rules.extend(twovalues::rules());
     let mut seen: Vec<PatternAst<IxLang>> = Vec::new();
     for rw in &mut rules {
         let ast = rw
@@ -331,6 +333,50 @@ pub fn remainder_factors(ks: impl Iterator<Item = i64>, c: i64) -> Vec<i64> {
     gs.sort_unstable_by(|a, b| b.cmp(a));
     gs.dedup();
     gs
+}
+
+/// The split of `(Σ kᵢ·tᵢ + k0) floordiv c` (`c > 0`, each `tᵢ` in `ranges[i]`) into
+/// `Σ qᵢ·tᵢ + w` where the remainder `Σ (kᵢ - qᵢ·c)·tᵢ + k0` lies in one window
+/// `[w·c, w·c + c - 1]`, each `qᵢ` the floor or the ceiling of `kᵢ / c` (the nearest
+/// multiples: `(s0 * 9) floordiv 5 = s0 * 2 + (-s0) floordiv 5 = s0 * 2 - 1` for s0 in
+/// [1, 5], where the floor alone leaves `(s0 * 4) floordiv 5`). The choices are tried in a
+/// fixed order, every floor first; at most 2^8 of them. `None` when none fits.
+pub fn window_split(terms: &[(Interval, i64)], k0: i64, c: i64) -> Option<(Vec<i64>, i64)> {
+    if c <= 0 || terms.is_empty() {
+        return None;
+    }
+    let two: Vec<usize> = (0..terms.len()).filter(|&i| terms[i].1 % c != 0).collect();
+    if two.is_empty() || two.len() > 8 {
+        return None;
+    }
+    for r in terms {
+        if r.0.is_empty() || r.0.lo == i64::MIN || r.0.hi == i64::MAX {
+            return None;
+        }
+    }
+    for choice in 0u32..(1 << two.len()) {
+        let mut qs: Vec<i64> = terms
+            .iter()
+            .map(|&(_, k)| crate::expr::arith::floor_div(k, c))
+            .collect();
+        for (bit, &i) in two.iter().enumerate() {
+            if choice & (1 << bit) != 0 {
+                qs[i] += 1;
+            }
+        }
+        let (mut lo, mut hi) = (k0 as i128, k0 as i128);
+        for (&(r, k), &q) in terms.iter().zip(&qs) {
+            let rest = k as i128 - q as i128 * c as i128;
+            let (x, y) = (rest * r.lo as i128, rest * r.hi as i128);
+            lo += x.min(y);
+            hi += x.max(y);
+        }
+        let w = lo.div_euclid(c as i128);
+        if w == hi.div_euclid(c as i128) {
+            return Some((qs, i64::try_from(w).ok()?));
+        }
+    }
+    None
 }
 
 /// Splits `v` by a divisor `g` of `c`: `v = g·A' + B` with every coefficient of `A'`

@@ -145,6 +145,9 @@ rule("floordiv-nested", fd(fd(x, c), k), fd(x, c * k), z3.And(c > 0, k > 0), (c,
 # (x mod (c·e)) floordiv c = (x floordiv c) mod e
 rule("floordiv-of-mod", fd(md(x, c * e), c), md(fd(x, c), e), z3.And(c > 0, e > 0), (c, e))
 rule("floordiv-nested-sum", fd(A + fd(B, c), d), fd(c * A + B, c * d), z3.And(c > 0, d > 0), (c, d))
+# (c·A + B) floordiv c = A + w    when B in [w·c, w·c + c - 1] (A = Σ qᵢ·tᵢ for any integers qᵢ,
+# B = Σ (kᵢ - qᵢ·c)·tᵢ + k0, the remainder, in one window)
+rule("floordiv-split-window", fd(c * A + B, c), A + q, z3.And(c > 0, q * c <= B, B <= q * c + c - 1), (c,))
 
 # ceildiv.rs
 rule("ceildiv-one", cd(a, 1), a)
@@ -227,6 +230,14 @@ rule("max-decided", z3.If(a >= b, a, b), a, b - a <= 0)
 rule("max-decided", z3.If(a >= b, a, b), b, b - a >= 0)
 
 
+# twovalues.rs: (k·t + k0) op c = N(v) + (N(v + 1) - N(v))·(t - v) with N(x) = (k·x + k0) op c,
+# when t takes two values, v and v + 1 (op floordiv or mod; ceildiv reaches it as a floordiv)
+t2, v2, k0 = I("t2", "v2", "k0")
+for name, op in [("floordiv-two-values", fd), ("mod-two-values", md)]:
+    def N(x, op=op):
+        return op(k * x + k0, c)
+    rule(name, N(t2), N(v2) + (N(v2 + 1) - N(v2)) * (t2 - v2),
+         z3.And(c > 0, v2 <= t2, t2 <= v2 + 1), (c, k))
 # ---------------------------------------------------------------- negative divisors
 def fd_any(a, b, out):
     """The q with q = floor(a / b) for any nonzero b, by its defining inequalities."""

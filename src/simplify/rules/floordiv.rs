@@ -27,7 +27,33 @@ pub fn rules() -> Vec<Rule> { vec![
     // (A + B floordiv c) floordiv d = (c·A + B) floordiv (c·d)     when c, d > 0
     //   (B floordiv c any summand with coefficient 1; A the rest of the sum, constant included)
     rw!("floordiv-nested-sum";      "(floordiv ?a ?d)"                => { Compute::new(&["?a", "?d"], nested_sum) }),
+    // (Σ kᵢ·tᵢ + k0) floordiv c = Σ qᵢ·tᵢ + w     when c > 0 and Σ (kᵢ - qᵢ·c)·tᵢ + k0 lies in
+    //   [w·c, w·c + c - 1] (qᵢ the floor or the ceiling of kᵢ / c: split-multiples by any
+    //   integer, then interval-constant)
+    rw!("floordiv-split-window";    "(floordiv ?a ?c)"                => { Compute::new(&["?a", "?c"], split_window) }),
 ]}
+
+fn split_window(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
+    let c = positive(egraph, ac[1])?;
+    let v = view(egraph, ac[0])?;
+    let ranges: Vec<_> = v
+        .terms
+        .iter()
+        .map(|&(id, k)| (super::range(egraph, id), k))
+        .collect();
+    let (qs, w) = super::window_split(&ranges, v.constant, c)?;
+    let out = View {
+        terms: v
+            .terms
+            .iter()
+            .zip(qs)
+            .filter(|&(_, q)| q != 0)
+            .map(|(&(id, _), q)| (id, q))
+            .collect(),
+        constant: w,
+    };
+    Some(build_view(egraph, &out))
+}
 
 fn split_multiples(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
     let c = positive(egraph, ac[1])?;
