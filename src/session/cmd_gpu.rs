@@ -401,9 +401,7 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
             let honoured = key == "vector"
                 && matches!(
                     l.strategy,
-                    Strategy::RowReduction
-                        | Strategy::ColumnReduction
-                        | Strategy::RowNormalization
+                    Strategy::RowReduction | Strategy::ColumnReduction | Strategy::RowNormalization
                 );
             if v != 1 && !honoured {
                 let why = if l.strategy == Strategy::RowReduction {
