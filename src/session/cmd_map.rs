@@ -350,6 +350,32 @@ fn ranges(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     };
     let mut notes = Vec::new();
+    // Saturated bounds (issue 32, item 8): kept as XLA keeps them, and said so; where
+    // ixmap's exact intermediates keep a bound XLA's 64-bit evaluator saturates, both.
+    let mut saturation = Vec::new();
+    for r in &rs {
+        let side = |iv: crate::interval::Interval| match (iv.lo_saturated(), iv.hi_saturated()) {
+            (true, true) => None,
+            (true, false) => Some("lower"),
+            (false, true) => Some("upper"),
+            (false, false) => Some(""),
+        };
+        if r.xla != r.from_bounds {
+            saturation.push(format!(
+                "{}: XLA's range evaluator saturates to {} (an intermediate passes 64 bits); \
+                 ixmap's, with exact intermediates, is {}",
+                r.label,
+                show(r.xla),
+                show(r.from_bounds)
+            ));
+        } else if let Some(s) = side(r.from_bounds).filter(|s| !s.is_empty()) {
+            saturation.push(format!(
+                "{}: the {s} bound passes 64 bits and is kept saturated (no bound that side), \
+                 as XLA keeps it",
+                r.label
+            ));
+        }
+    }
     let rows = rs
         .iter()
         .map(|r| {
@@ -375,6 +401,7 @@ fn ranges(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             ]
         })
         .collect();
+    notes.extend(saturation);
     Ok(Value::Table(crate::value::Table {
         title: None,
         headers: ["", "expression", "from bounds", "with constraints", "exact"]
