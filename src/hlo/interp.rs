@@ -139,13 +139,11 @@ fn eval(
                 .ok_or_else(|| Unsupported(format!("parameter {p} not given")))?]);
         }
         "constant" => {
-            let v = a
-                .literal
-                .as_deref()
-                .and_then(|l| l.trim().parse::<i64>().ok())
-                .unwrap_or(0);
-            for e in &mut out.data {
-                e.val = v;
+            // A scalar, or an array literal read element by element (`{ {5, -4} }`).
+            let lit = a.literal.as_deref().unwrap_or("0");
+            for idx in all_indices(&out_dims) {
+                let f = out.flat(&idx);
+                out.data[f].val = crate::hlo::rtvar::literal_at(lit, &idx).unwrap_or(0);
             }
         }
         "iota" => {

@@ -95,8 +95,8 @@ pub static COMMANDS: [Command; 14] = [
     },
     Command {
         name: "fold",
-        usage: "fold MAP RVAR=INSTR, ...",
-        summary: "a runtime variable replaced by what an HLO instruction of the session computes there, as the HLO analysis folds it",
+        usage: "fold MAP RVAR=INSTR, ... [clamp]",
+        summary: "a runtime variable replaced by what an HLO instruction of the session computes there, as the HLO analysis folds it; a constant outside its bounds stays the variable (XLA's rule) unless `clamp` says the op reading it clamps it (dynamic-slice, gather)",
         example: "c = s32[] constant(2); fold (d0){r0} -> (d0 + r0), domain: d0 in [0, 3], r0 in [0, 9] r0=c",
         run: fold,
     },
@@ -546,8 +546,41 @@ fn fold(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
         let v = (first_rt + j) as u32;
         let bounds = m.runtimes[j].bounds;
-        let folded = crate::hlo::rtvar::fold(comp, id, &index, &m.bounds(), bounds)
+        // XLA's rule for a constant outside the bounds: the variable stays, unless the op
+        // reading it clamps it (`clamp`), where the clamped constant is exact.
+        let rule = if a.flag("clamp") {
+            crate::hlo::rtvar::OutOfRange::Clamp("the op reading it clamps it")
+        } else {
+            crate::hlo::rtvar::OutOfRange::Keep
+        };
+        let folded = crate::hlo::rtvar::fold(comp, id, &index, &m.bounds(), bounds, rule)
             .filter(|e| !e.uses_var(v));
+        if folded.is_none() && rule == crate::hlo::rtvar::OutOfRange::Keep {
+            let outside = crate::hlo::rtvar::fold_rule(
+                comp,
+                id,
+                &index,
+                &m.bounds(),
+                bounds,
+                crate::hlo::rtvar::OutOfRange::Clamp(""),
+            );
+            if let Some(crate::hlo::rtvar::Folded {
+                rule: crate::hlo::rtvar::Rule::Clamped(c, _),
+                expr,
+            }) = outside
+            {
+                return Err(Diagnostic::at(
+                    format!(
+                        "`{name}` there is the constant {c}, outside {key}'s bounds {bounds}, so `{key}` stays a runtime variable (XLA's rule)"
+                    ),
+                    vspan,
+                )
+                .with_help(format!(
+                    "where the op reading it clamps it (dynamic-slice, dynamic-update-slice and gather clamp their start indices), `clamp` folds it to {}",
+                    expr.as_const().unwrap_or(c)
+                )));
+            }
+        }
         let Some(e) = folded else {
             return Err(Diagnostic::at(
                 format!(
