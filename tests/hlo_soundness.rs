@@ -334,6 +334,40 @@ fn concatenate_and_dot() {
     });
 }
 
+/// scaled-dot (issue 32, item 7): `(lhs · lhs_scale) @ (rhs · rhs_scale)`, each scale
+/// dimension dividing its operand's (blocks along the contracting dimensions, size-1 scales
+/// shared by a whole dimension): every map, both directions, exact against the interpreter.
+#[test]
+fn scaled_dot_matches_the_interpreter() {
+    cases(0x5ca1ed, CASES, |rng, _| {
+        let nb = rng.int(0, 1) as usize;
+        let (lfree, rfree) = (rng.int(0, 1) as usize, rng.int(0, 1) as usize);
+        let bd = rng.dims(nb, 2);
+        let k = *rng.pick(&[2i64, 4, 6, 8]);
+        let lf = rng.dims(lfree, 3);
+        let rf = rng.dims(rfree, 3);
+        let l: Vec<i64> = [bd.clone(), lf.clone(), vec![k]].concat();
+        let r: Vec<i64> = [bd.clone(), vec![k], rf.clone()].concat();
+        let o: Vec<i64> = [bd.clone(), lf.clone(), rf.clone()].concat();
+        // each scale dimension: the whole size, one (shared), or a divisor (blocks)
+        let mut scale = |dims: &[i64]| -> Vec<i64> {
+            dims.iter()
+                .map(|&n| {
+                    let divs: Vec<i64> = (1..=n).filter(|s| n % s == 0).collect();
+                    *rng.pick(&divs)
+                })
+                .collect()
+        };
+        let (ls, rs) = (scale(&l), scale(&r));
+        let lb: Vec<usize> = (0..nb).collect();
+        let src = hlo_t(&format!(
+            "a = {} parameter(0)\n b = {} parameter(1)\n sa = {} parameter(2)\n sb = {} parameter(3)\n ROOT r = {} scaled-dot(a, b, sa, sb), lhs_batch_dims={}, rhs_batch_dims={}, lhs_contracting_dims={{{}}}, rhs_contracting_dims={{{}}}",
+            shape(&l), shape(&r), shape(&ls), shape(&rs), shape(&o), list(&lb), list(&lb), nb + lfree, nb
+        ));
+        check_exact(&src, rng);
+    });
+}
+
 #[test]
 fn pad_and_reduce_window() {
     cases(31337, CASES, |rng, _| {

@@ -109,6 +109,7 @@ pub static FAMILIES: &[(&[&str], &Family)] = &[
     (&["bitcast"], &bitcast::FAMILY),
     (&["concatenate"], &concatenate::FAMILY),
     (&["dot"], &dot::FAMILY),
+    (&["scaled-dot"], &dot::SCALED),
     (&["pad"], &pad::FAMILY),
     (&["reduce-window"], &reduce_window::FAMILY),
     (&["convolution"], &convolution::FAMILY),
