@@ -362,17 +362,21 @@ fn ranges(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         };
         if r.xla != r.from_bounds {
             saturation.push(format!(
-                "{}: XLA's range evaluator saturates to {} (an intermediate passes 64 bits); \
-                 ixmap's, with exact intermediates, is {}",
+                concat!(
+                    "{}: XLA's range evaluator saturates to {} (an intermediate passes 64 bits); ",
+                    "ixmap's, with exact intermediates, is {}"
+                ),
                 r.label,
                 show(r.xla),
                 show(r.from_bounds)
             ));
         } else if let Some(s) = side(r.from_bounds).filter(|s| !s.is_empty()) {
             saturation.push(format!(
-                "{}: the {s} bound passes 64 bits and is kept saturated (no bound that side), \
-                 as XLA keeps it",
-                r.label
+                concat!(
+                    "{}: the {} bound passes 64 bits and is kept saturated (no bound that side), ",
+                    "as XLA keeps it"
+                ),
+                r.label, s
             ));
         }
     }
