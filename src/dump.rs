@@ -940,32 +940,33 @@ fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
         }
     };
     r.launch = Status::Ok(crate::session::cmd_gpu::describe(&l));
-    // Offsets read at run time (dynamic slices, scatters): the coalescing analysis would
-    // enumerate every value of them.
-    let mut runtime = false;
-    for f in &spec.functions {
-        f.body.visit(&mut |b| match b {
-            crate::gpu::spec::Body::Load { map, .. } => runtime |= !map.runtimes.is_empty(),
-            crate::gpu::spec::Body::DynCall { .. } => runtime = true,
-            _ => {}
-        });
-    }
-    r.coalescing = if runtime {
-        Err("its loads depend on offsets read at run time".into())
-    } else {
-        crate::gpu::coalescing::analyse(spec, &l)
-            .map(|rep| {
-                rep.operands
-                    .iter()
-                    .map(|o| OperandCoalescing {
+    // Offsets read at run time (dynamic slices, gathers, scatters): as `coalescing` does,
+    // the analysis takes one value per warp, each a load of its own (every value of a small
+    // range, a sample of a large one), and the detail says so.
+    r.coalescing = crate::gpu::coalescing::analyse(spec, &l)
+        .map(|rep| {
+            rep.operands
+                .iter()
+                .map(|o| {
+                    let at_run_time = o.assumed.iter().any(|a| a.runtime);
+                    OperandCoalescing {
                         label: o.label.clone(),
                         coalesced: o.coalesced,
-                        detail: format!("{}/{} sectors", o.sectors, o.ideal_sectors),
-                    })
-                    .collect()
-            })
-            .map_err(|e| e.to_string())
-    };
+                        detail: format!(
+                            "{}/{} sectors{}",
+                            o.sectors,
+                            o.ideal_sectors,
+                            if at_run_time {
+                                ", run-time starts sampled"
+                            } else {
+                                ""
+                            }
+                        ),
+                    }
+                })
+                .collect()
+        })
+        .map_err(|e| e.to_string());
     if !opts.emit && !opts.verify {
         r.emit_cuda = Status::Skipped("not asked".into());
         r.emit_cpu = Status::Skipped("not asked".into());

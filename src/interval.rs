@@ -222,6 +222,267 @@ pub fn range_of(e: Expr, bounds: &[Interval]) -> Interval {
     }
 }
 
+/// XLA's convention for a bound that overflows (its `RangeEvaluator`'s `Interval`): the
+/// bound saturates at `i64::MIN` (lower) or `i64::MAX` (upper) and then stands for "no
+/// bound on that side", so `[1, i64::MAX]` is every integer from 1 up, one past 64 bits
+/// included. The other bound keeps what it knows, where [`Interval::apply`] gives up to
+/// [`Interval::FULL`] (unknown).
+///
+/// The two conventions live side by side on purpose: every rewrite (the simplifier, tiles,
+/// emitters) reads an interval from [`range_of`], whose bounds are exact or FULL, so a
+/// saturated bound is never taken as an exact one; the saturated ranges are what `ranges`
+/// reports, beside ixmap's own.
+///
+/// ```text
+/// d0 in [0, 3]:  d0 + 9223372036854775800         XLA [9223372036854775800, 9223372036854775807] (upper saturated)
+///                d0 * 4611686018427387904 floordiv 2305843009213693952
+///                                                  XLA [0, 9223372036854775807] (the product saturates)
+///                                                  ixmap [0, 6] (intermediates exact: range_wide)
+/// ```
+mod saturated {
+    use super::Interval;
+    use crate::expr::Op;
+
+    /// A bound over the extended integers: `NEG`/`POS` are the infinities, every other
+    /// value is finite and within `±LIMIT`.
+    pub(super) type B = i128;
+    pub(super) const NEG: B = i128::MIN;
+    pub(super) const POS: B = i128::MAX;
+    const LIMIT: B = 1 << 120;
+
+    #[derive(Copy, Clone, Debug)]
+    pub(super) struct W {
+        pub lo: B,
+        pub hi: B,
+    }
+
+    impl W {
+        /// An i64 interval read with XLA's convention.
+        pub fn from_i64(iv: Interval) -> W {
+            W {
+                lo: if iv.lo == i64::MIN { NEG } else { iv.lo as B },
+                hi: if iv.hi == i64::MAX { POS } else { iv.hi as B },
+            }
+        }
+        /// Back to i64, saturating: a lower bound below i64 is none, one above is lowered
+        /// to i64::MAX (still below every value); symmetrically for the upper bound.
+        pub fn to_i64(self) -> Interval {
+            let c = |x: B| x.clamp(i64::MIN as B, i64::MAX as B) as i64;
+            Interval {
+                lo: c(self.lo),
+                hi: c(self.hi),
+            }
+        }
+        /// Finite bounds beyond `±LIMIT` become infinite (or `LIMIT` for a lower bound
+        /// above it), so the next operation cannot overflow i128.
+        pub fn clamp(self) -> W {
+            let lo = if self.lo == NEG || self.lo < -LIMIT {
+                NEG
+            } else {
+                self.lo.min(LIMIT)
+            };
+            let hi = if self.hi == POS || self.hi > LIMIT {
+                POS
+            } else {
+                self.hi.max(-LIMIT)
+            };
+            W { lo, hi }
+        }
+        fn point(&self) -> Option<B> {
+            (self.lo == self.hi && self.lo != NEG && self.hi != POS).then_some(self.lo)
+        }
+    }
+
+    fn is_inf(x: B) -> bool {
+        x == NEG || x == POS
+    }
+
+    /// `x + y` for two lower (or two upper) bounds: an infinite one wins.
+    fn add_b(x: B, y: B) -> B {
+        if is_inf(x) {
+            x
+        } else if is_inf(y) {
+            y
+        } else {
+            x + y
+        }
+    }
+
+    fn neg_b(x: B) -> B {
+        match x {
+            NEG => POS,
+            POS => NEG,
+            x => -x,
+        }
+    }
+
+    /// `x · y` for a corner: zero times anything is zero (every value is a finite integer,
+    /// however large), an infinity keeps the product's sign.
+    fn mul_b(x: B, y: B) -> B {
+        if x == 0 || y == 0 {
+            return 0;
+        }
+        let neg = (x < 0) != (y < 0);
+        if is_inf(x) || is_inf(y) {
+            return if neg { NEG } else { POS };
+        }
+        x.checked_mul(y).unwrap_or(if neg { NEG } else { POS })
+    }
+
+    /// `x floordiv y` for a corner, `y > 0`: an infinite dividend keeps its sign; a finite
+    /// one over an unbounded divisor is 0 or -1.
+    fn fdiv_b(x: B, y: B) -> B {
+        if is_inf(x) {
+            return x;
+        }
+        if y == POS {
+            return if x >= 0 { 0 } else { -1 };
+        }
+        x.div_euclid(y)
+    }
+
+    fn neg(a: W) -> W {
+        W {
+            lo: neg_b(a.hi),
+            hi: neg_b(a.lo),
+        }
+    }
+
+    fn floordiv(a: W, o: W) -> W {
+        if o.hi < 0 {
+            // a floordiv b = (-a) floordiv (-b)
+            return floordiv(neg(a), neg(o));
+        }
+        if o.lo <= 0 {
+            return W { lo: NEG, hi: POS };
+        }
+        // floor(x / y) rises with x and moves monotonically with y: the corners bound it.
+        W {
+            lo: fdiv_b(a.lo, o.lo).min(fdiv_b(a.lo, o.hi)),
+            hi: fdiv_b(a.hi, o.lo).max(fdiv_b(a.hi, o.hi)),
+        }
+    }
+
+    fn modulo(a: W, o: W) -> W {
+        if o.hi < 0 {
+            // a mod b = -((-a) mod (-b)), from a = b·(a floordiv b) + a mod b
+            return neg(modulo(neg(a), neg(o)));
+        }
+        if o.lo <= 0 {
+            return W { lo: NEG, hi: POS };
+        }
+        let bounded = !is_inf(a.lo) && !is_inf(a.hi);
+        if let Some(c) = o.point() {
+            if bounded && a.lo.div_euclid(c) == a.hi.div_euclid(c) {
+                return W {
+                    lo: a.lo.rem_euclid(c),
+                    hi: a.hi.rem_euclid(c),
+                };
+            }
+            return W { lo: 0, hi: c - 1 };
+        }
+        if bounded && a.lo >= 0 && a.hi < o.lo {
+            return a;
+        }
+        W {
+            lo: 0,
+            hi: add_b(o.hi, -1),
+        }
+    }
+
+    /// One operation over extended bounds, exact up to the hull (no rounding inward).
+    pub(super) fn apply(op: Op, a: W, b: W) -> W {
+        match op {
+            Op::Add => W {
+                lo: add_b(a.lo, b.lo),
+                hi: add_b(a.hi, b.hi),
+            },
+            Op::Mul => {
+                let c = [
+                    mul_b(a.lo, b.lo),
+                    mul_b(a.lo, b.hi),
+                    mul_b(a.hi, b.lo),
+                    mul_b(a.hi, b.hi),
+                ];
+                W {
+                    lo: *c.iter().min().unwrap(),
+                    hi: *c.iter().max().unwrap(),
+                }
+            }
+            Op::FloorDiv => floordiv(a, b),
+            // a ceildiv b = -((-a) floordiv b)
+            Op::CeilDiv => neg(floordiv(neg(a), b)),
+            Op::Mod => modulo(a, b),
+            Op::Min => W {
+                lo: a.lo.min(b.lo),
+                hi: a.hi.min(b.hi),
+            },
+            Op::Max => W {
+                lo: a.lo.max(b.lo),
+                hi: a.hi.max(b.hi),
+            },
+        }
+        .clamp()
+    }
+}
+
+impl Interval {
+    /// Whether the lower bound is saturated (XLA's convention: none).
+    pub fn lo_saturated(&self) -> bool {
+        !self.is_empty() && self.lo == i64::MIN
+    }
+    /// Whether the upper bound is saturated (XLA's convention: none).
+    pub fn hi_saturated(&self) -> bool {
+        !self.is_empty() && self.hi == i64::MAX
+    }
+    /// `a op b` under XLA's convention: both operands and the result read `i64::MIN` /
+    /// `i64::MAX` bounds as saturated; a bound that overflows saturates, the other stays.
+    pub fn saturating(op: Op, a: &Interval, b: &Interval) -> Interval {
+        if a.is_empty() || b.is_empty() {
+            return Interval { lo: 1, hi: 0 };
+        }
+        saturated::apply(op, saturated::W::from_i64(*a), saturated::W::from_i64(*b)).to_i64()
+    }
+}
+
+/// The interval of `e` as XLA's range evaluator computes it: 64-bit bounds, each operation
+/// saturating a bound that overflows (see [`Interval::saturating`]).
+pub fn range_saturated(e: Expr, bounds: &[Interval]) -> Interval {
+    match e.kind() {
+        ExprKind::Const(c) => Interval::point(c),
+        ExprKind::Var(v) => bounds.get(v as usize).copied().unwrap_or(Interval::FULL),
+        ExprKind::Bin(op, a, b) => {
+            Interval::saturating(op, &range_saturated(a, bounds), &range_saturated(b, bounds))
+        }
+    }
+}
+
+/// The interval of `e` with exact intermediates (ixmap's evaluation semantics, SPEC §2:
+/// intermediate arithmetic is exact): bounds are carried in 128 bits and saturate only
+/// in the result, so `d0 * 2^62 floordiv 2^61` is `[0, 6]` for `d0 in [0, 3]` where
+/// [`range_saturated`] saturates the product. Saturated bounds read as in XLA.
+pub fn range_wide(e: Expr, bounds: &[Interval]) -> Interval {
+    fn go(e: Expr, bounds: &[Interval]) -> Option<saturated::W> {
+        Some(match e.kind() {
+            ExprKind::Const(c) => saturated::W::from_i64(Interval::point(c)),
+            ExprKind::Var(v) => {
+                saturated::W::from_i64(bounds.get(v as usize).copied().unwrap_or(Interval::FULL))
+            }
+            ExprKind::Bin(op, a, b) => {
+                let (x, y) = (go(a, bounds)?, go(b, bounds)?);
+                if x.lo > x.hi || y.lo > y.hi {
+                    return None;
+                }
+                saturated::apply(op, x, y)
+            }
+        })
+    }
+    match go(e, bounds) {
+        Some(w) if w.lo <= w.hi => w.to_i64(),
+        _ => Interval { lo: 1, hi: 0 },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

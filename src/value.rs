@@ -132,6 +132,9 @@ pub struct Indexing {
     /// What the maps start from, e.g. `output` or `operand 0`.
     pub title: String,
     pub operands: Vec<OperandMaps>,
+    /// Lines printed after the maps: which rule folded a runtime variable, where it was not
+    /// the plain one (a constant clamped by the op that reads it).
+    pub notes: Vec<String>,
 }
 
 #[derive(Clone, Debug)]

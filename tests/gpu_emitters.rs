@@ -150,6 +150,26 @@ mo_cols {
   m = f32[200] reduce(p1, z), dimensions={0}, to_apply=max_f32
   ROOT t = (f32[200], f32[300,200], f32[200]) tuple(s, a, m)
 }
+mo_rows16x {
+  p0 = f32[64,16] parameter(0)
+  p1 = f32[64,16] parameter(1)
+  p2 = f32[64,16] parameter(2)
+  z = f32[] constant(0)
+  s = f32[64] reduce(p0, z), dimensions={1}, to_apply=add_f32
+  m = f32[64] reduce(p1, z), dimensions={1}, to_apply=max_f32
+  n = f32[64,16] negate(p2)
+  ROOT t = (f32[64], f32[64], f32[64,16]) tuple(s, m, n)
+}
+mo_colsx {
+  p0 = f32[300,200] parameter(0)
+  p1 = f32[300,200] parameter(1)
+  p2 = f32[300,200] parameter(2)
+  z = f32[] constant(0)
+  a = f32[300,200] add(p0, p1)
+  s = f32[200] reduce(a, z), dimensions={0}, to_apply=add_f32
+  m = f32[200] reduce(p2, z), dimensions={0}, to_apply=max_f32
+  ROOT t = (f32[200], f32[300,200], f32[200]) tuple(s, a, m)
+}
 ";
 
 fn spec(name: &str) -> KernelSpec {
@@ -425,6 +445,8 @@ fn multi_output_thread_maps_write_each_element_once() {
         "mo_rows",
         "mo_rows16",
         "mo_cols",
+        "mo_rows16x",
+        "mo_colsx",
     ] {
         let s = spec(name);
         for (label, l) in sweep::launches(&s) {
@@ -465,6 +487,14 @@ fn multi_output_thread_maps_write_each_element_once() {
     assert_eq!(l.grid[1], 1);
     let r = spec("mo_rows");
     assert_eq!(r.groups(), 1, "s, e and m share the exponential");
+    // With disjoint parameters the roots are independent: s, m and n are three groups, and
+    // in mo_colsx s with its side output a (p0, p1) and m (p2) are two; each group's
+    // outputs are written by its own blocks (checked above).
+    let r = spec("mo_rows16x");
+    assert_eq!(r.groups(), 3);
+    let l = launch::choose(&r, LaunchConfig::default(), None).unwrap();
+    assert_eq!(l.grid[1], 3);
+    assert_eq!(spec("mo_colsx").groups(), 2);
 }
 
 /// A scatter's thread → output map: update element (u, c) of `sc_rows` lands on row rt0

@@ -6,7 +6,7 @@
 
 use ixmap::gpu::spec::KernelSpec;
 use ixmap::gpu::sweep;
-use ixmap::gpu::tile_coalescing::{tiled_report, TileCount};
+use ixmap::gpu::tile_coalescing::{tiled_report, tiled_report_with, TileCount, Verdict};
 use ixmap::Session;
 use std::collections::BTreeSet;
 
@@ -64,7 +64,9 @@ struct Operand {
     reads: Box<dyn Fn(&[i64]) -> Vec<Vec<i64>>>,
 }
 
-fn brute(op: &Operand, lo: &[i64], hi: &[i64]) -> TileCount {
+/// The counts, and the verdict by `rule`: XLA's (every contiguous run at least one 64-byte
+/// transaction) or the ratio (at most twice the ideal transactions).
+fn brute(op: &Operand, lo: &[i64], hi: &[i64], rule: Verdict) -> TileCount {
     let mut bytes: BTreeSet<i64> = BTreeSet::new();
     let mut reads = 0u64;
     let mut idx = lo.to_vec();
@@ -104,8 +106,13 @@ fn brute(op: &Operand, lo: &[i64], hi: &[i64]) -> TileCount {
                     ideal,
                     min_run,
                     // XLA's verdict, the default: every contiguous run of the tile's bytes
-                    // is at least one full 64-byte transaction.
-                    coalesced: n == 0 || min_run >= 64,
+                    // is at least one full 64-byte transaction; the ratio rule, at most
+                    // twice the ideal transactions.
+                    coalesced: n == 0
+                        || match rule {
+                            Verdict::Xla => min_run >= 64,
+                            Verdict::Ratio => segs.len() as u64 <= 2 * ideal,
+                        },
                 };
             }
             k -= 1;
@@ -133,8 +140,12 @@ fn check(name: &str, out: Operand, ops: Vec<Operand>, tiles: &[Vec<i64>]) -> usi
     let sp = spec(name);
     let dims = sp.output.dims.clone();
     let mut checked = 0;
-    for tile in tiles {
-        let r = tiled_report(&sp, tile).unwrap_or_else(|e| panic!("{name} {tile:?}: {e}"));
+    for (tile, rule) in tiles
+        .iter()
+        .flat_map(|t| [(t, Verdict::Xla), (t, Verdict::Ratio)])
+    {
+        let r =
+            tiled_report_with(&sp, tile, rule).unwrap_or_else(|e| panic!("{name} {tile:?}: {e}"));
         // The boxes: first at the origin, last at the last tile index, clipped.
         let grid: Vec<i64> = dims
             .iter()
@@ -160,7 +171,7 @@ fn check(name: &str, out: Operand, ops: Vec<Operand>, tiles: &[Vec<i64>]) -> usi
                 None => &out,
             };
             for (ti, got) in r.tiles.iter().zip(&o.counts) {
-                let want = brute(want_op, &ti.lo, &ti.hi);
+                let want = brute(want_op, &ti.lo, &ti.hi, rule);
                 assert_eq!(
                     got, &want,
                     "{name} tile {tile:?} {} at {}",
@@ -340,11 +351,25 @@ fn bad_tiles_are_refused() {
     for t in [vec![24], vec![0, 4], vec![4, -1], vec![1, 1, 1]] {
         assert!(tiled_report(&sp, &t).is_err(), "{t:?}");
     }
-    // A tile larger than an extent is clipped to it, as XLA clips (issue 32), not refused:
-    // the same report as the tile of that extent.
-    for (t, clipped) in [(vec![25, 1], vec![24, 1]), (vec![1, 41], vec![1, 40])] {
-        let a = tiled_report(&sp, &t).expect("clipped");
-        let b = tiled_report(&sp, &clipped).expect("fits");
-        assert_eq!(a.grid, b.grid, "{t:?}");
+}
+
+/// A size over its extent is clipped to it, as XLA clips a tile: the counts are those of
+/// the tile of the extent.
+#[test]
+fn oversized_tiles_are_clipped() {
+    let sp = spec("ew");
+    for (big, clipped) in [([25, 1], [24, 1]), ([1, 41], [1, 40]), ([99, 99], [24, 40])] {
+        let r = tiled_report(&sp, &big).unwrap();
+        let c = tiled_report(&sp, &clipped).unwrap();
+        assert_eq!(r.clipped, clipped.to_vec());
+        assert_eq!(r.tile, big.to_vec());
+        assert_eq!((&r.grid, &r.tiles), (&c.grid, &c.tiles));
+        let counts = |x: &ixmap::gpu::tile_coalescing::TiledReport| {
+            x.operands
+                .iter()
+                .map(|o| o.counts.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(counts(&r), counts(&c), "{big:?}");
     }
 }

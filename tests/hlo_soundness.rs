@@ -334,6 +334,40 @@ fn concatenate_and_dot() {
     });
 }
 
+/// scaled-dot (issue 32, item 7): `(lhs · lhs_scale) @ (rhs · rhs_scale)`, each scale
+/// dimension dividing its operand's (blocks along the contracting dimensions, size-1 scales
+/// shared by a whole dimension): every map, both directions, exact against the interpreter.
+#[test]
+fn scaled_dot_matches_the_interpreter() {
+    cases(0x5ca1ed, CASES, |rng, _| {
+        let nb = rng.int(0, 1) as usize;
+        let (lfree, rfree) = (rng.int(0, 1) as usize, rng.int(0, 1) as usize);
+        let bd = rng.dims(nb, 2);
+        let k = *rng.pick(&[2i64, 4, 6, 8]);
+        let lf = rng.dims(lfree, 3);
+        let rf = rng.dims(rfree, 3);
+        let l: Vec<i64> = [bd.clone(), lf.clone(), vec![k]].concat();
+        let r: Vec<i64> = [bd.clone(), vec![k], rf.clone()].concat();
+        let o: Vec<i64> = [bd.clone(), lf.clone(), rf.clone()].concat();
+        // each scale dimension: the whole size, one (shared), or a divisor (blocks)
+        let mut scale = |dims: &[i64]| -> Vec<i64> {
+            dims.iter()
+                .map(|&n| {
+                    let divs: Vec<i64> = (1..=n).filter(|s| n % s == 0).collect();
+                    *rng.pick(&divs)
+                })
+                .collect()
+        };
+        let (ls, rs) = (scale(&l), scale(&r));
+        let lb: Vec<usize> = (0..nb).collect();
+        let src = hlo_t(&format!(
+            "a = {} parameter(0)\n b = {} parameter(1)\n sa = {} parameter(2)\n sb = {} parameter(3)\n ROOT r = {} scaled-dot(a, b, sa, sb), lhs_batch_dims={}, rhs_batch_dims={}, lhs_contracting_dims={{{}}}, rhs_contracting_dims={{{}}}",
+            shape(&l), shape(&r), shape(&ls), shape(&rs), shape(&o), list(&lb), list(&lb), nb + lfree, nb
+        ));
+        check_exact(&src, rng);
+    });
+}
+
 #[test]
 fn pad_and_reduce_window() {
     cases(31337, CASES, |rng, _| {
@@ -484,6 +518,74 @@ fn canonical_gather() {
         // indices' map is exact.
         check_op(&src, rng, &[0], &no_rt);
     });
+}
+
+/// Constant start indices, in range or not (issue 32, item 9): dynamic-slice and gather
+/// clamp their start indices, so a constant outside the bounds folds to the clamped value,
+/// and the maps (no runtime variables left) name exactly the elements the interpreter
+/// reads; `clamp_notes` names exactly the starts that were out of range.
+#[test]
+fn constant_starts_fold_as_the_op_clamps() {
+    let mut clamped = 0;
+    cases(0xc1a3, CASES, |rng, _| {
+        let ind = rng.dims_in(1..=3, 5);
+        let sizes: Vec<i64> = ind.iter().map(|&n| rng.int(1, n)).collect();
+        let starts: Vec<i64> = ind.iter().map(|&n| rng.int(-4, n + 4)).collect();
+        let consts: String = starts
+            .iter()
+            .enumerate()
+            .map(|(k, v)| format!(" o{k} = s32[] constant({v})\n"))
+            .collect();
+        let names: Vec<String> = (0..ind.len()).map(|k| format!("o{k}")).collect();
+        let ds = format!(
+            "t {{\n a = {} parameter(0)\n{consts} ROOT r = {} dynamic-slice(a, {}), dynamic_slice_sizes={{{}}}\n}}",
+            shape(&ind),
+            shape(&sizes),
+            names.join(", "),
+            join(&sizes, ",")
+        );
+        // gather: one batch row, its start row a constant.
+        let g = format!(
+            "t {{\n a = {} parameter(0)\n i = s32[1,{}] constant({{ {{{}}} }})\n ROOT r = {} gather(a, i), offset_dims={}, collapsed_slice_dims={{}}, start_index_map={}, index_vector_dim=1, slice_sizes={{{}}}\n}}",
+            shape(&ind),
+            ind.len(),
+            join(&starts, ", "),
+            shape(&[vec![1], sizes.clone()].concat()),
+            list(&(1..=ind.len()).collect::<Vec<_>>()),
+            list(&(0..ind.len()).collect::<Vec<_>>()),
+            join(&sizes, ",")
+        );
+        let outside = ind
+            .iter()
+            .zip(&sizes)
+            .zip(&starts)
+            .filter(|((n, s), v)| !(0..=*n - *s).contains(*v))
+            .count();
+        for src in [ds, g] {
+            let (ws, name) = build(&src);
+            let comp = ws.module.computation(&name).expect("defined");
+            let ps = params(comp, rng);
+            let out = run_outputs(&ws.module, comp, &ps).expect("interpreter runs")[0].clone();
+            let per = ops::output_to_input(comp, comp.root);
+            assert!(
+                per[0][0].runtimes.is_empty(),
+                "folded\n{src}\n{}",
+                per[0][0]
+            );
+            for o in all_indices(&out.dims) {
+                agree(
+                    &reads(&out, &o, 0),
+                    &image_all(&per[0], &o, None),
+                    false,
+                    || format!("output {o:?}\n{src}\nmap: {}", per[0][0]),
+                );
+            }
+            let notes = ops::clamp_notes(comp, comp.root);
+            assert_eq!(notes.len(), outside, "{src}\n{notes:?}");
+            clamped += notes.len();
+        }
+    });
+    assert!(clamped > 20, "{clamped} clamped starts");
 }
 
 /// Scatter, from XLA's documented semantics: random inserted window dimensions, started

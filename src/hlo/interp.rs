@@ -139,13 +139,11 @@ fn eval(
                 .ok_or_else(|| Unsupported(format!("parameter {p} not given")))?]);
         }
         "constant" => {
-            let v = a
-                .literal
-                .as_deref()
-                .and_then(|l| l.trim().parse::<i64>().ok())
-                .unwrap_or(0);
-            for e in &mut out.data {
-                e.val = v;
+            // A scalar, or an array literal read element by element (`{ {5, -4} }`).
+            let lit = a.literal.as_deref().unwrap_or("0");
+            for idx in all_indices(&out_dims) {
+                let f = out.flat(&idx);
+                out.data[f].val = crate::hlo::rtvar::literal_at(lit, &idx).unwrap_or(0);
             }
         }
         "iota" => {
@@ -451,9 +449,19 @@ fn eval(
                 out.data[f] = e;
             }
         }
-        "dot" => {
+        "dot" | "scaled-dot" => {
             let dd = a.dot.clone().unwrap_or_default();
             let (l, r) = (opd(0), opd(1));
+            // scaled-dot: (lhs · lhs_scale) @ (rhs · rhs_scale), a scale element for each
+            // block of its operand (each dimension divided by the scale's size).
+            let scales =
+                (ins.opcode == "scaled-dot" && ins.operands.len() == 4).then(|| (opd(2), opd(3)));
+            let scale_at = |t: &Tensor, full: &Tensor, i: &[i64]| -> Vec<i64> {
+                i.iter()
+                    .zip(full.dims.iter().zip(&t.dims))
+                    .map(|(&x, (&n, &s))| if s > 0 && n >= s { x / (n / s) } else { 0 })
+                    .collect()
+            };
             let free = |rank: usize, b: &[i64], c: &[i64]| -> Vec<usize> {
                 (0..rank)
                     .filter(|i| !b.contains(&(*i as i64)) && !c.contains(&(*i as i64)))
@@ -494,6 +502,10 @@ fn eval(
                     }
                     union(&mut e, l.at(&li));
                     union(&mut e, r.at(&ri));
+                    if let Some((ls, rs)) = &scales {
+                        union(&mut e, ls.at(&scale_at(ls, l, &li)));
+                        union(&mut e, rs.at(&scale_at(rs, r, &ri)));
+                    }
                 }
                 out.data[f] = e;
             }

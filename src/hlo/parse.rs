@@ -182,6 +182,7 @@ pub const XLA_OPCODES: &[&str] = &[
     "round-nearest-afz",
     "round-nearest-even",
     "rsqrt",
+    "scaled-dot",
     "scatter",
     "select",
     "select-and-scatter",

@@ -11,24 +11,115 @@
 //! a runtime variable read as add[d0, 7, d0 * 2]  folds to  d0 * 2 + 42
 //! ```
 //!
-//! XLA clamps dynamic offsets into their in-bounds range; a folded expression is used only
-//! when its whole range lies inside the runtime variable's bounds (a constant outside is
-//! clamped), so the fold never changes which elements are read.
+//! A folded expression is used when its whole range lies inside the runtime variable's
+//! bounds, so the fold never changes which elements are read. A constant outside them
+//! (issue 32, item 9) follows XLA's rule and stays the runtime variable, unless the op that
+//! reads it clamps it into those bounds — dynamic-slice and dynamic-update-slice clamp
+//! their start indices, gather its start indices, each to `[0, operand - size]` — where
+//! the clamped constant is exactly what runs, and is folded: [`Rule`] says which applied.
+//!
+//! ```text
+//! src = f32[16]; ds = f32[4] dynamic-slice(src, s32[] constant(50))
+//!   the start 50 is outside [0, 12]: dynamic-slice clamps it, so the offset is 12
+//! fold (d0){r0} -> (d0 + r0), r0 in [0, 9] with r0 = 50: no op clamps it, r0 stays
+//! ```
 
 use super::ops;
 use super::{Computation, InstrId};
 use crate::expr::{Expr, ExprKind};
 use crate::interval::{range_of, Interval};
 
+/// How the op that reads a runtime variable treats a value outside its bounds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum OutOfRange {
+    /// Nothing clamps it (XLA's rule: the runtime variable stays).
+    Keep,
+    /// The op clamps it into the bounds; the text says which op and why, for the user.
+    Clamp(&'static str),
+}
+
+/// Which rule gave a fold.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// Every value the expression takes lies in the bounds.
+    InRange,
+    /// A constant outside the bounds, clamped as the op clamps it: (the constant, the op's
+    /// clamping rule).
+    Clamped(i64, &'static str),
+}
+
+/// A folded runtime variable: its expression and the rule that allowed it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Folded {
+    pub expr: Expr,
+    pub rule: Rule,
+}
+
+/// The clamping rule of dynamic-slice's and dynamic-update-slice's start indices.
+pub const DYNAMIC_SLICE_CLAMPS: &str = "dynamic-slice clamps its start indices";
+pub const DYNAMIC_UPDATE_SLICE_CLAMPS: &str = "dynamic-update-slice clamps its start indices";
+pub const GATHER_CLAMPS: &str = "gather clamps its start indices";
+
 /// The value of `instr[index]` as an expression of the dims (bounded by `dim_bounds`), if
-/// it is known and lies within `bounds` (the runtime variable's range).
+/// it is known and lies within `bounds` (the runtime variable's range), or is a constant
+/// the reading op clamps into them (`out_of_range`).
+pub fn fold_rule(
+    comp: &Computation,
+    id: InstrId,
+    index: &[Expr],
+    dim_bounds: &[Interval],
+    bounds: Interval,
+    out_of_range: OutOfRange,
+) -> Option<Folded> {
+    let e = value(comp, id, index, dim_bounds)?;
+    if let ExprKind::Const(v) = e.kind() {
+        if bounds.contains(v) {
+            return Some(Folded {
+                expr: e,
+                rule: Rule::InRange,
+            });
+        }
+        return match out_of_range {
+            OutOfRange::Keep => None,
+            OutOfRange::Clamp(why) => Some(Folded {
+                expr: Expr::constant(v.clamp(bounds.lo, bounds.hi)),
+                rule: Rule::Clamped(v, why),
+            }),
+        };
+    }
+    let r = range_of(e, dim_bounds);
+    bounds.contains_interval(&r).then_some(Folded {
+        expr: e,
+        rule: Rule::InRange,
+    })
+}
+
+/// The line that says a start index was folded by the op's clamp: `start index 0 (`five`)
+/// is 50, outside [0, 12]: dynamic-slice clamps ..., so it reads 12 (XLA's rule alone would
+/// keep the runtime variable)`.
+pub fn clamp_note(what: &str, v: i64, bounds: Interval, why: &str) -> String {
+    format!(
+        "{what} = {v} is outside [{}, {}]: {why}, so {} is exact (XLA's rule alone keeps the runtime variable)",
+        bounds.lo,
+        bounds.hi,
+        v.clamp(bounds.lo, bounds.hi)
+    )
+}
+
+/// [`fold_rule`]'s expression.
 pub fn fold(
     comp: &Computation,
     id: InstrId,
     index: &[Expr],
     dim_bounds: &[Interval],
     bounds: Interval,
+    out_of_range: OutOfRange,
 ) -> Option<Expr> {
+    fold_rule(comp, id, index, dim_bounds, bounds, out_of_range).map(|f| f.expr)
+}
+
+/// `instr[index]` as a canonical expression of the dims, whatever its range.
+fn value(comp: &Computation, id: InstrId, index: &[Expr], dim_bounds: &[Interval]) -> Option<Expr> {
     // A dimension with one value is that value (so a constant array is read at a fixed
     // index, as an output dimension of size 1 fixes it).
     let index: Vec<Expr> = index
@@ -41,12 +132,7 @@ pub fn fold(
         })
         .map(crate::expr::canonical)
         .collect();
-    let e = crate::expr::canonical(value_of(comp, id, &index, 0)?);
-    if let ExprKind::Const(v) = e.kind() {
-        return Some(Expr::constant(v.clamp(bounds.lo, bounds.hi)));
-    }
-    let r = range_of(e, dim_bounds);
-    bounds.contains_interval(&r).then_some(e)
+    Some(crate::expr::canonical(value_of(comp, id, &index, 0)?))
 }
 
 fn is_int(elem: &str) -> bool {
@@ -115,6 +201,12 @@ fn constant_at(lit: &str, index: &[Expr]) -> Option<Expr> {
         node = split_top(inner).into_iter().nth(i)?;
     }
     scalar(node.trim()).map(Expr::constant)
+}
+
+/// Element `index` of a literal (a scalar literal is every element), for the interpreter.
+pub fn literal_at(lit: &str, index: &[i64]) -> Option<i64> {
+    let ix: Vec<Expr> = index.iter().map(|&i| Expr::constant(i)).collect();
+    constant_at(lit, &ix)?.as_const()
 }
 
 fn scalar(t: &str) -> Option<i64> {

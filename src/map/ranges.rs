@@ -15,11 +15,17 @@
 //!
 //! The first two are sound (every value lies inside); the exact one is the hull of the
 //! values actually taken.
+//!
+//! A bound that passes 64 bits is kept saturated at `i64::MIN` / `i64::MAX` (no bound on
+//! that side), the other bound kept, as XLA's range evaluator keeps them (issue 32, item
+//! 8). ixmap's own estimate carries intermediates exactly ([`range_wide`]), so where only
+//! an intermediate overflows it stays exact; XLA's 64-bit saturating estimate is reported
+//! beside it ([`ExprRange::xla`]) for the rows where the two differ.
 
 use super::enumerate::narrowed_bounds;
 use super::{DomainPoints, IndexingMap, Limits, Status};
 use crate::expr::{Expr, ExprKind};
-use crate::interval::{range_of, Interval};
+use crate::interval::{range_saturated, range_wide, Interval};
 use crate::MapError;
 
 /// What `ranges` reports for one expression.
@@ -30,7 +36,10 @@ pub struct ExprRange {
     pub expr: Expr,
     /// The interval a constraint asks for (`None` for results).
     pub required: Option<Interval>,
+    /// ixmap's estimate from the bounds: exact intermediates, saturated result bounds.
     pub from_bounds: Interval,
+    /// XLA's: 64-bit, every operation saturating a bound that overflows.
+    pub xla: Interval,
     pub with_constraints: Interval,
     /// The hull of the values taken on the domain (empty when the domain is); `Err` says
     /// why it was not enumerated.
@@ -38,17 +47,18 @@ pub struct ExprRange {
 }
 
 /// The interval of `e` over `bounds`, cut at every subexpression that a constraint bounds.
+/// Saturated bounds as XLA's evaluator keeps them (a saturated bound means none).
 pub fn range_with_constraints(e: Expr, bounds: &[Interval], m: &IndexingMap) -> Interval {
     #[allow(unreachable_patterns)]
     let r = match e.kind() {
         ExprKind::Const(c) => Interval::point(c),
         ExprKind::Var(v) => bounds.get(v as usize).copied().unwrap_or(Interval::FULL),
-        ExprKind::Bin(op, a, b) => Interval::apply(
+        ExprKind::Bin(op, a, b) => Interval::saturating(
             op,
             &range_with_constraints(a, bounds, m),
             &range_with_constraints(b, bounds, m),
         ),
-        _ => range_of(e, bounds),
+        _ => range_saturated(e, bounds),
     };
     m.constraints
         .iter()
@@ -98,13 +108,16 @@ pub fn ranges(m: &IndexingMap, limits: &Limits) -> Result<Vec<ExprRange>, MapErr
             let with = if narrowed.iter().any(|b| b.is_empty()) {
                 empty
             } else {
-                range_with_constraints(e, &narrowed, m)
+                // both sound: XLA's cut by the constraints, ixmap's wide one on the narrowed
+                // bounds
+                range_with_constraints(e, &narrowed, m).intersect(&range_wide(e, &narrowed))
             };
             ExprRange {
                 label,
                 expr: e,
                 required,
-                from_bounds: range_of(e, &declared),
+                from_bounds: range_wide(e, &declared),
+                xla: range_saturated(e, &declared),
                 with_constraints: with,
                 exact: exact.clone().map(|()| hull[i]),
             }

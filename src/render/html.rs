@@ -172,6 +172,9 @@ fn indexing(ix: &Indexing) -> String {
         }
         out += "</table>\n";
     }
+    for n in &ix.notes {
+        let _ = writeln!(out, "<p>{}</p>", escape(n));
+    }
     out
 }
 

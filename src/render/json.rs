@@ -86,6 +86,9 @@ fn fields(v: &Value, obj: &mut Map<String, Json>) {
                 })
                 .collect();
             obj.insert("operands".into(), json!(ops));
+            if !ix.notes.is_empty() {
+                obj.insert("notes".into(), json!(ix.notes));
+            }
         }
         Value::Table(t) => {
             obj.insert("headers".into(), json!(t.headers));

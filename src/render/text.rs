@@ -406,6 +406,7 @@ fn indexing(ix: &Indexing, style: Style) -> String {
             lines.push(format!("  {m}"));
         }
     }
+    lines.extend(ix.notes.iter().cloned());
     lines.join("\n")
 }
 

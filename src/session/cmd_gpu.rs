@@ -553,6 +553,7 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Strategy::Loop | Strategy::RowNormalization => {}
         Strategy::Concatenate | Strategy::DynamicUpdateSlice | Strategy::Scatter => {
             return Ok(Value::Indexing(Indexing {
+                notes: Vec::new(),
                 title: format!("threads {}", spec.name),
                 operands: launch::part_sections(&spec, &l, &describe(&l))
                     .map_err(err)?
@@ -588,6 +589,7 @@ fn threads(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             .map(OperandMaps::from),
     );
     Ok(Value::Indexing(Indexing {
+        notes: Vec::new(),
         title: format!("threads {}", spec.name),
         operands: sections,
     }))

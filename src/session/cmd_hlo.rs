@@ -366,6 +366,7 @@ fn indexing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 }
             }
             Ok(Value::Indexing(Indexing {
+                notes: comp_clamp_notes(comp),
                 title: phys.title(format!("computation {}", comp.name)),
                 operands: sections,
             }))
@@ -399,11 +400,23 @@ fn indexing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 })
                 .collect();
             Ok(Value::Indexing(Indexing {
+                notes: comp_clamp_notes(comp),
                 title: phys.title(format!("operand {k} of {}", comp.name)),
                 operands: sections,
             }))
         }
     }
+}
+
+/// Which start indices of the computation's instructions were folded by their op's clamp.
+fn comp_clamp_notes(comp: &Computation) -> Vec<String> {
+    (0..comp.instrs.len())
+        .flat_map(|i| {
+            ops::clamp_notes(comp, i)
+                .into_iter()
+                .map(move |n| format!("{}: {n}", comp.instrs[i].name))
+        })
+        .collect()
 }
 
 fn instr_indexing(
@@ -438,6 +451,7 @@ fn instr_indexing(
                 })
                 .collect();
             Ok(Value::Indexing(Indexing {
+                notes: ops::clamp_notes(c, id),
                 title: phys.title(format!("output of {}", ins.name)),
                 operands: sections,
             }))
@@ -457,6 +471,7 @@ fn instr_indexing(
                 &ins.shape,
             );
             Ok(Value::Indexing(Indexing {
+                notes: ops::clamp_notes(c, id),
                 title: phys.title(format!("operand {k} of {}", ins.name)),
                 operands: vec![section("output".into(), 0, &maps)],
             }))

@@ -95,8 +95,8 @@ pub static COMMANDS: [Command; 14] = [
     },
     Command {
         name: "fold",
-        usage: "fold MAP RVAR=INSTR, ...",
-        summary: "a runtime variable replaced by what an HLO instruction of the session computes there, as the HLO analysis folds it",
+        usage: "fold MAP RVAR=INSTR, ... [clamp]",
+        summary: "a runtime variable replaced by what an HLO instruction of the session computes there, as the HLO analysis folds it; a constant outside its bounds stays the variable (XLA's rule) unless `clamp` says the op reading it clamps it (dynamic-slice, gather)",
         example: "c = s32[] constant(2); fold (d0){r0} -> (d0 + r0), domain: d0 in [0, 3], r0 in [0, 9] r0=c",
         run: fold,
     },
@@ -350,6 +350,36 @@ fn ranges(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
     };
     let mut notes = Vec::new();
+    // Saturated bounds (issue 32, item 8): kept as XLA keeps them, and said so; where
+    // ixmap's exact intermediates keep a bound XLA's 64-bit evaluator saturates, both.
+    let mut saturation = Vec::new();
+    for r in &rs {
+        let side = |iv: crate::interval::Interval| match (iv.lo_saturated(), iv.hi_saturated()) {
+            (true, true) => None,
+            (true, false) => Some("lower"),
+            (false, true) => Some("upper"),
+            (false, false) => Some(""),
+        };
+        if r.xla != r.from_bounds {
+            saturation.push(format!(
+                concat!(
+                    "{}: XLA's range evaluator saturates to {} (an intermediate passes 64 bits); ",
+                    "ixmap's, with exact intermediates, is {}"
+                ),
+                r.label,
+                show(r.xla),
+                show(r.from_bounds)
+            ));
+        } else if let Some(s) = side(r.from_bounds).filter(|s| !s.is_empty()) {
+            saturation.push(format!(
+                concat!(
+                    "{}: the {} bound passes 64 bits and is kept saturated (no bound that side), ",
+                    "as XLA keeps it"
+                ),
+                r.label, s
+            ));
+        }
+    }
     let rows = rs
         .iter()
         .map(|r| {
@@ -375,6 +405,7 @@ fn ranges(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             ]
         })
         .collect();
+    notes.extend(saturation);
     Ok(Value::Table(crate::value::Table {
         title: None,
         headers: ["", "expression", "from bounds", "with constraints", "exact"]
@@ -519,8 +550,41 @@ fn fold(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
         let v = (first_rt + j) as u32;
         let bounds = m.runtimes[j].bounds;
-        let folded = crate::hlo::rtvar::fold(comp, id, &index, &m.bounds(), bounds)
+        // XLA's rule for a constant outside the bounds: the variable stays, unless the op
+        // reading it clamps it (`clamp`), where the clamped constant is exact.
+        let rule = if a.flag("clamp") {
+            crate::hlo::rtvar::OutOfRange::Clamp("the op reading it clamps it")
+        } else {
+            crate::hlo::rtvar::OutOfRange::Keep
+        };
+        let folded = crate::hlo::rtvar::fold(comp, id, &index, &m.bounds(), bounds, rule)
             .filter(|e| !e.uses_var(v));
+        if folded.is_none() && rule == crate::hlo::rtvar::OutOfRange::Keep {
+            let outside = crate::hlo::rtvar::fold_rule(
+                comp,
+                id,
+                &index,
+                &m.bounds(),
+                bounds,
+                crate::hlo::rtvar::OutOfRange::Clamp(""),
+            );
+            if let Some(crate::hlo::rtvar::Folded {
+                rule: crate::hlo::rtvar::Rule::Clamped(c, _),
+                expr,
+            }) = outside
+            {
+                return Err(Diagnostic::at(
+                    format!(
+                        "`{name}` there is the constant {c}, outside {key}'s bounds {bounds}, so `{key}` stays a runtime variable (XLA's rule)"
+                    ),
+                    vspan,
+                )
+                .with_help(format!(
+                    "where the op reading it clamps it (dynamic-slice, dynamic-update-slice and gather clamp their start indices), `clamp` folds it to {}",
+                    expr.as_const().unwrap_or(c)
+                )));
+            }
+        }
         let Some(e) = folded else {
             return Err(Diagnostic::at(
                 format!(

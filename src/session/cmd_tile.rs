@@ -951,7 +951,7 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 .ok_or_else(|| Diagnostic::at(format!("no computation `{name}`"), sp))?;
             let reaches_dot = crate::hlo::fusion::reverse_topological(comp, &[root])
                 .iter()
-                .filter(|&&i| comp.instrs[i].opcode == "dot")
+                .filter(|&&i| matches!(comp.instrs[i].opcode.as_str(), "dot" | "scaled-dot"))
                 .count()
                 == 1;
             let (space, reached) =

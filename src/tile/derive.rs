@@ -392,6 +392,80 @@ fn find_split(w: &Work, result_text: &[String]) -> Result<Option<(u32, i64)>, No
     Ok(None)
 }
 
+/// `e` as `off + g·v` with `g = ±1` and `off` free of `v`: (off, g).
+fn split_linear_terms(e: Expr, v: u32) -> Option<(Expr, i64)> {
+    let l = Linear::of(e)?;
+    let g = l.terms.iter().find(|t| t.0 == Expr::var(v))?.1;
+    if g.abs() != 1 {
+        return None;
+    }
+    let off = Linear {
+        terms: l
+            .terms
+            .iter()
+            .copied()
+            .filter(|t| t.0 != Expr::var(v))
+            .collect(),
+        constant: l.constant,
+    }
+    .to_expr();
+    (!off.uses_var(v)).then_some((off, g))
+}
+
+/// The variable of coordinate `j`'s sum `el` that a partial tile cuts, when the cut can
+/// move onto the merged variable: every step positive; the variable with the largest step
+/// `a_v` is the only one used outside this coordinate, only in constraints that read no
+/// other element variable, with coefficient ±1; the others fill exactly `a_v` (each step
+/// the span below it, no gaps, no overlap), so the value of v is the merged variable
+/// divided by what lies below.
+fn partial_outer(w: &Work, j: usize, el: &[(u32, i64)]) -> Option<u32> {
+    if el.iter().any(|&(_, a)| a <= 0) {
+        return None;
+    }
+    let used_elsewhere = |v: u32| {
+        w.results
+            .iter()
+            .enumerate()
+            .any(|(i, r)| i != j && r.uses_var(v))
+            || w.constraints.iter().any(|c| c.0.uses_var(v))
+    };
+    let mut terms: Vec<(i64, i64, u32)> = el.iter().map(|&(v, a)| (a, w.ext(v), v)).collect();
+    terms.sort();
+    let &(a_v, _, v) = terms.last()?;
+    if terms.len() < 2 || terms[..terms.len() - 1].iter().any(|t| used_elsewhere(t.2)) {
+        return None;
+    }
+    if w.results
+        .iter()
+        .enumerate()
+        .any(|(i, r)| i != j && r.uses_var(v))
+    {
+        return None;
+    }
+    let cuts: Vec<&(Expr, Interval, String)> =
+        w.constraints.iter().filter(|c| c.0.uses_var(v)).collect();
+    if cuts.is_empty() {
+        return None;
+    }
+    for c in &cuts {
+        let (off, _) = split_linear_terms(c.0, v)?;
+        if !w.elem_vars(off).is_empty() {
+            return None;
+        }
+    }
+    // Exact tiling below v: steps s_0 < s_1 < ... with s_{i+1} = s_i · ext_i, and
+    // a_v = s_last · ext_last.
+    let step = terms[0].0;
+    let mut reach = step;
+    for &(a, ext, _) in &terms[..terms.len() - 1] {
+        if a != reach {
+            return None;
+        }
+        reach = a.checked_mul(ext)?;
+    }
+    (reach == a_v).then_some(v)
+}
+
 fn split_linear(w: &Work, e: Expr) -> Option<(Vec<(Expr, i64)>, i64, Vec<(u32, i64)>)> {
     let l = Linear::of(e)?;
     let mut off = Vec::new();
@@ -426,7 +500,12 @@ fn finish(mut w: Work, map: &IndexingMap, result_text: &[String]) -> Result<Oper
                 .any(|(i, r)| i != j && r.uses_var(v))
                 || w.constraints.iter().any(|c| c.0.uses_var(v))
         };
-        if let Some(&(v, _)) = el.iter().find(|&&(v, _)| used_elsewhere(v)) {
+        // A partial tile along the outermost variable of a contiguous sum (`d * 128 + s`,
+        // the tile cutting d's extent): its cut becomes a cut on the merged variable.
+        let mut cut: Option<u32> = None;
+        if let Some(v) = partial_outer(&w, j, &el) {
+            cut = Some(v);
+        } else if let Some(&(v, _)) = el.iter().find(|&&(v, _)| used_elsewhere(v)) {
             if let Some(c) = w.constraints.iter().find(|c| c.0.uses_var(v)) {
                 return Err(NotATile::new(format!(
                     "operand dimension {j} `{}` sums tile elements along several variables, and `{}` cuts a partial tile along {}; choose sizes that divide the extents",
@@ -438,6 +517,8 @@ fn finish(mut w: Work, map: &IndexingMap, result_text: &[String]) -> Result<Oper
                 result_text[j], w.origin[v as usize]
             )));
         }
+        let lo_of = |v: u32| w.bounds[v as usize].lo;
+        let cut = cut.map(|v| (v, lo_of(v), el.iter().find(|e| e.0 == v).map_or(1, |e| e.1)));
         // Flip negative steps: a*v = -a*(ext-1-v') + a*(ext-1).
         let mut constant = k;
         let mut terms: Vec<(i64, i64, u32)> = Vec::new(); // (step, extent, var)
@@ -484,6 +565,45 @@ fn finish(mut w: Work, map: &IndexingMap, result_text: &[String]) -> Result<Oper
         let mut origins_dedup = origins.clone();
         origins_dedup.dedup();
         let nv = w.new_elem(origins_dedup.join("*"), span);
+        if let Some((v, lo_v, a_v)) = cut {
+            // v - lo_v = nv floordiv inner (the variables below v fill exactly a_v / step
+            // values of nv each), so `off_c + g·v in [lo, hi]` (g = ±1) is
+            // `inner·g·off_c + nv in` the cut scaled by inner: same elements, one variable.
+            let inner = a_v / step;
+            for c in w.constraints.iter_mut().filter(|c| c.0.uses_var(v)) {
+                let (off_c, g) = match split_linear_terms(c.0, v) {
+                    Some(x) => x,
+                    None => return Err(NotATile::new("a partial tile's cut is not linear")),
+                };
+                // g·v in [lo - off_c, hi - off_c]; as v: [L, H] shifted by off_c·(-g)
+                let (lo, hi, sign) = if g == 1 {
+                    (c.1.lo, c.1.hi, 1)
+                } else {
+                    let neg = |x: i64| {
+                        x.checked_neg()
+                            .ok_or_else(|| NotATile::new("offset overflow"))
+                    };
+                    (neg(c.1.hi)?, neg(c.1.lo)?, -1)
+                };
+                // v in [lo - sign·off_c, hi - sign·off_c]
+                let ov = || NotATile::new("offset overflow");
+                let new_lo = lo
+                    .checked_sub(lo_v)
+                    .and_then(|x| x.checked_mul(inner))
+                    .ok_or_else(ov)?;
+                let new_hi = hi
+                    .checked_sub(lo_v)
+                    .and_then(|x| x.checked_mul(inner))
+                    .and_then(|x| x.checked_add(inner - 1))
+                    .ok_or_else(ov)?;
+                let e = canonical(
+                    off_c
+                        .mul(Expr::constant(inner.checked_mul(sign).ok_or_else(ov)?))
+                        .add(Expr::var(nv)),
+                );
+                *c = (e, Interval::new(new_lo, new_hi), c.2.clone());
+            }
+        }
         w.results[j] = canonical(
             Linear {
                 terms: off,

@@ -64,7 +64,7 @@ pub fn instruction_maps(
         let dots: Vec<InstrId> = order
             .iter()
             .copied()
-            .filter(|&i| comp.instrs[i].opcode == "dot")
+            .filter(|&i| matches!(comp.instrs[i].opcode.as_str(), "dot" | "scaled-dot"))
             .collect();
         match dots.as_slice() {
             [] => {

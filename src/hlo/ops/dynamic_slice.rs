@@ -122,19 +122,62 @@ fn offsets(
     dims: &[i64],
     first_var: usize,
 ) -> (Vec<Expr>, Vec<Interval>) {
+    offsets_noted(cx, first, max, dims, first_var, &mut Vec::new())
+}
+
+/// What the offsets fold by the op's clamping of its start indices (issue 32, item 9): one
+/// line per start index that is a constant outside its bounds.
+pub fn clamp_notes(cx: &Cx) -> Vec<String> {
+    let (first, small) = if cx.instr.opcode == "dynamic-slice" {
+        (1, cx.out().to_vec())
+    } else {
+        (2, cx.opd(1).to_vec())
+    };
+    let big = if first == 1 { cx.opd(0) } else { cx.out() };
+    let max: Vec<i64> = big.iter().zip(&small).map(|(n, s)| n - s).collect();
+    let mut notes = Vec::new();
+    offsets_noted(cx, first, &max, &small, 0, &mut notes);
+    notes
+}
+
+fn offsets_noted(
+    cx: &Cx,
+    first: usize,
+    max: &[i64],
+    dims: &[i64],
+    first_var: usize,
+    notes: &mut Vec<String>,
+) -> (Vec<Expr>, Vec<Interval>) {
     let mut exprs = Vec::new();
     let mut rts = Vec::new();
     let dim_bounds: Vec<Interval> = dims.iter().map(|&n| Interval::new(0, n - 1)).collect();
     for (i, &hi) in max.iter().enumerate() {
         let bounds = Interval::new(0, hi);
-        match rtvar::fold(
+        // Both ops clamp their start indices: a constant outside is folded clamped.
+        let rule = if first == 1 {
+            rtvar::OutOfRange::Clamp(rtvar::DYNAMIC_SLICE_CLAMPS)
+        } else {
+            rtvar::OutOfRange::Clamp(rtvar::DYNAMIC_UPDATE_SLICE_CLAMPS)
+        };
+        match rtvar::fold_rule(
             cx.comp,
             cx.instr.operands[first + i],
             &[],
             &dim_bounds,
             bounds,
+            rule,
         ) {
-            Some(e) => exprs.push(e),
+            Some(f) => {
+                if let rtvar::Rule::Clamped(v, why) = f.rule {
+                    notes.push(rtvar::clamp_note(
+                        &format!("start index {i} (`{}`)", cx.operand(first + i).name),
+                        v,
+                        bounds,
+                        why,
+                    ));
+                }
+                exprs.push(f.expr)
+            }
             None => {
                 exprs.push(Expr::var((first_var + rts.len()) as u32));
                 rts.push(bounds);

@@ -103,6 +103,18 @@ fn check(cx: &Cx) -> Result<(), String> {
 }
 
 fn out_to_in(cx: &Cx) -> Vec<IndexingMap> {
+    out_to_in_noted(cx, &mut Vec::new())
+}
+
+/// What [`out_to_in`] folded by gather's clamping of its start indices (issue 32, item 9):
+/// one line per start index that is a constant outside its bounds.
+pub fn clamp_notes(cx: &Cx) -> Vec<String> {
+    let mut notes = Vec::new();
+    out_to_in_noted(cx, &mut notes);
+    notes
+}
+
+fn out_to_in_noted(cx: &Cx, notes: &mut Vec<String>) -> Vec<IndexingMap> {
     let g = dims(cx);
     let (op, ix, out) = (cx.opd(0), cx.opd(1), cx.out());
     let ivd = g.index_vector_dim as usize;
@@ -138,14 +150,25 @@ fn out_to_in(cx: &Cx) -> Vec<IndexingMap> {
         let start = match g.start_index_map.iter().position(|&x| x as usize == k) {
             Some(j) => {
                 let bounds = Interval::new(0, op[k] - g.slice_sizes[k]);
-                match rtvar::fold(
+                match rtvar::fold_rule(
                     cx.comp,
                     cx.instr.operands[1],
                     &index_of(j as i64),
                     &dim_bounds,
                     bounds,
+                    rtvar::OutOfRange::Clamp(rtvar::GATHER_CLAMPS),
                 ) {
-                    Some(e) => e,
+                    Some(f) => {
+                        if let rtvar::Rule::Clamped(v, why) = f.rule {
+                            notes.push(rtvar::clamp_note(
+                                &format!("start index {j} (`{}`)", cx.operand(1).name),
+                                v,
+                                bounds,
+                                why,
+                            ));
+                        }
+                        f.expr
+                    }
                     None => {
                         rts.push(bounds);
                         Expr::var((out.len() + rts.len() - 1) as u32)

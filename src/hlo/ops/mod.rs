@@ -109,6 +109,7 @@ pub static FAMILIES: &[(&[&str], &Family)] = &[
     (&["bitcast"], &bitcast::FAMILY),
     (&["concatenate"], &concatenate::FAMILY),
     (&["dot"], &dot::FAMILY),
+    (&["scaled-dot"], &dot::SCALED),
     (&["pad"], &pad::FAMILY),
     (&["reduce-window"], &reduce_window::FAMILY),
     (&["convolution"], &convolution::FAMILY),
@@ -150,6 +151,25 @@ pub fn check(comp: &Computation, id: InstrId) -> Result<(), String> {
 }
 
 /// Output-to-input maps of every operand (one set per operand, in operand order).
+/// The start indices an op's maps fold by the op's own clamping (dynamic-slice,
+/// dynamic-update-slice, gather: a constant outside the bounds is clamped into them, as the
+/// op does at run time), one line each, for `indexing` to say which rule applied.
+pub fn clamp_notes(comp: &Computation, id: InstrId) -> Vec<String> {
+    let instr = &comp.instrs[id];
+    let Some(f) = family(&instr.opcode) else {
+        return vec![];
+    };
+    let cx = Cx::new(comp, id);
+    if (f.check)(&cx).is_err() {
+        return vec![];
+    }
+    match instr.opcode.as_str() {
+        "dynamic-slice" | "dynamic-update-slice" => dynamic_slice::clamp_notes(&cx),
+        "gather" => gather::clamp_notes(&cx),
+        _ => vec![],
+    }
+}
+
 pub fn output_to_input(comp: &Computation, id: InstrId) -> Vec<MapSet> {
     let instr = &comp.instrs[id];
     let undefined = || vec![vec![IndexingMap::undefined()]; instr.operands.len()];
