@@ -611,6 +611,22 @@ fn shifted_vector_loads(
     Ok(out)
 }
 
+/// The index of the reduced element a reduction's thread reads, as C arguments of its
+/// function: from the simplified scope, or the scope as it is for the naive variant (or
+/// where simplification leaves it undefined).
+fn reduced_args(ctx: &IndexingMap, naive: bool) -> Vec<String> {
+    let s = simplified(ctx);
+    let m = if naive || s.status != crate::map::Status::Defined {
+        ctx.clone()
+    } else {
+        s
+    };
+    m.results
+        .iter()
+        .map(|&r| c_expr(r, &m.names(), &m.bounds()))
+        .collect()
+}
+
 /// [`Body::visit`] without going under a condition or a run-time shift ([`Body::Guard`],
 /// [`Body::DynCall`]): the operations every element performs.
 fn unconditional_visit(b: &Body, f: &mut dyn FnMut(&Body)) {
@@ -910,7 +926,6 @@ fn emit_with(
                 w.line(format!("{ty} acc = {acc_init};"));
             }
             w.line(format!("// thread → reduced element: {rm}"));
-            let nd = rm.dims.len() as u32;
             // Guards on the dims alone hold for the whole warp's row: they may `return` only
             // after the shuffle, so keep them as a flag.
             // Without a loop over the reduced elements, a guard's `continue` needs a loop to
@@ -986,20 +1001,8 @@ fn emit_with(
                         w.line(format!("if ({cond}) continue;"));
                     }
                 }
-                let _ = nd;
                 let ctx = scope(&mut w, rm, naive, "r");
-                let args = {
-                    let s = simplified(&ctx);
-                    let m = if naive || s.status != crate::map::Status::Defined {
-                        ctx.clone()
-                    } else {
-                        s
-                    };
-                    m.results
-                        .iter()
-                        .map(|&r| c_expr(r, &m.names(), &m.bounds()))
-                        .collect::<Vec<_>>()
-                };
+                let args = reduced_args(&ctx, naive);
                 let call = format!(
                     "f{func}({params}{}{})",
                     if args.is_empty() { "" } else { ", " },
@@ -1234,18 +1237,7 @@ fn multi_reduction(
             }
         }
         let ctx = scope(w, &rm, naive, "r");
-        let args = {
-            let s = simplified(&ctx);
-            let m = if naive || s.status != crate::map::Status::Defined {
-                ctx.clone()
-            } else {
-                s
-            };
-            m.results
-                .iter()
-                .map(|&r| c_expr(r, &m.names(), &m.bounds()))
-                .collect::<Vec<_>>()
-        };
+        let args = reduced_args(&ctx, naive);
         // Each reduced function once per element, however many reductions fold it.
         let mut values: Vec<(usize, String)> = Vec::new();
         for r in &mine {
