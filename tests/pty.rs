@@ -224,6 +224,10 @@ fn up_in_a_continuation_line_edits_the_statement_not_history() {
     // Up: the statement comes back as one buffer, the cursor at the end of its first line;
     // six Lefts (past ", d0),") and four Backspaces remove " + 1"; Enter runs it all.
     r.send("\x1b[A");
+    // The edit keys once the statement is redrawn, as a person sees it: keys that reach the
+    // terminal in the instant between two line reads are read by the kernel's cooked mode,
+    // whose line editing takes a Backspace itself (rustyline reads the rest raw).
+    r.until("d1 in [0, 4]");
     r.send("\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x7f\x7f\x7f\x7f\r");
     r.line(M);
     r.prompt();
