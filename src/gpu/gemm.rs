@@ -27,7 +27,7 @@
 
 use super::from_hlo;
 use super::reference::{read_value, round_float, Reference};
-use super::spec::{Body, ElemType, KernelSpec, Tensor};
+use super::spec::{is_identity, Body, ElemType, KernelSpec, Tensor};
 use crate::expr::Expr;
 use crate::hlo::workspace::{Target, Workspace};
 use crate::hlo::{Computation, Instr, InstrId, Module};
@@ -661,22 +661,6 @@ fn check_epilogue(e: &KernelSpec, acc: usize, dot: &Tensor) -> Result<(), String
         ));
     }
     Ok(())
-}
-
-/// Whether `m` maps each index to itself over `dims`.
-fn is_identity(m: &IndexingMap, dims: &[i64]) -> bool {
-    m.dims.len() == dims.len()
-        && m.ranges.is_empty()
-        && m.runtimes.is_empty()
-        && m.constraints.is_empty()
-        && m.dims
-            .iter()
-            .zip(dims)
-            .all(|(v, &n)| v.bounds.lo == 0 && v.bounds.hi == n - 1)
-        && m.results
-            .iter()
-            .enumerate()
-            .all(|(i, &r)| r == Expr::var(i as u32))
 }
 
 impl GemmSpec {

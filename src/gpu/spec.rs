@@ -702,6 +702,22 @@ impl Body {
     }
 }
 
+/// Whether `m` maps each index to itself over `dims`.
+pub fn is_identity(m: &IndexingMap, dims: &[i64]) -> bool {
+    m.dims.len() == dims.len()
+        && m.ranges.is_empty()
+        && m.runtimes.is_empty()
+        && m.constraints.is_empty()
+        && m.dims
+            .iter()
+            .zip(dims)
+            .all(|(v, &n)| v.bounds.lo == 0 && v.bounds.hi == n - 1)
+        && m.results
+            .iter()
+            .enumerate()
+            .all(|(i, &r)| r == Expr::var(i as u32))
+}
+
 /// `map` with the run-time shifts of a [`Body::DynCall`] as range variables: coordinate `i`
 /// plus `rt<i> in [0, limits[i]]`, the indices the call may reach (for the analyses). The
 /// names say they are starts read at run time (as the launches' runtime variables `rt<d>`

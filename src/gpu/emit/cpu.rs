@@ -761,7 +761,9 @@ impl Rows<'_> {
                 let over_columns = n_new == 1
                     && shown.constraints.is_empty()
                     && self.col == Some(canon.ranges[0].bounds)
-                    && self.col.is_some_and(|c| c.hi - c.lo < ROW_BUFFER_MAX)
+                    && self
+                        .col
+                        .is_some_and(|c| c.hi.saturating_sub(c.lo) < ROW_BUFFER_MAX)
                     && self.spec.function_elem(*func) == t
                     && !matches!(
                         f.body,

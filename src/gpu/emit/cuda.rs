@@ -17,7 +17,7 @@ use super::{
 };
 use crate::expr::Expr;
 use crate::gpu::launch::{reads_through_tile, Launch, Strategy, TILE};
-use crate::gpu::spec::{Body, ElemType, KernelSpec};
+use crate::gpu::spec::{is_identity, Body, ElemType, KernelSpec};
 use crate::map::IndexingMap;
 use crate::MapError;
 
@@ -246,21 +246,10 @@ fn row_vector_read(
     let Some(Body::Load { input, map }) = spec.functions.get(func).map(|f| &f.body) else {
         return Ok(None);
     };
-    let identity = map.ranges.is_empty()
-        && map.constraints.is_empty()
-        && map.results.len() == map.dims.len()
-        && map
-            .results
-            .iter()
-            .enumerate()
-            .all(|(i, &r)| r == Expr::var(i as u32));
     let t = &spec.inputs[*input];
-    let Some(vt) = vector_type_of(t.elem, vector) else {
+    let Some(vt) = vector_type_of(t.elem, vector).filter(|_| is_identity(map, &t.dims)) else {
         return Ok(None);
     };
-    if !identity {
-        return Ok(None);
-    }
     Ok(vector_base(rm, map, &t.strides()?, vector)?.map(|base| (*input, vt, base)))
 }
 
@@ -557,16 +546,8 @@ fn shifted_vector_loads(
         let Body::Load { input, map: fmap } = &f.body else {
             continue;
         };
-        let identity = fmap.ranges.is_empty()
-            && fmap.constraints.is_empty()
-            && fmap.results.len() == fmap.dims.len()
-            && fmap
-                .results
-                .iter()
-                .enumerate()
-                .all(|(i, &r)| r == Expr::var(i as u32));
         let t = &spec.inputs[*input];
-        if !identity || t.elem.bytes() * vector != 16 {
+        if !is_identity(fmap, &t.dims) || t.elem.bytes() * vector != 16 {
             continue;
         }
         let strides = t.strides()?;
