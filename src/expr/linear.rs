@@ -149,15 +149,15 @@ fn collect(e: Expr, k: i128, acc: &mut Acc, constant: &mut i128) -> Option<()> {
             collect(b, k, acc, constant)?;
         }
         ExprKind::Bin(Op::Mul, a, b) => {
-            let la = lin_of_canonical(canonical_opt(a)?);
-            let lb = lin_of_canonical(canonical_opt(b)?);
-            if la.is_constant() {
-                add_scaled(&lb, k.checked_mul(la.constant.into())?, acc, constant)?;
-            } else if lb.is_constant() {
-                add_scaled(&la, k.checked_mul(lb.constant.into())?, acc, constant)?;
+            // (read off the canonical forms' top-level sums in place: a canonical form is
+            // `to_expr` of its own linear form, so no `Linear` is built nor rebuilt)
+            let (ca, cb) = (canonical_opt(a)?, canonical_opt(b)?);
+            if let Some(c) = ca.as_const() {
+                add_scaled_canonical(cb, k.checked_mul(c.into())?, acc, constant)?;
+            } else if let Some(c) = cb.as_const() {
+                add_scaled_canonical(ca, k.checked_mul(c.into())?, acc, constant)?;
             } else {
-                let (x, y) = (la.to_expr(), lb.to_expr());
-                let (x, y) = if x <= y { (x, y) } else { (y, x) };
+                let (x, y) = if ca <= cb { (ca, cb) } else { (cb, ca) };
                 add_term(acc, Expr::bin(Op::Mul, x, y), k)?;
             }
         }
@@ -181,20 +181,29 @@ fn collect(e: Expr, k: i128, acc: &mut Acc, constant: &mut i128) -> Option<()> {
             // the operands through their memoized canonical forms: a division's dividend
             // is walked once, not once per enclosing sum (`Linear::of(canonical(x))` is
             // `Linear::of(x)`: canonical forms are fixpoints)
-            let la = lin_of_canonical(canonical_opt(a)?);
-            let lb = lin_of_canonical(canonical_opt(b)?);
-            match (op, lb.is_constant().then_some(lb.constant)) {
-                (_, Some(c)) if c != 0 && la.is_constant() => {
-                    let v = super::arith::apply(op, la.constant, c).ok()?;
+            // (the canonical forms read in place, as for a product: the atom is the node
+            // itself when its operands are canonical already)
+            let (ca, cb) = (canonical_opt(a)?, canonical_opt(b)?);
+            match (op, cb.as_const()) {
+                (_, Some(c)) if c != 0 && ca.as_const().is_some() => {
+                    let la = ca.as_const().unwrap_or(0);
+                    let v = super::arith::apply(op, la, c).ok()?;
                     *constant = constant.checked_add(i128::from(v).checked_mul(k)?)?;
                 }
                 // Exact for any non-zero divisor: (c·A) floordiv c = (c·A) ceildiv c = A.
-                (Op::FloorDiv | Op::CeilDiv, Some(c)) if c != 0 && la.divisible_by(c) => {
-                    let q = la.checked_div_exact(c)?;
+                (Op::FloorDiv | Op::CeilDiv, Some(c)) if c != 0 && divisible_canonical(ca, c) => {
+                    let q = lin_of_canonical(ca).checked_div_exact(c)?;
                     add_scaled(&q, k, acc, constant)?;
                 }
-                (Op::Mod, Some(c)) if c != 0 && la.divisible_by(c) => {}
-                _ => add_term(acc, Expr::bin(op, la.to_expr(), lb.to_expr()), k)?,
+                (Op::Mod, Some(c)) if c != 0 && divisible_canonical(ca, c) => {}
+                _ => {
+                    let atom = if (ca, cb) == (a, b) {
+                        e
+                    } else {
+                        Expr::bin(op, ca, cb)
+                    };
+                    add_term(acc, atom, k)?
+                }
             }
         }
     }
@@ -208,6 +217,56 @@ fn add_scaled(l: &Linear, k: i128, acc: &mut Acc, constant: &mut i128) -> Option
     }
     *constant = constant.checked_add(i128::from(l.constant).checked_mul(k)?)?;
     Some(())
+}
+
+/// The terms of a canonical form's top-level sum (`atom` or `atom * k`, then the
+/// constant), as [`Linear::of_canonical`] reads them, given to `f` one by one without
+/// building a [`Linear`]: `f(Some(atom), k)` per term, `f(None, c)` for the constant (0
+/// when there is none). Stops at the first `None` that `f` returns.
+fn for_each_term_canonical(c: Expr, mut f: impl FnMut(Option<Expr>, i64) -> Option<()>) -> Option<()> {
+    let mut x = c;
+    let mut konst = 0;
+    loop {
+        let (rest, t) = match x.kind() {
+            ExprKind::Bin(Op::Add, a, b) => (Some(a), b),
+            _ => (None, x),
+        };
+        match t.kind() {
+            ExprKind::Const(v) => konst = v,
+            ExprKind::Bin(Op::Mul, a, b) => match b.kind() {
+                ExprKind::Const(k) => f(Some(a), k)?,
+                _ => f(Some(t), 1)?,
+            },
+            _ => f(Some(t), 1)?,
+        }
+        match rest {
+            Some(r) => x = r,
+            None => break,
+        }
+    }
+    f(None, konst)
+}
+
+/// `add_scaled(&lin_of_canonical(c), k, ..)` without the `Linear`: each atom of a
+/// canonical form is distinct, so each slot of `acc` gets one addition whatever the order
+/// (the same sums, the same overflows).
+fn add_scaled_canonical(c: Expr, k: i128, acc: &mut Acc, constant: &mut i128) -> Option<()> {
+    for_each_term_canonical(c, |atom, j| {
+        let v = i128::from(j).checked_mul(k)?;
+        match atom {
+            Some(a) => add_term(acc, a, v),
+            None => {
+                *constant = constant.checked_add(v)?;
+                Some(())
+            }
+        }
+    })
+}
+
+/// `lin_of_canonical(c).divisible_by(d)`, read in place.
+fn divisible_canonical(c: Expr, d: i64) -> bool {
+    d != 0
+        && for_each_term_canonical(c, |_, j| (j.wrapping_rem(d) == 0).then_some(())).is_some()
 }
 
 /// The atoms of a sum being collected, with their coefficients so far, in the order first

@@ -946,6 +946,53 @@ impl Digit {
 /// Most distinct subterms one digit candidate may visit (a bound on work, by count).
 const MAX_DIGIT_NODES: usize = 4_000;
 
+/// Whether every floordiv and mod of `e` is one digit of a variable (`v floordiv c`,
+/// `v mod c`, `(v floordiv p) mod e`, positive constant divisors, `v` below 63) that
+/// occurs nowhere else in `e`, and `e` has no ceildiv, min or max (see
+/// `Folder::digit_may_be_lighter`).
+fn single_digits(e: Expr) -> bool {
+    // (free: variables met outside a division; digits: variables of a digit)
+    fn walk(e: Expr, free: &mut u64, digits: &mut u64) -> bool {
+        let digit_var = |x: Expr| match x.kind() {
+            ExprKind::Var(v) if v < 63 => Some(v),
+            _ => None,
+        };
+        let pos = |c: Expr| c.as_const().is_some_and(|c| c > 0);
+        match e.kind() {
+            ExprKind::Const(_) => true,
+            ExprKind::Var(v) => {
+                if v >= 63 {
+                    return false;
+                }
+                *free |= 1 << v;
+                true
+            }
+            ExprKind::Bin(Op::Add | Op::Mul, a, b) => {
+                walk(a, free, digits) && walk(b, free, digits)
+            }
+            ExprKind::Bin(op @ (Op::FloorDiv | Op::Mod), a, c) if pos(c) => {
+                let v = match (op, a.kind()) {
+                    (_, ExprKind::Var(_)) => digit_var(a),
+                    (Op::Mod, ExprKind::Bin(Op::FloorDiv, x, p)) if pos(p) => digit_var(x),
+                    _ => None,
+                };
+                let Some(v) = v else {
+                    return false;
+                };
+                let bit = 1u64 << v;
+                if *digits & bit != 0 {
+                    return false;
+                }
+                *digits |= bit;
+                true
+            }
+            _ => false,
+        }
+    }
+    let (mut free, mut digits) = (0u64, 0u64);
+    walk(e, &mut free, &mut digits) && free & digits == 0
+}
+
 impl Folder<'_> {
     /// Whether a variable of `e` is fixed to one point by its bounds (bit 63 of the mask,
     /// variables past 62, counts as one).
@@ -962,11 +1009,21 @@ impl Folder<'_> {
     /// at least as much; one without is the same affine form over the variable bounds
     /// (the quotient basis with every division resolved), which `out` already is. Most
     /// small maps end there, and the candidate was a third of their pre-pass.
+    ///
+    /// Nor when every division of `out` is one digit of a variable of its own
+    /// (`v floordiv c`, `v mod c`, `(v floordiv p) mod e`, each such `v` nowhere else in
+    /// `out`; [`single_digits`]): the candidate's quotient basis has one base per digit,
+    /// printed in the cheaper of its quotient and digit forms, which is the digit as
+    /// written, and the rest is the same affine form. Half of the corpus's candidates
+    /// were of such an expression (`d1 mod 2`, `(d4 floordiv 32) mod 32`), none lighter.
     fn digit_may_be_lighter(&self, out: Expr) -> bool {
-        out.has_div()
-            || out.has_min_max()
-            || expr_rank(out).0 > super::cost::DIV
-            || self.has_point_var(out)
+        if out.has_min_max() || self.has_point_var(out) {
+            return true;
+        }
+        if out.has_div() {
+            return !single_digits(out);
+        }
+        expr_rank(out).0 > super::cost::DIV
     }
 
     /// The interval of base `b` (a variable's bounds, or an opaque base's recorded range).
