@@ -86,6 +86,26 @@ pub fn fold_all(exprs: &[Expr], bounds: &[Interval], facts: &[(Expr, Interval)])
         .collect()
 }
 
+/// [`fold_all`] for expressions the proof of done settles (`done.rs`: no rule of the
+/// e-graph, so no step of the bottom-up walk, makes them cheaper): the walk is skipped and
+/// each expression (canonical) gets only the digit candidate, where it is lighter.
+pub fn digit_only(exprs: &[Expr], bounds: &[Interval], facts: &[(Expr, Interval)]) -> Vec<Expr> {
+    let mut f = Folder::new(bounds, facts);
+    exprs
+        .iter()
+        .map(|&e| {
+            let start = canonical(e);
+            if !f.digit_may_be_lighter(start) {
+                return start;
+            }
+            match f.digit_candidate(start) {
+                Some(d) if lighter(expr_rank(d), expr_rank(start)) => d,
+                _ => start,
+            }
+        })
+        .collect()
+}
+
 /// One rewrite of the pre-pass, as [`fold_all_traced`] reports it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct FoldStep {

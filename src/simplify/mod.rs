@@ -641,6 +641,14 @@ impl Group<'_> {
         steps: &mut Vec<Step>,
     ) -> (Vec<Expr>, rewrite::RunReport) {
         let t_fold = std::time::Instant::now();
+        let settle = done::Settle::new(self.bounds, self.facts);
+        // Where the first tier's proof of done settles every expression as it stands
+        // (`done.rs`: no rule of the e-graph makes it cheaper, and the pre-pass's bottom-up
+        // walk applies those rules), only the pre-pass's digit candidate is tried, which
+        // changes basis beyond the rules (`(-d0 + 2) mod 3` is `-(d0 mod 3) + 2`, lighter
+        // under the division). Most small maps end there; the walk cost as much as the
+        // rest of their simplification. (Not for explain: its steps come from the walk.)
+        let all_done = !explain && exprs.iter().all(|&e| settle.open(e).is_none());
         let known = self
             .limits
             .prepass
@@ -649,6 +657,8 @@ impl Group<'_> {
         let mut fold_steps: Vec<Vec<fold::FoldStep>> = Vec::new();
         let folded = if !self.limits.prepass {
             exprs.to_vec()
+        } else if all_done {
+            fold::digit_only(exprs, self.bounds, self.facts)
         } else if explain {
             let (f, st) = fold::fold_all_traced(exprs, self.bounds, self.facts);
             fold_steps = st;
@@ -665,7 +675,6 @@ impl Group<'_> {
             f
         };
         let prepass_s = t_fold.elapsed().as_secs_f64();
-        let settle = done::Settle::new(self.bounds, self.facts);
         let mut new = exprs.to_vec();
         let mut rest = Vec::new();
         for (i, (&e, f)) in exprs.iter().zip(folded).enumerate() {
@@ -685,6 +694,7 @@ impl Group<'_> {
             // the e-graph only where the first tier's proof of done fails (`done.rs`)
             if worth_rewriting(new[i], self.point_vars)
                 && (!self.proven || new[i] != e)
+                && !(all_done && new[i] == e)
                 && settle.open(new[i]).is_some()
             {
                 rest.push(i);
