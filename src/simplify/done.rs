@@ -67,6 +67,7 @@
 //! random maps that the e-graph never finds a form ranked lower than an expression this
 //! check calls done.
 
+use super::rules::modulo::least_residue;
 use super::rules::remainder_factors;
 use crate::expr::arith::{floor_div, modulo};
 use crate::expr::linear::Linear;
@@ -419,21 +420,6 @@ fn scale_of(f: &[(u32, i64)], l: &[(u32, i64)]) -> Option<i64> {
         }
     }
     s
-}
-
-/// The coefficient `mod-drop-multiples` leaves for `k` under modulus `c` (the same
-/// function as the rule's).
-fn least_residue(k: i64, c: i64) -> i64 {
-    let tie = c % 2 == 0 && k == -(c / 2);
-    if k > -c && k < c && !tie {
-        return k;
-    }
-    let r = modulo(k, c);
-    if r > c / 2 {
-        r - c
-    } else {
-        r
-    }
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@
 
 use super::congruence::Congruence;
 use super::cost::expr_rank;
+use super::rules::modulo::least_residue;
 use super::rules::remainder_factors;
 use crate::expr::arith::{floor_div, modulo};
 use crate::expr::linear::Linear;
@@ -295,20 +296,6 @@ fn division_pairs(e: Expr) -> std::collections::HashSet<(Expr, Expr, bool)> {
 
 fn gcd(a: i64, b: i64) -> i64 {
     super::rules::gcd(a, b)
-}
-
-/// The residue the e-graph's `mod-drop-multiples` keeps (the same function).
-fn least_residue(k: i64, c: i64) -> i64 {
-    let tie = c % 2 == 0 && k == -(c / 2);
-    if k > -c && k < c && !tie {
-        return k;
-    }
-    let r = modulo(k, c);
-    if r > c / 2 {
-        r - c
-    } else {
-        r
-    }
 }
 
 impl<'a> Folder<'a> {
