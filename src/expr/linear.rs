@@ -106,7 +106,16 @@ impl Linear {
     /// terms before negative ones (`d0 - d1 * 2`), larger coefficients (strides) first, as people write linearized indices (`d0 * 8 + d1`);
     /// ties in variable order, a plain variable before a compound term; the constant last.
     pub fn to_expr(&self) -> Expr {
-        let mut terms = self.terms.clone();
+        // (sorted in a copy on the stack when small: no allocation per call)
+        let mut small = [(Expr(0), 0i64); 8];
+        let mut large = Vec::new();
+        let terms: &mut [(Expr, i64)] = if self.terms.len() <= small.len() {
+            small[..self.terms.len()].copy_from_slice(&self.terms);
+            &mut small[..self.terms.len()]
+        } else {
+            large.extend_from_slice(&self.terms);
+            &mut large
+        };
         terms.sort_by(|&(a, ka), &(b, kb)| {
             (ka < 0)
                 .cmp(&(kb < 0))
@@ -115,7 +124,7 @@ impl Linear {
                 .then_with(|| kb.cmp(&ka))
         });
         let mut out: Option<Expr> = None;
-        for &(atom, k) in &terms {
+        for &(atom, k) in terms.iter() {
             let term = if k == 1 {
                 atom
             } else {

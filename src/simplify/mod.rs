@@ -190,6 +190,9 @@ const MAX_FRESH_RUNS: usize = 3;
 /// text in 25 of 71,098 random maps (SPEC §2 promises stable text). The check costs one
 /// more run of the pipeline per map.
 fn run(map: &IndexingMap, limits: &SimplifyLimits, explain: bool) -> Simplified {
+    // (once per call: the fresh runs reuse the canonical forms the first run computed,
+    // a pure function of the expression)
+    crate::expr::linear::forget_canonical_forms();
     let memo = std::cell::RefCell::new(Memo::default());
     let (mut out, mut fixpoint) = run_once(map, limits, explain, &memo);
     for _ in 0..MAX_FRESH_RUNS {
@@ -256,7 +259,6 @@ fn run_once(
     explain: bool,
     memo: &std::cell::RefCell<Memo>,
 ) -> (Simplified, bool) {
-    crate::expr::linear::forget_canonical_forms();
     let mut steps = StepLog::new(explain);
     let mut m = map.clone();
     m.canonicalize();
@@ -276,7 +278,8 @@ fn run_once(
     let mut last_egraph_input = None;
     let mut saturated_output = None;
     for _ in 0..MAX_ROUNDS {
-        let before = m.clone();
+        // (what `same` compares: no copy of the variables' names)
+        let before = snapshot(&m);
         // Constraints and the bounds they imply to a fixpoint before the e-graph: bound
         // propagation through one constraint can narrow two variables by a unit a pass
         // (`s0 * -7 - d2 * 5 in [8, 8]`), and left to the rounds it ran out of them, so the
@@ -327,7 +330,7 @@ fn run_once(
             }
             m = m2;
         }
-        if m.status != Status::Defined || same(&m, &before) {
+        if m.status != Status::Defined || snapshot(&m) == before {
             fixpoint = true;
             break;
         }
@@ -357,11 +360,16 @@ fn egraph_state(m: &IndexingMap) -> EgraphState {
     (m.bounds(), m.constraints.clone(), m.results.clone())
 }
 
-fn same(a: &IndexingMap, b: &IndexingMap) -> bool {
-    a.results == b.results
-        && a.constraints == b.constraints
-        && a.bounds() == b.bounds()
-        && a.status == b.status
+/// What a round's fixpoint test compares: results, constraints, bounds, status.
+type Snapshot = (Vec<Expr>, Vec<(Expr, Interval)>, Vec<Interval>, Status);
+
+fn snapshot(m: &IndexingMap) -> Snapshot {
+    (
+        m.results.clone(),
+        m.constraints.clone(),
+        m.bounds(),
+        m.status,
+    )
 }
 
 /// Whether a result is, as written, the expression of a constraint that pins it to one
