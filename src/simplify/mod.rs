@@ -263,17 +263,33 @@ fn run_once(
     let mut m = map.clone();
     m.canonicalize();
     m.normalize_divisors();
+    if m.status != Status::Defined {
+        let out = Simplified {
+            map: m,
+            steps: Vec::new(),
+            limit_hit: None,
+            nodes: 0,
+            phases: rewrite::Phases::default(),
+        };
+        return (out, true);
+    }
+    // (the map is filled in at the end; a map found empty takes the input's canonical
+    // form again then, rather than a copy of it kept through every round)
     let mut out = Simplified {
-        map: m.clone(),
+        map: IndexingMap {
+            dims: Vec::new(),
+            ranges: Vec::new(),
+            runtimes: Vec::new(),
+            results: Vec::new(),
+            constraints: Vec::new(),
+            is_simplified: false,
+            status: Status::Defined,
+        },
         steps: Vec::new(),
         limit_hit: None,
         nodes: 0,
         phases: rewrite::Phases::default(),
     };
-    if m.status != Status::Defined {
-        out.map = m;
-        return (out, true);
-    }
     let mut fixpoint = false;
     let mut last_egraph_input = None;
     let mut saturated_output = None;
@@ -318,7 +334,7 @@ fn run_once(
                 saturated_output = saturated.then(|| egraph_state(&m));
             }
         }
-        if m.status == Status::Defined {
+        if m.status == Status::Defined && !range_symbols_all_used(&m) {
             let (m2, removed) = remove_unused_range_symbols(&m);
             if removed > 0 {
                 steps.push(|| Step {
@@ -341,7 +357,9 @@ fn run_once(
         // domain means nothing (any equation holds there), so the input's results stay,
         // readable as printed (`show ... as mlir` prints them beside `KNOWN EMPTY`).
         // The input's variables too: symbols removed on the way renumber the rest.
-        let mut empty = out.map.clone();
+        let mut empty = map.clone();
+        empty.canonicalize();
+        empty.normalize_divisors();
         empty.status = Status::KnownEmpty;
         empty.is_simplified = false;
         m = empty;
@@ -358,6 +376,18 @@ type EgraphState = (Vec<Interval>, Vec<(Expr, Interval)>, Vec<Expr>);
 
 fn egraph_state(m: &IndexingMap) -> EgraphState {
     (m.bounds(), m.constraints.clone(), m.results.clone())
+}
+
+/// Whether every range variable occurs in a result, so that
+/// `remove_unused_range_symbols` has nothing to remove (it then returns a copy of the
+/// map): the copy is spared. (Variables past 62 share one bit: not decided here.)
+fn range_symbols_all_used(m: &IndexingMap) -> bool {
+    let (nd, nr) = (m.dims.len(), m.ranges.len());
+    if nd + nr > 63 {
+        return false;
+    }
+    let used = m.results.iter().fold(0u64, |a, e| a | e.var_mask());
+    (nd..nd + nr).all(|v| used & (1u64 << v) != 0)
 }
 
 /// What a round's fixpoint test compares: results, constraints, bounds, status.
@@ -439,7 +469,8 @@ fn rewrite_map(
             continue;
         }
         let exprs: Vec<Expr> = picked.iter().map(|&i| all[i]).collect();
-        let names = m.names();
+        // (the variables' names are read only by explain's steps)
+        let names = if explain { m.names() } else { Vec::new() };
         let ctx = Group {
             bounds: &bounds,
             facts,
