@@ -681,13 +681,23 @@ impl Group<'_> {
     ) -> (Vec<Expr>, rewrite::RunReport) {
         let t_fold = std::time::Instant::now();
         let settle = done::Settle::new(self.bounds, self.facts);
-        // Where the first tier's proof of done settles every expression as it stands
-        // (`done.rs`: no rule of the e-graph makes it cheaper, and the pre-pass's bottom-up
-        // walk applies those rules), only the pre-pass's digit candidate is tried, which
+        // Where every expression has one division at most (weighs less than two) and the
+        // first tier's proof of done settles it as it stands (`done.rs`: no rule of the
+        // e-graph makes it cheaper), only the pre-pass's digit candidate is tried, which
         // changes basis beyond the rules (`(-d0 + 2) mod 3` is `-(d0 mod 3) + 2`, lighter
-        // under the division). Most small maps end there; the walk cost as much as the
-        // rest of their simplification. (Not for explain: its steps come from the walk.)
-        let all_done = !explain && exprs.iter().all(|&e| settle.open(e).is_none());
+        // under the division). The walk's rules are those of the e-graph, and its basis
+        // change of a sum (`recombine`) helps only where it removes a division outright,
+        // which with a single division means the division is affine on the box: the proof
+        // of done rules that out (one window, two values). With two divisions the basis
+        // change does find forms the e-graph does not: `((bl_x * 32 + th_x) mod 96) * 64 +
+        // (bl_x * 128 + th_x) floordiv 96` is done, and the walk writes it with one
+        // division (transcript gpu/coalescing). Most small maps end here; the walk cost
+        // as much as the rest of their simplification. (Not for explain: its steps come
+        // from the walk.)
+        let all_done = !explain
+            && exprs.iter().all(|&e| {
+                cost::expr_rank(e).0 < 2 * cost::DIV && settle.open(e).is_none()
+            });
         let known = self
             .limits
             .prepass
