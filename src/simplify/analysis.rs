@@ -79,13 +79,17 @@ impl View {
     }
     /// The same view with every atom id canonical (atoms that merged are collected).
     pub fn canonical(&self, egraph: &EGraph) -> Option<View> {
-        let terms = self
+        let terms: Vec<(Id, i64)> = self
             .terms
             .iter()
             .map(|&(id, k)| (egraph.find(id), k))
             .collect();
+        // (already collected, as a class's view is unless its atoms merged since: atoms in
+        // strictly increasing id order, no zero coefficient; `collected` would return it
+        // as it is)
+        let done = terms.windows(2).all(|w| w[0].0 < w[1].0) && terms.iter().all(|t| t.1 != 0);
         Some(View {
-            terms: collected(terms)?,
+            terms: if done { terms } else { collected(terms)? },
             constant: self.constant,
         })
     }
@@ -95,15 +99,20 @@ impl View {
 /// finds it), zero coefficients dropped, atoms in id order; `None` on overflow.
 fn collected(mut terms: Vec<(Id, i64)>) -> Option<Vec<(Id, i64)>> {
     terms.sort_by_key(|&(id, _)| id); // stable: equal atoms keep their order
-    let mut out: Vec<(Id, i64)> = Vec::with_capacity(terms.len());
-    for (id, k) in terms {
-        match out.last_mut() {
-            Some(last) if last.0 == id => last.1 = last.1.checked_add(k)?,
-            _ => out.push((id, k)),
+    // like atoms merged in place (no second vector)
+    let mut w = 0;
+    for r in 0..terms.len() {
+        let (id, k) = terms[r];
+        if w > 0 && terms[w - 1].0 == id {
+            terms[w - 1].1 = terms[w - 1].1.checked_add(k)?;
+        } else {
+            terms[w] = (id, k);
+            w += 1;
         }
     }
-    out.retain(|&(_, k)| k != 0);
-    Some(out)
+    terms.truncate(w);
+    terms.retain(|&(_, k)| k != 0);
+    Some(terms)
 }
 
 /// What is known about one e-class.
