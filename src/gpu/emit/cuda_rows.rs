@@ -27,7 +27,6 @@ use super::{
 use crate::expr::Expr;
 use crate::gpu::launch::{Launch, Strategy};
 use crate::gpu::spec::{Body, ElemType, KernelSpec};
-use crate::interval::Interval;
 use crate::map::{IndexingMap, Variable};
 use crate::MapError;
 
@@ -271,75 +270,13 @@ impl<'a> Coop<'a> {
                     .get(*func)
                     .ok_or_else(|| MapError::Other(format!("no function {func}")))?;
                 // Lane `lane` takes the reduction's elements lane, lane + row_threads, ..
-                // (linear over its own variables, row-major).
+                // (linear over its own variables, row-major), `vector` at a time.
                 let rt = self.row_threads;
-                let sizes: Vec<i64> = canon
-                    .ranges
-                    .iter()
-                    .map(|v| v.bounds.hi - v.bounds.lo + 1)
-                    .collect();
-                let n = sizes
-                    .iter()
-                    .try_fold(1i64, |a, &b| a.checked_mul(b))
-                    .ok_or_else(|| MapError::Overflow("a reduction's size".into()))?;
-                // `vector` consecutive elements a lane (`unroll_id`, innermost) where they
-                // divide the reduction: lane `l` takes vectors l, l + row_threads, ..
-                let vector = if self.vector > 1 && n % self.vector == 0 {
-                    self.vector
-                } else {
-                    1
-                };
-                let vectors = n / vector;
-                let steps = (vectors + rt - 1) / rt;
-                let lane_vec = Expr::var(1).add(Expr::var(2).mul(Expr::constant(rt)));
-                let lin = if vector > 1 {
-                    lane_vec.mul(Expr::constant(vector)).add(Expr::var(3))
-                } else {
-                    lane_vec
-                };
-                let mut own = Vec::new();
-                let mut inner = 1i64;
-                for (k, &s) in sizes.iter().enumerate().rev() {
-                    let q = lin.floordiv(Expr::constant(inner));
-                    let q = if k == 0 {
-                        q
-                    } else {
-                        q.modulo(Expr::constant(s))
-                    };
-                    own.push(q.add(Expr::constant(canon.ranges[k].bounds.lo)));
-                    inner *= s;
-                }
-                own.reverse();
-                let mut sub = |v: u32| -> Expr {
-                    if v == 0 {
-                        Expr::var(0)
-                    } else {
-                        own[(v - 1) as usize]
-                    }
-                };
-                let results = canon
-                    .results
-                    .iter()
-                    .map(|r| r.substitute(&mut sub))
-                    .collect();
-                let mut constraints: Vec<(Expr, Interval)> = canon
-                    .constraints
-                    .iter()
-                    .map(|&(e, iv)| (e.substitute(&mut sub), iv))
-                    .collect();
-                // The same condition as `lin in [0, n - 1]`, free of `unroll_id`.
-                constraints.push((lane_vec, Interval::new(0, vectors - 1)));
-                let mut ranges = vec![Variable::new("j", 0, steps - 1)];
-                if vector > 1 {
-                    ranges.push(Variable::new("unroll_id", 0, vector - 1));
-                }
-                let coop = IndexingMap::new(
-                    vec![canon.dims[0].clone(), Variable::new("lane", 0, rt - 1)],
-                    ranges,
-                    vec![],
-                    results,
-                    constraints,
-                );
+                let crate::gpu::rows::LaneSplit {
+                    map: coop,
+                    vector,
+                    steps,
+                } = crate::gpu::rows::lane_split(&canon, rt, self.vector)?;
                 let outer_vec = self.vec.take();
                 let saved_vector = std::mem::replace(&mut self.vector, vector);
                 if vector > 1 {
@@ -533,37 +470,8 @@ pub fn emit(
             "vector={vector} does not divide the row's {cols} elements"
         )));
     }
-    let vectors = cols / vector;
-    let steps = (vectors + rt - 1) / rt;
-    let lane_vec = Expr::var(1).add(Expr::var(2).mul(Expr::constant(rt)));
-    let c = if vector > 1 {
-        lane_vec.mul(Expr::constant(vector)).add(Expr::var(3))
-    } else {
-        lane_vec
-    };
-    let mut sub = |v: u32| -> Expr {
-        if v == 0 {
-            Expr::var(0)
-        } else {
-            c
-        }
-    };
-    let results = lm.results.iter().map(|r| r.substitute(&mut sub)).collect();
-    let mut ranges = vec![Variable::new("col", 0, steps - 1)];
-    if vector > 1 {
-        ranges.push(Variable::new("unroll_id", 0, vector - 1));
-    }
-    let scope = IndexingMap::new(
-        vec![
-            Variable::new("r", 0, rows - 1),
-            Variable::new("lane", 0, rt - 1),
-        ],
-        ranges,
-        vec![],
-        results,
-        // `c in [0, cols - 1]`, free of `unroll_id`.
-        vec![(lane_vec, Interval::new(0, vectors - 1))],
-    );
+    let steps = (cols / vector + rt - 1) / rt;
+    let scope = crate::gpu::rows::element_scope(&lm, rt, vector)?;
     let guard_map = if naive {
         scope.clone()
     } else {
