@@ -35,8 +35,8 @@
 //! Shown running in `sessions/gpu/coalescing.ixm` and `sessions/gpu/coalescing-fusions.ixm`.
 
 use super::launch::{
-    accesses, in_group, more_output_writes, reads_through_tile, split_on, thread_to_input, Launch,
-    Strategy, WARP,
+    accesses, in_group, more_output_writes, reads_through_tile, split_on, thread_dims,
+    thread_to_input, Launch, Strategy, WARP,
 };
 use super::rows;
 use super::spec::{Body, KernelSpec, Root, Tensor};
@@ -392,8 +392,10 @@ fn row_reads(
     let row = Expr::var(3)
         .mul(Expr::constant(rows_per_block))
         .add(th_x.floordiv(Expr::constant(rt)));
+    // The launch's ids over their whole extents (the simplified write map may have narrowed
+    // them to the threads that write: one lane where each output element is a row).
     let thread = IndexingMap::new(
-        launch.write_map.dims.clone(),
+        thread_dims(launch.block, launch.grid),
         vec![],
         vec![],
         vec![row, th_x.modulo(Expr::constant(rt))],
