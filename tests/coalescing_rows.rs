@@ -12,8 +12,10 @@
 //!
 //! The fusions: `out[r, c] = x[r, c] * red(y[r, :])` (a row sum, or a softmax-like
 //! sum of `exp(y - max(y))` that nests a max inside the sum), `x` and `y` each in a random
-//! layout, rows of the output short or long; and a reduction under an elementwise epilogue,
-//! `out[r] = abs(sum(y[r, :]))`, each output element a row of its own.
+//! layout, rows of the output short or long; a reduction under an elementwise epilogue,
+//! `out[r] = abs(sum(y[r, :]))`, each output element a row of its own; and a row reduction
+//! whose operand nests a reduction of its own row, `out[r] = sum(exp(y - max(y)))`, which
+//! the same kernel writes (at vector 1).
 
 use ixmap::gpu::coalescing::{analyse, OperandReport, SECTOR};
 use ixmap::gpu::launch::{self, Launch, LaunchConfig, Strategy as Kernel};
@@ -29,6 +31,9 @@ struct Case {
     rows: i64,
     /// The output's row length; `None`: the epilogue family (each element a row).
     cols: Option<i64>,
+    /// The root family instead: `out[r] = sum(exp(y[r, :] - max(y[r, :])))`, a row
+    /// reduction whose operand reads a reduction of its own row (y is operand 0).
+    root: bool,
     /// `y`'s row length (the reduction's).
     k: i64,
     /// `sum(exp(y - max(y)))` rather than `sum(y)`.
@@ -64,6 +69,14 @@ impl Case {
         } else {
             format!("  zero = {t}[] constant(0)\n  sm = {t}[{r}] reduce(y, zero), dimensions={{1}}, to_apply=addf\n")
         };
+        if self.root {
+            return format!(
+                "{}\nf {{\n{}{}}}",
+                REDUCERS.replace("ELEM", t),
+                y.replace("parameter(1)", "parameter(0)"),
+                red.replace("  sm = ", "  ROOT sm = ")
+            );
+        }
         let body = match self.cols {
             Some(c) => format!(
                 "  x = {t}[{r},{c}]{} parameter(0)\n{y}{red}  sb = {t}[{r},{c}] broadcast(sm), dimensions={{0}}\n  ROOT o = {t}[{r},{c}] multiply(x, sb)\n",
@@ -152,7 +165,13 @@ fn check(case: &Case) -> Result<bool, TestCaseError> {
     let Ok(l) = launch::choose(&spec, cfg, None) else {
         return Ok(false);
     };
-    if l.strategy != Kernel::RowNormalization {
+    // The row kernel writes a root reduction only at one element a lane (vector 1).
+    let row_kernel = if case.root {
+        l.strategy == Kernel::RowReduction && l.config.vector == 1
+    } else {
+        l.strategy == Kernel::RowNormalization
+    };
+    if !row_kernel {
         return Ok(false);
     }
     let rep = analyse(&spec, &l).map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -161,6 +180,20 @@ fn check(case: &Case) -> Result<bool, TestCaseError> {
         rep.operands.iter().filter(|o| o.operand == k).collect()
     };
     let v = l.config.vector;
+    if case.root {
+        // Each row's max and sum read y alike (one row).
+        let ys = rows_of(Some(0));
+        prop_assert_eq!(ys.len(), 1, "{}", case.hlo());
+        let want = phase(&l, case.rows, case.k, 1, case.y_col_major, case.bytes);
+        prop_assert_eq!(
+            counts(ys[0]),
+            want,
+            "y of {} with {}",
+            case.hlo(),
+            l.describe()
+        );
+        return Ok(true);
+    }
     // x: the row's elements (the epilogue family reads x[r] at its one column, lane 0).
     let (xn, xv) = (case.cols.unwrap_or(1), v);
     let want_x = phase(
@@ -234,9 +267,12 @@ fn case() -> impl Strategy<Value = Case> {
         any::<bool>(),
         prop_oneof![Just(32i64), Just(64), Just(96), Just(128)],
         prop_oneof![Just(1i64), Just(2), Just(4)],
+        0u8..4,
     )
         .prop_map(
-            |(elem, rows, cols, k, nested, x_col_major, y_col_major, block, vector)| {
+            |(elem, rows, cols, k, nested, x_col_major, y_col_major, block, vector, family)| {
+                // One case in four: the root family (its max nested in the sum).
+                let root = family == 0;
                 // The row's reductions are as long as the output's rows, or (epilogue) at
                 // least a warp's worth.
                 let k = match cols {
@@ -249,8 +285,9 @@ fn case() -> impl Strategy<Value = Case> {
                     bytes: elem.1,
                     rows,
                     cols,
+                    root,
                     k,
-                    nested,
+                    nested: nested || root,
                     x_col_major,
                     y_col_major,
                     block,
@@ -272,7 +309,8 @@ proptest! {
 /// Cases that exercise each part once: a short-row softmax (8 lanes a row, 4 rows a warp,
 /// which the old model of a reduction read whole by every thread called uncoalesced),
 /// a long row with vectors and a nested max, a column-major reduction (strided: not
-/// coalesced), a reduction longer than the output's rows, and the epilogue family.
+/// coalesced), a reduction longer than the output's rows, the epilogue family, and the
+/// root family (sumexp of sessions/gpu/softmax.ixm; short column-major rows).
 #[test]
 fn row_kernels_match_the_count() {
     let base = Case {
@@ -280,6 +318,7 @@ fn row_kernels_match_the_count() {
         bytes: 4,
         rows: 64,
         cols: Some(8),
+        root: false,
         k: 8,
         nested: true,
         x_col_major: false,
@@ -313,6 +352,22 @@ fn row_kernels_match_the_count() {
             nested: false,
             x_col_major: true,
             block: 64,
+            ..base.clone()
+        },
+        Case {
+            rows: 40,
+            cols: None,
+            root: true,
+            k: 50,
+            block: 256,
+            ..base.clone()
+        },
+        Case {
+            rows: 6,
+            cols: None,
+            root: true,
+            k: 8,
+            y_col_major: true,
             ..base.clone()
         },
         Case {

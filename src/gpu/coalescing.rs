@@ -252,7 +252,7 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
             }
         };
     let mut writes: Vec<(Tensor, IndexingMap)> = Vec::new();
-    if launch.strategy == Strategy::RowNormalization {
+    if launch.strategy == Strategy::RowNormalization || rows::row_kernel_reduction(spec, launch)? {
         // The kernel reads each reduction of the row once, split over the row's lanes,
         // not whole by every thread (the maps of `accesses`).
         for (input, from, raw) in row_reads(spec, launch)? {
@@ -376,16 +376,28 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
 /// reduction of the row once, its elements split over the row's lanes (lane `l` folds
 /// elements `l, l + row_threads, ..`, `vector` at a time: [`rows::lane_split`], its loop
 /// named `step`); a reduction read inside another is computed once per row as well, before
-/// it, with the enclosing reduction's vector. Each read: (input, thread ids → the index of
+/// it, with the enclosing reduction's vector. A row reduction whose operand reads
+/// reductions of its own row is written by the same kernel ([`rows::row_kernel_reduction`],
+/// the sum of `exp(x - max)`): the max once per row, split over the lanes like the sum.
+/// Each read: (input, thread ids → the index of
 /// the function it is read in, with the loops, thread ids → the input's index as composed).
 fn row_reads(
     spec: &KernelSpec,
     launch: &Launch,
 ) -> Result<Vec<(usize, IndexingMap, IndexingMap)>, MapError> {
-    let lm = rows::rows_of(spec)?
-        .ok_or_else(|| MapError::Other(format!("{}: a row normalization needs rows", spec.name)))?;
     let rt = launch.row_threads.max(1);
-    let rows = lm.dims[0].bounds.hi + 1;
+    let vector = launch.config.vector.max(1);
+    // The scope of function 0: the row's elements, or a root reduction's output (one
+    // element a row, its reduction the row's, nested ones before it).
+    let (scope, rows) = if launch.strategy == Strategy::RowNormalization {
+        let lm = rows::rows_of(spec)?.ok_or_else(|| {
+            MapError::Other(format!("{}: a row normalization needs rows", spec.name))
+        })?;
+        let rows = lm.dims[0].bounds.hi + 1;
+        (rows::element_scope(&lm, rt, vector)?, rows)
+    } else {
+        (rows::root_scope(spec, rt)?, spec.output.num_elements()?)
+    };
     let rows_per_block = launch.block[0] / rt;
     // Thread ids → (row, lane), as the kernel numbers them; past the last row, nothing.
     let th_x = Expr::var(0);
@@ -401,7 +413,6 @@ fn row_reads(
         vec![row, th_x.modulo(Expr::constant(rt))],
         vec![(row, Interval::new(0, rows - 1))],
     );
-    let vector = launch.config.vector.max(1);
     let mut walk = RowWalk {
         spec,
         rt,
@@ -409,7 +420,7 @@ fn row_reads(
         done: Vec::new(),
         out: Vec::new(),
     };
-    walk.phase(0, &rows::element_scope(&lm, rt, vector)?, vector, 0)?;
+    walk.phase(0, &scope, vector, 0)?;
     Ok(walk.out)
 }
 

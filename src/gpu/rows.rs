@@ -469,3 +469,84 @@ pub fn lane_split(
         steps,
     })
 }
+
+/// Whether a row reduction at the root reads, in its operand, reductions of its own row
+/// (the sum of `exp(x - max)`), all of them per row: the launch's warp computes them in
+/// order before the root reduction.
+pub fn nested_root(spec: &KernelSpec) -> Result<bool, MapError> {
+    let Some((_, callee)) = spec.root_reduction() else {
+        return Ok(false);
+    };
+    if !spec.more_outputs.is_empty() {
+        return Ok(false);
+    }
+    let mut inner = false;
+    let mut calls = vec![callee];
+    let mut seen = vec![false; spec.functions.len()];
+    while let Some(f) = calls.pop() {
+        if f >= seen.len() || seen[f] {
+            continue;
+        }
+        seen[f] = true;
+        spec.functions[f].body.visit(&mut |b| match b {
+            Body::Reduce { .. } => inner = true,
+            Body::Call { func, .. } => calls.push(*func),
+            _ => {}
+        });
+    }
+    if !inner {
+        return Ok(false);
+    }
+    let mut found = false;
+    per_row(
+        spec,
+        &spec.functions[0].body,
+        &root_scope(spec, 1)?,
+        &mut found,
+        0,
+    )
+}
+
+/// The scope of a root reduction's output: `(r, lane) -> (output index)`, `r` the linear
+/// output index (the row reduction's row), in the output's logical order as the row
+/// reduction launch numbers its rows.
+pub fn root_scope(spec: &KernelSpec, row_threads: i64) -> Result<IndexingMap, MapError> {
+    let out = &spec.output;
+    let rows = out.num_elements()?;
+    let mut results = Vec::new();
+    let mut inner = 1i64;
+    for (d, &n) in out.dims.iter().enumerate().rev() {
+        let q = Expr::var(0).floordiv(Expr::constant(inner));
+        results.push(if d == 0 {
+            q
+        } else {
+            q.modulo(Expr::constant(n))
+        });
+        inner = inner
+            .checked_mul(n)
+            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
+    }
+    results.reverse();
+    Ok(IndexingMap::new(
+        vec![
+            Variable::new("r", 0, rows - 1),
+            Variable::new("lane", 0, row_threads - 1),
+        ],
+        vec![],
+        vec![],
+        results,
+        vec![],
+    ))
+}
+
+/// Whether `launch`, a row reduction, is written by the row kernel (`emit::cuda_rows`): at
+/// one element a lane, with reductions of its own row nested in its operand
+/// ([`nested_root`]), which the row's lanes compute together, once per row.
+pub fn row_kernel_reduction(
+    spec: &KernelSpec,
+    launch: &super::launch::Launch,
+) -> Result<bool, MapError> {
+    Ok(launch.strategy == super::launch::Strategy::RowReduction
+        && launch.config.vector == 1
+        && nested_root(spec)?)
+}

@@ -24,91 +24,21 @@
 use super::{
     elementwise, outside, simplified, substitute, types, BodyWriter, ScalarWriter, I32_INDEX,
 };
-use crate::expr::Expr;
 use crate::gpu::launch::{Launch, Strategy};
 use crate::gpu::spec::{Body, ElemType, KernelSpec};
-use crate::map::{IndexingMap, Variable};
+use crate::map::IndexingMap;
 use crate::MapError;
 
 pub use crate::gpu::rows::applies;
-use crate::gpu::rows::{canonical, per_row};
-
-/// Whether a row reduction at the root reads, in its operand, reductions of its own row
-/// (the sum of `exp(x - max)`), all of them per row: the launch's warp computes them in
-/// order before the root reduction.
-fn nested_root(spec: &KernelSpec) -> Result<bool, MapError> {
-    let Some((_, callee)) = spec.root_reduction() else {
-        return Ok(false);
-    };
-    if !spec.more_outputs.is_empty() {
-        return Ok(false);
-    }
-    let mut inner = false;
-    let mut calls = vec![callee];
-    let mut seen = vec![false; spec.functions.len()];
-    while let Some(f) = calls.pop() {
-        if f >= seen.len() || seen[f] {
-            continue;
-        }
-        seen[f] = true;
-        spec.functions[f].body.visit(&mut |b| match b {
-            Body::Reduce { .. } => inner = true,
-            Body::Call { func, .. } => calls.push(*func),
-            _ => {}
-        });
-    }
-    if !inner {
-        return Ok(false);
-    }
-    let mut found = false;
-    per_row(
-        spec,
-        &spec.functions[0].body,
-        &root_scope(spec, 1)?,
-        &mut found,
-        0,
-    )
-}
+use crate::gpu::rows::canonical;
 
 /// Whether this launch of `spec` is written by this module.
 pub fn plan(spec: &KernelSpec, launch: &Launch) -> Result<bool, MapError> {
     Ok(match launch.strategy {
         Strategy::RowNormalization => true,
-        Strategy::RowReduction => launch.config.vector == 1 && nested_root(spec)?,
+        Strategy::RowReduction => crate::gpu::rows::row_kernel_reduction(spec, launch)?,
         _ => false,
     })
-}
-
-/// The scope of a root reduction's output: `(r, lane) -> (output index)`, `r` the linear
-/// output index (the row reduction's row), in the output's logical order as the row
-/// reduction launch numbers its rows.
-fn root_scope(spec: &KernelSpec, row_threads: i64) -> Result<IndexingMap, MapError> {
-    let out = &spec.output;
-    let rows = out.num_elements()?;
-    let mut results = Vec::new();
-    let mut inner = 1i64;
-    for (d, &n) in out.dims.iter().enumerate().rev() {
-        let q = Expr::var(0).floordiv(Expr::constant(inner));
-        results.push(if d == 0 {
-            q
-        } else {
-            q.modulo(Expr::constant(n))
-        });
-        inner = inner
-            .checked_mul(n)
-            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
-    }
-    results.reverse();
-    Ok(IndexingMap::new(
-        vec![
-            Variable::new("r", 0, rows - 1),
-            Variable::new("lane", 0, row_threads - 1),
-        ],
-        vec![],
-        vec![],
-        results,
-        vec![],
-    ))
 }
 
 /// The state of one kernel: the row-level lines (the reductions, innermost first) and the
@@ -445,7 +375,7 @@ pub fn emit(
     let out_id = IndexingMap::identity(&out.dims);
     let strides = out.strides()?;
     if root {
-        let scope = root_scope(spec, rt)?;
+        let scope = crate::gpu::rows::root_scope(spec, rt)?;
         let mut ew = coop.writer(1);
         let v = coop.expr_t(&mut ew, &spec.functions[0].body, &scope, out.elem)?;
         w.lines.append(&mut coop.hoisted);
