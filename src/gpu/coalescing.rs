@@ -35,9 +35,10 @@
 //! Shown running in `sessions/gpu/coalescing.ixm` and `sessions/gpu/coalescing-fusions.ixm`.
 
 use super::launch::{
-    accesses, in_group, more_output_writes, reads_through_tile, split_on, thread_to_input, Launch,
-    WARP,
+    accesses, in_group, more_output_writes, reads_through_tile, split_on, thread_dims,
+    thread_to_input, Launch, Strategy, WARP,
 };
+use super::rows;
 use super::spec::{Body, KernelSpec, Root, Tensor};
 use crate::expr::Expr;
 use crate::interval::Interval;
@@ -59,7 +60,7 @@ const FULL_VALUES: i64 = 16;
 
 /// The launch's own per-thread loops: every value is one load by every thread of the warp
 /// (`unroll_id`, the elements of one vector, is the exception: one load).
-const LAUNCH_LOOPS: [&str; 5] = ["chunk_id", "unroll_id", "row", "col", "entry"];
+const LAUNCH_LOOPS: [&str; 6] = ["chunk_id", "unroll_id", "row", "col", "entry", "step"];
 
 /// Whether a range variable is a start read at run time (`rt0`, `rt1_1`: the fusion's
 /// dynamic slices and gathers name their shifts so, see `spec::dyn_call_reach`).
@@ -251,7 +252,14 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
             }
         };
     let mut writes: Vec<(Tensor, IndexingMap)> = Vec::new();
-    if launch.parts.is_empty() {
+    if launch.strategy == Strategy::RowNormalization || rows::row_kernel_reduction(spec, launch)? {
+        // The kernel reads each reduction of the row once, split over the row's lanes,
+        // not whole by every thread (the maps of `accesses`).
+        for (input, from, raw) in row_reads(spec, launch)? {
+            add(input, finish(raw.clone()), false, &from, raw);
+        }
+        writes.push((spec.output.clone(), launch.write_map.clone()));
+    } else if launch.parts.is_empty() {
         for acc in accesses(spec, launch)? {
             let tile = reads_through_tile(spec, launch, &acc);
             let from = if tile || launch.read_from != 0 {
@@ -361,6 +369,169 @@ fn collect(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Access>, MapError> 
         });
     }
     Ok(out)
+}
+
+/// The reads of a row normalization as its kernel makes them (`emit::cuda_rows`): the
+/// row's elements, each lane its own ([`rows::element_scope`], the launch's map), and each
+/// reduction of the row once, its elements split over the row's lanes (lane `l` folds
+/// elements `l, l + row_threads, ..`, `vector` at a time: [`rows::lane_split`], its loop
+/// named `step`); a reduction read inside another is computed once per row as well, before
+/// it, with the enclosing reduction's vector. A row reduction whose operand reads
+/// reductions of its own row is written by the same kernel ([`rows::row_kernel_reduction`],
+/// the sum of `exp(x - max)`): the max once per row, split over the lanes like the sum.
+/// Each read: (input, thread ids → the index of
+/// the function it is read in, with the loops, thread ids → the input's index as composed).
+fn row_reads(
+    spec: &KernelSpec,
+    launch: &Launch,
+) -> Result<Vec<(usize, IndexingMap, IndexingMap)>, MapError> {
+    let rt = launch.row_threads.max(1);
+    let vector = launch.config.vector.max(1);
+    // The scope of function 0: the row's elements, or a root reduction's output (one
+    // element a row, its reduction the row's, nested ones before it).
+    let (scope, rows) = if launch.strategy == Strategy::RowNormalization {
+        let lm = rows::rows_of(spec)?.ok_or_else(|| {
+            MapError::Other(format!("{}: a row normalization needs rows", spec.name))
+        })?;
+        let rows = lm.dims[0].bounds.hi + 1;
+        (rows::element_scope(&lm, rt, vector)?, rows)
+    } else {
+        (rows::root_scope(spec, rt)?, spec.output.num_elements()?)
+    };
+    let rows_per_block = launch.block[0] / rt;
+    // Thread ids → (row, lane), as the kernel numbers them; past the last row, nothing.
+    let th_x = Expr::var(0);
+    let row = Expr::var(3)
+        .mul(Expr::constant(rows_per_block))
+        .add(th_x.floordiv(Expr::constant(rt)));
+    // The launch's ids over their whole extents (the simplified write map may have narrowed
+    // them to the threads that write: one lane where each output element is a row).
+    let thread = IndexingMap::new(
+        thread_dims(launch.block, launch.grid),
+        vec![],
+        vec![],
+        vec![row, th_x.modulo(Expr::constant(rt))],
+        vec![(row, Interval::new(0, rows - 1))],
+    );
+    let mut walk = RowWalk {
+        spec,
+        rt,
+        thread,
+        done: Vec::new(),
+        out: Vec::new(),
+    };
+    walk.phase(0, &scope, vector, 0)?;
+    Ok(walk.out)
+}
+
+/// [`row_reads`]'s walk over the kernel's phases.
+struct RowWalk<'a> {
+    spec: &'a KernelSpec,
+    rt: i64,
+    /// Thread ids → `(r, lane)`.
+    thread: IndexingMap,
+    /// The reductions written so far: (function, op and init, the row's map).
+    done: Vec<(usize, String, IndexingMap)>,
+    out: Vec<(usize, IndexingMap, IndexingMap)>,
+}
+
+/// What a phase's body holds, taken out of it before the walk goes on.
+enum RowItem {
+    Load(usize, IndexingMap),
+    Call(usize, IndexingMap),
+    Reduce(usize, String, IndexingMap),
+}
+
+impl RowWalk<'_> {
+    /// Function `func` read at `scope` (`(r, lane)[loops] -> its index`), elements `vector`
+    /// at a time.
+    fn phase(
+        &mut self,
+        func: usize,
+        scope: &IndexingMap,
+        vector: i64,
+        depth: usize,
+    ) -> Result<(), MapError> {
+        let from = compose(&self.thread, scope)?;
+        self.body(func, scope, &from, vector, depth)
+    }
+
+    fn body(
+        &mut self,
+        func: usize,
+        ctx: &IndexingMap,
+        from: &IndexingMap,
+        vector: i64,
+        depth: usize,
+    ) -> Result<(), MapError> {
+        if depth > self.spec.functions.len() + 64 {
+            return Err(MapError::Other(
+                "the functions of the kernel call each other in a cycle".into(),
+            ));
+        }
+        let f = self
+            .spec
+            .functions
+            .get(func)
+            .ok_or_else(|| MapError::Other(format!("no function {func}")))?;
+        let mut items = Vec::new();
+        f.body.visit(&mut |b| match b {
+            Body::Load { input, map } => items.push(RowItem::Load(*input, map.clone())),
+            Body::Call { func, map } => items.push(RowItem::Call(*func, map.clone())),
+            Body::Reduce {
+                op,
+                init,
+                func,
+                map,
+            } => items.push(RowItem::Reduce(
+                *func,
+                format!("{op:?} {init}"),
+                map.clone(),
+            )),
+            _ => {}
+        });
+        for it in items {
+            match it {
+                RowItem::Load(input, map) => {
+                    let at = rows::substitute(ctx, &map)?;
+                    let raw = compose(&self.thread, &at)?;
+                    self.out.push((input, from.clone(), raw));
+                }
+                RowItem::Call(g, map) => {
+                    let at = rows::substitute(ctx, &map)?;
+                    self.body(g, &at, from, vector, depth + 1)?;
+                }
+                RowItem::Reduce(g, how, map) => {
+                    let m = rows::substitute(ctx, &map)?;
+                    let canon = rows::canonical(ctx, &m).ok_or_else(|| {
+                        MapError::Other(format!(
+                            "{}: a reduction read inside the body is not per row",
+                            self.spec.name
+                        ))
+                    })?;
+                    // The emitter's key: the row's map simplified; the split is of the map
+                    // as it is.
+                    let key = finish(canon.clone());
+                    if self
+                        .done
+                        .iter()
+                        .any(|(f, h, c)| *f == g && *h == how && *c == key)
+                    {
+                        continue;
+                    }
+                    self.done.push((g, how, key));
+                    let split = rows::lane_split(&canon, self.rt, vector)?;
+                    let mut scope = split.map;
+                    // The lane's steps through the reduction: a loop of the launch.
+                    if let Some(j) = scope.ranges.first_mut() {
+                        j.name = "step".into();
+                    }
+                    self.phase(g, &scope, split.vector, depth + 1)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What a loop over an update reads besides its function: a dynamic-update-slice's start

@@ -155,7 +155,8 @@ pub struct Section {
     pub maps: Vec<IndexingMap>,
 }
 
-fn thread_dims(block: [i64; 3], grid: [i64; 3]) -> Vec<Variable> {
+/// The thread and block ids of a launch, over their whole extents.
+pub fn thread_dims(block: [i64; 3], grid: [i64; 3]) -> Vec<Variable> {
     let names = ["th_x", "th_y", "th_z", "bl_x", "bl_y", "bl_z"];
     let sizes = [block[0], block[1], block[2], grid[0], grid[1], grid[2]];
     names

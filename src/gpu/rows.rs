@@ -4,7 +4,7 @@
 
 use super::spec::{Body, KernelSpec, Root, Tensor};
 use crate::expr::Expr;
-use crate::interval::range_of;
+use crate::interval::{range_of, Interval};
 use crate::map::{IndexingMap, Variable};
 use crate::MapError;
 
@@ -321,4 +321,232 @@ pub(crate) fn canonical(ctx: &IndexingMap, m: &IndexingMap) -> Option<IndexingMa
         results,
         constraints,
     ))
+}
+
+/// The scope of a row's elements in [`Strategy::RowNormalization`]'s kernel:
+/// `(r, lane)[col, unroll_id] -> (output index)`, lane `lane` of the row's `row_threads`
+/// taking the row's elements `lane + col * row_threads` (with `vector` elements a lane,
+/// `(lane + col * row_threads) * vector + unroll_id`); `rows` the map [`rows_of`] gives.
+/// The emitter writes it (`emit::cuda_rows`) and the coalescing analysis reads it.
+///
+/// [`Strategy::RowNormalization`]: super::launch::Strategy::RowNormalization
+pub fn element_scope(
+    lm: &IndexingMap,
+    row_threads: i64,
+    vector: i64,
+) -> Result<IndexingMap, MapError> {
+    let rows = lm.dims[0].bounds.hi + 1;
+    let cols = lm.dims[1].bounds.hi + 1;
+    let rt = row_threads;
+    if vector < 1 || cols % vector != 0 {
+        return Err(MapError::Other(format!(
+            "vector={vector} does not divide the row's {cols} elements"
+        )));
+    }
+    let vectors = cols / vector;
+    let steps = (vectors + rt - 1) / rt;
+    let lane_vec = Expr::var(1).add(Expr::var(2).mul(Expr::constant(rt)));
+    let c = if vector > 1 {
+        lane_vec.mul(Expr::constant(vector)).add(Expr::var(3))
+    } else {
+        lane_vec
+    };
+    let mut sub = |v: u32| -> Expr {
+        if v == 0 {
+            Expr::var(0)
+        } else {
+            c
+        }
+    };
+    let results = lm.results.iter().map(|r| r.substitute(&mut sub)).collect();
+    let mut ranges = vec![Variable::new("col", 0, steps - 1)];
+    if vector > 1 {
+        ranges.push(Variable::new("unroll_id", 0, vector - 1));
+    }
+    Ok(IndexingMap::new(
+        vec![
+            Variable::new("r", 0, rows - 1),
+            Variable::new("lane", 0, rt - 1),
+        ],
+        ranges,
+        vec![],
+        results,
+        // `c in [0, cols - 1]`, free of `unroll_id`.
+        vec![(lane_vec, Interval::new(0, vectors - 1))],
+    ))
+}
+
+/// How the row's lanes share one reduction of the row ([`lane_split`]).
+pub struct LaneSplit {
+    /// `(r, lane)[j, unroll_id] -> (the reduced function's index)`.
+    pub map: IndexingMap,
+    /// Elements a lane takes at a time (the launch's vector where it divides the
+    /// reduction, else 1).
+    pub vector: i64,
+    /// The lane's steps (`j`'s extent).
+    pub steps: i64,
+}
+
+/// A reduction of the row, `canon` (`(r)[s0, ..] -> (index)`, see [`canonical`]), split
+/// over the row's `row_threads` lanes as the kernel folds it: its elements, linear over
+/// its own variables (row-major), lane `l` taking `l, l + row_threads, ..`, `vector` at a
+/// time where `vector` divides the reduction.
+pub fn lane_split(
+    canon: &IndexingMap,
+    row_threads: i64,
+    vector: i64,
+) -> Result<LaneSplit, MapError> {
+    let rt = row_threads;
+    let sizes: Vec<i64> = canon
+        .ranges
+        .iter()
+        .map(|v| v.bounds.hi - v.bounds.lo + 1)
+        .collect();
+    let n = sizes
+        .iter()
+        .try_fold(1i64, |a, &b| a.checked_mul(b))
+        .ok_or_else(|| MapError::Overflow("a reduction's size".into()))?;
+    // `vector` consecutive elements a lane (`unroll_id`, innermost) where they divide the
+    // reduction: lane `l` takes vectors l, l + row_threads, ..
+    let vector = if vector > 1 && n % vector == 0 {
+        vector
+    } else {
+        1
+    };
+    let vectors = n / vector;
+    let steps = (vectors + rt - 1) / rt;
+    let lane_vec = Expr::var(1).add(Expr::var(2).mul(Expr::constant(rt)));
+    let lin = if vector > 1 {
+        lane_vec.mul(Expr::constant(vector)).add(Expr::var(3))
+    } else {
+        lane_vec
+    };
+    let mut own = Vec::new();
+    let mut inner = 1i64;
+    for (k, &s) in sizes.iter().enumerate().rev() {
+        let q = lin.floordiv(Expr::constant(inner));
+        let q = if k == 0 {
+            q
+        } else {
+            q.modulo(Expr::constant(s))
+        };
+        own.push(q.add(Expr::constant(canon.ranges[k].bounds.lo)));
+        inner *= s;
+    }
+    own.reverse();
+    let mut sub = |v: u32| -> Expr {
+        if v == 0 {
+            Expr::var(0)
+        } else {
+            own[(v - 1) as usize]
+        }
+    };
+    let results = canon
+        .results
+        .iter()
+        .map(|r| r.substitute(&mut sub))
+        .collect();
+    let mut constraints: Vec<(Expr, Interval)> = canon
+        .constraints
+        .iter()
+        .map(|&(e, iv)| (e.substitute(&mut sub), iv))
+        .collect();
+    // The same condition as `lin in [0, n - 1]`, free of `unroll_id`.
+    constraints.push((lane_vec, Interval::new(0, vectors - 1)));
+    let mut ranges = vec![Variable::new("j", 0, steps - 1)];
+    if vector > 1 {
+        ranges.push(Variable::new("unroll_id", 0, vector - 1));
+    }
+    Ok(LaneSplit {
+        map: IndexingMap::new(
+            vec![canon.dims[0].clone(), Variable::new("lane", 0, rt - 1)],
+            ranges,
+            vec![],
+            results,
+            constraints,
+        ),
+        vector,
+        steps,
+    })
+}
+
+/// Whether a row reduction at the root reads, in its operand, reductions of its own row
+/// (the sum of `exp(x - max)`), all of them per row: the launch's warp computes them in
+/// order before the root reduction.
+pub fn nested_root(spec: &KernelSpec) -> Result<bool, MapError> {
+    let Some((_, callee)) = spec.root_reduction() else {
+        return Ok(false);
+    };
+    if !spec.more_outputs.is_empty() {
+        return Ok(false);
+    }
+    let mut inner = false;
+    let mut calls = vec![callee];
+    let mut seen = vec![false; spec.functions.len()];
+    while let Some(f) = calls.pop() {
+        if f >= seen.len() || seen[f] {
+            continue;
+        }
+        seen[f] = true;
+        spec.functions[f].body.visit(&mut |b| match b {
+            Body::Reduce { .. } => inner = true,
+            Body::Call { func, .. } => calls.push(*func),
+            _ => {}
+        });
+    }
+    if !inner {
+        return Ok(false);
+    }
+    let mut found = false;
+    per_row(
+        spec,
+        &spec.functions[0].body,
+        &root_scope(spec, 1)?,
+        &mut found,
+        0,
+    )
+}
+
+/// The scope of a root reduction's output: `(r, lane) -> (output index)`, `r` the linear
+/// output index (the row reduction's row), in the output's logical order as the row
+/// reduction launch numbers its rows.
+pub fn root_scope(spec: &KernelSpec, row_threads: i64) -> Result<IndexingMap, MapError> {
+    let out = &spec.output;
+    let rows = out.num_elements()?;
+    let mut results = Vec::new();
+    let mut inner = 1i64;
+    for (d, &n) in out.dims.iter().enumerate().rev() {
+        let q = Expr::var(0).floordiv(Expr::constant(inner));
+        results.push(if d == 0 {
+            q
+        } else {
+            q.modulo(Expr::constant(n))
+        });
+        inner = inner
+            .checked_mul(n)
+            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
+    }
+    results.reverse();
+    Ok(IndexingMap::new(
+        vec![
+            Variable::new("r", 0, rows - 1),
+            Variable::new("lane", 0, row_threads - 1),
+        ],
+        vec![],
+        vec![],
+        results,
+        vec![],
+    ))
+}
+
+/// Whether `launch`, a row reduction, is written by the row kernel (`emit::cuda_rows`): at
+/// one element a lane, with reductions of its own row nested in its operand
+/// ([`nested_root`]), which the row's lanes compute together, once per row.
+pub fn row_kernel_reduction(
+    spec: &KernelSpec,
+    launch: &super::launch::Launch,
+) -> Result<bool, MapError> {
+    Ok(launch.strategy == super::launch::Strategy::RowReduction
+        && launch.config.vector == 1
+        && nested_root(spec)?)
 }

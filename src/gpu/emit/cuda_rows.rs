@@ -24,92 +24,21 @@
 use super::{
     elementwise, outside, simplified, substitute, types, BodyWriter, ScalarWriter, I32_INDEX,
 };
-use crate::expr::Expr;
 use crate::gpu::launch::{Launch, Strategy};
 use crate::gpu::spec::{Body, ElemType, KernelSpec};
-use crate::interval::Interval;
-use crate::map::{IndexingMap, Variable};
+use crate::map::IndexingMap;
 use crate::MapError;
 
 pub use crate::gpu::rows::applies;
-use crate::gpu::rows::{canonical, per_row};
-
-/// Whether a row reduction at the root reads, in its operand, reductions of its own row
-/// (the sum of `exp(x - max)`), all of them per row: the launch's warp computes them in
-/// order before the root reduction.
-fn nested_root(spec: &KernelSpec) -> Result<bool, MapError> {
-    let Some((_, callee)) = spec.root_reduction() else {
-        return Ok(false);
-    };
-    if !spec.more_outputs.is_empty() {
-        return Ok(false);
-    }
-    let mut inner = false;
-    let mut calls = vec![callee];
-    let mut seen = vec![false; spec.functions.len()];
-    while let Some(f) = calls.pop() {
-        if f >= seen.len() || seen[f] {
-            continue;
-        }
-        seen[f] = true;
-        spec.functions[f].body.visit(&mut |b| match b {
-            Body::Reduce { .. } => inner = true,
-            Body::Call { func, .. } => calls.push(*func),
-            _ => {}
-        });
-    }
-    if !inner {
-        return Ok(false);
-    }
-    let mut found = false;
-    per_row(
-        spec,
-        &spec.functions[0].body,
-        &root_scope(spec, 1)?,
-        &mut found,
-        0,
-    )
-}
+use crate::gpu::rows::canonical;
 
 /// Whether this launch of `spec` is written by this module.
 pub fn plan(spec: &KernelSpec, launch: &Launch) -> Result<bool, MapError> {
     Ok(match launch.strategy {
         Strategy::RowNormalization => true,
-        Strategy::RowReduction => launch.config.vector == 1 && nested_root(spec)?,
+        Strategy::RowReduction => crate::gpu::rows::row_kernel_reduction(spec, launch)?,
         _ => false,
     })
-}
-
-/// The scope of a root reduction's output: `(r, lane) -> (output index)`, `r` the linear
-/// output index (the row reduction's row), in the output's logical order as the row
-/// reduction launch numbers its rows.
-fn root_scope(spec: &KernelSpec, row_threads: i64) -> Result<IndexingMap, MapError> {
-    let out = &spec.output;
-    let rows = out.num_elements()?;
-    let mut results = Vec::new();
-    let mut inner = 1i64;
-    for (d, &n) in out.dims.iter().enumerate().rev() {
-        let q = Expr::var(0).floordiv(Expr::constant(inner));
-        results.push(if d == 0 {
-            q
-        } else {
-            q.modulo(Expr::constant(n))
-        });
-        inner = inner
-            .checked_mul(n)
-            .ok_or_else(|| MapError::Overflow("the output size".into()))?;
-    }
-    results.reverse();
-    Ok(IndexingMap::new(
-        vec![
-            Variable::new("r", 0, rows - 1),
-            Variable::new("lane", 0, row_threads - 1),
-        ],
-        vec![],
-        vec![],
-        results,
-        vec![],
-    ))
 }
 
 /// The state of one kernel: the row-level lines (the reductions, innermost first) and the
@@ -271,75 +200,13 @@ impl<'a> Coop<'a> {
                     .get(*func)
                     .ok_or_else(|| MapError::Other(format!("no function {func}")))?;
                 // Lane `lane` takes the reduction's elements lane, lane + row_threads, ..
-                // (linear over its own variables, row-major).
+                // (linear over its own variables, row-major), `vector` at a time.
                 let rt = self.row_threads;
-                let sizes: Vec<i64> = canon
-                    .ranges
-                    .iter()
-                    .map(|v| v.bounds.hi - v.bounds.lo + 1)
-                    .collect();
-                let n = sizes
-                    .iter()
-                    .try_fold(1i64, |a, &b| a.checked_mul(b))
-                    .ok_or_else(|| MapError::Overflow("a reduction's size".into()))?;
-                // `vector` consecutive elements a lane (`unroll_id`, innermost) where they
-                // divide the reduction: lane `l` takes vectors l, l + row_threads, ..
-                let vector = if self.vector > 1 && n % self.vector == 0 {
-                    self.vector
-                } else {
-                    1
-                };
-                let vectors = n / vector;
-                let steps = (vectors + rt - 1) / rt;
-                let lane_vec = Expr::var(1).add(Expr::var(2).mul(Expr::constant(rt)));
-                let lin = if vector > 1 {
-                    lane_vec.mul(Expr::constant(vector)).add(Expr::var(3))
-                } else {
-                    lane_vec
-                };
-                let mut own = Vec::new();
-                let mut inner = 1i64;
-                for (k, &s) in sizes.iter().enumerate().rev() {
-                    let q = lin.floordiv(Expr::constant(inner));
-                    let q = if k == 0 {
-                        q
-                    } else {
-                        q.modulo(Expr::constant(s))
-                    };
-                    own.push(q.add(Expr::constant(canon.ranges[k].bounds.lo)));
-                    inner *= s;
-                }
-                own.reverse();
-                let mut sub = |v: u32| -> Expr {
-                    if v == 0 {
-                        Expr::var(0)
-                    } else {
-                        own[(v - 1) as usize]
-                    }
-                };
-                let results = canon
-                    .results
-                    .iter()
-                    .map(|r| r.substitute(&mut sub))
-                    .collect();
-                let mut constraints: Vec<(Expr, Interval)> = canon
-                    .constraints
-                    .iter()
-                    .map(|&(e, iv)| (e.substitute(&mut sub), iv))
-                    .collect();
-                // The same condition as `lin in [0, n - 1]`, free of `unroll_id`.
-                constraints.push((lane_vec, Interval::new(0, vectors - 1)));
-                let mut ranges = vec![Variable::new("j", 0, steps - 1)];
-                if vector > 1 {
-                    ranges.push(Variable::new("unroll_id", 0, vector - 1));
-                }
-                let coop = IndexingMap::new(
-                    vec![canon.dims[0].clone(), Variable::new("lane", 0, rt - 1)],
-                    ranges,
-                    vec![],
-                    results,
-                    constraints,
-                );
+                let crate::gpu::rows::LaneSplit {
+                    map: coop,
+                    vector,
+                    steps,
+                } = crate::gpu::rows::lane_split(&canon, rt, self.vector)?;
                 let outer_vec = self.vec.take();
                 let saved_vector = std::mem::replace(&mut self.vector, vector);
                 if vector > 1 {
@@ -508,7 +375,7 @@ pub fn emit(
     let out_id = IndexingMap::identity(&out.dims);
     let strides = out.strides()?;
     if root {
-        let scope = root_scope(spec, rt)?;
+        let scope = crate::gpu::rows::root_scope(spec, rt)?;
         let mut ew = coop.writer(1);
         let v = coop.expr_t(&mut ew, &spec.functions[0].body, &scope, out.elem)?;
         w.lines.append(&mut coop.hoisted);
@@ -533,37 +400,8 @@ pub fn emit(
             "vector={vector} does not divide the row's {cols} elements"
         )));
     }
-    let vectors = cols / vector;
-    let steps = (vectors + rt - 1) / rt;
-    let lane_vec = Expr::var(1).add(Expr::var(2).mul(Expr::constant(rt)));
-    let c = if vector > 1 {
-        lane_vec.mul(Expr::constant(vector)).add(Expr::var(3))
-    } else {
-        lane_vec
-    };
-    let mut sub = |v: u32| -> Expr {
-        if v == 0 {
-            Expr::var(0)
-        } else {
-            c
-        }
-    };
-    let results = lm.results.iter().map(|r| r.substitute(&mut sub)).collect();
-    let mut ranges = vec![Variable::new("col", 0, steps - 1)];
-    if vector > 1 {
-        ranges.push(Variable::new("unroll_id", 0, vector - 1));
-    }
-    let scope = IndexingMap::new(
-        vec![
-            Variable::new("r", 0, rows - 1),
-            Variable::new("lane", 0, rt - 1),
-        ],
-        ranges,
-        vec![],
-        results,
-        // `c in [0, cols - 1]`, free of `unroll_id`.
-        vec![(lane_vec, Interval::new(0, vectors - 1))],
-    );
+    let steps = (cols / vector + rt - 1) / rt;
+    let scope = crate::gpu::rows::element_scope(&lm, rt, vector)?;
     let guard_map = if naive {
         scope.clone()
     } else {

@@ -1,7 +1,8 @@
 //! `dynamic-slice` and `dynamic-update-slice`: the offsets are runtime variables whose
 //! ranges keep the whole slice in bounds (XLA clamps offsets into them). An offset
-//! computed from constants, iota and integer arithmetic is folded into its expression
-//! ([`crate::hlo::rtvar`]).
+//! computed from constants, iota and integer arithmetic is folded into its expression, and
+//! one that is such a part plus or minus a value known only at run time keeps a runtime
+//! variable re-pointed at that value ([`crate::hlo::rtvar`]).
 //!
 //! ```text
 //! ds = s32[1, 2, 32] dynamic-slice(s32[2, 2, 258] src, of1, of2, of3), dynamic_slice_sizes={1, 2, 32}
@@ -112,21 +113,23 @@ fn check_dus(cx: &Cx) -> Result<(), String> {
     want_out_dims(cx, src)
 }
 
-/// Offset `i` (operand `first + i`): its folded expression, or a new runtime variable.
-/// Returns the offset expressions and the bounds of the runtime variables, numbered from
-/// variable `first_var`.
-fn offsets(
-    cx: &Cx,
-    first: usize,
-    max: &[i64],
-    dims: &[i64],
-    first_var: usize,
-) -> (Vec<Expr>, Vec<Interval>) {
+/// The start indices as they enter a map: their expressions (folded, re-pointed or a new
+/// runtime variable, numbered from variable `first_var`), the runtime variables' bounds and
+/// the constraints re-pointing adds.
+struct Offsets {
+    exprs: Vec<Expr>,
+    rts: Vec<Interval>,
+    constraints: Vec<(Expr, Interval)>,
+}
+
+/// Offset `i` (operand `first + i`) into `[0, max[i]]`, read by a map over a box of `dims`.
+fn offsets(cx: &Cx, first: usize, max: &[i64], dims: &[i64], first_var: usize) -> Offsets {
     offsets_noted(cx, first, max, dims, first_var, &mut Vec::new())
 }
 
-/// What the offsets fold by the op's clamping of its start indices (issue 32, item 9): one
-/// line per start index that is a constant outside its bounds.
+/// What the offsets fold by the op's clamping of its start indices (issue 32, item 9) and
+/// where a runtime variable was re-pointed at the part of its start that remains (item 5):
+/// one line per such start index.
 pub fn clamp_notes(cx: &Cx) -> Vec<String> {
     let (first, small) = if cx.instr.opcode == "dynamic-slice" {
         (1, cx.out().to_vec())
@@ -147,9 +150,12 @@ fn offsets_noted(
     dims: &[i64],
     first_var: usize,
     notes: &mut Vec<String>,
-) -> (Vec<Expr>, Vec<Interval>) {
-    let mut exprs = Vec::new();
-    let mut rts = Vec::new();
+) -> Offsets {
+    let mut o = Offsets {
+        exprs: Vec::new(),
+        rts: Vec::new(),
+        constraints: Vec::new(),
+    };
     let dim_bounds: Vec<Interval> = dims.iter().map(|&n| Interval::new(0, n - 1)).collect();
     for (i, &hi) in max.iter().enumerate() {
         let bounds = Interval::new(0, hi);
@@ -159,41 +165,31 @@ fn offsets_noted(
         } else {
             rtvar::OutOfRange::Clamp(rtvar::DYNAMIC_UPDATE_SLICE_CLAMPS)
         };
-        match rtvar::fold_rule(
+        let s = rtvar::start_index(
             cx.comp,
             cx.instr.operands[first + i],
             &[],
             &dim_bounds,
             bounds,
             rule,
-        ) {
-            Some(f) => {
-                if let rtvar::Rule::Clamped(v, why) = f.rule {
-                    notes.push(rtvar::clamp_note(
-                        &format!("start index {i} (`{}`)", cx.operand(first + i).name),
-                        v,
-                        bounds,
-                        why,
-                    ));
-                }
-                exprs.push(f.expr)
-            }
-            None => {
-                exprs.push(Expr::var((first_var + rts.len()) as u32));
-                rts.push(bounds);
-            }
-        }
+            (first_var + o.rts.len()) as u32,
+            &format!("start index {i} (`{}`)", cx.operand(first + i).name),
+        );
+        notes.extend(s.note);
+        o.exprs.push(s.expr);
+        o.rts.extend(s.runtime);
+        o.constraints.extend(s.constraints);
     }
-    (exprs, rts)
+    o
 }
 
 fn ds_out_to_in(cx: &Cx) -> Vec<IndexingMap> {
     let out = cx.out();
     let src = cx.opd(0);
     let max: Vec<i64> = src.iter().zip(out).map(|(n, s)| n - s).collect();
-    let (off, rts) = offsets(cx, 1, &max, out, out.len());
-    let results = (0..out.len()).map(|i| d(i).add(off[i])).collect();
-    let mut v = vec![build(out, &[], &rts, results, vec![])];
+    let off = offsets(cx, 1, &max, out, out.len());
+    let results = (0..out.len()).map(|i| d(i).add(off.exprs[i])).collect();
+    let mut v = vec![build(out, &[], &off.rts, results, off.constraints)];
     v.extend((1..cx.n_operands()).map(|_| build(out, &[], &[], vec![], vec![])));
     v
 }
@@ -205,26 +201,26 @@ fn ds_in_to_out(cx: &Cx, k: usize) -> IndexingMap {
     }
     let src = cx.opd(0);
     let max: Vec<i64> = src.iter().zip(out).map(|(n, s)| n - s).collect();
-    let (off, rts) = offsets(cx, 1, &max, &[], src.len());
+    let off = offsets(cx, 1, &max, &[], src.len());
     let mut results = Vec::new();
-    let mut constraints = Vec::new();
+    let mut constraints = off.constraints;
     for i in 0..src.len() {
-        let r = d(i).sub(off[i]);
+        let r = d(i).sub(off.exprs[i]);
         constraints.push((r, Interval::new(0, out[i] - 1)));
         results.push(r);
     }
-    build(src, &[], &rts, results, constraints)
+    build(src, &[], &off.rts, results, constraints)
 }
 
 fn dus_out_to_in(cx: &Cx) -> Vec<IndexingMap> {
     let out = cx.out();
     let upd = cx.opd(1);
     let max: Vec<i64> = out.iter().zip(upd).map(|(n, s)| n - s).collect();
-    let (off, rts) = offsets(cx, 2, &max, out, out.len());
-    let results = (0..out.len()).map(|i| d(i).sub(off[i])).collect();
+    let off = offsets(cx, 2, &max, out, out.len());
+    let results = (0..out.len()).map(|i| d(i).sub(off.exprs[i])).collect();
     let mut v = vec![
         build(out, &[], &[], (0..out.len()).map(d).collect(), vec![]),
-        build(out, &[], &rts, results, vec![]),
+        build(out, &[], &off.rts, results, off.constraints),
     ];
     v.extend((2..cx.n_operands()).map(|_| build(out, &[], &[], vec![], vec![])));
     v
@@ -237,9 +233,9 @@ fn dus_in_to_out(cx: &Cx, k: usize) -> IndexingMap {
         1 => {
             let upd = cx.opd(1);
             let max: Vec<i64> = out.iter().zip(upd).map(|(n, s)| n - s).collect();
-            let (off, rts) = offsets(cx, 2, &max, &[], upd.len());
-            let results = (0..upd.len()).map(|i| d(i).add(off[i])).collect();
-            build(upd, &[], &rts, results, vec![])
+            let off = offsets(cx, 2, &max, &[], upd.len());
+            let results = (0..upd.len()).map(|i| d(i).add(off.exprs[i])).collect();
+            build(upd, &[], &off.rts, results, off.constraints)
         }
         _ => build(&[], out, &[], (0..out.len()).map(d).collect(), vec![]),
     }

@@ -139,6 +139,7 @@ fn out_to_in_noted(cx: &Cx, notes: &mut Vec<String>) -> Vec<IndexingMap> {
     };
     let dim_bounds: Vec<Interval> = out.iter().map(|&n| Interval::new(0, n - 1)).collect();
     let mut rts = Vec::new();
+    let mut constraints = Vec::new();
     let mut results = Vec::new();
     let mut next_offset = offset_out.iter();
     for k in 0..op.len() {
@@ -150,36 +151,26 @@ fn out_to_in_noted(cx: &Cx, notes: &mut Vec<String>) -> Vec<IndexingMap> {
         let start = match g.start_index_map.iter().position(|&x| x as usize == k) {
             Some(j) => {
                 let bounds = Interval::new(0, op[k] - g.slice_sizes[k]);
-                match rtvar::fold_rule(
+                let s = rtvar::start_index(
                     cx.comp,
                     cx.instr.operands[1],
                     &index_of(j as i64),
                     &dim_bounds,
                     bounds,
                     rtvar::OutOfRange::Clamp(rtvar::GATHER_CLAMPS),
-                ) {
-                    Some(f) => {
-                        if let rtvar::Rule::Clamped(v, why) = f.rule {
-                            notes.push(rtvar::clamp_note(
-                                &format!("start index {j} (`{}`)", cx.operand(1).name),
-                                v,
-                                bounds,
-                                why,
-                            ));
-                        }
-                        f.expr
-                    }
-                    None => {
-                        rts.push(bounds);
-                        Expr::var((out.len() + rts.len() - 1) as u32)
-                    }
-                }
+                    (out.len() + rts.len()) as u32,
+                    &format!("start index {j} (`{}`)", cx.operand(1).name),
+                );
+                notes.extend(s.note);
+                rts.extend(s.runtime);
+                constraints.extend(s.constraints);
+                s.expr
             }
             None => c(0),
         };
         results.push(base.add(start));
     }
-    let operand_map = build(out, &[], &rts, results, vec![]);
+    let operand_map = build(out, &[], &rts, results, constraints);
     let mut ix_results = Vec::new();
     let mut ranges = Vec::new();
     let mut b = batch_out.iter();
