@@ -1001,9 +1001,12 @@ impl Rows<'_> {
                     lines.extend(body.lines.iter().map(|l| format!("  {l}")));
                     lines.push(format!("{}}}", pad(3)));
                     lines.push(format!("{}}}", pad(2)));
+                    // Each level a loop of its own under `omp simd`: without it gcc
+                    // combines the levels inside a row loop one lane at a time.
                     let mut h = lanes / 2;
                     while h >= 2 {
                         let (a, b) = (format!("{acc}_l[lane]"), format!("{acc}_l[lane + {h}]"));
+                        lines.push(format!("{}#pragma omp simd", pad(2)));
                         lines.push(format!(
                             "{}for (int lane = 0; lane < {h}; ++lane) {a} = {};",
                             pad(2),
