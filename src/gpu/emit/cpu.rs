@@ -471,8 +471,10 @@ pub const C_EXPF: &str = "static inline float ix_expf(float x) {
 
 /// Writes a kernel whose reductions are all per row: each reduction is computed once per
 /// row, before the row's elements, in a loop of its own (`#pragma omp simd reduction`, so
-/// the compiler may sum in vector lanes), and the row's elements are then one loop with no
-/// branches (`#pragma omp simd`), rows split across threads. Calls are inlined. `None` when
+/// the compiler may sum in vector lanes; a float sum in explicit lanes), and the row's
+/// elements are then one loop with no branches (`#pragma omp simd`), rows split across
+/// threads. Short rows go in blocks of rows ([`row_block`], [`blocked_rows`]): each
+/// reduction for the block's rows, then their elements. Calls are inlined. `None` when
 /// the fusion has no reduction, or one that is not per row (its value moves along the row
 /// or with another reduction's variable): the memoizing loop handles those.
 fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>, MapError> {
@@ -622,7 +624,8 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
 /// finishes one row before starting the next is one long chain of dependent steps (issue
 /// 28: softmax f32[4096,32], 0.091 ms against XLA:CPU's 0.086). In blocks, each reduction
 /// runs for all the block's rows before the next starts, and the rows' independent chains
-/// overlap (0.071 ms, the same machine and compiler). Enough rows for
+/// overlap: 0.8x the time row by row, 0.57x with the sums' lanes and the cheaper
+/// [`C_EXPF`] (the same machine and compiler, benches/xla_cpu.py). Enough rows for
 /// [`ROW_BLOCK_ELEMENTS`] elements, at most [`ROW_BLOCK_MAX`], and a divisor of `rows` (1:
 /// row by row).
 fn row_block(rows: i64, cols: i64) -> i64 {
@@ -1021,12 +1024,8 @@ impl Rows<'_> {
                         pad(2),
                         types::binary(*op, t, &acc, &format!("({both})"))
                     ));
-                    body.lines.clear();
                 }
-                for (k, v) in canon.ranges.iter().enumerate() {
-                    if lanes > 0 {
-                        break;
-                    }
+                for (k, v) in canon.ranges.iter().enumerate().filter(|_| lanes == 0) {
                     if k + 1 == n_new {
                         if let Some(cl) = &clause {
                             lines.push(format!("{}#pragma omp simd reduction({cl})", pad(2 + k)));
