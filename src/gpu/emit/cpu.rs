@@ -624,7 +624,7 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
 /// finishes one row before starting the next is one long chain of dependent steps (issue
 /// 28: softmax f32[4096,32], 0.091 ms against XLA:CPU's 0.086). In blocks, each reduction
 /// runs for all the block's rows before the next starts, and the rows' independent chains
-/// overlap: 0.8x the time row by row, 0.57x with the sums' lanes and the cheaper
+/// overlap: 0.8x the time row by row, 0.52x with the reductions' lanes and the cheaper
 /// [`C_EXPF`] (the same machine and compiler, benches/xla_cpu.py). Enough rows for
 /// [`ROW_BLOCK_ELEMENTS`] elements, at most [`ROW_BLOCK_MAX`], and a divisor of `rows` (1:
 /// row by row).
@@ -924,15 +924,17 @@ impl Rows<'_> {
                 // was (issue 28: a scalar loop of selects was most of a short-row softmax).
                 let nan_flag = matches!(op, BinOp::Max | BinOp::Min)
                     && (t == ElemType::F32 || t == ElemType::F64);
-                // A float sum over one loop whose extent is a multiple of a vector's lanes
-                // (64 bytes): explicit lanes (`rowN_l`, lane k summing columns k, k + L, ..)
-                // combined by halves at the end. OpenMP's `+` clause leaves the combining to
-                // the compiler, and gcc adds the lanes one after another: 16 dependent adds
+                // A float sum, max or min over one loop whose extent is a multiple of a
+                // vector's lanes (64 bytes): explicit lanes (`rowN_l`, lane k folding columns
+                // k, k + L, ..; a max's or min's NaN flags in lanes `rowN_n`) combined by
+                // halves at the end. OpenMP's `+` clause leaves the combining to the
+                // compiler, and gcc adds the lanes one after another: 16 dependent adds
                 // ending each row, most of a softmax of 32-wide rows once exp was fast (issue
-                // 28). The order is then the same whatever the compiler vectorizes.
+                // 28); the NaN flag's `|` clause combined them one at a time too (4 % of that
+                // softmax). The order is then the same whatever the compiler vectorizes.
                 let lanes: i64 = match (op, t) {
-                    (BinOp::Add, ElemType::F32) => 16,
-                    (BinOp::Add, ElemType::F64) => 8,
+                    (BinOp::Add | BinOp::Max | BinOp::Min, ElemType::F32) => 16,
+                    (BinOp::Add | BinOp::Max | BinOp::Min, ElemType::F64) => 8,
                     _ => 0,
                 };
                 let extent = canon.ranges[0].bounds.hi - canon.ranges[0].bounds.lo + 1;
@@ -941,12 +943,18 @@ impl Rows<'_> {
                 } else {
                     0
                 };
+                let cmp = if *op == BinOp::Max { ">" } else { "<" };
                 if nan_flag {
-                    let cmp = if *op == BinOp::Max { ">" } else { "<" };
                     let xv = self.fresh("x");
                     body.line(format!("const {} {xv} = {x};", types::reg(t)));
-                    body.line(format!("{acc} = {xv} {cmp} {acc} ? {xv} : {acc};"));
-                    body.line(format!("{acc}_nan |= {xv} != {xv};"));
+                    if lanes > 0 {
+                        let l = format!("{acc}_l[lane]");
+                        body.line(format!("{l} = {xv} {cmp} {l} ? {xv} : {l};"));
+                        body.line(format!("{acc}_n[lane] |= {xv} != {xv};"));
+                    } else {
+                        body.line(format!("{acc} = {xv} {cmp} {acc} ? {xv} : {acc};"));
+                        body.line(format!("{acc}_nan |= {xv} != {xv};"));
+                    }
                 } else if lanes > 0 {
                     let l = format!("{acc}_l[lane]");
                     body.line(format!("{l} = {};", types::binary(*op, t, &l, &x)));
@@ -980,14 +988,39 @@ impl Rows<'_> {
                     BinOp::Min => Some(format!("min:{acc}")),
                     _ => None,
                 };
+                // Combines lanes `a` and `b` (C lvalues) into `a`.
+                let fold = |a: &str, b: &str| -> String {
+                    if nan_flag {
+                        format!("{a} = {b} {cmp} {a} ? {b} : {a};")
+                    } else {
+                        format!("{a} = {};", types::binary(*op, t, a, b))
+                    }
+                };
                 if lanes > 0 {
                     let (v, ty) = (&canon.ranges[0], types::reg(t));
                     lines.push(format!("{}{ty} {acc}_l[{lanes}];", pad(2)));
-                    lines.push(format!(
-                        "{}for (int lane = 0; lane < {lanes}; ++lane) {acc}_l[lane] = -0.0{};",
-                        pad(2),
-                        if t == ElemType::F32 { "f" } else { "" }
-                    ));
+                    // A sum's lanes start at -0 (adding it changes nothing, -0 included),
+                    // the initial value added once at the end; a max's or min's at the
+                    // initial value.
+                    let start = if nan_flag {
+                        acc.clone()
+                    } else if t == ElemType::F32 {
+                        "-0.0f".to_string()
+                    } else {
+                        "-0.0".to_string()
+                    };
+                    if nan_flag {
+                        lines.push(format!("{}int {acc}_n[{lanes}];", pad(2)));
+                        lines.push(format!(
+                            "{}for (int lane = 0; lane < {lanes}; ++lane) {{ {acc}_l[lane] = {start}; {acc}_n[lane] = 0; }}",
+                            pad(2)
+                        ));
+                    } else {
+                        lines.push(format!(
+                            "{}for (int lane = 0; lane < {lanes}; ++lane) {acc}_l[lane] = {start};",
+                            pad(2)
+                        ));
+                    }
                     lines.push(format!(
                         "{}for (int64_t {n}b = {lo}; {n}b <= {hi}; {n}b += {lanes}) {{",
                         pad(2),
@@ -1007,23 +1040,37 @@ impl Rows<'_> {
                     // Each level a loop of its own under `omp simd`: without it gcc
                     // combines the levels inside a row loop one lane at a time.
                     let mut h = lanes / 2;
-                    while h >= 2 {
+                    while h >= 1 {
                         let (a, b) = (format!("{acc}_l[lane]"), format!("{acc}_l[lane + {h}]"));
-                        lines.push(format!("{}#pragma omp simd", pad(2)));
-                        lines.push(format!(
-                            "{}for (int lane = 0; lane < {h}; ++lane) {a} = {};",
-                            pad(2),
-                            types::binary(*op, t, &a, &b)
-                        ));
+                        let mut step = fold(&a, &b);
+                        if nan_flag {
+                            step = format!("{{ {step} {acc}_n[lane] |= {acc}_n[lane + {h}]; }}");
+                        }
+                        if h >= 2 {
+                            lines.push(format!("{}#pragma omp simd", pad(2)));
+                            lines.push(format!(
+                                "{}for (int lane = 0; lane < {h}; ++lane) {step}",
+                                pad(2)
+                            ));
+                        } else {
+                            lines.push(format!(
+                                "{}{}",
+                                pad(2),
+                                step.replace("[lane + 1]", "[1]").replace("[lane]", "[0]")
+                            ));
+                        }
                         h /= 2;
                     }
-                    let (a, b) = (format!("{acc}_l[0]"), format!("{acc}_l[1]"));
-                    let both = types::binary(*op, t, &a, &b);
-                    lines.push(format!(
-                        "{}{acc} = {};",
-                        pad(2),
-                        types::binary(*op, t, &acc, &format!("({both})"))
-                    ));
+                    if nan_flag {
+                        lines.push(format!("{}{acc} = {acc}_l[0];", pad(2)));
+                        lines.push(format!("{}{acc}_nan = {acc}_n[0];", pad(2)));
+                    } else {
+                        lines.push(format!(
+                            "{}{acc} = {};",
+                            pad(2),
+                            types::binary(*op, t, &acc, &format!("{acc}_l[0]"))
+                        ));
+                    }
                 }
                 for (k, v) in canon.ranges.iter().enumerate().filter(|_| lanes == 0) {
                     if k + 1 == n_new {
