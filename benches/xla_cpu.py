@@ -207,6 +207,41 @@ def entry_name(src):
     raise RuntimeError("no entry point in the emitted source")
 
 
+def thread_ticks():
+    """CPU time (clock ticks) and name of each thread of this process, by thread id; None
+    where /proc is missing (not Linux)."""
+    out = {}
+    try:
+        for t in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{t}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/self/task/{t}/comm") as f:
+                name = f.read().strip()
+            out[t] = (name, int(fields[11]) + int(fields[12]))
+    except OSError:
+        return None
+    return out
+
+
+def busy_threads(f, seconds=0.3):
+    """The names of the threads of this process that ran while `f` was called repeatedly
+    for `seconds`: each with at least a fifth of the busiest one's CPU time. XLA:CPU runs a
+    fusion on its Eigen pool (threads `tf_XLAEigen`); ixmap's kernel on OpenMP's threads
+    when its source has `omp parallel`, else on the caller's."""
+    a = thread_ticks()
+    if a is None:
+        return None
+    t = time.perf_counter()
+    while time.perf_counter() - t < seconds:
+        f()
+    b = thread_ticks() or {}
+    d = {k: ticks - a.get(k, ("", 0))[1] for k, (_, ticks) in b.items()}
+    top = max(d.values(), default=0)
+    if top <= 0:
+        return None
+    return sorted(b[k][0] for k, x in d.items() if x >= top / 5)
+
+
 def ratio_ci(base, other):
     """Median of base/other over rounds and the sign-test ~95% interval."""
     r = sorted(b / o for b, o in zip(base, other))
@@ -239,7 +274,8 @@ def main():
     ap.add_argument("--only", help="comma-separated case names")
     args = ap.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, numpy {np.__version__}, "
-          f"{os.cpu_count()} cores, {args.rounds} rounds interleaved")
+          f"{os.cpu_count()} cores, {args.rounds} rounds interleaved, "
+          f"load average {os.getloadavg()[0]:.2f}")
     tmp = tempfile.mkdtemp(prefix="ixmap-xla-")
     variants = []  # (case, "ixmap"/"xla", fn)
     ok = []
@@ -334,7 +370,18 @@ def main():
     print(f"| memcpy {nbytes >> 20} MiB (ixmap's baseline vs numpy copy) | {med(a)*1e3:.3g} | {med(b)*1e3:.3g} (numpy) "
           f"| {m:.2f} ({lo:.2f} to {hi:.2f}) | {reads(m, lo, hi, conf)} | within 10%: {met} |")
     print(f"\nratio: median over {args.rounds} rounds of ixmap time / other time in the same round; "
-          f"interval: sign test, {conf*100:.0f}% confidence")
+          f"interval: sign test, {conf*100:.0f}% confidence; load average {os.getloadavg()[0]:.2f} "
+          f"at the end")
+    # Threads: a comparison of one thread against several is not like for like.
+    fns = {(c, w): f for c, w, f in variants}
+    for case in ok:
+        ix = busy_threads(fns[(case["name"], "ixmap")])
+        xl = busy_threads(fns[(case["name"], "xla")])
+        if ix is None or xl is None:
+            continue
+        pool = sum(1 for n in xl if n.startswith("tf_XLAEigen"))
+        print(f"threads busy while calling {case['name']}: ixmap {len(ix)}, XLA:CPU {len(xl)} "
+              f"({pool} of its Eigen pool)")
 
 
 if __name__ == "__main__":

@@ -141,9 +141,8 @@ pub fn check_cuda_and_c(
 ) -> Result<u32, (&'static str, MapError)> {
     const CUDA: &str = "CUDA on the CPU";
     let inputs = make_inputs(spec).map_err(|e| (CUDA, e))?;
-    let want = super::reference::Reference::new(spec, &inputs)
-        .and_then(|r| r.outputs())
-        .map_err(|e| ("the reference", e))?;
+    let want =
+        super::bench::expected_outputs(spec, &inputs).map_err(|e| ("the reference", e))?;
     let bits = check_against(spec, launch, false, false, Some(&inputs), Some(&want))
         .map_err(|e| (CUDA, e))?;
     if also_c {
@@ -164,7 +163,7 @@ fn check_against(
     naive: bool,
     wide: bool,
     given: Option<&[Vec<u8>]>,
-    want: Option<&[Vec<super::reference::Scalar>]>,
+    want: Option<&[super::bench::Expected]>,
 ) -> Result<u32, MapError> {
     if launch.block[1] != 1 || launch.block[2] != 1 || launch.grid[2] != 1 {
         return Err(err(
@@ -193,7 +192,7 @@ fn check_against(
         let want = match want {
             Some(w) => w,
             None => {
-                computed = super::reference::Reference::new(spec, &inputs)?.outputs()?;
+                computed = super::bench::expected_outputs(spec, &inputs)?;
                 &computed
             }
         };
@@ -252,7 +251,7 @@ pub unsafe fn run_verified(
             return Err(err(format!("input {} has the wrong byte size", t.name)));
         }
     }
-    let want = super::reference::Reference::new(spec, &inputs)?.outputs()?;
+    let want = super::bench::expected_outputs(spec, &inputs)?;
     run_verified_against(spec, inputs, &want, call)
 }
 
@@ -264,7 +263,7 @@ pub unsafe fn run_verified(
 pub unsafe fn run_verified_against(
     spec: &KernelSpec,
     inputs: Vec<Vec<u8>>,
-    want: &[Vec<super::reference::Scalar>],
+    want: &[super::bench::Expected],
     call: &mut dyn FnMut(&mut Vec<*mut std::ffi::c_void>),
 ) -> Result<(), MapError> {
     use super::spec::Root;

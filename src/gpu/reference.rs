@@ -855,6 +855,69 @@ impl<'a> Reference<'a> {
         Ok(res)
     }
 
+    /// For output `k` when it is a float sum (a `reduce` with `add` at the root of its
+    /// function, perhaps converted), per element in physical order: the number of terms
+    /// (the initial value one of them), the sum of their magnitudes and the sum of the
+    /// magnitudes of this interpreter's partial sums (its own order, rounded as it rounds),
+    /// all as f64. What an error bound for the sum in another order needs (see
+    /// `bench::sum_slack`); `None` for any other output.
+    pub fn sum_magnitudes(&self, k: usize) -> Result<Option<Vec<[f64; 3]>>, MapError> {
+        let spec = self.spec;
+        if spec.root != super::spec::Root::Elementwise {
+            return Ok(None);
+        }
+        let (out, func) = match k {
+            0 => (&spec.output, 0),
+            _ => match spec.more_outputs.get(k - 1) {
+                Some(o) => (&o.tensor, o.func),
+                None => return Ok(None),
+            },
+        };
+        let Some(f) = spec.functions.get(func) else {
+            return Ok(None);
+        };
+        let mut b = &f.body;
+        if let Body::Convert(_, inner) = b {
+            b = inner;
+        }
+        let Body::Reduce {
+            op: BinOp::Add,
+            init,
+            func: term,
+            map,
+        } = b
+        else {
+            return Ok(None);
+        };
+        let ty = self.ty(b);
+        if !ty.is_float() {
+            return Ok(None);
+        }
+        let mut all = Vec::new();
+        self.each_index(out, &mut |idx| {
+            let mut acc = Scalar::from_f64(ty, *init);
+            let mut m = [1.0, acc.to_f64(ty).abs(), 0.0];
+            let nd = idx.len();
+            let bounds = map.bounds();
+            let mut point: Vec<i64> = idx.to_vec();
+            point.extend(bounds[nd..].iter().map(|b| b.lo));
+            for_each_in_box(&bounds[nd..], &mut |s| {
+                point[nd..].copy_from_slice(s);
+                if let Some(at) = self.point(map, &point)? {
+                    let v = self.eval(*term, &at)?;
+                    acc = binary(BinOp::Add, ty, acc, v)?;
+                    m[0] += 1.0;
+                    m[1] += v.to_f64(ty).abs();
+                    m[2] += acc.to_f64(ty).abs();
+                }
+                Ok(true)
+            })?;
+            all.push(m);
+            Ok(acc)
+        })?;
+        Ok(Some(all))
+    }
+
     /// Every output element, in the output's physical order.
     pub fn output(&self) -> Result<Vec<Scalar>, MapError> {
         if self.spec.root != super::spec::Root::Elementwise {

@@ -257,8 +257,24 @@ impl Outcome {
     }
 }
 
+/// The reference's value of one output, element by element in physical order, and, for a
+/// float sum at the root of the output's function, how far each element may be from it
+/// because the kernel adds the terms in another order ([`sum_slack`]).
+#[derive(Clone, Debug)]
+pub struct Expected {
+    pub values: Vec<Scalar>,
+    pub slack: Option<Vec<f64>>,
+}
+
+impl std::ops::Deref for Expected {
+    type Target = [Scalar];
+    fn deref(&self) -> &[Scalar] {
+        &self.values
+    }
+}
+
 /// Checks every element of `out` (raw bytes in the output's layout) against `want`.
-pub fn verify(spec: &KernelSpec, out: &[u8], want: &[Scalar]) -> Result<(), MapError> {
+pub fn verify(spec: &KernelSpec, out: &[u8], want: &Expected) -> Result<(), MapError> {
     match first_mismatch(spec, 0, out, want) {
         None => Ok(()),
         Some((i, got, w)) => Err(MapError::Other(format!(
@@ -267,19 +283,77 @@ pub fn verify(spec: &KernelSpec, out: &[u8], want: &[Scalar]) -> Result<(), MapE
     }
 }
 
-/// The first element of output `k` of `spec` (0, then a tuple root's further outputs),
-/// read from `out` in physical order, that does not match the reference `want`: its
-/// offset, the kernel's value and the reference's (as `f64`).
-pub fn first_mismatch(
-    spec: &KernelSpec,
-    k: usize,
-    out: &[u8],
-    want: &[Scalar],
-) -> Option<(usize, f64, f64)> {
-    let elem = spec.outputs().get(k)?.elem;
-    // The type a reduction computing the output accumulates in (f32 for
-    // `convert(reduce(...))` of f16).
-    let acc = if k == 0 {
+/// The unit roundoff of a float type (half the distance from 1 to the next value): the
+/// largest relative error of one rounded operation.
+pub fn unit_roundoff(t: ElemType) -> f64 {
+    match t {
+        ElemType::BF16 => 2f64.powi(-8),
+        ElemType::F16 => 2f64.powi(-11),
+        ElemType::F64 => 2f64.powi(-53),
+        _ => 2f64.powi(-24),
+    }
+}
+
+/// How far a kernel's float sum may be from the reference's, per output element, given
+/// [`Reference::sum_magnitudes`]' `[n, Σ|x_i|, Σ|ŝ_j|]` (the terms' count and magnitudes,
+/// the magnitudes of the reference's partial sums) for a sum accumulated in `acc`, whose
+/// terms may differ from the reference's by `terms` relative (a transcendental's last bits):
+///
+/// - the kernel's sum, in any order, within `((1 + u)^(n-1) - 1) Σ|x_i|` of the exact sum of
+///   its terms (Higham, *Accuracy and Stability of Numerical Algorithms*, §4.2: each of the
+///   `n - 1` additions rounds a partial sum whose magnitude is at most `Σ|x_i|` grown by
+///   the earlier roundings; `u` the unit roundoff of `acc`);
+/// - the reference's, its own order, within `u Σ|ŝ_j|` of the exact sum (the running
+///   error bound, §4.2 again: the addition giving `ŝ_j` errs by at most `u |ŝ_j|`);
+/// - the terms, within `terms Σ|x_i|` of each other.
+///
+/// Sound for every order of summation, and as tight as an order-blind bound can be: for a
+/// bf16 sum of 512 terms (`u = 2^-8`) it exceeds `Σ|x_i|`, any order being that wrong at
+/// worst, so such a check tells only grossly wrong sums; for f32 (`u = 2^-24`) it is
+/// `3e-5 Σ|x_i|`.
+pub fn sum_slack(magnitudes: &[[f64; 3]], acc: ElemType, terms: f64) -> Vec<f64> {
+    let u = unit_roundoff(acc);
+    magnitudes
+        .iter()
+        .map(|&[n, m, partial]| {
+            let any_order = ((n - 1.0).max(0.0) * u.ln_1p()).exp_m1() * m;
+            any_order + u * partial + terms * m
+        })
+        .collect()
+}
+
+/// The reference's outputs of `spec` on `inputs` (output 0, then a tuple root's further
+/// outputs), each with its slack ([`sum_slack`]) where it is a float sum.
+pub fn expected_outputs(spec: &KernelSpec, inputs: &[Vec<u8>]) -> Result<Vec<Expected>, MapError> {
+    let r = Reference::new(spec, inputs)?;
+    r.outputs()?
+        .into_iter()
+        .enumerate()
+        .map(|(k, values)| {
+            Ok(Expected {
+                values,
+                slack: slack_of(spec, &r, k)?,
+            })
+        })
+        .collect()
+}
+
+/// The slack of output `k` ([`sum_slack`]), `None` when it is not a float sum.
+fn slack_of(spec: &KernelSpec, r: &Reference, k: usize) -> Result<Option<Vec<f64>>, MapError> {
+    let Some(m) = r.sum_magnitudes(k)? else {
+        return Ok(None);
+    };
+    let Some(acc) = accumulation(spec, k) else {
+        return Ok(None);
+    };
+    // The terms as an elementwise output of their type would be checked.
+    Ok(Some(sum_slack(&m, acc, tolerance(acc, None, reads_reductions(spec)))))
+}
+
+/// The type a reduction computing output `k` accumulates in (f32 for
+/// `convert(reduce(...))` of f16), `None` when output `k` is not a reduction.
+fn accumulation(spec: &KernelSpec, k: usize) -> Option<ElemType> {
+    if k == 0 {
         spec.root_reduction()
             .map(|(_, func)| spec.function_elem(func))
     } else {
@@ -292,32 +366,84 @@ pub fn first_mismatch(
             Body::Reduce { func, .. } => Some(spec.function_elem(*func)),
             _ => None,
         }
-    };
-    let in_16_bits = matches!(acc, Some(ElemType::F16 | ElemType::BF16));
-    // A reduction read inside the body (softmax's max and sum) is summed in another order
-    // too when a row's lanes share it (the CUDA row normalization).
-    let nested = spec.functions.iter().any(|f| {
+    }
+}
+
+/// Whether a function's body has a reduction (the root reduction included).
+fn has_reduction(spec: &KernelSpec) -> bool {
+    spec.functions.iter().any(|f| {
         let mut r = false;
         f.body.visit(&mut |b| r |= matches!(b, Body::Reduce { .. }));
         r
-    });
-    let acc_like = acc.is_some() || nested;
-    // Floats: a relative tolerance (transcendentals differ in the last bits between
-    // libraries, a parallel reduction sums in another order); for f16 and bf16 one unit in
-    // the last place of the type (an f32 difference may round the other way), more for a
-    // reduction that accumulates in the 16-bit type. Integers and pred: exact.
-    let tol = match (elem, acc_like) {
+    })
+}
+
+/// Whether a reduction is read inside a function's body (softmax's max and sum), not only
+/// at the root of an output's function: summed in another order too when a row's lanes
+/// share it (the CUDA row normalization), which no slack covers.
+fn reads_reductions(spec: &KernelSpec) -> bool {
+    let roots: Vec<usize> = std::iter::once(0)
+        .chain(spec.more_outputs.iter().map(|o| o.func))
+        .collect();
+    spec.functions.iter().enumerate().any(|(i, f)| {
+        let mut b = &f.body;
+        if roots.contains(&i) {
+            if let Body::Convert(_, inner) = b {
+                b = inner;
+            }
+            // A root reduction's operand is a function of its own.
+            if matches!(b, Body::Reduce { .. }) {
+                return false;
+            }
+        }
+        let mut r = false;
+        b.visit(&mut |b| r |= matches!(b, Body::Reduce { .. }));
+        r
+    })
+}
+
+/// The relative tolerance of an output of type `elem` (relative to `max(|want|, 1)`):
+/// `acc` the type a reduction computing it accumulates in, when it is one whose order is
+/// not covered by a slack; `nested` when reductions are read inside the body (or any
+/// reduction, without a slack). Floats: a
+/// transcendental's last bits differ between libraries, a parallel reduction sums in
+/// another order; for f16 and bf16 one unit in the last place of the type (an f32
+/// difference may round the other way), more for a reduction that accumulates in the
+/// 16-bit type. Integers and pred: exact (0).
+fn tolerance(elem: ElemType, acc: Option<ElemType>, nested: bool) -> f64 {
+    let in_16_bits = matches!(acc, Some(ElemType::F16 | ElemType::BF16));
+    match (elem, acc.is_some() || nested) {
         (ElemType::F16, _) if in_16_bits => 2e-2,
         (ElemType::BF16, _) if in_16_bits => 1e-1,
         (ElemType::F16, _) => 1e-3,
         (ElemType::BF16, _) => 8e-3,
         (_, true) => 1e-4,
         _ => 1e-6,
+    }
+}
+
+/// The first element of output `k` of `spec` (0, then a tuple root's further outputs),
+/// read from `out` in physical order, that does not match the reference `want`: its
+/// offset, the kernel's value and the reference's (as `f64`). A float element matches
+/// within [`tolerance`] of the reference's value, plus its slack where `want` has one (a
+/// float sum: then the order of the sum is covered by the slack, not the tolerance).
+pub fn first_mismatch(
+    spec: &KernelSpec,
+    k: usize,
+    out: &[u8],
+    want: &Expected,
+) -> Option<(usize, f64, f64)> {
+    let elem = spec.outputs().get(k)?.elem;
+    let tol = match want.slack {
+        Some(_) => tolerance(elem, None, reads_reductions(spec)),
+        None => tolerance(elem, accumulation(spec, k), has_reduction(spec)),
     };
-    for (i, &w) in want.iter().enumerate() {
+    for (i, &w) in want.values.iter().enumerate() {
         let got = read_scalar(out, elem, i);
         let ok = if elem.is_float() {
-            matches(got.to_f64(elem), w.to_f64(elem), tol)
+            let slack = want.slack.as_ref().and_then(|s| s.get(i)).copied();
+            let (g, w) = (got.to_f64(elem), w.to_f64(elem));
+            matches(g, w, tol) || slack.is_some_and(|s| (g - w).abs() <= tol * w.abs().max(1.0) + s)
         } else {
             got == w
         };
@@ -328,9 +454,13 @@ pub fn first_mismatch(
     None
 }
 
-/// The reference output of `spec` on `inputs`, in physical order.
-pub fn reference_output(spec: &KernelSpec, inputs: &[Vec<u8>]) -> Result<Vec<Scalar>, MapError> {
-    Reference::new(spec, inputs)?.output()
+/// The reference output of `spec` on `inputs`, in physical order, with its slack.
+pub fn reference_output(spec: &KernelSpec, inputs: &[Vec<u8>]) -> Result<Expected, MapError> {
+    let r = Reference::new(spec, inputs)?;
+    Ok(Expected {
+        values: r.output()?,
+        slack: slack_of(spec, &r, 0)?,
+    })
 }
 
 /// Runs `spec` (simplified, and naive when `with_naive`) on the chosen device.

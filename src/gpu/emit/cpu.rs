@@ -443,29 +443,38 @@ fn emit_parts(spec: &KernelSpec, naive: bool, name: &str) -> Result<Emitted, Map
 
 pub use crate::gpu::rows::row_map;
 
-/// A vectorizable `expf` (Cephes' polynomial on [-ln2/2, ln2/2] and a power of two made
-/// from bits, in two halves so subnormal results come out right): within 2 ulp of the
-/// correctly rounded result, and plain arithmetic, so a loop calling it vectorizes.
+/// A vectorizable `expf`: Cephes' polynomial on [-ln2/2, ln2/2] and a power of two made
+/// from bits, in two halves so subnormal results come out right. Within 1 ulp of the
+/// correctly rounded result for every f32 (checked exhaustively, compiled with and without
+/// FMA contraction), NaN in NaN out, and plain arithmetic, so a loop calling it vectorizes.
+/// `n = round(x / ln2)` comes from adding 1.5 * 2^23 (the sum's low bits are the integer `n`,
+/// no float-to-int conversion) and the range checks are only the two selects at the end:
+/// out of range the bits are garbage the selects replace (unsigned arithmetic, so no
+/// overflow), a NaN goes through the polynomial. 30 vector instructions where the form with
+/// a clamped conversion took 45 (issue 28: exp was two thirds of a softmax of short rows).
 pub const C_EXPF: &str = "static inline float ix_expf(float x) {
-  const float n = __builtin_floorf(x * 1.44269504088896341f + 0.5f);
+  union { float f; uint32_t u; } t, a, b;
+  t.f = x * 1.44269504088896341f + 12582912.0f;
+  const float n = t.f - 12582912.0f;
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
   float p = 1.9875691500E-4f;
   p = p * r + 1.3981999507E-3f; p = p * r + 8.3334519073E-3f; p = p * r + 4.1665795894E-2f;
   p = p * r + 1.6666665459E-1f; p = p * r + 5.0000001201E-1f;
   const float y = p * r * r + r + 1.0f;
-  const int32_t k = (int32_t)(x < -110.0f ? -160.0f : (x > 89.0f ? 130.0f : n));
-  const int32_t k1 = k / 2, k2 = k - k / 2;
-  union { int32_t i; float f; } a, b;
-  a.i = (k1 + 127) << 23; b.i = (k2 + 127) << 23;
+  const uint32_t k = t.u - 0x4B400000u;
+  const uint32_t k1 = (uint32_t)((int32_t)k >> 1), k2 = k - k1;
+  a.u = (k1 + 127u) << 23; b.u = (k2 + 127u) << 23;
   const float e = y * a.f * b.f;
-  return x != x ? x : (x > 88.72283f ? INFINITY : (x < -103.972f ? 0.0f : e));
+  return x > 88.72283f ? INFINITY : (x < -103.972f ? 0.0f : e);
 }
 ";
 
 /// Writes a kernel whose reductions are all per row: each reduction is computed once per
 /// row, before the row's elements, in a loop of its own (`#pragma omp simd reduction`, so
-/// the compiler may sum in vector lanes), and the row's elements are then one loop with no
-/// branches (`#pragma omp simd`), rows split across threads. Calls are inlined. `None` when
+/// the compiler may sum in vector lanes; a float sum in explicit lanes), and the row's
+/// elements are then one loop with no branches (`#pragma omp simd`), rows split across
+/// threads. Short rows go in blocks of rows ([`row_block`], [`blocked_rows`]): each
+/// reduction for the block's rows, then their elements. Calls are inlined. `None` when
 /// the fusion has no reduction, or one that is not per row (its value moves along the row
 /// or with another reduction's variable): the memoizing loop handles those.
 fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>, MapError> {
@@ -534,16 +543,28 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
         "out[{k}] = {};",
         types::store(spec.output.elem, &v, false)
     ));
-    let mut src = format!(
-        "// {} for the CPU: {} = {}, row by row: the reductions once per row, then the row's elements; index arithmetic from the simplified maps.\n",
-        spec.name,
-        spec.output.name,
-        spec.output.shape_text(),
-    );
+    let (r, c) = (&lm.dims[0], &lm.dims[1]);
+    let rows_n = r.bounds.hi - r.bounds.lo + 1;
+    let block = row_block(rows_n, c.bounds.hi - c.bounds.lo + 1);
+    let mut src = if block > 1 {
+        format!(
+            "// {} for the CPU: {} = {}, in blocks of {block} rows: each reduction for the block's rows, then their elements; index arithmetic from the simplified maps.\n",
+            spec.name,
+            spec.output.name,
+            spec.output.shape_text(),
+        )
+    } else {
+        format!(
+            "// {} for the CPU: {} = {}, row by row: the reductions once per row, then the row's elements; index arithmetic from the simplified maps.\n",
+            spec.name,
+            spec.output.name,
+            spec.output.shape_text(),
+        )
+    };
     src += "#include <stdint.h>\n#include <math.h>\n\n";
     if w.lines
         .iter()
-        .chain(&rows.hoisted)
+        .chain(rows.hoisted.iter().flat_map(|h| &h.lines))
         .any(|l| l.contains("ix_expf"))
     {
         src += C_EXPF;
@@ -553,35 +574,42 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
     let mut decl = input_params(spec, "restrict");
     decl.push(format!("{ty} *restrict out"));
     src += &format!("static void {name}_body({}) {{\n", decl.join(", "));
-    let (r, c) = (&lm.dims[0], &lm.dims[1]);
     // Threads by output elements, as every CPU kernel: weighting by the passes over a row
     // put 2 threads on a 0.4 ms softmax of 4096 rows of 32, which on a loaded machine ran
     // 80x slower (each thread waiting for a core; issue 28, measured with
     // benches/xla_cpu.py): a short kernel stays on one thread.
-    src += &parallel_for(
-        &[r.bounds.hi - r.bounds.lo + 1],
-        1,
-        1,
-        spec.output.num_elements()?,
-    );
-    src += &format!(
-        "  for (int64_t r = {}; r <= {}; ++r) {{\n",
-        r.bounds.lo, r.bounds.hi
-    );
-    for l in &rows.hoisted {
-        src += l;
-        src += "\n";
+    src += &parallel_for(&[rows_n / block], 1, 1, spec.output.num_elements()?);
+    let element_loop = |pad: &str| -> String {
+        let mut s = format!("{pad}#pragma omp simd\n");
+        s += &format!(
+            "{pad}for (int64_t c = {}; c <= {}; ++c) {{\n",
+            c.bounds.lo, c.bounds.hi
+        );
+        for l in &w.lines {
+            s += &format!("{}{l}\n", &pad[4..]);
+        }
+        s += &format!("{pad}}}\n");
+        s
+    };
+    if block == 1 {
+        src += &format!(
+            "  for (int64_t r = {}; r <= {}; ++r) {{\n",
+            r.bounds.lo, r.bounds.hi
+        );
+        for h in &rows.hoisted {
+            if let Some((b, t, n)) = &h.buffer {
+                src += &format!("    {t} {b}[{n}];\n");
+            }
+            for l in &h.lines {
+                src += l;
+                src += "\n";
+            }
+        }
+        src += &element_loop("    ");
+        src += "  }\n}\n\n";
+    } else {
+        src += &blocked_rows(&rows.hoisted, r.bounds, block, &element_loop("      "));
     }
-    src += "    #pragma omp simd\n";
-    src += &format!(
-        "    for (int64_t c = {}; c <= {}; ++c) {{\n",
-        c.bounds.lo, c.bounds.hi
-    );
-    for l in &w.lines {
-        src += l;
-        src += "\n";
-    }
-    src += "    }\n  }\n}\n\n";
     src += &entry_point(spec, name, ty);
     Ok(Some(Emitted {
         name: spec.name.clone(),
@@ -591,13 +619,98 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
     }))
 }
 
-/// The state of [`emit_rows`]: lines at row level (the hoisted reductions, innermost
-/// first), and the reductions already hoisted (by their map from the row) with the
-/// variable holding each.
+/// Rows per block of [`emit_rows`] for `rows` rows of `cols` columns: a short row's
+/// reductions are a few vector operations and a horizontal step each, so a kernel that
+/// finishes one row before starting the next is one long chain of dependent steps (issue
+/// 28: softmax f32[4096,32], 0.091 ms against XLA:CPU's 0.086). In blocks, each reduction
+/// runs for all the block's rows before the next starts, and the rows' independent chains
+/// overlap: 0.8x the time row by row, 0.52x with the reductions' lanes and the cheaper
+/// [`C_EXPF`] (the same machine and compiler, benches/xla_cpu.py). Enough rows for
+/// [`ROW_BLOCK_ELEMENTS`] elements, at most [`ROW_BLOCK_MAX`], and a divisor of `rows` (1:
+/// row by row).
+fn row_block(rows: i64, cols: i64) -> i64 {
+    if cols <= 0 || cols >= ROW_BLOCK_ELEMENTS {
+        return 1;
+    }
+    let want = ((ROW_BLOCK_ELEMENTS + cols - 1) / cols).min(ROW_BLOCK_MAX);
+    (1..=want).rev().find(|b| rows % b == 0).unwrap_or(1)
+}
+
+/// Elements a block of short rows should hold (see [`row_block`]).
+const ROW_BLOCK_ELEMENTS: i64 = 256;
+
+/// Rows a block holds at most: 4, 8 and 16 rows of 32 ran within 2 % of each other.
+const ROW_BLOCK_MAX: i64 = 16;
+
+/// Whether `text` uses the C identifier `name` (not as part of a longer one).
+fn uses(text: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(i, _)| {
+        !text[..i].chars().next_back().is_some_and(ident)
+            && !text[i + name.len()..].chars().next().is_some_and(ident)
+    })
+}
+
+/// The row loops of [`emit_rows`] in blocks of `block` rows (`rb` the block's first row):
+/// each hoisted reduction in a loop of its own over the block's rows, keeping its value in
+/// an array of the block (`rowN_b`, and row buffers `rowbufK_b`) that the later loops read
+/// back; then a loop over the block's rows computing their elements (`elements`, the
+/// element loop at that depth). The block's arrays are local to the block, so blocks may run
+/// on different threads.
+fn blocked_rows(hoisted: &[Hoisted], rows: Interval, block: i64, elements: &str) -> String {
+    let mut src = format!(
+        "  for (int64_t rb = {}; rb <= {}; rb += {block}) {{\n",
+        rows.lo, rows.hi
+    );
+    for h in hoisted {
+        src += &format!("    {} {}_b[{block}];\n", h.ty, h.acc);
+        if let Some((b, t, n)) = &h.buffer {
+            src += &format!("    {t} {b}_b[{block}][{n}];\n");
+        }
+    }
+    let row_loop = format!("    for (int64_t r = rb; r <= rb + {}; ++r) {{\n", block - 1);
+    // The values of earlier loops that `text` reads, from the block's arrays.
+    let reads = |earlier: &[Hoisted], text: &str| -> String {
+        let mut s = String::new();
+        for e in earlier {
+            if uses(text, &e.acc) {
+                s += &format!("      const {} {1} = {1}_b[r - rb];\n", e.ty, e.acc);
+            }
+            if let Some((b, t, _)) = &e.buffer {
+                if uses(text, b) {
+                    s += &format!("      const {t} *restrict {b} = {b}_b[r - rb];\n");
+                }
+            }
+        }
+        s
+    };
+    for (k, h) in hoisted.iter().enumerate() {
+        let text = h.lines.join("\n");
+        src += &row_loop;
+        src += &reads(&hoisted[..k], &text);
+        if let Some((b, t, _)) = &h.buffer {
+            src += &format!("      {t} *restrict {b} = {b}_b[r - rb];\n");
+        }
+        for l in &h.lines {
+            src += &format!("  {l}\n");
+        }
+        src += &format!("      {0}_b[r - rb] = {0};\n", h.acc);
+        src += "    }\n";
+    }
+    src += &row_loop;
+    src += &reads(hoisted, elements);
+    src += elements;
+    src += "    }\n  }\n}\n\n";
+    src
+}
+
+/// The state of [`emit_rows`]: the hoisted reductions at row level (innermost first), and
+/// the reductions already hoisted (by their map from the row) with the variable holding
+/// each.
 struct Rows<'a> {
     spec: &'a KernelSpec,
     params: String,
-    hoisted: Vec<String>,
+    hoisted: Vec<Hoisted>,
     done: Vec<(String, String)>,
     count: usize,
     ok: bool,
@@ -609,6 +722,16 @@ struct Rows<'a> {
     filled: Vec<RowKey>,
     /// Values the row's elements compute at their own column, in this writing.
     read: Vec<RowKey>,
+}
+
+/// One hoisted reduction: its lines at row level (the accumulator's declaration, the loop,
+/// the NaN fix-up), the accumulator and its C type, and the row buffer its loop fills
+/// (name, C type, columns), declared before the lines.
+struct Hoisted {
+    lines: Vec<String>,
+    acc: String,
+    ty: String,
+    buffer: Option<(String, String, i64)>,
 }
 
 /// A fusion function's value at one point of a row: the function and its simplified index,
@@ -754,6 +877,8 @@ impl Rows<'_> {
                 let f = &self.spec.functions[*func];
                 let mut x = self.expr_t(&mut body, &f.body, &canon, t)?;
                 let acc = self.fresh("row");
+                let mut lines: Vec<String> = vec![];
+                let mut buffer = None;
                 let pad = |k: usize| "  ".repeat(k);
                 // Keep the operand in a row buffer when the elements read it again (see
                 // `emit_rows`): one loop variable running over exactly the row's columns,
@@ -782,11 +907,10 @@ impl Rows<'_> {
                             "rowbuf{k}[{}] = {xv};",
                             column(&canon.ranges[0].name, col.lo)
                         ));
-                        self.hoisted.push(format!(
-                            "{}{} rowbuf{k}[{}];",
-                            pad(2),
-                            types::reg(t),
-                            col.hi - col.lo + 1
+                        buffer = Some((
+                            format!("rowbuf{k}"),
+                            types::reg(t).to_string(),
+                            col.hi - col.lo + 1,
                         ));
                         x = xv;
                     }
@@ -800,26 +924,53 @@ impl Rows<'_> {
                 // was (issue 28: a scalar loop of selects was most of a short-row softmax).
                 let nan_flag = matches!(op, BinOp::Max | BinOp::Min)
                     && (t == ElemType::F32 || t == ElemType::F64);
+                // A float sum, max or min over one loop whose extent is a multiple of a
+                // vector's lanes (64 bytes): explicit lanes (`rowN_l`, lane k folding columns
+                // k, k + L, ..; a max's or min's NaN flags in lanes `rowN_n`) combined by
+                // halves at the end. OpenMP's `+` clause leaves the combining to the
+                // compiler, and gcc adds the lanes one after another: 16 dependent adds
+                // ending each row, most of a softmax of 32-wide rows once exp was fast (issue
+                // 28); the NaN flag's `|` clause combined them one at a time too (4 % of that
+                // softmax). The order is then the same whatever the compiler vectorizes.
+                let lanes: i64 = match (op, t) {
+                    (BinOp::Add | BinOp::Max | BinOp::Min, ElemType::F32) => 16,
+                    (BinOp::Add | BinOp::Max | BinOp::Min, ElemType::F64) => 8,
+                    _ => 0,
+                };
+                let extent = canon.ranges[0].bounds.hi - canon.ranges[0].bounds.lo + 1;
+                let lanes = if n_new == 1 && lanes > 0 && extent % lanes == 0 {
+                    lanes
+                } else {
+                    0
+                };
+                let cmp = if *op == BinOp::Max { ">" } else { "<" };
                 if nan_flag {
-                    let cmp = if *op == BinOp::Max { ">" } else { "<" };
                     let xv = self.fresh("x");
                     body.line(format!("const {} {xv} = {x};", types::reg(t)));
-                    body.line(format!("{acc} = {xv} {cmp} {acc} ? {xv} : {acc};"));
-                    body.line(format!("{acc}_nan |= {xv} != {xv};"));
+                    if lanes > 0 {
+                        let l = format!("{acc}_l[lane]");
+                        body.line(format!("{l} = {xv} {cmp} {l} ? {xv} : {l};"));
+                        body.line(format!("{acc}_n[lane] |= {xv} != {xv};"));
+                    } else {
+                        body.line(format!("{acc} = {xv} {cmp} {acc} ? {xv} : {acc};"));
+                        body.line(format!("{acc}_nan |= {xv} != {xv};"));
+                    }
+                } else if lanes > 0 {
+                    let l = format!("{acc}_l[lane]");
+                    body.line(format!("{l} = {};", types::binary(*op, t, &l, &x)));
                 } else {
                     body.line(format!("{acc} = {};", types::binary(*op, t, &acc, &x)));
                 }
-                self.hoisted.push(format!(
+                lines.push(format!(
                     "{}{} {acc} = {};",
                     pad(2),
                     types::reg(t),
                     types::constant(*init, t)
                 ));
                 if nan_flag {
-                    self.hoisted.push(format!("{}int {acc}_nan = 0;", pad(2)));
+                    lines.push(format!("{}int {acc}_nan = 0;", pad(2)));
                 }
-                self.hoisted
-                    .push(format!("{}// reduce {} over {shown}", pad(2), f.name));
+                lines.push(format!("{}// reduce {} over {shown}", pad(2), f.name));
                 // Lanes combine with the plain operator at the end: only where that is the
                 // type's own (not for 16-bit floats, rounded after each step, nor for
                 // integer sums, which wrap).
@@ -837,14 +988,97 @@ impl Rows<'_> {
                     BinOp::Min => Some(format!("min:{acc}")),
                     _ => None,
                 };
-                for (k, v) in canon.ranges.iter().enumerate() {
+                // Combines lanes `a` and `b` (C lvalues) into `a`.
+                let fold = |a: &str, b: &str| -> String {
+                    if nan_flag {
+                        format!("{a} = {b} {cmp} {a} ? {b} : {a};")
+                    } else {
+                        format!("{a} = {};", types::binary(*op, t, a, b))
+                    }
+                };
+                if lanes > 0 {
+                    let (v, ty) = (&canon.ranges[0], types::reg(t));
+                    lines.push(format!("{}{ty} {acc}_l[{lanes}];", pad(2)));
+                    // A sum's lanes start at -0 (adding it changes nothing, -0 included),
+                    // the initial value added once at the end; a max's or min's at the
+                    // initial value.
+                    let start = if nan_flag {
+                        acc.clone()
+                    } else if t == ElemType::F32 {
+                        "-0.0f".to_string()
+                    } else {
+                        "-0.0".to_string()
+                    };
+                    if nan_flag {
+                        lines.push(format!("{}int {acc}_n[{lanes}];", pad(2)));
+                        lines.push(format!(
+                            "{}for (int lane = 0; lane < {lanes}; ++lane) {{ {acc}_l[lane] = {start}; {acc}_n[lane] = 0; }}",
+                            pad(2)
+                        ));
+                    } else {
+                        lines.push(format!(
+                            "{}for (int lane = 0; lane < {lanes}; ++lane) {acc}_l[lane] = {start};",
+                            pad(2)
+                        ));
+                    }
+                    lines.push(format!(
+                        "{}for (int64_t {n}b = {lo}; {n}b <= {hi}; {n}b += {lanes}) {{",
+                        pad(2),
+                        n = v.name,
+                        lo = v.bounds.lo,
+                        hi = v.bounds.hi,
+                    ));
+                    lines.push(format!("{}#pragma omp simd", pad(3)));
+                    lines.push(format!(
+                        "{}for (int lane = 0; lane < {lanes}; ++lane) {{",
+                        pad(3)
+                    ));
+                    lines.push(format!("{}const int64_t {n} = {n}b + lane;", pad(4), n = v.name));
+                    lines.extend(body.lines.iter().map(|l| format!("  {l}")));
+                    lines.push(format!("{}}}", pad(3)));
+                    lines.push(format!("{}}}", pad(2)));
+                    // Each level a loop of its own under `omp simd`: without it gcc
+                    // combines the levels inside a row loop one lane at a time.
+                    let mut h = lanes / 2;
+                    while h >= 1 {
+                        let (a, b) = (format!("{acc}_l[lane]"), format!("{acc}_l[lane + {h}]"));
+                        let mut step = fold(&a, &b);
+                        if nan_flag {
+                            step = format!("{{ {step} {acc}_n[lane] |= {acc}_n[lane + {h}]; }}");
+                        }
+                        if h >= 2 {
+                            lines.push(format!("{}#pragma omp simd", pad(2)));
+                            lines.push(format!(
+                                "{}for (int lane = 0; lane < {h}; ++lane) {step}",
+                                pad(2)
+                            ));
+                        } else {
+                            lines.push(format!(
+                                "{}{}",
+                                pad(2),
+                                step.replace("[lane + 1]", "[1]").replace("[lane]", "[0]")
+                            ));
+                        }
+                        h /= 2;
+                    }
+                    if nan_flag {
+                        lines.push(format!("{}{acc} = {acc}_l[0];", pad(2)));
+                        lines.push(format!("{}{acc}_nan = {acc}_n[0];", pad(2)));
+                    } else {
+                        lines.push(format!(
+                            "{}{acc} = {};",
+                            pad(2),
+                            types::binary(*op, t, &acc, &format!("{acc}_l[0]"))
+                        ));
+                    }
+                }
+                for (k, v) in canon.ranges.iter().enumerate().filter(|_| lanes == 0) {
                     if k + 1 == n_new {
                         if let Some(cl) = &clause {
-                            self.hoisted
-                                .push(format!("{}#pragma omp simd reduction({cl})", pad(2 + k)));
+                            lines.push(format!("{}#pragma omp simd reduction({cl})", pad(2 + k)));
                         }
                     }
-                    self.hoisted.push(format!(
+                    lines.push(format!(
                         "{}for (int64_t {n} = {lo}; {n} <= {hi}; ++{n}) {{",
                         pad(2 + k),
                         n = v.name,
@@ -852,14 +1086,21 @@ impl Rows<'_> {
                         hi = v.bounds.hi,
                     ));
                 }
-                self.hoisted.extend(body.lines);
-                for k in (0..n_new).rev() {
-                    self.hoisted.push(format!("{}}}", pad(2 + k)));
+                if lanes == 0 {
+                    lines.extend(body.lines);
+                    for k in (0..n_new).rev() {
+                        lines.push(format!("{}}}", pad(2 + k)));
+                    }
                 }
                 if nan_flag {
-                    self.hoisted
-                        .push(format!("{}if ({acc}_nan) {acc} = NAN;", pad(2)));
+                    lines.push(format!("{}if ({acc}_nan) {acc} = NAN;", pad(2)));
                 }
+                self.hoisted.push(Hoisted {
+                    lines,
+                    acc: acc.clone(),
+                    ty: types::reg(t).to_string(),
+                    buffer,
+                });
                 self.done.push((key, acc.clone()));
                 acc
             }
