@@ -592,3 +592,39 @@ fn dynamic_update_slice_with_computed_starts() {
         });
     }
 }
+
+/// `scaled-dot` (issue 32, item 7), from its semantics: `(lhs · lhs_scale) @ (rhs ·
+/// rhs_scale)`, each scale element covering a block of its operand (each dimension divided
+/// by the scale's size: here blocks of 4 and of 2 along K, and one rhs scale for all 5 rows
+/// of a batch). Emitted as a reduction of products, each operand element times its scale;
+/// the scales are powers of two, so every product and sum is exact in f32 whatever the
+/// order, and the reference must equal the brute force exactly.
+#[test]
+fn scaled_dot_is_a_reduction_of_scaled_products() {
+    let spec = spec_of(
+        "fsd {\n  l = f32[2,3,8] parameter(0)\n  r = f32[2,5,8] parameter(1)\n\
+         ls = f32[2,3,2] parameter(2)\n  rs = f32[2,1,4] parameter(3)\n\
+         ROOT sd = f32[2,3,5] scaled-dot(l, r, ls, rs), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={2}\n}\n",
+        "fsd",
+    );
+    let mut inputs = make_inputs(&spec).unwrap();
+    for k in [2, 3] {
+        let n = spec.inputs[k].num_elements().unwrap() as usize;
+        for i in 0..n {
+            let v = 2f32.powi((i % 5) as i32 - 2);
+            inputs[k][4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+            assert_eq!(read_value(&inputs[k], spec.inputs[k].elem, i), v as f64);
+        }
+    }
+    verify(&spec, &inputs, &|idx| {
+        let (b, i, j) = (idx[0], idx[1], idx[2]);
+        (0..8)
+            .map(|k| {
+                input(&spec, &inputs, 0, &[b, i, k])
+                    * input(&spec, &inputs, 2, &[b, i, k / 4])
+                    * input(&spec, &inputs, 1, &[b, j, k])
+                    * input(&spec, &inputs, 3, &[b, 0, k / 2])
+            })
+            .sum::<f64>()
+    });
+}

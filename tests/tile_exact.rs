@@ -523,8 +523,9 @@ proptest! {
 
     /// Sums of a dimension and what lies below it (`d * c + s`, `d0 * (b·c) + d1 * c + s`)
     /// under sizes that do not divide the extent (issue 32, item 7): the partial last tile
-    /// is a clip of the merged coordinate where the parts below fill `c` exactly, and is
-    /// refused (never wrong) otherwise; every derived tile is checked by enumeration.
+    /// is a clip of the merged coordinate where the parts below fill `c`, overlap it or
+    /// leave gaps (then masks keep the values the sum takes); every derived tile is
+    /// checked by enumeration, and refusals are never wrong.
     #[test]
     fn partial_tiles_of_sums_are_exact(n in 1i64..9, c in 1i64..9, w in 1i64..10, b in 1i64..4,
                                        size in 1i64..10, size2 in 1i64..5, three in any::<bool>()) {
@@ -543,5 +544,57 @@ proptest! {
         if w == c && (!three || size2 == b || size.min(n) == 1) {
             prop_assert_eq!(tally.tiles, 1, "{} sizes {:?}", m, sizes);
         }
+        // A dimension and one range variable always make a tile: a run where s0 fills or
+        // overlaps the step (clipped where the tile is partial), a box masked to the
+        // values it takes where it leaves gaps.
+        if !three {
+            prop_assert_eq!(tally.tiles, 1, "{} sizes {:?}", m, sizes);
+        }
     }
+}
+
+/// Sums whose parts overlap or leave gaps (issue 32, item 7), each a tile checked by
+/// enumeration: overlapping windows under a partial tile (a clip of the merged run, and,
+/// where the cut can leave the tile empty, a condition on the tile index: found by the
+/// composed property test, a runtime start whose constraint cuts the row), a reshape's
+/// half rows (a box masked to `k0 mod 8 in [0, 3]`), gaps at two levels, a gap above an
+/// overlap, equal steps (`d0 + s0`) cut by a partial tile.
+#[test]
+fn sums_that_overlap_or_leave_gaps() {
+    let cases: [(&str, &[i64]); 7] = [
+        ("(d0)[s0] -> (d0 * 100 + s0), domain: d0 in [0, 3], s0 in [0, 127]", &[3]),
+        (
+            "(d0)[s0]{r0} -> (d0 * 3 + r0 * 3 + s0), domain: d0 in [0, 3], s0 in [0, 3], r0 in [0, 2], d0 + r0 in [0, 2]",
+            &[3],
+        ),
+        ("(d0, d1) -> (d0 * 8 + d1), domain: d0 in [0, 3], d1 in [0, 3]", &[2, 4]),
+        ("(d0)[s0] -> (d0 * 128 + s0), domain: d0 in [0, 3], s0 in [0, 63]", &[3]),
+        (
+            "(d0, d1)[s0] -> (d0 * 100 + d1 * 16 + s0), domain: d0 in [0, 4], d1 in [0, 2], s0 in [0, 3]",
+            &[2, 3],
+        ),
+        (
+            "(d0, d1)[s0] -> (d0 * 512 + d1 * 100 + s0), domain: d0 in [0, 4], d1 in [0, 2], s0 in [0, 127]",
+            &[2, 3],
+        ),
+        ("(d0)[s0] -> (d0 + s0), domain: d0 in [0, 5], s0 in [0, 4]", &[4]),
+    ];
+    let mut tally = Tally {
+        tiles: 0,
+        refused: 0,
+    };
+    for (text, sizes) in cases {
+        check(&map(text), sizes, &mut tally);
+    }
+    assert_eq!((tally.tiles, tally.refused), (cases.len() as u64, 0));
+    // The masks are the gaps' (k0 mod 8 < 4: half rows), and a masked box is read in runs
+    // of 4.
+    let t = tile::derive(&map(cases[2].0), cases[2].1).expect("a tile");
+    assert_eq!(t.masks.len(), 1);
+    assert_eq!(t.runs(), vec![4]);
+    // An overlap above a gap is no regular pattern: refused, not guessed.
+    let m = map(
+        "(d0, d1)[s0] -> (d0 * 6 + d1 * 4 + s0), domain: d0 in [0, 2], d1 in [0, 2], s0 in [0, 1]",
+    );
+    assert!(tile::derive(&m, &[3, 3]).is_err());
 }

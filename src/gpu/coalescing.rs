@@ -21,6 +21,9 @@
 //! Every launch is analysed: loops, tiled transposes, reductions (side outputs and groups
 //! included), and the launches of several loops (a concatenate's operands, the update of a
 //! dynamic-update-slice or a scatter, with the start indices and index vectors they read).
+//! A row normalization (and a row reduction that nests reductions of its row) is read as
+//! its kernel reads it: each reduction of a row once, split over the row's lanes (loop
+//! `step`), then the row's elements (loop `col`), not each reduction whole by every thread.
 //! What the maps cannot say is assumed, and the report says so: a variable that is not
 //! the launch's own loop — a start index read at run time (`dynamic-slice`, `gather`, the
 //! store of a `dynamic-update-slice`), a loop of the fusion (a reduction inside a loop
@@ -32,7 +35,8 @@
 //! first warp only, runtime variables at their midpoints, 128-byte transactions against
 //! the ideal with a 0.9 margin.
 //!
-//! Shown running in `sessions/gpu/coalescing.ixm` and `sessions/gpu/coalescing-fusions.ixm`.
+//! Shown running in `sessions/gpu/coalescing.ixm`, `sessions/gpu/coalescing-fusions.ixm` and
+//! `sessions/gpu/coalescing-rows.ixm`.
 
 use super::launch::{
     accesses, in_group, more_output_writes, reads_through_tile, split_on, thread_dims,

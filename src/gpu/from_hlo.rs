@@ -1213,6 +1213,7 @@ impl Builder<'_> {
             }
             "gather" if ins.operands.len() == 2 => self.gather(id, map),
             "dot" if ins.operands.len() == 2 => self.dot(id, map),
+            "scaled-dot" if ins.operands.len() == 4 => self.dot(id, map),
             _ => self.opaque(id, map),
         }
     }
@@ -1393,8 +1394,50 @@ impl Builder<'_> {
             }
         };
         let (ta, tb) = (self.elem_of_id(a)?, self.elem_of_id(b)?);
-        self.functions[k].body =
-            Body::Binary(BinOp::Mul, Box::new(conv(x, ta)), Box::new(conv(y, tb)));
+        let (mut x, mut y) = (conv(x, ta), conv(y, tb));
+        // scaled-dot: (lhs · lhs_scale) @ (rhs · rhs_scale), each operand element times
+        // the scale of its block: the scale read at the operand's index divided by the
+        // block, as the op's maps to operands 2 and 3 read it (`hlo::ops::dot`), over the
+        // product's variables.
+        if ins.opcode == "scaled-dot" {
+            // The op's own check (scales of the operands' ranks, dividing them).
+            self.op_map(id, 2)?;
+            for (side, v) in [(0usize, &mut x), (1, &mut y)] {
+                let scale = ins.operands[2 + side];
+                let p = if side == 0 { &pl } else { &pr };
+                let od = self.comp.instrs[ins.operands[side]].dims();
+                let sd = self.comp.instrs[scale].dims();
+                let results = p
+                    .results
+                    .iter()
+                    .zip(od.iter().zip(sd))
+                    .map(|(&r, (&n, &z))| {
+                        let blk = if z > 0 { n / z } else { 1 };
+                        if blk == 1 {
+                            r
+                        } else {
+                            r.floordiv(crate::expr::Expr::constant(blk))
+                        }
+                    })
+                    .collect();
+                let sm = IndexingMap::new(
+                    p.dims.clone(),
+                    vec![],
+                    vec![],
+                    results,
+                    p.constraints.clone(),
+                );
+                let s = self.body(scale, &sm, false)?;
+                let ts = self.elem_of_id(scale)?;
+                let prod = Body::Binary(
+                    BinOp::Mul,
+                    Box::new(std::mem::replace(v, Body::Const(0.0))),
+                    Box::new(conv(s, ts)),
+                );
+                *v = prod;
+            }
+        }
+        self.functions[k].body = Body::Binary(BinOp::Mul, Box::new(x), Box::new(y));
         // (d out)[s contracting] -> (d out, s contracting).
         let nd = ml.dims.len();
         let results: Vec<crate::expr::Expr> = (0..nd + ml.ranges.len())

@@ -412,13 +412,75 @@ fn split_linear_terms(e: Expr, v: u32) -> Option<(Expr, i64)> {
     (!off.uses_var(v)).then_some((off, g))
 }
 
+/// How the element variables summed in one coordinate lay out their values, in units of
+/// the smallest step: terms `(step, extent, var)` sorted by step (all positive), level 0
+/// the smallest. Level `i` moves by `ratio[i]` (`ratio[0] = 1`) over `extent_i` values;
+/// `span[i]` is how far levels `0..=i` reach (`span[0] = extent_0`,
+/// `span[i] = (extent_i - 1) * ratio[i] + span[i - 1]`).
+///
+/// Level `i` *overlaps* what lies below when `ratio[i] < span[i - 1]` and leaves a *gap*
+/// when `ratio[i] > span[i - 1]`. The values form a regular pattern when no level overlaps
+/// above the first gap: below it every level fills or overlaps (a run, `d0 * 100 + s0`
+/// with `s0` in [0, 127] over two rows is [0, 227]); from it up, each level's values are
+/// its lower part (a remainder) plus a multiple of its ratio, so membership is a
+/// condition per gap level on the remainders (`d0 * 128 + s0` with `s0` in [0, 63]:
+/// `v mod 128 in [0, 63]`). `None`: a step that is no multiple of the smallest, or an
+/// overlap above a gap (an irregular set).
+struct Levels {
+    step: i64,
+    ratio: Vec<i64>,
+    span: Vec<i64>,
+}
+
+impl Levels {
+    fn of(terms: &[(i64, i64, u32)]) -> Option<Levels> {
+        let step = terms.first()?.0;
+        if step <= 0 {
+            return None;
+        }
+        let mut ratio = vec![1];
+        let mut span = vec![terms[0].1];
+        let mut gap = false;
+        for &(a, ext, _) in &terms[1..] {
+            if a % step != 0 {
+                return None;
+            }
+            let r = a / step;
+            let below = *span.last()?;
+            if r < below && gap {
+                return None;
+            }
+            gap |= r > below;
+            span.push((ext - 1).checked_mul(r)?.checked_add(below)?);
+            ratio.push(r);
+        }
+        Some(Levels { step, ratio, span })
+    }
+
+    /// The conditions on the merged variable `x` (in units of `step`, in
+    /// `[0, span - 1]`) that keep exactly the values the sum takes: for each level `i` with
+    /// a gap, `((x mod ratio[m]) .. mod ratio[i]) in [0, span[i - 1] - 1]`.
+    fn masks(&self, x: Expr) -> Vec<(Expr, Interval)> {
+        let m = self.ratio.len();
+        let mut out = Vec::new();
+        let mut rest = x;
+        for i in (1..m).rev() {
+            rest = rest.modulo(Expr::constant(self.ratio[i]));
+            if self.ratio[i] > self.span[i - 1] {
+                out.push((rest, Interval::new(0, self.span[i - 1] - 1)));
+            }
+        }
+        out
+    }
+}
+
 /// The variable of coordinate `j`'s sum `el` that a partial tile cuts, when the cut can
-/// move onto the merged variable: every step positive; the variable with the largest step
-/// `a_v` is the only one used outside this coordinate, only in constraints that read no
-/// other element variable, with coefficient ±1; the others fill exactly `a_v` (each step
-/// the span below it, no gaps, no overlap), so the value of v is the merged variable
-/// divided by what lies below.
-fn partial_outer(w: &Work, j: usize, el: &[(u32, i64)]) -> Option<u32> {
+/// move onto the merged variable, and how far the levels below it reach: every step
+/// positive; the variable with the largest step `a_v` is the only one used outside this
+/// coordinate, only in constraints that read no other element variable, with coefficient
+/// ±1; the steps form a regular pattern ([`Levels`]: filled, overlapping or with gaps),
+/// so a range of v is one range of the merged variable.
+fn partial_outer(w: &Work, j: usize, el: &[(u32, i64)]) -> Option<(u32, i64)> {
     if el.iter().any(|&(_, a)| a <= 0) {
         return None;
     }
@@ -431,10 +493,20 @@ fn partial_outer(w: &Work, j: usize, el: &[(u32, i64)]) -> Option<u32> {
     };
     let mut terms: Vec<(i64, i64, u32)> = el.iter().map(|&(v, a)| (a, w.ext(v), v)).collect();
     terms.sort();
-    let &(a_v, _, v) = terms.last()?;
-    if terms.len() < 2 || terms[..terms.len() - 1].iter().any(|t| used_elsewhere(t.2)) {
+    // The cut variable: the only one used outside, of the largest step (ties with the
+    // others' steps included: `d0 + s0`), last.
+    let used: Vec<usize> = (0..terms.len())
+        .filter(|&i| used_elsewhere(terms[i].2))
+        .collect();
+    if terms.len() < 2 || used.len() != 1 {
         return None;
     }
+    let top = terms.remove(used[0]);
+    if terms.iter().any(|t| t.0 > top.0) {
+        return None;
+    }
+    terms.push(top);
+    let v = top.2;
     if w.results
         .iter()
         .enumerate()
@@ -453,17 +525,13 @@ fn partial_outer(w: &Work, j: usize, el: &[(u32, i64)]) -> Option<u32> {
             return None;
         }
     }
-    // Exact tiling below v: steps s_0 < s_1 < ... with s_{i+1} = s_i · ext_i, and
-    // a_v = s_last · ext_last.
-    let step = terms[0].0;
-    let mut reach = step;
-    for &(a, ext, _) in &terms[..terms.len() - 1] {
-        if a != reach {
-            return None;
-        }
-        reach = a.checked_mul(ext)?;
-    }
-    (reach == a_v).then_some(v)
+    // A regular pattern ([`Levels`]): then v in [L, H] is the merged variable in
+    // [L · ratio, H · ratio + below - 1], `below` what the levels under v reach (the
+    // step of v when they fill it exactly; more where they overlap it, less where they
+    // leave a gap, which the pattern's masks keep).
+    let levels = Levels::of(&terms)?;
+    let below = levels.span[levels.span.len() - 2];
+    Some((v, below))
 }
 
 fn split_linear(w: &Work, e: Expr) -> Option<(Vec<(Expr, i64)>, i64, Vec<(u32, i64)>)> {
@@ -482,7 +550,10 @@ fn split_linear(w: &Work, e: Expr) -> Option<(Vec<(Expr, i64)>, i64, Vec<(u32, i
 
 fn finish(mut w: Work, map: &IndexingMap, result_text: &[String]) -> Result<OperandTile, NotATile> {
     let m = w.results.len();
-    // Merge several element variables in one coordinate when they leave no gaps.
+    // Merge several element variables in one coordinate into one, a run of the
+    // coordinate's values; where the sum leaves regular gaps, masks keep the values it
+    // takes.
+    let mut gap_masks: Vec<(Expr, Interval)> = Vec::new();
     for j in 0..m {
         let Some((off, k, el)) = split_linear(&w, w.results[j]) else {
             return Err(NotATile::new(format!(
@@ -502,9 +573,9 @@ fn finish(mut w: Work, map: &IndexingMap, result_text: &[String]) -> Result<Oper
         };
         // A partial tile along the outermost variable of a contiguous sum (`d * 128 + s`,
         // the tile cutting d's extent): its cut becomes a cut on the merged variable.
-        let mut cut: Option<u32> = None;
-        if let Some(v) = partial_outer(&w, j, &el) {
-            cut = Some(v);
+        let mut cut: Option<(u32, i64)> = None;
+        if let Some(vb) = partial_outer(&w, j, &el) {
+            cut = Some(vb);
         } else if let Some(&(v, _)) = el.iter().find(|&&(v, _)| used_elsewhere(v)) {
             if let Some(c) = w.constraints.iter().find(|c| c.0.uses_var(v)) {
                 return Err(NotATile::new(format!(
@@ -518,7 +589,14 @@ fn finish(mut w: Work, map: &IndexingMap, result_text: &[String]) -> Result<Oper
             )));
         }
         let lo_of = |v: u32| w.bounds[v as usize].lo;
-        let cut = cut.map(|v| (v, lo_of(v), el.iter().find(|e| e.0 == v).map_or(1, |e| e.1)));
+        let cut = cut.map(|(v, below)| {
+            (
+                v,
+                lo_of(v),
+                el.iter().find(|e| e.0 == v).map_or(1, |e| e.1),
+                below,
+            )
+        });
         // Flip negative steps: a*v = -a*(ext-1-v') + a*(ext-1).
         let mut constant = k;
         let mut terms: Vec<(i64, i64, u32)> = Vec::new(); // (step, extent, var)
@@ -544,20 +622,19 @@ fn finish(mut w: Work, map: &IndexingMap, result_text: &[String]) -> Result<Oper
             }
         }
         terms.sort();
-        let (step, mut span) = (terms[0].0, terms[0].1);
-        for &(a, ext, v) in &terms[1..] {
-            let ratio = a / step;
-            if a % step != 0 || ratio > span {
-                return Err(NotATile::new(format!(
-                    "operand dimension {j} `{}` takes every {a}th element along {} but only {span} in between: the tile has gaps",
-                    result_text[j], w.origin[v as usize]
-                )));
-            }
-            span = (ext - 1)
-                .checked_mul(ratio)
-                .and_then(|x| x.checked_add(span))
-                .ok_or_else(|| NotATile::new("tile size overflow"))?;
-        }
+        // The values the sum takes: a run, or a run with regular gaps (kept by masks).
+        let Some(levels) = Levels::of(&terms) else {
+            let step = terms[0].0;
+            let (a, _, v) = *terms
+                .iter()
+                .find(|t| t.0 % step != 0)
+                .unwrap_or(terms.last().expect("two terms or more"));
+            return Err(NotATile::new(format!(
+                "operand dimension {j} `{}` takes every {a}th element along {} with steps that leave no regular pattern (a step that is no multiple of the smallest, or levels overlapping above a gap)",
+                result_text[j], w.origin[v as usize]
+            )));
+        };
+        let (step, span) = (levels.step, *levels.span.last().expect("a level"));
         let origins: Vec<String> = terms
             .iter()
             .map(|t| w.origin[t.2 as usize].clone())
@@ -565,11 +642,16 @@ fn finish(mut w: Work, map: &IndexingMap, result_text: &[String]) -> Result<Oper
         let mut origins_dedup = origins.clone();
         origins_dedup.dedup();
         let nv = w.new_elem(origins_dedup.join("*"), span);
-        if let Some((v, lo_v, a_v)) = cut {
-            // v - lo_v = nv floordiv inner (the variables below v fill exactly a_v / step
-            // values of nv each), so `off_c + g·v in [lo, hi]` (g = ±1) is
-            // `inner·g·off_c + nv in` the cut scaled by inner: same elements, one variable.
+        gap_masks.extend(levels.masks(Expr::var(nv)));
+        if let Some((v, lo_v, a_v, below)) = cut {
+            // v in [L, H] is nv in [L · inner, H · inner + below - 1] (inner = a_v / step,
+            // `below` what the variables under v reach: inner when they fill it, more
+            // where they overlap, less where the masks keep the gaps), so
+            // `off_c + g·v in [lo, hi]` (g = ±1) is `inner·g·off_c + nv in` that range:
+            // same elements, one variable.
             let inner = a_v / step;
+            let hi_v = w.bounds[v as usize].hi;
+            let mut nonempty = Vec::new();
             for c in w.constraints.iter_mut().filter(|c| c.0.uses_var(v)) {
                 let (off_c, g) = match split_linear_terms(c.0, v) {
                     Some(x) => x,
@@ -594,15 +676,33 @@ fn finish(mut w: Work, map: &IndexingMap, result_text: &[String]) -> Result<Oper
                 let new_hi = hi
                     .checked_sub(lo_v)
                     .and_then(|x| x.checked_mul(inner))
-                    .and_then(|x| x.checked_add(inner - 1))
+                    .and_then(|x| x.checked_add(below - 1))
                     .ok_or_else(ov)?;
                 let e = canonical(
                     off_c
                         .mul(Expr::constant(inner.checked_mul(sign).ok_or_else(ov)?))
                         .add(Expr::var(nv)),
                 );
+                // Where the parts below overlap v's step, an empty range of v would still
+                // leave `below - inner` values of nv: the cut keeps some v only where
+                // `sign·off_c in [lo - hi_v, hi - lo_v]` (a condition on the tile index).
+                if below > inner {
+                    let some = lo
+                        .checked_sub(hi_v)
+                        .zip(hi.checked_sub(lo_v))
+                        .ok_or_else(ov)?;
+                    let (o, some) = (
+                        canonical(off_c.mul(Expr::constant(sign))),
+                        Interval::new(some.0, some.1),
+                    );
+                    // Only where the tile indices can break it.
+                    if !some.contains_interval(&crate::interval::range_of(o, &w.bounds)) {
+                        nonempty.push((o, some, c.2.clone()));
+                    }
+                }
                 *c = (e, Interval::new(new_lo, new_hi), c.2.clone());
             }
+            w.constraints.extend(nonempty);
         }
         w.results[j] = canonical(
             Linear {
@@ -727,6 +827,7 @@ fn finish(mut w: Work, map: &IndexingMap, result_text: &[String]) -> Result<Oper
             }
         }
     }
+    masks.extend(gap_masks);
     build(&w, map, coord, clips, exists, masks)
 }
 

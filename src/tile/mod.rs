@@ -51,12 +51,41 @@ pub struct OperandTile {
     /// Where a coordinate is cut by the map's domain (a partial tile): the tile is
     /// intersected with this interval. `Interval::FULL` where nothing cuts.
     pub clips: Vec<Interval>,
-    /// Where the cut of a partial tile is not one interval per coordinate: conditions over
-    /// the tile map's variables `(t, k, runtime)` that an element of the box must meet to
-    /// be read (an emitter's mask). Empty for tiles that are whole or clipped.
+    /// Where the cut of a partial tile is not one interval per coordinate, or a coordinate
+    /// sums element variables that leave regular gaps (`d0 * 128 + s0`, `s0` in [0, 63]:
+    /// `k0 mod 128 in [0, 63]`): conditions over the tile map's variables
+    /// `(t, k, runtime)` that an element of the box must meet to be read (an emitter's
+    /// mask). Empty for tiles that are whole or clipped.
     pub masks: Vec<(crate::expr::Expr, Interval)>,
     /// `(t0, ..)[k0, ..]{runtime} -> (offset + stride * k, ..)`: every element of the tile.
     pub map: IndexingMap,
+}
+
+impl OperandTile {
+    /// Each coordinate's size, or where a mask keeps the gaps of a sum along it
+    /// (`k0 mod 128 in [0, 63]`), its shortest stretch without a gap (64): the longest run
+    /// of the box that is read whole.
+    pub fn runs(&self) -> Vec<i64> {
+        let n = self.offsets.dims.len() as u32;
+        let nk = self.map.ranges.len() as u32;
+        let mut runs = self.sizes.clone();
+        for &(e, iv) in &self.masks {
+            if !e.has_div() {
+                continue;
+            }
+            // The coordinates whose element variable (a `k`, in the map's result) it reads.
+            for (j, r) in self.map.results.iter().enumerate() {
+                let mut reads = false;
+                r.visit_vars(&mut |v| reads |= v >= n && v < n + nk && e.uses_var(v));
+                if reads {
+                    if let Some(z) = runs.get_mut(j) {
+                        *z = (*z).min(iv.hi.saturating_add(1).max(1));
+                    }
+                }
+            }
+        }
+        runs
+    }
 }
 
 /// Why an operand's accesses are not a tile.

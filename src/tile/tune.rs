@@ -127,7 +127,8 @@ pub fn candidates(
                     continue 'cand;
                 }
                 Ok(tile) => {
-                    let r = run_bytes(t, &tile.sizes, &tile.strides);
+                    // A sum with gaps reads its box in stretches (the masks' runs).
+                    let r = run_bytes(t, &tile.runs(), &tile.strides);
                     if r < want(t) {
                         rejected.push(Rejected {
                             sizes,

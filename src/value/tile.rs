@@ -75,20 +75,35 @@ pub fn tile_rows(label: &str, extra: &[String], x: &OperandTile) -> Vec<Vec<Stri
     rows
 }
 
-/// The mask of a partial tile, as a note, if it has one.
+/// The mask of a tile, as a note, if it has one: the cut of a partial tile (linear
+/// conditions), or the gaps of a coordinate that sums several element variables (the
+/// conditions on remainders that `tile::derive` writes for them).
 pub fn mask_note(label: &str, x: &OperandTile) -> Option<String> {
     if x.masks.is_empty() {
         return None;
     }
-    let conds: Vec<String> = x
-        .masks
-        .iter()
-        .map(|&(e, iv)| format!("{} in {iv}", x.map.show_expr(e)))
-        .collect();
-    Some(format!(
-        "{label}: mask {} (an element k of the box is read only where it holds: the last, partial tile)",
-        conds.join(" and ")
-    ))
+    let conds = |gaps: bool| -> Vec<String> {
+        x.masks
+            .iter()
+            .filter(|m| m.0.has_div() == gaps)
+            .map(|&(e, iv)| format!("{} in {iv}", x.map.show_expr(e)))
+            .collect()
+    };
+    let (cut, gaps) = (conds(false), conds(true));
+    let mut notes = Vec::new();
+    if !cut.is_empty() {
+        notes.push(format!(
+            "{label}: mask {} (an element k of the box is read only where it holds: the last, partial tile)",
+            cut.join(" and ")
+        ));
+    }
+    if !gaps.is_empty() {
+        notes.push(format!(
+            "{label}: mask {} (an element k of the box is read only where it holds: the values a sum with gaps takes)",
+            gaps.join(" and ")
+        ));
+    }
+    Some(notes.join("\n"))
 }
 
 /// Drops the last column when it is empty everywhere.
