@@ -17,6 +17,10 @@ kernel against ixmap's reference interpreter element by element, and the script 
 kernel's output against XLA's (relative 1e-5, 1e-4 for reductions). A fusion that fails
 either check prints the failure and no figure.
 
+The kernels run with OpenMP's dynamic adjustment (OMP_DYNAMIC=true unless set): fewer
+threads when the machine's load leaves fewer cores idle, as `ixmap bench` runs them. The
+report ends with the threads busy on each side.
+
 Timing: warm-ups, then rounds; each round calls every variant of every fusion once, in a
 rotating order (a sample shorter than 2 ms repeats the call and divides). The table shows the
 median over rounds of the per-round ratio ixmap time / XLA time with a sign-test 95%
@@ -38,6 +42,13 @@ import time
 import numpy as np
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# ixmap's kernels with OpenMP's dynamic adjustment, as `ixmap bench` runs them
+# (bench::cpu::set_threads): a parallel loop gets fewer threads when the load average leaves
+# fewer cores idle. XLA:CPU's pool adapts by itself (work stealing); a fixed OpenMP team on
+# a loaded machine waits for its slowest thread: softmax f32[4096,1024] at load 5 to 6 took
+# 5.8 ms on 2 threads without it, 1.6 ms with it. OMP_DYNAMIC=false in the environment
+# measures the fixed team.
+os.environ.setdefault("OMP_DYNAMIC", "true")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
@@ -275,7 +286,7 @@ def main():
     args = ap.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, numpy {np.__version__}, "
           f"{os.cpu_count()} cores, {args.rounds} rounds interleaved, "
-          f"load average {os.getloadavg()[0]:.2f}")
+          f"load average {os.getloadavg()[0]:.2f}, OMP_DYNAMIC={os.environ.get('OMP_DYNAMIC')}")
     tmp = tempfile.mkdtemp(prefix="ixmap-xla-")
     variants = []  # (case, "ixmap"/"xla", fn)
     ok = []

@@ -106,10 +106,19 @@ fn the_slack_is_the_bound_for_any_order() {
     assert!(bf > 2048.0, "{bf}");
     let f = sum_slack(&m, ElemType::F32, 0.0)[0];
     let first_order = 512.0 * 2f64.powi(-24) * 2048.0;
-    assert!(f >= first_order && f < 1.001 * first_order, "{f} vs {first_order}");
+    assert!(
+        f >= first_order && f < 1.001 * first_order,
+        "{f} vs {first_order}"
+    );
     // The reference's own partial sums and the terms' relative difference add on.
     let g = sum_slack(&[[513.0, 2048.0, 100.0]], ElemType::F32, 1e-6)[0];
-    assert!((g - f - 100.0 * 2f64.powi(-24) - 2048e-6).abs() < 1e-12, "{g}");
+    assert!(
+        (g - f - 100.0 * 2f64.powi(-24) - 2048e-6).abs() < 1e-12,
+        "{g}"
+    );
     let one = sum_slack(&[[1.0, 5.0, 5.0]], ElemType::F32, 0.0)[0];
-    assert!(one <= 5.0 * 2f64.powi(-24), "a single term: only the reference's rounding");
+    assert!(
+        one <= 5.0 * 2f64.powi(-24),
+        "a single term: only the reference's rounding"
+    );
 }

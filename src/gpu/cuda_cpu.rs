@@ -141,8 +141,7 @@ pub fn check_cuda_and_c(
 ) -> Result<u32, (&'static str, MapError)> {
     const CUDA: &str = "CUDA on the CPU";
     let inputs = make_inputs(spec).map_err(|e| (CUDA, e))?;
-    let want =
-        super::bench::expected_outputs(spec, &inputs).map_err(|e| ("the reference", e))?;
+    let want = super::bench::expected_outputs(spec, &inputs).map_err(|e| ("the reference", e))?;
     let bits = check_against(spec, launch, false, false, Some(&inputs), Some(&want))
         .map_err(|e| (CUDA, e))?;
     if also_c {

@@ -57,7 +57,12 @@ fn openmp_runtime() -> Option<&'static libloading::Library> {
 }
 
 /// The threads a kernel runs on for `threads` (0: every core), as set for the next calls
-/// from this thread; 1 where the kernels are compiled without OpenMP.
+/// from this thread; 1 where the kernels are compiled without OpenMP. For every core,
+/// OpenMP's dynamic adjustment is on (`omp_set_dynamic`): the runtime then gives a parallel
+/// loop fewer threads when the machine's load average leaves fewer cores idle, rather than
+/// a team whose every thread the loop must wait for (issue 28: on a 2-core machine at load
+/// 5 to 6, softmax f32[4096,1024] took 5.8 ms on 2 threads with the default, 1.6 ms with
+/// the adjustment, 1.8 ms on one thread). An explicit count is kept exactly.
 pub fn set_threads(threads: usize) -> usize {
     let want = if threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -75,6 +80,10 @@ pub fn set_threads(threads: usize) -> usize {
     match unsafe { lib.get::<SetThreads>(b"omp_set_num_threads") } {
         Ok(f) => {
             unsafe { f(want.min(i32::MAX as usize) as i32) };
+            // SAFETY: `omp_set_dynamic(int)` is OpenMP's API, with this signature.
+            if let Ok(d) = unsafe { lib.get::<SetThreads>(b"omp_set_dynamic") } {
+                unsafe { d((threads == 0) as i32) };
+            }
             want
         }
         Err(_) => 1,

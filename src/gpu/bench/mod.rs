@@ -347,7 +347,11 @@ fn slack_of(spec: &KernelSpec, r: &Reference, k: usize) -> Result<Option<Vec<f64
         return Ok(None);
     };
     // The terms as an elementwise output of their type would be checked.
-    Ok(Some(sum_slack(&m, acc, tolerance(acc, None, reads_reductions(spec)))))
+    Ok(Some(sum_slack(
+        &m,
+        acc,
+        tolerance(acc, None, reads_reductions(spec)),
+    )))
 }
 
 /// The type a reduction computing output `k` accumulates in (f32 for

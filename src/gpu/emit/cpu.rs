@@ -668,7 +668,10 @@ fn blocked_rows(hoisted: &[Hoisted], rows: Interval, block: i64, elements: &str)
             src += &format!("    {t} {b}_b[{block}][{n}];\n");
         }
     }
-    let row_loop = format!("    for (int64_t r = rb; r <= rb + {}; ++r) {{\n", block - 1);
+    let row_loop = format!(
+        "    for (int64_t r = rb; r <= rb + {}; ++r) {{\n",
+        block - 1
+    );
     // The values of earlier loops that `text` reads, from the block's arrays.
     let reads = |earlier: &[Hoisted], text: &str| -> String {
         let mut s = String::new();
@@ -1033,7 +1036,11 @@ impl Rows<'_> {
                         "{}for (int lane = 0; lane < {lanes}; ++lane) {{",
                         pad(3)
                     ));
-                    lines.push(format!("{}const int64_t {n} = {n}b + lane;", pad(4), n = v.name));
+                    lines.push(format!(
+                        "{}const int64_t {n} = {n}b + lane;",
+                        pad(4),
+                        n = v.name
+                    ));
                     lines.extend(body.lines.iter().map(|l| format!("  {l}")));
                     lines.push(format!("{}}}", pad(3)));
                     lines.push(format!("{}}}", pad(2)));
