@@ -207,6 +207,45 @@ thread_local! {
     static LINEAR: std::cell::RefCell<HashMap<Expr, Option<Linear>>> = Default::default();
 }
 
+/// The tables of a [`Folder`] that every pass fills (the walk's memo, the facts of each
+/// subterm, the digit candidate's memo), kept on the thread between passes, empty but
+/// with their room: a small map's pass grew each of them from nothing, rehashing at
+/// every doubling, which cost more than the inserts themselves.
+#[derive(Default)]
+struct Tables {
+    memo: HashMap<Expr, Expr>,
+    info: HashMap<Expr, (Interval, Congruence)>,
+    qmemo: HashMap<Expr, Option<QSum>>,
+}
+
+thread_local! {
+    static TABLES: std::cell::RefCell<Option<Tables>> = Default::default();
+}
+
+/// Empties `m` for the next pass; a large table (a reshape chain's) is dropped rather than
+/// kept and walked by every small pass after it.
+fn emptied<K, V>(m: &mut HashMap<K, V>) {
+    if m.capacity() > 256 {
+        *m = HashMap::default();
+    } else {
+        m.clear();
+    }
+}
+
+impl Drop for Folder<'_> {
+    fn drop(&mut self) {
+        let mut t = Tables {
+            memo: std::mem::take(&mut self.memo),
+            info: std::mem::take(&mut self.info),
+            qmemo: std::mem::take(&mut self.qmemo),
+        };
+        emptied(&mut t.memo);
+        emptied(&mut t.info);
+        emptied(&mut t.qmemo);
+        TABLES.with(|x| *x.borrow_mut() = Some(t));
+    }
+}
+
 fn lin(e: Expr) -> Option<Linear> {
     if !matches!(e.kind(), ExprKind::Bin(..)) {
         return Linear::of(e);
@@ -338,13 +377,14 @@ impl<'a> Folder<'a> {
             let slot = map.entry(c).or_insert(Interval::FULL);
             *slot = slot.intersect(&iv);
         }
+        let tables = TABLES.with(|x| x.borrow_mut().take()).unwrap_or_default();
         Folder {
             bounds,
             facts: map,
-            memo: HashMap::default(),
-            info: HashMap::default(),
+            memo: tables.memo,
+            info: tables.info,
             steps: 0,
-            qmemo: HashMap::default(),
+            qmemo: tables.qmemo,
             base_ranges: HashMap::default(),
             qsteps: 0,
             slices: HashMap::default(),
