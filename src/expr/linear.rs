@@ -36,6 +36,22 @@ impl Linear {
     /// 128 bits, checked), so an intermediate value past 64 bits that cancels out, as in
     /// `d0 - -9223372036854775808 + -12` (`d0 + 9223372036854775796`), is no overflow.
     pub fn of(e: Expr) -> Option<Linear> {
+        // An expression whose canonical form is known already: read off that form's
+        // top-level sum (`Linear::of(x)` is `Linear::of(canonical(x))`, `None` alike),
+        // rather than walk `e` again; the simplifier asks for the linear form of the
+        // same canonical results and constraints pass after pass.
+        if matches!(e.kind(), ExprKind::Bin(..)) {
+            if let Some(c) = CANONICAL.with(|m| m.borrow().get(&e).copied()) {
+                let l = c.map(Linear::of_canonical);
+                debug_assert_eq!(l, Linear::of_walked(e));
+                return l;
+            }
+        }
+        Linear::of_walked(e)
+    }
+
+    /// [`Linear::of`] by a walk of `e`.
+    fn of_walked(e: Expr) -> Option<Linear> {
         let mut acc = Vec::new();
         let mut constant = 0i128;
         collect(e, 1, &mut acc, &mut constant)?;
@@ -370,7 +386,7 @@ fn canonical_opt(e: Expr) -> Option<Expr> {
     if let Some(c) = CANONICAL.with(|m| m.borrow().get(&e).copied()) {
         return c;
     }
-    let c = Linear::of(e).map(|l| l.to_expr());
+    let c = Linear::of_walked(e).map(|l| l.to_expr());
     CANONICAL.with(|m| m.borrow_mut().insert(e, c));
     c
 }

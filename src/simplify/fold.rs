@@ -207,6 +207,45 @@ thread_local! {
     static LINEAR: std::cell::RefCell<HashMap<Expr, Option<Linear>>> = Default::default();
 }
 
+/// The tables of a [`Folder`] that every pass fills (the walk's memo, the facts of each
+/// subterm, the digit candidate's memo), kept on the thread between passes, empty but
+/// with their room: a small map's pass grew each of them from nothing, rehashing at
+/// every doubling, which cost more than the inserts themselves.
+#[derive(Default)]
+struct Tables {
+    memo: HashMap<Expr, Expr>,
+    info: HashMap<Expr, (Interval, Congruence)>,
+    qmemo: HashMap<Expr, Option<QSum>>,
+}
+
+thread_local! {
+    static TABLES: std::cell::RefCell<Option<Tables>> = Default::default();
+}
+
+/// Empties `m` for the next pass; a large table (a reshape chain's) is dropped rather than
+/// kept and walked by every small pass after it.
+fn emptied<K, V>(m: &mut HashMap<K, V>) {
+    if m.capacity() > 256 {
+        *m = HashMap::default();
+    } else {
+        m.clear();
+    }
+}
+
+impl Drop for Folder<'_> {
+    fn drop(&mut self) {
+        let mut t = Tables {
+            memo: std::mem::take(&mut self.memo),
+            info: std::mem::take(&mut self.info),
+            qmemo: std::mem::take(&mut self.qmemo),
+        };
+        emptied(&mut t.memo);
+        emptied(&mut t.info);
+        emptied(&mut t.qmemo);
+        TABLES.with(|x| *x.borrow_mut() = Some(t));
+    }
+}
+
 fn lin(e: Expr) -> Option<Linear> {
     if !matches!(e.kind(), ExprKind::Bin(..)) {
         return Linear::of(e);
@@ -338,13 +377,14 @@ impl<'a> Folder<'a> {
             let slot = map.entry(c).or_insert(Interval::FULL);
             *slot = slot.intersect(&iv);
         }
+        let tables = TABLES.with(|x| x.borrow_mut().take()).unwrap_or_default();
         Folder {
             bounds,
             facts: map,
-            memo: HashMap::default(),
-            info: HashMap::default(),
+            memo: tables.memo,
+            info: tables.info,
             steps: 0,
-            qmemo: HashMap::default(),
+            qmemo: tables.qmemo,
             base_ranges: HashMap::default(),
             qsteps: 0,
             slices: HashMap::default(),
@@ -656,8 +696,14 @@ impl<'a> Folder<'a> {
     /// dividend as given and with its coefficients reduced (the e-graph keeps both forms
     /// and extraction picks: `(d0 * 8 + d1) mod 5` over `(d1 - d0 * 2) mod 5`).
     fn modulo(&mut self, a: &Linear, c: i64) -> Option<Linear> {
-        let reduced = self.modulo_in(a, c, true)?;
-        let Some(given) = self.modulo_in(a, c, false) else {
+        let mut differs = false;
+        let reduced = self.modulo_in(a, c, true, &mut differs)?;
+        if !differs {
+            // every coefficient is its own least residue: the dividend as given is the
+            // reduced one, and so is all that follows from it (the same result again)
+            return Some(reduced);
+        }
+        let Some(given) = self.modulo_in(a, c, false, &mut differs) else {
             return Some(reduced);
         };
         if expr_rank(given.to_expr()) <= expr_rank(reduced.to_expr()) {
@@ -669,7 +715,15 @@ impl<'a> Folder<'a> {
 
     /// With `residues`, every coefficient is replaced by its least residue modulo c;
     /// without, only multiples of c are dropped.
-    fn modulo_in(&mut self, a: &Linear, c: i64, residues: bool) -> Option<Linear> {
+    /// `differs` is set when the residues change a coefficient that the form as given
+    /// keeps (only then do the two forms differ).
+    fn modulo_in(
+        &mut self,
+        a: &Linear,
+        c: i64,
+        residues: bool,
+        differs: &mut bool,
+    ) -> Option<Linear> {
         if !self.budget() {
             return None;
         }
@@ -696,12 +750,13 @@ impl<'a> Folder<'a> {
         // the residues (again: inner-mod may have brought in large coefficients)
         let mut a = Linear::constant(modulo(out.constant, c));
         for &(t, k) in &out.terms {
+            let as_given = if k % c == 0 { 0 } else { k };
             let r = if residues {
-                least_residue(k, c)
-            } else if k % c == 0 {
-                0
+                let r = least_residue(k, c);
+                *differs |= r != as_given;
+                r
             } else {
-                k
+                as_given
             };
             if r != 0 {
                 a.terms.push((t, r));
@@ -926,8 +981,78 @@ impl<'a> Folder<'a> {
 /// `Σ k·(base floordiv p) + constant`, keyed by `(base, p)`; no zero coefficient.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 struct QSum {
-    terms: std::collections::BTreeMap<(Expr, i64), i64>,
+    terms: Terms,
     constant: i64,
+}
+
+type Key = (Expr, i64);
+
+/// `(key, coefficient)` pairs sorted by key, keys distinct: the map of a [`QSum`]'s terms
+/// (a handful each; a sorted vector, not a `BTreeMap`, whose nodes cost an allocation
+/// per clone, and `QSum`s are cloned at every step). Iterates in key order, as a
+/// `BTreeMap` does.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct Terms(Vec<(Key, i64)>);
+
+fn pair(x: &(Key, i64)) -> (&Key, &i64) {
+    (&x.0, &x.1)
+}
+
+impl Terms {
+    fn find(&self, key: &Key) -> Result<usize, usize> {
+        self.0.binary_search_by(|x| x.0.cmp(key))
+    }
+
+    fn insert(&mut self, key: Key, v: i64) {
+        match self.find(&key) {
+            Ok(i) => self.0[i].1 = v,
+            Err(i) => self.0.insert(i, (key, v)),
+        }
+    }
+
+    fn contains_key(&self, key: &Key) -> bool {
+        self.find(key).is_ok()
+    }
+
+    /// The entries from `key` on, in order.
+    fn range_from(&self, key: Key) -> impl Iterator<Item = (&Key, &i64)> {
+        let i = match self.find(&key) {
+            Ok(i) | Err(i) => i,
+        };
+        self.0[i..].iter().map(pair)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&Key, &i64)> {
+        self.0.iter().map(pair)
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &Key> {
+        self.0.iter().map(|x| &x.0)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &i64> {
+        self.0.iter().map(|x| &x.1)
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut i64> {
+        self.0.iter_mut().map(|x| &mut x.1)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl<'a> IntoIterator for &'a Terms {
+    type Item = (&'a Key, &'a i64);
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, (Key, i64)>, fn(&(Key, i64)) -> (&Key, &i64)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(pair)
+    }
 }
 
 impl QSum {
@@ -946,16 +1071,42 @@ impl QSum {
 
     /// `self + k·o`; `None` on overflow.
     fn add_scaled(&self, o: &QSum, k: i64) -> Option<QSum> {
-        let mut out = self.clone();
-        for (&key, &j) in &o.terms {
-            let s = out.terms.entry(key).or_insert(0);
-            *s = s.checked_add(j.checked_mul(k)?)?;
-            if *s == 0 {
-                out.terms.remove(&key);
+        // one merge of the two sorted term lists
+        let (a, b) = (&self.terms.0, &o.terms.0);
+        let mut terms = Vec::with_capacity(a.len() + b.len());
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            let ord = match (a.get(i), b.get(j)) {
+                (Some(x), Some(y)) => x.0.cmp(&y.0),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                _ => std::cmp::Ordering::Greater,
+            };
+            match ord {
+                std::cmp::Ordering::Less => {
+                    terms.push(a[i]);
+                    i += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    let v = b[j].1.checked_mul(k)?;
+                    if v != 0 {
+                        terms.push((b[j].0, v));
+                    }
+                    j += 1;
+                }
+                std::cmp::Ordering::Equal => {
+                    let v = a[i].1.checked_add(b[j].1.checked_mul(k)?)?;
+                    if v != 0 {
+                        terms.push((a[i].0, v));
+                    }
+                    i += 1;
+                    j += 1;
+                }
             }
         }
-        out.constant = out.constant.checked_add(o.constant.checked_mul(k)?)?;
-        Some(out)
+        Some(QSum {
+            terms: Terms(terms),
+            constant: self.constant.checked_add(o.constant.checked_mul(k)?)?,
+        })
     }
 
     fn as_const(&self) -> Option<i64> {
@@ -1446,7 +1597,7 @@ impl Folder<'_> {
             if cur.terms.contains_key(&(b, 1)) {
                 continue;
             }
-            let Some((&(_, p), &q)) = cur.terms.range((b, 0)..).next().filter(|x| x.0 .0 == b)
+            let Some((&(_, p), &q)) = cur.terms.range_from((b, 0)).next().filter(|x| x.0 .0 == b)
             else {
                 continue;
             };
