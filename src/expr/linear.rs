@@ -248,7 +248,10 @@ fn add_scaled(l: &Linear, k: i128, acc: &mut Acc, constant: &mut i128) -> Option
 /// constant), as [`Linear::of_canonical`] reads them, given to `f` one by one without
 /// building a [`Linear`]: `f(Some(atom), k)` per term, `f(None, c)` for the constant (0
 /// when there is none). Stops at the first `None` that `f` returns.
-fn for_each_term_canonical(c: Expr, mut f: impl FnMut(Option<Expr>, i64) -> Option<()>) -> Option<()> {
+fn for_each_term_canonical(
+    c: Expr,
+    mut f: impl FnMut(Option<Expr>, i64) -> Option<()>,
+) -> Option<()> {
     let mut x = c;
     let mut konst = 0;
     loop {
@@ -290,8 +293,7 @@ fn add_scaled_canonical(c: Expr, k: i128, acc: &mut Acc, constant: &mut i128) ->
 
 /// `lin_of_canonical(c).divisible_by(d)`, read in place.
 fn divisible_canonical(c: Expr, d: i64) -> bool {
-    d != 0
-        && for_each_term_canonical(c, |_, j| (j.wrapping_rem(d) == 0).then_some(())).is_some()
+    d != 0 && for_each_term_canonical(c, |_, j| (j.wrapping_rem(d) == 0).then_some(())).is_some()
 }
 
 /// The atoms of a sum being collected, with their coefficients so far, in the order first

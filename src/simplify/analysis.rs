@@ -99,7 +99,7 @@ impl View {
 /// finds it), zero coefficients dropped, atoms in id order; `None` on overflow.
 fn collected(mut terms: Vec<(Id, i64)>) -> Option<Vec<(Id, i64)>> {
     terms.sort_by_key(|&(id, _)| id); // stable: equal atoms keep their order
-    // like atoms merged in place (no second vector)
+                                      // like atoms merged in place (no second vector)
     let mut w = 0;
     for r in 0..terms.len() {
         let (id, k) = terms[r];

@@ -1049,7 +1049,8 @@ impl Terms {
 
 impl<'a> IntoIterator for &'a Terms {
     type Item = (&'a Key, &'a i64);
-    type IntoIter = std::iter::Map<std::slice::Iter<'a, (Key, i64)>, fn(&(Key, i64)) -> (&Key, &i64)>;
+    type IntoIter =
+        std::iter::Map<std::slice::Iter<'a, (Key, i64)>, fn(&(Key, i64)) -> (&Key, &i64)>;
     fn into_iter(self) -> Self::IntoIter {
         self.0.iter().map(pair)
     }

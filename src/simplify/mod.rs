@@ -695,9 +695,9 @@ impl Group<'_> {
         // as much as the rest of their simplification. (Not for explain: its steps come
         // from the walk.)
         let all_done = !explain
-            && exprs.iter().all(|&e| {
-                cost::expr_rank(e).0 < 2 * cost::DIV && settle.open(e).is_none()
-            });
+            && exprs
+                .iter()
+                .all(|&e| cost::expr_rank(e).0 < 2 * cost::DIV && settle.open(e).is_none());
         let known = self
             .limits
             .prepass
