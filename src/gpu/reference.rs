@@ -527,17 +527,9 @@ impl<'a> Reference<'a> {
                     }
                 }
                 let mut acc = Scalar::from_f64(ty, *init);
-                let nd = idx.len();
-                let bounds = map.bounds();
-                let mut point: Vec<i64> = idx.to_vec();
-                point.extend(bounds[nd..].iter().map(|b| b.lo));
-                for_each_in_box(&bounds[nd..], &mut |s| {
-                    point[nd..].copy_from_slice(s);
-                    if let Some(at) = self.point(map, &point)? {
-                        let v = self.eval(*func, &at)?;
-                        acc = binary(*op, ty, acc, v)?;
-                    }
-                    Ok(true)
+                self.each_term(map, *func, idx, &mut |v| {
+                    acc = binary(*op, ty, acc, v)?;
+                    Ok(())
                 })?;
                 if let (Some((_, table)), Some(k)) = (memo, key) {
                     table.borrow_mut().insert(k, acc);
@@ -897,25 +889,40 @@ impl<'a> Reference<'a> {
         self.each_index(out, &mut |idx| {
             let mut acc = Scalar::from_f64(ty, *init);
             let mut m = [1.0, acc.to_f64(ty).abs(), 0.0];
-            let nd = idx.len();
-            let bounds = map.bounds();
-            let mut point: Vec<i64> = idx.to_vec();
-            point.extend(bounds[nd..].iter().map(|b| b.lo));
-            for_each_in_box(&bounds[nd..], &mut |s| {
-                point[nd..].copy_from_slice(s);
-                if let Some(at) = self.point(map, &point)? {
-                    let v = self.eval(*term, &at)?;
-                    acc = binary(BinOp::Add, ty, acc, v)?;
-                    m[0] += 1.0;
-                    m[1] += v.to_f64(ty).abs();
-                    m[2] += acc.to_f64(ty).abs();
-                }
-                Ok(true)
+            self.each_term(map, *term, idx, &mut |v| {
+                acc = binary(BinOp::Add, ty, acc, v)?;
+                m[0] += 1.0;
+                m[1] += v.to_f64(ty).abs();
+                m[2] += acc.to_f64(ty).abs();
+                Ok(())
             })?;
             all.push(m);
             Ok(acc)
         })?;
         Ok(Some(all))
+    }
+
+    /// Each term of a reduction over `map`'s range variables at output index `idx`, `func`
+    /// evaluated where the map is defined, in this interpreter's order (the range
+    /// variables' box, the last fastest).
+    fn each_term(
+        &self,
+        map: &IndexingMap,
+        func: usize,
+        idx: &[i64],
+        f: &mut dyn FnMut(Scalar) -> Result<(), MapError>,
+    ) -> Result<(), MapError> {
+        let nd = idx.len();
+        let bounds = map.bounds();
+        let mut point: Vec<i64> = idx.to_vec();
+        point.extend(bounds[nd..].iter().map(|b| b.lo));
+        for_each_in_box(&bounds[nd..], &mut |s| {
+            point[nd..].copy_from_slice(s);
+            if let Some(at) = self.point(map, &point)? {
+                f(self.eval(func, &at)?)?;
+            }
+            Ok(true)
+        })
     }
 
     /// Every output element, in the output's physical order.

@@ -48,6 +48,15 @@ impl Work {
         });
         vs
     }
+    /// Whether `v` appears in a result other than `j` or in a constraint.
+    fn used_elsewhere(&self, j: usize, v: u32) -> bool {
+        self.results
+            .iter()
+            .enumerate()
+            .any(|(i, r)| i != j && r.uses_var(v))
+            || self.constraints.iter().any(|c| c.0.uses_var(v))
+    }
+
     fn ext(&self, v: u32) -> i64 {
         let b = self.bounds[v as usize];
         b.hi - b.lo + 1
@@ -484,19 +493,12 @@ fn partial_outer(w: &Work, j: usize, el: &[(u32, i64)]) -> Option<(u32, i64)> {
     if el.iter().any(|&(_, a)| a <= 0) {
         return None;
     }
-    let used_elsewhere = |v: u32| {
-        w.results
-            .iter()
-            .enumerate()
-            .any(|(i, r)| i != j && r.uses_var(v))
-            || w.constraints.iter().any(|c| c.0.uses_var(v))
-    };
     let mut terms: Vec<(i64, i64, u32)> = el.iter().map(|&(v, a)| (a, w.ext(v), v)).collect();
     terms.sort();
     // The cut variable: the only one used outside, of the largest step (ties with the
     // others' steps included: `d0 + s0`), last.
     let used: Vec<usize> = (0..terms.len())
-        .filter(|&i| used_elsewhere(terms[i].2))
+        .filter(|&i| w.used_elsewhere(j, terms[i].2))
         .collect();
     if terms.len() < 2 || used.len() != 1 {
         return None;
@@ -564,19 +566,12 @@ fn finish(mut w: Work, map: &IndexingMap, result_text: &[String]) -> Result<Oper
         if el.len() <= 1 {
             continue;
         }
-        let used_elsewhere = |v: u32| {
-            w.results
-                .iter()
-                .enumerate()
-                .any(|(i, r)| i != j && r.uses_var(v))
-                || w.constraints.iter().any(|c| c.0.uses_var(v))
-        };
         // A partial tile along the outermost variable of a contiguous sum (`d * 128 + s`,
         // the tile cutting d's extent): its cut becomes a cut on the merged variable.
         let mut cut: Option<(u32, i64)> = None;
         if let Some(vb) = partial_outer(&w, j, &el) {
             cut = Some(vb);
-        } else if let Some(&(v, _)) = el.iter().find(|&&(v, _)| used_elsewhere(v)) {
+        } else if let Some(&(v, _)) = el.iter().find(|&&(v, _)| w.used_elsewhere(j, v)) {
             if let Some(c) = w.constraints.iter().find(|c| c.0.uses_var(v)) {
                 return Err(NotATile::new(format!(
                     "operand dimension {j} `{}` sums tile elements along several variables, and `{}` cuts a partial tile along {}; choose sizes that divide the extents",
