@@ -600,14 +600,26 @@ pub fn reduction_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, 
             )));
         }
         let per_row = n_red / cfg.vector;
+        let warps = (cfg.block / WARP).max(1);
+        let block = warps * WARP;
+        // A long row gets XLA's threads along it (`xla_row_threads`: 64 for a row of 1000,
+        // 256 for 4096), several warps, where they divide the block and each has a vector
+        // to read; a row the row kernel folds with reductions nested in it, and a
+        // multi-output reduction, keep a warp (their trees are a warp's).
+        let xla = xla_row_threads(n_red);
         let row_threads = if per_row < WARP && WARP % per_row == 0 {
             per_row
+        } else if xla > WARP
+            && block % xla == 0
+            && per_row >= xla
+            && spec.more_outputs.is_empty()
+            && !(cfg.vector == 1 && super::rows::nested_root(spec)?)
+        {
+            xla
         } else {
             WARP
         };
-        let warps = (cfg.block / WARP).max(1);
-        let rows_per_block = warps * (WARP / row_threads);
-        let block = warps * WARP;
+        let rows_per_block = (block / row_threads).max(1);
         let grid = ceil_div(n_out, rows_per_block);
         let out_lin = bl_x()
             .mul(c(rows_per_block))
@@ -1692,6 +1704,19 @@ fn loop_default(
     })
 }
 
+/// XLA's threads along a row of `row` elements (the row reduction emitter's
+/// `num_threads_x`: 16 elements a thread, rounded up to whole warps, at most 1024; a row
+/// shorter than a warp that divides it, that many).
+fn xla_row_threads(row: i64) -> i64 {
+    if row < WARP && WARP % row == 0 {
+        row
+    } else {
+        ceil_div(ceil_div(row, 16), WARP)
+            .saturating_mul(WARP)
+            .min(1024)
+    }
+}
+
 fn row_reduction_default(
     spec: &KernelSpec,
     probe: &Launch,
@@ -1712,31 +1737,31 @@ fn row_reduction_default(
         .map(|t| t.elem.bytes() * 8)
         .min()
         .unwrap_or(32);
-    // XLA's threads along a row (the row reduction emitter's `num_threads_x`).
-    let xla_threads = if row < WARP && WARP % row == 0 {
-        row
-    } else {
-        ceil_div(ceil_div(row, 16), WARP)
-            .saturating_mul(WARP)
-            .min(1024)
-    };
+    let xla_threads = xla_row_threads(row);
     let v = xla_row_vector(row, xla_threads, smallest_bits);
     rules.push(format!(
         "row reduction: vector {v} (XLA's GetVectorSizeForMlir: row {row}, {xla_threads} threads along it, smallest input {smallest_bits} bits)"
     ));
     let per_row = row / v;
-    let row_threads = if per_row < WARP && WARP % per_row == 0 {
-        per_row
-    } else {
-        WARP
-    };
     let rows = spec.output.num_elements()?;
-    let warps_needed = ceil_div(rows, WARP / row_threads);
-    let block = XLA_ROW_REDUCTION_BLOCK
-        .min(warps_needed.saturating_mul(WARP))
-        .max(WARP);
+    // As `reduction_launch` takes them: XLA's threads along a long row, else a warp (or the
+    // lanes a short row needs).
+    let (block, along) = if per_row < WARP && WARP % per_row == 0 {
+        let warps_needed = ceil_div(rows, WARP / per_row);
+        (XLA_ROW_REDUCTION_BLOCK.min(warps_needed.saturating_mul(WARP)), per_row)
+    } else if xla_threads > WARP && per_row >= xla_threads {
+        let block = XLA_ROW_REDUCTION_BLOCK
+            .min(rows.saturating_mul(xla_threads))
+            .max(xla_threads);
+        (block, xla_threads)
+    } else {
+        (XLA_ROW_REDUCTION_BLOCK.min(rows.saturating_mul(WARP)), WARP)
+    };
+    let block = block.max(WARP);
     rules.push(format!(
-        "row reduction: blocks of {block} threads (XLA's kThreadsPerBlockTarget = {XLA_ROW_REDUCTION_BLOCK}, fewer for fewer rows)"
+        "row reduction: blocks of {block} threads, {along} along a row, {} row{} a block (XLA's kThreadsPerBlockTarget = {XLA_ROW_REDUCTION_BLOCK} and num_threads_x, fewer for fewer rows)",
+        block / along.max(1),
+        if block / along.max(1) == 1 { "" } else { "s" }
     ));
     let _ = probe;
     Ok(LaunchConfig {

@@ -87,9 +87,19 @@ pub(crate) fn delinearize(
     dims: &[usize],
     results: &mut [Expr],
 ) -> Result<(), MapError> {
+    delinearize_var(out, dims, results, 0)
+}
+
+/// [`delinearize`] of variable `var`.
+fn delinearize_var(
+    out: &Tensor,
+    dims: &[usize],
+    results: &mut [Expr],
+    var: u32,
+) -> Result<(), MapError> {
     let mut inner = 1i64;
     for (p, &d) in dims.iter().enumerate().rev() {
-        let q = Expr::var(0).floordiv(Expr::constant(inner));
+        let q = Expr::var(var).floordiv(Expr::constant(inner));
         results[d] = if p == 0 {
             q
         } else {
@@ -150,6 +160,135 @@ pub fn element_rows(out: &Tensor) -> Result<IndexingMap, MapError> {
     Ok(crate::simplify::simplify(&m, &Default::default()).map)
 }
 
+/// The longest row [`gathered_rows`] gives a warp (elements of the output per reduction
+/// row): past it, the output's own rows ([`row_map`]) spread the work over more warps.
+const GATHERED_MAX_COLS: i64 = 8192;
+
+/// The output dimensions the reductions `b` reads depend on, at the output index `ctx`
+/// (variables `0..n` of `ctx` are the output's dimensions): marked in `deps`. `false` where
+/// the body has what the row kernel does not write per row (as [`per_row`]).
+fn reduction_deps(
+    spec: &KernelSpec,
+    b: &Body,
+    ctx: &IndexingMap,
+    n: u32,
+    deps: &mut [bool],
+    depth: usize,
+) -> Result<bool, MapError> {
+    if depth > spec.functions.len() + 64 {
+        return Ok(false);
+    }
+    Ok(match b {
+        Body::Const(_) | Body::Load { .. } | Body::Index { .. } | Body::Opaque { .. } => true,
+        Body::Guard { .. } | Body::DynCall { .. } | Body::ReduceTuple { .. } | Body::Param(..) => {
+            false
+        }
+        Body::Unary(_, a) | Body::Convert(_, a) => {
+            reduction_deps(spec, a, ctx, n, deps, depth + 1)?
+        }
+        Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
+            reduction_deps(spec, a, ctx, n, deps, depth + 1)?
+                && reduction_deps(spec, c, ctx, n, deps, depth + 1)?
+        }
+        Body::Select(p, a, c) => {
+            reduction_deps(spec, p, ctx, n, deps, depth + 1)?
+                && reduction_deps(spec, a, ctx, n, deps, depth + 1)?
+                && reduction_deps(spec, c, ctx, n, deps, depth + 1)?
+        }
+        Body::Call { func, map } => {
+            let Some(f) = spec.functions.get(*func) else {
+                return Ok(false);
+            };
+            reduction_deps(spec, &f.body, &substitute(ctx, map)?, n, deps, depth + 1)?
+        }
+        Body::Reduce { func, map, .. } => {
+            let Some(f) = spec.functions.get(*func) else {
+                return Ok(false);
+            };
+            let m = substitute(ctx, map)?;
+            // Simplified, so that a dimension written and cancelled (`(d1 * 128 + d3)
+            // floordiv 1024` of a bitcast) does not count; the dimensions keep their numbers.
+            let s = crate::simplify::simplify(&m, &Default::default()).map;
+            if s.dims.len() != m.dims.len() {
+                return Ok(false);
+            }
+            let own = (s.dims.len()) as u32;
+            let mut mark = |v: u32| {
+                if v < n {
+                    deps[v as usize] = true;
+                }
+            };
+            for r in &s.results {
+                r.visit_vars(&mut mark);
+            }
+            for (e, _) in &s.constraints {
+                let mut has_own = false;
+                e.visit_vars(&mut |v| has_own |= v >= own);
+                if has_own {
+                    e.visit_vars(&mut mark);
+                }
+            }
+            reduction_deps(spec, &f.body, &m, n, deps, depth + 1)?
+        }
+    })
+}
+
+/// `(r, c) -> (output index)` where a row is every output element that reads the same
+/// reductions: `r` over the output dimensions the reductions depend on, `c` over the others
+/// (each in physical order). A layer norm written transposed (`[b, t, h * 128 + d]` →
+/// `[b, h, t, d]`, the transformer block's `fusion.23`) reduces over `b, t`: its output rows
+/// of 128 (`d`) would fold the same 1024 elements once for each of the 8 heads; gathered,
+/// a row is the 1024 elements of one `(b, t)`, folded once (XLA's Triton tile covers them,
+/// `[1, 8, 2, 128]`). `None` unless the gathered rows are longer than the output's own rows
+/// and keep the minor physical dimension along the row (coalesced lanes).
+fn gathered_rows(spec: &KernelSpec) -> Result<Option<IndexingMap>, MapError> {
+    let out = &spec.output;
+    let n = out.rank();
+    let phys = out.physical_dims();
+    let Some(&minor) = phys.last() else {
+        return Ok(None);
+    };
+    let ctx = IndexingMap::identity(&out.dims);
+    let mut deps = vec![false; n];
+    if !reduction_deps(spec, &spec.functions[0].body, &ctx, n as u32, &mut deps, 0)? {
+        return Ok(None);
+    }
+    let row_dims: Vec<usize> = phys.iter().copied().filter(|&d| deps[d]).collect();
+    let col_dims: Vec<usize> = phys.iter().copied().filter(|&d| !deps[d]).collect();
+    // The output's own rows when the reductions depend on all but the minor dimension.
+    let extra_cols = col_dims
+        .iter()
+        .filter(|&&d| d != minor && out.dims[d] > 1)
+        .count();
+    if deps[minor] || row_dims.is_empty() || extra_cols == 0 {
+        return Ok(None);
+    }
+    let extent = |ds: &[usize]| -> Option<i64> {
+        ds.iter()
+            .try_fold(1i64, |a, &d| a.checked_mul(out.dims[d]))
+    };
+    let (Some(rows), Some(cols)) = (extent(&row_dims), extent(&col_dims)) else {
+        return Ok(None);
+    };
+    if cols > GATHERED_MAX_COLS || rows < 1 || cols < 1 {
+        return Ok(None);
+    }
+    let mut results = vec![Expr::constant(0); n];
+    delinearize_var(out, &row_dims, &mut results, 0)?;
+    delinearize_var(out, &col_dims, &mut results, 1)?;
+    let m = IndexingMap::new(
+        vec![
+            Variable::new("r", 0, rows - 1),
+            Variable::new("c", 0, cols - 1),
+        ],
+        vec![],
+        vec![],
+        results,
+        vec![],
+    );
+    Ok(Some(crate::simplify::simplify(&m, &Default::default()).map))
+}
+
 /// The fewest elements any reduction of `spec` folds (`i64::MAX` with none).
 fn shortest_reduction(spec: &KernelSpec) -> i64 {
     let mut least = i64::MAX;
@@ -192,8 +331,9 @@ fn minor_reductions(spec: &KernelSpec) -> bool {
 /// The rows [`Strategy::RowNormalization`] runs `spec` over, `(r, c) -> (output index)`, or
 /// `None` when it does not suit: an elementwise root with one output that reads at least
 /// one reduction, every reduction it reads (through calls, and inside other reductions)
-/// depending on the row alone. The rows are the output's ([`row_map`], a softmax); failing
-/// that, each output element its own row ([`element_rows`]) when every reduction depends on
+/// depending on the row alone. The rows are every output element that reads the same
+/// reductions when those are more than an output row ([`gathered_rows`], a layer norm
+/// written transposed); else the output's ([`row_map`], a softmax); failing that, each output element its own row ([`element_rows`]) when every reduction depends on
 /// the output element alone and folds at least a warp's worth of elements — a reduction
 /// under an elementwise epilogue, `abs(reduce(exp(x - m)))` (XLA's reduction hero with its
 /// epilogue, issue 28: as a loop, each thread folded a whole row alone, 6x XLA's time).
@@ -204,6 +344,12 @@ pub fn rows_of(spec: &KernelSpec) -> Result<Option<IndexingMap>, MapError> {
         || spec.functions.is_empty()
     {
         return Ok(None);
+    }
+    if let Some(lm) = gathered_rows(spec)? {
+        let mut found = false;
+        if per_row(spec, &spec.functions[0].body, &lm, &mut found, 0)? && found {
+            return Ok(Some(lm));
+        }
     }
     if let Some(lm) = row_map(&spec.output)? {
         let mut found = false;

@@ -1005,10 +1005,11 @@ fn emit_with(
             }
             if launch.row_threads > 1 {
                 // A tree over the row's lanes: lane 0 of each group of `row_threads` ends
-                // with the sum of its group (several rows per warp when rows are short).
+                // with the sum of its group (several rows per warp when rows are short; a
+                // warp's part of the row when the row has several warps).
                 w.line(format!(
                     "for (int off = {}; off > 0; off /= 2) {{",
-                    launch.row_threads / 2
+                    launch.row_threads.min(32) / 2
                 ));
                 let (a, pad) = if nv > 1 {
                     w.line("  #pragma unroll");
@@ -1027,6 +1028,26 @@ fn emit_with(
                 if nv > 1 {
                     w.line("  }");
                 }
+                w.line("}");
+            }
+            if launch.row_threads > 32 && nv == 1 {
+                // XLA's rows of several warps: each warp's lane 0 leaves its value in shared
+                // memory, and the row's first thread folds its warps' values in order.
+                let warps = launch.block[0] / 32;
+                let per_row = launch.row_threads / 32;
+                w.line(format!(
+                    "// the row's {per_row} warps: lane 0 of each leaves its warp's value in shared memory, the row's first lane folds them in order"
+                ));
+                w.line(format!("__shared__ {ty} warp_acc[{warps}];"));
+                w.line("if (th_x % 32 == 0) warp_acc[th_x / 32] = acc;");
+                w.line("__syncthreads();");
+                w.line(format!("if (th_x % {} == 0) {{", launch.row_threads));
+                w.line(format!("  for (int k = 1; k < {per_row}; ++k) {{"));
+                w.line(format!(
+                    "    acc = {};",
+                    types::binary(*op, red_elem, "acc", "warp_acc[th_x / 32 + k]")
+                ));
+                w.line("  }");
                 w.line("}");
             }
             w.line(format!("// thread → output: {wm}"));
