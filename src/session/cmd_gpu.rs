@@ -52,7 +52,7 @@ pub static COMMANDS: [Command; 6] = [
     Command {
         name: "check",
         usage: "check FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [naive] [tile=(BM, BN, BK)] [warps=N] [stages=N] [target=cuda|cpu]",
-        summary: "runs the emitted CUDA source on the CPU (threads of a block as real threads) and checks every element; mapping= may name a layout",
+        summary: "runs the emitted CUDA source on the CPU (threads of a block as real threads), or with target=cpu the C kernel, and checks every element; mapping= may name a layout",
         example: "p0 = f32[40, 70] parameter(0); t = f32[70, 40] transpose(p0), dimensions={1, 0}; check t",
         run: check_cmd,
     },
@@ -65,6 +65,38 @@ fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         return super::cmd_gemm::check(a, g);
     }
     let naive = a.flag("naive");
+    let outputs = |spec: &KernelSpec| match spec.outputs().as_slice() {
+        [one] => one.shape_text(),
+        all => format!(
+            "its {} outputs ({})",
+            all.len(),
+            all.iter()
+                .map(|t| t.shape_text())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    // `target=cpu`: the C kernel `emit ... target=cpu` writes, compiled and run, checked
+    // against the same reference (it was taken and ignored: the CUDA kernel was checked).
+    if let Target::Cpu = target(a, &Mapping::default())? {
+        for key in ["block", "vector", "unroll", "max_blocks", "tiled", "mapping"] {
+            if a.kv(key).is_some() {
+                return Err(Diagnostic::at(
+                    format!("`{key}=` sets a CUDA launch; the C kernel of `target=cpu` has none"),
+                    span_of(a, key),
+                ));
+            }
+        }
+        let spec = spec(s, a)?;
+        crate::gpu::cuda_cpu::check_c(&spec, naive, None)
+            .map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
+        return Ok(Value::Text(format!(
+            "{}: the C kernel{} ran; every element of {} matches the reference",
+            spec.name,
+            if naive { " (naive index arithmetic)" } else { "" },
+            outputs(&spec)
+        )));
+    }
     let (spec, l, words) = launch_for(s, a)?;
     let bits = crate::gpu::cuda_cpu::check(&spec, &l, naive)
         .map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
@@ -73,17 +105,7 @@ fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         spec.name,
         words,
         if naive { ", naive index arithmetic" } else { "" },
-        match spec.outputs().as_slice() {
-            [one] => one.shape_text(),
-            all => format!(
-                "its {} outputs ({})",
-                all.len(),
-                all.iter()
-                    .map(|t| t.shape_text())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }
+        outputs(&spec)
     )))
 }
 
