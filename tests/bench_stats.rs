@@ -68,3 +68,22 @@ fn a_verdict_needs_the_interval_to_exclude_one() {
         r.describe()
     );
 }
+
+#[test]
+fn a_slower_factor_has_its_interval_in_its_own_terms() {
+    // Each round 1.2x to 1.33x slower: the speed-ups are 0.75 to 0.83, but the line reads
+    // `1.25x slower (.. CI 1.2x to 1.33x ..)`, never a factor above 1 beside an interval
+    // below it (the GPU run of 2026-11-27 printed `1.01x slower (96% CI 0.98 to 1.00, ..)`).
+    let ones = vec![1.0; 10];
+    let var = [1.2, 1.2, 1.25, 1.25, 1.25, 1.25, 1.25, 1.3, 1.3, 1.3333];
+    let r = Ratio::paired(&ones, &var).unwrap();
+    assert_eq!(r.verdict(), Ordering::Less);
+    let d = r.describe();
+    assert!(d.starts_with("1.25x slower ("), "{d}");
+    let ci = d.split("CI ").nth(1).expect("an interval");
+    let mut it = ci.split(|c: char| c == ' ' || c == ',');
+    let lo: f64 = it.next().unwrap().parse().unwrap();
+    assert_eq!(it.next(), Some("to"));
+    let hi: f64 = it.next().unwrap().parse().unwrap();
+    assert!(lo <= 1.25 && 1.25 <= hi && lo > 1.0, "{d}");
+}

@@ -195,13 +195,20 @@ impl Ratio {
     }
 
     /// `2.31x faster (95% CI 2.20 to 2.40, 10 rounds interleaved)`, or, when the interval
-    /// contains 1, `no clear difference (1.02x faster; 95% CI 0.97 to 1.08, ...)`.
+    /// contains 1, `no clear difference (1.02x faster; 95% CI 0.97 to 1.08, ...)`. The
+    /// interval is in the factor's own terms: `1.25x slower (95% CI 1.20 to 1.31, ...)`,
+    /// not the speed-up's 0.76 to 0.83 beside a factor of 1.25.
     pub fn describe(&self) -> String {
+        let (lo, hi) = if self.median >= 1.0 {
+            (self.lo, self.hi)
+        } else {
+            (1.0 / self.hi.max(f64::MIN_POSITIVE), 1.0 / self.lo.max(f64::MIN_POSITIVE))
+        };
         let ci = format!(
             "{:.0}% CI {:.2} to {:.2}, {} round{} interleaved",
             self.confidence * 100.0,
-            self.lo,
-            self.hi,
+            lo,
+            hi,
             self.rounds,
             if self.rounds == 1 { "" } else { "s" }
         );
