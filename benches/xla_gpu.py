@@ -52,6 +52,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+T_START = time.time()
 
 ADD = """add_{n} {{
   a = f32[] parameter(0)
@@ -314,12 +315,34 @@ def inner(args):
             rng = np.random.default_rng(0)
             ins, (oty, odims) = sig
             host = [host_array(np, rng, t, d) for t, d in ins]
+            for i, a in scatter_indices(np, rng, text, name, ins, odims).items():
+                host[i] = a
             per = sum(h.nbytes for h in host)
             sets = 1 if args.ncu else max(1, min(64, (2 * l2) // max(per, 1) + 1))
             cin = [[cp.asarray(h) for h in host] for _ in range(sets)]
             odt = "uint16" if oty == "bf16" else NP_TYPE[oty]
             couts = [cp.empty(odims, dtype=odt) for _ in range(sets)]
             todo.append((dict(name=key, dump=True), k, f, None, None, cin, couts, sets, None))
+
+    # The dumps' models themselves (the dump's models.py, its functions and inputs), run by
+    # JAX in this process: XLA's kernels for the dumps' fusions timed beside ixmap's, round
+    # by round, under the same profiler (compiled with autotuning off, as the dumps were).
+    models = []
+    if args.dumps and args.ncu and os.path.exists(os.path.join(args.dumps, "models.py")):
+        src = open(os.path.join(args.dumps, "models.py")).read()
+        cut = src.find("for f, args in runs:")
+        if cut > 0:
+            space = {}
+            try:
+                exec(compile(src[:cut], "models.py", "exec"), space)
+                for fn, margs in space["runs"]:
+                    name = getattr(fn, "__name__", "model").replace("<lambda>", "_lambda")
+                    jf = jax.jit(fn)
+                    jax.block_until_ready(jf(*margs))
+                    models.append((name, jf, margs))
+            except Exception as e:  # noqa: BLE001 - the dump's CSV stays XLA's side
+                print(f"SKIP models.py {e}".replace("\n", " ")[:300], flush=True)
+                models = []
 
     def ix_call(k, f, cin, couts, i):
         f(k["grid"], k["block"], tuple(cin[i]) + (couts[i],))
@@ -340,7 +363,16 @@ def inner(args):
     # range of this one: a one-thread marker kernel, launched in a `mark|NAME|ROUND` range
     # just before each XLA call, claims the unnamed kernels that follow it (`parse_ranges`).
     marker = cp.RawKernel('extern "C" __global__ void ixmap_marker() {}', "ixmap_marker")
+    t_rounds = time.time()
     for rnd in range(args.rounds):
+        # Under ncu nothing is written until the process ends: a run killed by a time limit
+        # measured nothing (2026-11-27). With a budget, no round starts that would not end
+        # within it (judged by the rounds so far), so the process ends in time.
+        if args.budget and rnd > 0:
+            spent = time.time() - t_rounds
+            if (time.time() - T_START) + spent / rnd > args.budget:
+                print(f"BUDGET {rnd} of {args.rounds} rounds run ({spent:.0f} s): the rest left out", flush=True)
+                break
         for c, k, f, jfn, jin, cin, couts, sets, want in todo:
             kinds = ("ix",) if jfn is None else ("ix", "xla") if rnd % 2 == 0 else ("xla", "ix")
             for kind in kinds:
@@ -376,6 +408,16 @@ def inner(args):
                     e1.synchronize()
                     dt = cp.cuda.get_elapsed_time(e0, e1) / 1e3 / batch
                 print(f"TIME {kind} {c['name']} {rnd} {dt}", flush=True)
+        # XLA's side of the dumps: each model once a round, its kernels claimed by the marker.
+        for name, jf, margs in models:
+            cp.cuda.runtime.deviceSynchronize()
+            nvtx.RangePush(f"mark|model:{name}|{rnd}")
+            marker((1,), (1,), ())
+            cp.cuda.runtime.deviceSynchronize()
+            nvtx.RangePop()
+            nvtx.RangePush(f"xla|model:{name}|{rnd}")
+            jax.block_until_ready(jf(*margs))
+            nvtx.RangePop()
 
 
 def parse_ncu(text):
@@ -407,13 +449,14 @@ def parse_ranges(rows):
     current = None
     for renamed, _, ns in rows:
         parts = renamed.split("|")
+        # ncu writes a renamed kernel as `RANGE/KERNEL`.
+        kernel = renamed.rsplit("/", 1)[-1]
         if len(parts) == 3:
-            # ncu writes a renamed kernel as `RANGE/KERNEL`.
             parts[2] = parts[2].split("/")[0]
         if len(parts) == 3 and parts[0] == "mark":
             current = ("xla", parts[1], int(parts[2]))
             continue
-        if len(parts) == 3:
+        if len(parts) == 3 and not parts[1].startswith("model:"):
             key = (parts[0], parts[1], int(parts[2]))
             if parts[0] == "ix":
                 current = None
@@ -421,6 +464,10 @@ def parse_ranges(rows):
             key = current
         else:
             continue
+        if key[1].startswith("model:"):
+            # A dump model's kernel: counted under `MODEL:KERNEL` (the fusion's name with
+            # `.` written `_`, as XLA names its kernels), see `model_key`.
+            key = ("xla", f"{key[1][len('model:'):]}:{kernel}", key[2])
         per.setdefault(key[:2], {}).setdefault(key[2], 0.0)
         per[key[:2]][key[2]] += ns / 1e9
     return per
@@ -472,6 +519,60 @@ def host_array(np, rng, ty, dims):
     return rng.integers(0, 8, size=dims).astype(d)
 
 
+def scatter_indices(np, rng, text, name, ins, odims):
+    """Index inputs for a scatter fusion like the model's own: {parameter number: array}.
+    Random small integers (`host_array`) send a max-pool gradient's 524288 updates to 4096
+    places, 128 atomic adds each, where the model's argmax indices are distinct: XLA's time
+    in the dump is for distinct places. When the scatter's indices are a concatenate of
+    parameters (one per output dimension, through bitcasts) of the output's rank, entry k
+    of window w is w's coordinate k times the output's extent over the index array's, plus a
+    random offset below that ratio: every window its own place, as an argmax gives. {}
+    otherwise (the random contents stay)."""
+    m = re.search(rf"%?{re.escape(name)} = [^\n]*? fusion\([^\n]*?calls=%?([\w.\-]+)", text)
+    if not m:
+        return {}
+    body = re.search(rf"^%?{re.escape(m.group(1))} \(.*?\n}}", text, re.M | re.S)
+    if not body:
+        return {}
+    lines = {}
+    for l in body.group(0).splitlines():
+        d = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = \S+ (\w+)\(([^)]*)\)", l)
+        if d:
+            lines[d.group(1)] = (d.group(2), [a.strip().lstrip("%") for a in d.group(3).split(",") if a.strip()])
+    sc = next((v for v in lines.values() if v[0] == "scatter"), None)
+    if not sc or len(sc[1]) < 2:
+        return {}
+
+    def through_bitcasts(n):
+        while n in lines and lines[n][0] in ("bitcast", "reshape"):
+            n = lines[n][1][0]
+        return n
+
+    cat = through_bitcasts(sc[1][1])
+    if cat not in lines or lines[cat][0] != "concatenate":
+        return {}
+    out = {}
+    for k, a in enumerate(lines[cat][1]):
+        pn = re.match(r"param_(\d+)", through_bitcasts(a))
+        if not pn or k >= len(odims):
+            return {}
+        i = int(pn.group(1))
+        ty, dims = ins[i]
+        if len(dims) != len(odims) or not ty.startswith(("s", "u")) or odims[k] % max(dims[k], 1):
+            return {}
+        ratio = odims[k] // dims[k]
+        coord = np.indices(dims)[k]
+        out[i] = (coord * ratio + rng.integers(0, ratio, size=dims)).astype(NP_TYPE[ty])
+    return out
+
+
+def model_key(key):
+    """A dump fusion's key (`MODEL:FUSION`) as XLA's kernel of it is counted by
+    `parse_ranges` (`.` written `_`)."""
+    model, name = key.split(":", 1)
+    return f"{model}:{name.replace('.', '_')}"
+
+
 def dump_key(path, name):
     """A dump fusion's name in NVTX ranges and tables: the model, then the fusion."""
     model = os.path.basename(path).split(".")[1].removeprefix("jit_")
@@ -508,6 +609,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ixmap", help="the ixmap binary (default: $IXMAP, target/release/ixmap, PATH)")
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--budget", type=float, default=0,
+                    help="seconds the profiled process may take: rounds that would not end in time are left out")
     ap.add_argument("--dumps", default=os.path.join(os.path.dirname(ROOT), "shared", "xla-dumps", "h100-jax-0.11.2"))
     ap.add_argument("--no-dumps", action="store_true")
     ap.add_argument("--only", nargs="*", help="benchmark fusions to run (default: all)")
@@ -582,24 +685,37 @@ def main():
     # 2. Kernel times, both sides in one profiled process.
     ncu = shutil.which("ncu")
     cmd = [sys.executable, os.path.abspath(__file__), "--inner", "--ixmap", ixmap, "--rounds", str(args.rounds)]
+    if args.budget:
+        cmd += ["--budget", str(max(1.0, args.budget - (time.time() - t_start)))]
     if args.only:
         cmd += ["--only", *args.only]
     if args.dumps:
         cmd += ["--dumps", args.dumps]
     else:
         cmd += ["--no-dumps"]
+    env = dict(os.environ)
+    if ncu and args.dumps:
+        # As the dumps were made: under ncu, XLA's autotuner's delay kernel times out and
+        # JAX aborts ("pure virtual method called", 2026-11-26).
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_gpu_autotune_level=0").strip()
     if ncu:
-        cmd = [ncu, "--nvtx", "--print-nvtx-rename", "kernel", "--metrics", "gpu__time_duration.sum",
+        # Only the Python process is profiled: the `ixmap emit` runs it starts are not
+        # kernels of interest, and ncu attaching to each made the run slower.
+        cmd = [ncu, "--target-processes", "application-only", "--nvtx", "--print-nvtx-rename", "kernel", "--metrics", "gpu__time_duration.sum",
                "--cache-control", "all", "--clock-control", "none", "--csv", "--page", "raw"] + cmd + ["--ncu"]
     print("# " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    text = p.stdout
     if args.save:
+        # Written as it comes: what a run cut off by a time limit measured stays.
         os.makedirs(args.save, exist_ok=True)
-        with open(os.path.join(args.save, "ncu-side.csv"), "w") as f:
-            f.write(text)
+        path = os.path.join(args.save, "ncu-side.csv")
+        with open(path, "w") as f:
+            p = subprocess.run(cmd, stdout=f, stderr=subprocess.PIPE, text=True, env=env)
+        text = open(path).read()
+    else:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        text = p.stdout
     for l in text.splitlines():
-        if l.startswith(("CHECK", "SKIP")):
+        if l.startswith(("CHECK", "SKIP", "BUDGET")):
             print(l)
     if p.returncode != 0:
         print(p.stderr[-4000:])
@@ -632,9 +748,10 @@ def main():
     # XLA's times are the dump's CSV (measured by ncu on an H100 with caches flushed),
     # matched to each module's schedule by `ixmap dump`.
     if args.dumps:
-        print(f"\nshared dumps ({args.dumps}): ixmap's default launch ({how}) vs XLA's kernel "
-              f"(the dump's xla-kernel-times-ncu.csv, matched by `ixmap dump`)")
-        print(f"{'fusion':<40} {'ixmap µs':>10} {'XLA µs':>10} {'ratio':>7}  launch")
+        print(f"\nshared dumps ({args.dumps}): ixmap's default launch ({how}) vs XLA's kernel: "
+              f"the dump's models run by JAX in the same process, round by round (`same`), where "
+              f"it ran; else the dump's xla-kernel-times-ncu.csv matched by `ixmap dump` (`csv`)")
+        print(f"{'fusion':<40} {'ixmap µs':>10} {'XLA µs':>10} {'ratio':>7}  interval      XLA from")
         ratios = []
         xla_by_file = {}
         for path, name in dump_fusions(args.dumps):
@@ -643,14 +760,23 @@ def main():
                 xla_by_file[path] = xla_dump_times(ixmap, path)
             x = xla_by_file[path].get(name)
             ix = per.get(("ix", key), {})
+            xs = per.get(("xla", model_key(key)), {})
             if not ix:
                 print(f"{key:<40} {'-':>10} {x if x else '-':>10}  (not run: see SKIP above)")
                 continue
             us = median(list(ix.values())) * 1e6
+            rounds = sorted(set(ix) & set(xs))
+            if rounds:
+                med, lo, hi = ratio_ci([ix[r] for r in rounds], [xs[r] for r in rounds])
+                ratios.append(med)
+                verdict = "slower" if lo > 1 else ("faster" if hi < 1 else "same")
+                print(f"{key:<40} {us:>10.1f} {median([xs[r] for r in rounds]) * 1e6:>10.1f} {med:>7.2f}  "
+                      f"[{lo:.2f}, {hi:.2f}] {verdict:<6} same")
+                continue
             ratio = us / x if x else float("nan")
             if x:
                 ratios.append(ratio)
-            print(f"{key:<40} {us:>10.1f} {x if x else float('nan'):>10.1f} {ratio:>7.2f}")
+            print(f"{key:<40} {us:>10.1f} {x if x else float('nan'):>10.1f} {ratio:>7.2f}  {'':<21}csv")
         if ratios:
             print(f"dump fusions: {len(ratios)} compared, median ratio {median(ratios):.2f}, "
                   f"worst {max(ratios):.2f}, at most 1.0: {sum(r <= 1.0 for r in ratios)}")
