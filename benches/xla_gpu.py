@@ -363,6 +363,13 @@ def inner(args):
     # range of this one: a one-thread marker kernel, launched in a `mark|NAME|ROUND` range
     # just before each XLA call, claims the unnamed kernels that follow it (`parse_ranges`).
     marker = cp.RawKernel('extern "C" __global__ void ixmap_marker() {}', "ixmap_marker")
+
+    def mark(name, rnd):
+        cp.cuda.runtime.deviceSynchronize()
+        nvtx.RangePush(f"mark|{name}|{rnd}")
+        marker((1,), (1,), ())
+        cp.cuda.runtime.deviceSynchronize()
+        nvtx.RangePop()
     t_rounds = time.time()
     for rnd in range(args.rounds):
         # Under ncu nothing is written until the process ends: a run killed by a time limit
@@ -378,11 +385,7 @@ def inner(args):
             for kind in kinds:
                 if args.ncu:
                     if kind == "xla":
-                        cp.cuda.runtime.deviceSynchronize()
-                        nvtx.RangePush(f"mark|{c['name']}|{rnd}")
-                        marker((1,), (1,), ())
-                        cp.cuda.runtime.deviceSynchronize()
-                        nvtx.RangePop()
+                        mark(c["name"], rnd)
                     nvtx.RangePush(f"{kind}|{c['name']}|{rnd}")
                     if kind == "ix":
                         ix_call(k, f, cin, couts, 0)
@@ -410,11 +413,7 @@ def inner(args):
                 print(f"TIME {kind} {c['name']} {rnd} {dt}", flush=True)
         # XLA's side of the dumps: each model once a round, its kernels claimed by the marker.
         for name, jf, margs in models:
-            cp.cuda.runtime.deviceSynchronize()
-            nvtx.RangePush(f"mark|model:{name}|{rnd}")
-            marker((1,), (1,), ())
-            cp.cuda.runtime.deviceSynchronize()
-            nvtx.RangePop()
+            mark(f"model:{name}", rnd)
             nvtx.RangePush(f"xla|model:{name}|{rnd}")
             jax.block_until_ready(jf(*margs))
             nvtx.RangePop()

@@ -13,7 +13,7 @@
 //! part empty, so the warps' shared-memory step and the guards around it are exercised.
 
 use ixmap::gpu::cuda_cpu::{check, check_c};
-use ixmap::gpu::launch::{self, Strategy};
+use ixmap::gpu::launch::{self, Strategy as Kernel};
 use ixmap::gpu::spec::KernelSpec;
 use ixmap::hlo::workspace::Target;
 use proptest::prelude::*;
@@ -57,21 +57,44 @@ fn layer_norm(b: i64, t: i64, h: i64, d: i64, perm: [usize; 4]) -> String {
     )
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 10, ..ProptestConfig::default() })]
+/// Each case compiles C++ for the CPU (a second or more): a fixed number of cases, not
+/// `PROPTEST_CASES` (test-all's 1000 would be an hour), with proptest's shrinking.
+fn run<S: Strategy>(cases: u32, strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>)
+where
+    S::Value: std::fmt::Debug,
+{
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    if let Err(e) = runner.run(&strategy, test) {
+        panic!("{e}");
+    }
+}
 
-    #[test]
-    fn gathered_rows_run_and_match(
-        b in 1i64..3,
-        t in 1i64..6,
-        h in 2i64..5,
-        d in prop::sample::select(vec![4i64, 8, 16, 32, 48, 64]),
-        perm in prop::sample::select(vec![[0usize, 2, 1, 3], [2, 0, 1, 3], [2, 1, 0, 3], [0, 1, 2, 3]]),
-    ) {
+#[test]
+fn gathered_rows_run_and_match() {
+    let strategy = (
+        1i64..3,
+        1i64..6,
+        2i64..5,
+        prop::sample::select(vec![4i64, 8, 16, 32, 48, 64]),
+        prop::sample::select(vec![
+            [0usize, 2, 1, 3],
+            [2, 0, 1, 3],
+            [2, 1, 0, 3],
+            [0, 1, 2, 3],
+        ]),
+    );
+    run(8, strategy, |(b, t, h, d, perm)| {
         let sp = spec(&layer_norm(b, t, h, d, perm), "ln");
-        let (l, _) = launch::choose_default(&sp, None, launch::DeviceLimits::H100).expect("a launch");
-        prop_assert!(l.strategy == Strategy::RowNormalization, "{:?}", l.strategy);
-        let lm = ixmap::gpu::rows::rows_of(&sp).expect("analysed").expect("rows");
+        let (l, _) =
+            launch::choose_default(&sp, None, launch::DeviceLimits::H100).expect("a launch");
+        prop_assert!(l.strategy == Kernel::RowNormalization, "{:?}", l.strategy);
+        let lm = ixmap::gpu::rows::rows_of(&sp)
+            .expect("analysed")
+            .expect("rows");
         let rows = lm.dims[0].bounds.hi + 1;
         let cols = lm.dims[1].bounds.hi + 1;
         if b * t == 1 {
@@ -86,22 +109,27 @@ proptest! {
         check(&sp, &l, false).map_err(|e| TestCaseError::fail(e.to_string()))?;
         check(&sp, &l, true).map_err(|e| TestCaseError::fail(e.to_string()))?;
         check_c(&sp, false, None).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    }
+        Ok(())
+    });
+}
 
-    #[test]
-    fn row_reductions_of_several_warps_match(
-        rows in 1i64..12,
-        len in prop::sample::select(vec![33i64, 500, 1000, 1023, 4096, 5000, 16384, 20000]),
-        max in any::<bool>(),
-    ) {
+#[test]
+fn row_reductions_of_several_warps_match() {
+    let strategy = (
+        1i64..12,
+        prop::sample::select(vec![33i64, 500, 1000, 1023, 4096, 5000, 16384, 20000]),
+        any::<bool>(),
+    );
+    run(10, strategy, |(rows, len, max)| {
         let (op, init) = if max { ("maxf", "-inf") } else { ("addf", "0") };
         let src = format!(
             "{ADD}rs {{\n  p = f32[{rows},{len}] parameter(0)\n  z = f32[] constant({init})\n  \
              ROOT r = f32[{rows}] reduce(p, z), dimensions={{1}}, to_apply={op}\n}}\n"
         );
         let sp = spec(&src, "rs");
-        let (l, _) = launch::choose_default(&sp, None, launch::DeviceLimits::H100).expect("a launch");
-        prop_assert!(l.strategy == Strategy::RowReduction, "{:?}", l.strategy);
+        let (l, _) =
+            launch::choose_default(&sp, None, launch::DeviceLimits::H100).expect("a launch");
+        prop_assert!(l.strategy == Kernel::RowReduction, "{:?}", l.strategy);
         // XLA's threads along a row: 16 elements a thread in whole warps, at most 1024, where
         // they divide the block and each has a vector to read.
         let want = (((len + 15) / 16 + 31) / 32 * 32).min(1024);
@@ -112,5 +140,6 @@ proptest! {
             prop_assert!(l.row_threads <= 32, "{}", l.row_threads);
         }
         check(&sp, &l, false).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    }
+        Ok(())
+    });
 }

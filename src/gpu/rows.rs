@@ -112,6 +112,21 @@ fn delinearize_var(
     Ok(())
 }
 
+/// `(r, c) -> results`, `r` in `[0, rows - 1]` and `c` in `[0, cols - 1]`, simplified.
+fn rc_map(rows: i64, cols: i64, results: Vec<Expr>) -> IndexingMap {
+    let m = IndexingMap::new(
+        vec![
+            Variable::new("r", 0, rows - 1),
+            Variable::new("c", 0, cols - 1),
+        ],
+        vec![],
+        vec![],
+        results,
+        vec![],
+    );
+    crate::simplify::simplify(&m, &Default::default()).map
+}
+
 /// `(r, c) -> (output index)`: `c` runs along the output's minor physical dimension, `r`
 /// over the others together (rows, in physical order).
 pub fn row_map(out: &Tensor) -> Result<Option<IndexingMap>, MapError> {
@@ -127,17 +142,7 @@ pub fn row_map(out: &Tensor) -> Result<Option<IndexingMap>, MapError> {
     let mut results = vec![Expr::constant(0); out.rank()];
     results[minor] = Expr::var(1);
     delinearize(out, outer, &mut results)?;
-    let m = IndexingMap::new(
-        vec![
-            Variable::new("r", 0, rows - 1),
-            Variable::new("c", 0, cols - 1),
-        ],
-        vec![],
-        vec![],
-        results,
-        vec![],
-    );
-    Ok(Some(crate::simplify::simplify(&m, &Default::default()).map))
+    Ok(Some(rc_map(rows, cols, results)))
 }
 
 /// `(r, c) -> (output index)` with every output element a row of its own: `r` runs over
@@ -147,17 +152,7 @@ pub fn element_rows(out: &Tensor) -> Result<IndexingMap, MapError> {
     let rows = out.num_elements()?;
     let mut results = vec![Expr::constant(0); out.rank()];
     delinearize(out, &phys, &mut results)?;
-    let m = IndexingMap::new(
-        vec![
-            Variable::new("r", 0, rows.max(1) - 1),
-            Variable::new("c", 0, 0),
-        ],
-        vec![],
-        vec![],
-        results,
-        vec![],
-    );
-    Ok(crate::simplify::simplify(&m, &Default::default()).map)
+    Ok(rc_map(rows.max(1), 1, results))
 }
 
 /// The longest row [`gathered_rows`] gives a warp (elements of the output per reduction
@@ -264,8 +259,7 @@ fn gathered_rows(spec: &KernelSpec) -> Result<Option<IndexingMap>, MapError> {
         return Ok(None);
     }
     let extent = |ds: &[usize]| -> Option<i64> {
-        ds.iter()
-            .try_fold(1i64, |a, &d| a.checked_mul(out.dims[d]))
+        ds.iter().try_fold(1i64, |a, &d| a.checked_mul(out.dims[d]))
     };
     let (Some(rows), Some(cols)) = (extent(&row_dims), extent(&col_dims)) else {
         return Ok(None);
@@ -276,17 +270,7 @@ fn gathered_rows(spec: &KernelSpec) -> Result<Option<IndexingMap>, MapError> {
     let mut results = vec![Expr::constant(0); n];
     delinearize_var(out, &row_dims, &mut results, 0)?;
     delinearize_var(out, &col_dims, &mut results, 1)?;
-    let m = IndexingMap::new(
-        vec![
-            Variable::new("r", 0, rows - 1),
-            Variable::new("c", 0, cols - 1),
-        ],
-        vec![],
-        vec![],
-        results,
-        vec![],
-    );
-    Ok(Some(crate::simplify::simplify(&m, &Default::default()).map))
+    Ok(Some(rc_map(rows, cols, results)))
 }
 
 /// The fewest elements any reduction of `spec` folds (`i64::MAX` with none).
