@@ -1748,7 +1748,10 @@ fn row_reduction_default(
     // lanes a short row needs).
     let (block, along) = if per_row < WARP && WARP % per_row == 0 {
         let warps_needed = ceil_div(rows, WARP / per_row);
-        (XLA_ROW_REDUCTION_BLOCK.min(warps_needed.saturating_mul(WARP)), per_row)
+        (
+            XLA_ROW_REDUCTION_BLOCK.min(warps_needed.saturating_mul(WARP)),
+            per_row,
+        )
     } else if xla_threads > WARP && per_row >= xla_threads {
         let block = XLA_ROW_REDUCTION_BLOCK
             .min(rows.saturating_mul(xla_threads))

@@ -79,7 +79,14 @@ fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     // `target=cpu`: the C kernel `emit ... target=cpu` writes, compiled and run, checked
     // against the same reference (it was taken and ignored: the CUDA kernel was checked).
     if let Target::Cpu = target(a, &Mapping::default())? {
-        for key in ["block", "vector", "unroll", "max_blocks", "tiled", "mapping"] {
+        for key in [
+            "block",
+            "vector",
+            "unroll",
+            "max_blocks",
+            "tiled",
+            "mapping",
+        ] {
             if a.kv(key).is_some() {
                 return Err(Diagnostic::at(
                     format!("`{key}=` sets a CUDA launch; the C kernel of `target=cpu` has none"),
@@ -93,7 +100,11 @@ fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         return Ok(Value::Text(format!(
             "{}: the C kernel{} ran; every element of {} matches the reference",
             spec.name,
-            if naive { " (naive index arithmetic)" } else { "" },
+            if naive {
+                " (naive index arithmetic)"
+            } else {
+                ""
+            },
             outputs(&spec)
         )));
     }

@@ -202,7 +202,10 @@ impl Ratio {
         let (lo, hi) = if self.median >= 1.0 {
             (self.lo, self.hi)
         } else {
-            (1.0 / self.hi.max(f64::MIN_POSITIVE), 1.0 / self.lo.max(f64::MIN_POSITIVE))
+            (
+                1.0 / self.hi.max(f64::MIN_POSITIVE),
+                1.0 / self.lo.max(f64::MIN_POSITIVE),
+            )
         };
         let ci = format!(
             "{:.0}% CI {:.2} to {:.2}, {} round{} interleaved",
