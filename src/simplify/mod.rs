@@ -245,10 +245,34 @@ fn settled(m: &IndexingMap) -> bool {
     if !all_done {
         return false;
     }
-    let mut c = m.clone();
+    // (on a copy without the variables' names, which canonical form never changes: a
+    // copy of each name was an allocation or two per variable)
+    let unnamed = |vs: &[crate::map::Variable]| -> Vec<crate::map::Variable> {
+        vs.iter()
+            .map(|v| crate::map::Variable {
+                name: String::new(),
+                bounds: v.bounds,
+            })
+            .collect()
+    };
+    let mut c = IndexingMap {
+        dims: unnamed(&m.dims),
+        ranges: unnamed(&m.ranges),
+        runtimes: unnamed(&m.runtimes),
+        results: m.results.clone(),
+        constraints: m.constraints.clone(),
+        is_simplified: m.is_simplified,
+        status: m.status,
+    };
     c.canonicalize();
     c.normalize_divisors();
-    c == *m
+    c.results == m.results
+        && c.constraints == m.constraints
+        && c.is_simplified == m.is_simplified
+        && c.status == m.status
+        && (c.dims.len(), c.ranges.len(), c.runtimes.len())
+            == (m.dims.len(), m.ranges.len(), m.runtimes.len())
+        && c.vars().map(|v| v.bounds).eq(m.vars().map(|v| v.bounds))
 }
 
 /// One pass of the pipeline to its fixpoint; also whether it reached one (its last round
@@ -293,6 +317,9 @@ fn run_once(
     let mut fixpoint = false;
     let mut last_egraph_input = None;
     let mut saturated_output = None;
+    // Constraints and bounds that a constraint pass left exactly as it found them (see
+    // below).
+    let mut quiet: Option<(Vec<(Expr, Interval)>, Vec<Interval>)> = None;
     for _ in 0..MAX_ROUNDS {
         // (what `same` compares: no copy of the variables' names)
         let before = snapshot(&m);
@@ -301,8 +328,31 @@ fn run_once(
         // (`s0 * -7 - d2 * 5 in [8, 8]`), and left to the rounds it ran out of them, so the
         // output simplified again tightened further (not idempotent; found by the property).
         for _ in 0..MAX_CONSTRAINT_PASSES {
+            // A pass is a function of the constraints and the bounds (it reads no result;
+            // of the results it only normalizes divisors, done here, and canonicalizes,
+            // which they are at every pass: the input is canonicalized, and so is every
+            // e-graph output). Where a pass left both exactly as they were, a later
+            // round's pass on the same constraints and bounds changes nothing again: it
+            // is skipped (a round whose e-graph changed only results repeated it, a sixth
+            // of a small map's instructions).
+            if let Some((cs, bs)) = &quiet {
+                m.normalize_divisors();
+                if m.status == Status::Defined
+                    && *cs == m.constraints
+                    && m.vars().map(|v| v.bounds).eq(bs.iter().copied())
+                {
+                    break;
+                }
+            }
+            let input = (m.constraints.clone(), m.bounds());
             if !constraints::simplify_constraints(&mut m, &mut steps) || m.status != Status::Defined
             {
+                if m.status == Status::Defined
+                    && input.0 == m.constraints
+                    && m.vars().map(|v| v.bounds).eq(input.1.iter().copied())
+                {
+                    quiet = Some(input);
+                }
                 break;
             }
         }
