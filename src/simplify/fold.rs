@@ -199,6 +199,16 @@ struct Folder<'a> {
     qstack: Vec<(QSum, i64)>,
     /// Each opaque base's own sum.
     base_sums: HashMap<Expr, QSum>,
+    /// [`Folder::expanded`]'s memo: per summand and depth, its parts (`None`: expand
+    /// fails there) and the budget steps they took.
+    expansions: HashMap<(Expr, usize), (Option<Rc<Expanded>>, usize)>,
+}
+
+/// What `expand` adds for one summand (`Folder::expanded`): for `Y mod m`, `Y` expanded
+/// and `Y fd m` reduced (added as `k·Y - k·m·(Y fd m)`); for a quotient, itself reduced.
+enum Expanded {
+    Mod(Linear, Linear, i64),
+    Fd(Linear),
 }
 
 thread_local! {
@@ -416,6 +426,7 @@ impl<'a> Folder<'a> {
             slices: HashMap::default(),
             qstack: Vec::new(),
             base_sums: HashMap::default(),
+            expansions: HashMap::default(),
         }
     }
 
@@ -912,24 +923,60 @@ impl<'a> Folder<'a> {
         }
         let mut out = Linear::constant(l.constant);
         for &(t, k) in &l.terms {
-            match div_by(t, Op::Mod) {
-                Some((y, m)) => {
-                    let ly = self.expand(&*lin(y)?, depth + 1)?;
-                    let q = self.floordiv_in(&ly, m, true)?;
-                    out = add_scaled(&out, &ly, k)?;
-                    out = add_scaled(&out, &q, k.checked_mul(m)?.checked_neg()?)?;
+            if div_by(t, Op::Mod).is_none() && div_by(t, Op::FloorDiv).is_none() {
+                add_atom(&mut out, t, k)?;
+                continue;
+            }
+            match &*self.expanded(t, depth)? {
+                Expanded::Mod(ly, q, m) => {
+                    out = add_scaled(&out, ly, k)?;
+                    out = add_scaled(&out, q, k.checked_mul(*m)?.checked_neg()?)?;
                 }
-                None => match div_by(t, Op::FloorDiv) {
-                    // a quotient in reduced form, as the expanded ones are
-                    Some((z, c)) => {
-                        let q = self.floordiv_in(&*lin(z)?, c, true)?;
-                        out = add_scaled(&out, &q, k)?;
-                    }
-                    None => add_atom(&mut out, t, k)?,
-                },
+                Expanded::Fd(q) => out = add_scaled(&out, q, k)?,
             }
         }
         Some(out)
+    }
+
+    /// The parts [`Self::expand`] adds for one summand `t`, a `Y mod m` or a quotient,
+    /// at `depth`, memoized: the walk recombines every prefix of a sum (each is a node of
+    /// its own), so the summands of a sum of n were expanded n times over, each a
+    /// recursion through floordiv_in, where reshape maps spent a fifth of their time.
+    /// Exact: a memoized expansion took `used` steps of the budget, none refused (the
+    /// count never went past [`MAX_STEPS`]); from a count at which those same steps are
+    /// all granted again, the computation would return the same (it reads only pure
+    /// memos besides), so the count moves on by `used` and the same parts are returned;
+    /// from any other count it runs again.
+    fn expanded(&mut self, t: Expr, depth: usize) -> Option<Rc<Expanded>> {
+        let start = self.steps;
+        if let Some((v, used)) = self.expansions.get(&(t, depth)) {
+            if start + used <= MAX_STEPS {
+                self.steps = start + used;
+                return v.clone();
+            }
+        }
+        let v = self.expanded_uncached(t, depth).map(Rc::new);
+        if self.steps <= MAX_STEPS {
+            self.expansions
+                .insert((t, depth), (v.clone(), self.steps - start));
+        }
+        v
+    }
+
+    fn expanded_uncached(&mut self, t: Expr, depth: usize) -> Option<Expanded> {
+        match div_by(t, Op::Mod) {
+            Some((y, m)) => {
+                let ly = self.expand(&*lin(y)?, depth + 1)?;
+                let q = self.floordiv_in(&ly, m, true)?;
+                Some(Expanded::Mod(ly, q, m))
+            }
+            None => {
+                // a quotient in reduced form, as the expanded ones are
+                let (z, c) = div_by(t, Op::FloorDiv)?;
+                let q = self.floordiv_in(&*lin(z)?, c, true)?;
+                Some(Expanded::Fd(q))
+            }
+        }
     }
 
     /// Folds pairs `k·Y - k·m·(Y fd m)` of a floordiv-basis sum back into `k·(Y mod m)`
