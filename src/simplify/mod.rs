@@ -327,7 +327,7 @@ fn run_once(
         // propagation through one constraint can narrow two variables by a unit a pass
         // (`s0 * -7 - d2 * 5 in [8, 8]`), and left to the rounds it ran out of them, so the
         // output simplified again tightened further (not idempotent; found by the property).
-        for _ in 0..MAX_CONSTRAINT_PASSES {
+        for pass in 0..MAX_CONSTRAINT_PASSES {
             // A pass is a function of the constraints and the bounds (it reads no result;
             // of the results it only normalizes divisors, done here, and canonicalizes,
             // which they are at every pass: the input is canonicalized, and so is every
@@ -344,14 +344,22 @@ fn run_once(
                     break;
                 }
             }
-            let input = (m.constraints.clone(), m.bounds());
+            // (the pass's input: the round's snapshot where it is that, else a copy)
+            let from_before = pass == 0
+                && m.constraints == before.1
+                && m.vars().map(|v| v.bounds).eq(before.2.iter().copied());
+            let copy = (!from_before).then(|| (m.constraints.clone(), m.bounds()));
             if !constraints::simplify_constraints(&mut m, &mut steps) || m.status != Status::Defined
             {
+                let (cs, bs) = match &copy {
+                    Some((cs, bs)) => (cs, bs),
+                    None => (&before.1, &before.2),
+                };
                 if m.status == Status::Defined
-                    && input.0 == m.constraints
-                    && m.vars().map(|v| v.bounds).eq(input.1.iter().copied())
+                    && *cs == m.constraints
+                    && m.vars().map(|v| v.bounds).eq(bs.iter().copied())
                 {
-                    quiet = Some(input);
+                    quiet = Some((cs.clone(), bs.clone()));
                 }
                 break;
             }
@@ -367,9 +375,15 @@ fn run_once(
             // A map that is what a saturated run extracted needs no second run (only the
             // pre-pass, which may still find a cheaper form): every term and fact of a run
             // from it is in the saturated graph it came from, whose cheapest form it is.
-            let state = egraph_state(&m);
-            if last_egraph_input.as_ref() != Some(&state) || out.limit_hit.is_some() {
-                let proven = saturated_output.as_ref() == Some(&state);
+            // (compared in place: the state is copied only when a run is made)
+            let same_input = last_egraph_input
+                .as_ref()
+                .is_some_and(|s| egraph_state_is(&m, s));
+            if !same_input || out.limit_hit.is_some() {
+                let proven = saturated_output
+                    .as_ref()
+                    .is_some_and(|s| egraph_state_is(&m, s));
+                let state = egraph_state(&m);
                 let saturated = rewrite_map(
                     &mut m,
                     limits,
@@ -396,7 +410,7 @@ fn run_once(
             }
             m = m2;
         }
-        if m.status != Status::Defined || snapshot(&m) == before {
+        if m.status != Status::Defined || snapshot_is(&m, &before) {
             fixpoint = true;
             break;
         }
@@ -428,6 +442,13 @@ fn egraph_state(m: &IndexingMap) -> EgraphState {
     (m.bounds(), m.constraints.clone(), m.results.clone())
 }
 
+/// `egraph_state(m) == *s`, without the copy.
+fn egraph_state_is(m: &IndexingMap, s: &EgraphState) -> bool {
+    m.vars().map(|v| v.bounds).eq(s.0.iter().copied())
+        && m.constraints == s.1
+        && m.results == s.2
+}
+
 /// Whether every range variable occurs in a result, so that
 /// `remove_unused_range_symbols` has nothing to remove (it then returns a copy of the
 /// map): the copy is spared. (Variables past 62 share one bit: not decided here.)
@@ -442,6 +463,14 @@ fn range_symbols_all_used(m: &IndexingMap) -> bool {
 
 /// What a round's fixpoint test compares: results, constraints, bounds, status.
 type Snapshot = (Vec<Expr>, Vec<(Expr, Interval)>, Vec<Interval>, Status);
+
+/// `snapshot(m) == *s`, without the copy.
+fn snapshot_is(m: &IndexingMap, s: &Snapshot) -> bool {
+    m.results == s.0
+        && m.constraints == s.1
+        && m.vars().map(|v| v.bounds).eq(s.2.iter().copied())
+        && m.status == s.3
+}
 
 fn snapshot(m: &IndexingMap) -> Snapshot {
     (
