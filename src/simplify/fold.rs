@@ -1726,7 +1726,7 @@ impl Folder<'_> {
             let mut quot = Linear::constant(0);
             for &(_, p, k) in &it[i..j] {
                 let q = self.quot_expr(b, p);
-                quot = add_scaled(&quot, &Linear::of(q)?, k)?;
+                quot = add_scaled(&quot, &*lin(q)?, k)?;
             }
             let mut best = quot;
             let mut one = QSum::konst(0);
@@ -1737,7 +1737,7 @@ impl Folder<'_> {
                 let mut dig = Linear::constant(0);
                 for (d, k) in ds {
                     let de = self.digit_expr(d);
-                    dig = add_scaled(&dig, &Linear::of(de)?, k)?;
+                    dig = add_scaled(&dig, &*lin(de)?, k)?;
                 }
                 if expr_rank(canonical(dig.to_expr())) < expr_rank(canonical(best.to_expr())) {
                     best = dig;
