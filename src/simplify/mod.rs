@@ -444,9 +444,7 @@ fn egraph_state(m: &IndexingMap) -> EgraphState {
 
 /// `egraph_state(m) == *s`, without the copy.
 fn egraph_state_is(m: &IndexingMap, s: &EgraphState) -> bool {
-    m.vars().map(|v| v.bounds).eq(s.0.iter().copied())
-        && m.constraints == s.1
-        && m.results == s.2
+    m.vars().map(|v| v.bounds).eq(s.0.iter().copied()) && m.constraints == s.1 && m.results == s.2
 }
 
 /// Whether every range variable occurs in a result, so that
