@@ -410,9 +410,19 @@ fn canonical_opt(e: Expr) -> Option<Expr> {
         // a walk): recorded too, so that the simplifier's passes, which canonicalize
         // what they built from canonical forms, and `Linear::of` of a canonical form,
         // read it off rather than walk it again.
-        if let Some(c) = c {
-            if c != e && matches!(c.kind(), ExprKind::Bin(..)) {
-                m.entry(c).or_insert(Some(c));
+        // So is every prefix of its top-level sum (`to_expr` of the first terms, in the
+        // same order, without the constant): the pre-pass folds each prefix of a sum as
+        // a node of its own and asks for its linear form, which a walk found anew each
+        // time (quadratic in the length of the sum).
+        let Some(c) = c else { return };
+        let mut x = c;
+        loop {
+            if x != e && matches!(x.kind(), ExprKind::Bin(..)) {
+                m.entry(x).or_insert(Some(x));
+            }
+            match x.kind() {
+                ExprKind::Bin(Op::Add, a, _) => x = a,
+                _ => break,
             }
         }
     });
