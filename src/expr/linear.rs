@@ -52,7 +52,9 @@ impl Linear {
 
     /// [`Linear::of`] by a walk of `e`.
     fn of_walked(e: Expr) -> Option<Linear> {
-        let mut acc = Vec::new();
+        // (room for a typical sum up front: grown from nothing, the vector was allocated
+        // up to three times per walk)
+        let mut acc = Vec::with_capacity(8);
         let mut constant = 0i128;
         collect(e, 1, &mut acc, &mut constant)?;
         finish(acc, constant)
@@ -63,7 +65,15 @@ impl Linear {
     /// left-nested sum of terms `atom` or `atom * k` (an atom is never a sum, and a
     /// product atom has no constant operand), then the constant.
     fn of_canonical(e: Expr) -> Linear {
-        let mut terms = Vec::new();
+        // (its terms counted first: one allocation of the right size, where pushing grew
+        // the vector two or three times; the spine is read twice, a few loads)
+        let mut n = 1;
+        let mut x = e;
+        while let ExprKind::Bin(Op::Add, a, _) = x.kind() {
+            n += 1;
+            x = a;
+        }
+        let mut terms = Vec::with_capacity(n);
         let mut constant = 0;
         let mut x = e;
         loop {
@@ -314,11 +324,14 @@ fn add_term(acc: &mut Acc, atom: Expr, k: i128) -> Option<()> {
 fn finish(mut acc: Acc, constant: i128) -> Option<Linear> {
     acc.retain(|&(_, c)| c != 0);
     acc.sort_by(|a, b| a.0.cmp(&b.0));
+    // (collected into a vector of the right size: `collect::<Option<Vec<_>>>` cannot
+    // know the length and grew it from nothing)
+    let mut terms = Vec::with_capacity(acc.len());
+    for (a, c) in acc {
+        terms.push((a, i64::try_from(c).ok()?));
+    }
     Some(Linear {
-        terms: acc
-            .into_iter()
-            .map(|(a, c)| Some((a, i64::try_from(c).ok()?)))
-            .collect::<Option<_>>()?,
+        terms,
         constant: i64::try_from(constant).ok()?,
     })
 }
@@ -389,7 +402,30 @@ fn canonical_opt(e: Expr) -> Option<Expr> {
         return c;
     }
     let c = Linear::of_walked(e).map(|l| l.to_expr());
-    CANONICAL.with(|m| m.borrow_mut().insert(e, c));
+    CANONICAL.with(|m| {
+        let mut m = m.borrow_mut();
+        m.insert(e, c);
+        // The form is its own canonical form (canonical forms are fixpoints: a unit test
+        // says so, and `Linear::of`'s debug assertion checks every memoized read against
+        // a walk): recorded too, so that the simplifier's passes, which canonicalize
+        // what they built from canonical forms, and `Linear::of` of a canonical form,
+        // read it off rather than walk it again.
+        // So is every prefix of its top-level sum (`to_expr` of the first terms, in the
+        // same order, without the constant): the pre-pass folds each prefix of a sum as
+        // a node of its own and asks for its linear form, which a walk found anew each
+        // time (quadratic in the length of the sum).
+        let Some(c) = c else { return };
+        let mut x = c;
+        loop {
+            if x != e && matches!(x.kind(), ExprKind::Bin(..)) {
+                m.entry(x).or_insert(Some(x));
+            }
+            match x.kind() {
+                ExprKind::Bin(Op::Add, a, _) => x = a,
+                _ => break,
+            }
+        }
+    });
     c
 }
 

@@ -47,6 +47,7 @@ use crate::expr::linear::Linear;
 use crate::expr::{canonical, Expr, ExprKind, Op};
 use crate::interval::Interval;
 use fxhash::FxHashMap as HashMap;
+use std::rc::Rc;
 
 /// Most candidate rewrites one [`fold`] may build (a bound on work, by count; reaching it
 /// only stops the pass early, the expression so far is still equal to the input).
@@ -198,13 +199,25 @@ struct Folder<'a> {
     qstack: Vec<(QSum, i64)>,
     /// Each opaque base's own sum.
     base_sums: HashMap<Expr, QSum>,
+    /// [`Folder::expanded`]'s memo: per summand and depth, its parts (`None`: expand
+    /// fails there) and the budget steps they took.
+    expansions: HashMap<(Expr, usize), (Option<Rc<Expanded>>, usize)>,
+}
+
+/// What `expand` adds for one summand (`Folder::expanded`): for `Y mod m`, `Y` expanded
+/// and `Y fd m` reduced (added as `k·Y - k·m·(Y fd m)`); for a quotient, itself reduced.
+enum Expanded {
+    Mod(Linear, Linear, i64),
+    Fd(Linear),
 }
 
 thread_local! {
     /// [`Linear::of`] of the expressions one pass has read (a pure function of the
     /// expression; the pass reads the same dividends over and over on reshape chains,
     /// where `Linear::of` was a third of its time). Cleared by [`Folder::new`].
-    static LINEAR: std::cell::RefCell<HashMap<Expr, Option<Linear>>> = Default::default();
+    /// (Shared, not copied out: a copy was an allocation per read, and most reads only
+    /// borrow the form.)
+    static LINEAR: std::cell::RefCell<HashMap<Expr, Option<Rc<Linear>>>> = Default::default();
 }
 
 /// The tables of a [`Folder`] that every pass fills (the walk's memo, the facts of each
@@ -246,14 +259,11 @@ impl Drop for Folder<'_> {
     }
 }
 
-fn lin(e: Expr) -> Option<Linear> {
-    if !matches!(e.kind(), ExprKind::Bin(..)) {
-        return Linear::of(e);
-    }
+fn lin(e: Expr) -> Option<Rc<Linear>> {
     if let Some(l) = LINEAR.with(|m| m.borrow().get(&e).cloned()) {
         return l;
     }
-    let l = Linear::of(e);
+    let l = Linear::of(e).map(Rc::new);
     LINEAR.with(|m| m.borrow_mut().insert(e, l.clone()));
     l
 }
@@ -299,6 +309,32 @@ fn add_scaled(a: &Linear, b: &Linear, k: i64) -> Option<Linear> {
         terms,
         constant: a.constant.checked_add(b.constant.checked_mul(k)?)?,
     })
+}
+
+/// `l + k·t` in place (`add_scaled(l, atom(t), k)` without the two vectors it built);
+/// `None` on overflow (`l` is then to be dropped, as `add_scaled`'s caller drops it).
+fn add_atom(l: &mut Linear, t: Expr, k: i64) -> Option<()> {
+    if k == 0 {
+        return Some(());
+    }
+    match l.terms.binary_search_by(|x| x.0.cmp(&t)) {
+        Ok(i) => {
+            let c = l.terms[i].1.checked_add(k)?;
+            if c == 0 {
+                l.terms.remove(i);
+            } else {
+                l.terms[i].1 = c;
+            }
+        }
+        Err(i) => l.terms.insert(i, (t, k)),
+    }
+    Some(())
+}
+
+/// `l + v` (`add_scaled(&l, &Linear::constant(v), 1)` without a copy of the terms).
+fn plus_const(mut l: Linear, v: i64) -> Option<Linear> {
+    l.constant = l.constant.checked_add(v)?;
+    Some(l)
 }
 
 fn scaled(a: &Linear, k: i64) -> Option<Linear> {
@@ -390,6 +426,7 @@ impl<'a> Folder<'a> {
             slices: HashMap::default(),
             qstack: Vec::new(),
             base_sums: HashMap::default(),
+            expansions: HashMap::default(),
         }
     }
 
@@ -438,8 +475,9 @@ impl<'a> Folder<'a> {
         self.info(e).0
     }
 
-    fn point(&mut self, l: &Linear) -> Option<i64> {
-        let r = self.range(l);
+    /// The one value of the atom `t`, if its range is a point.
+    fn point_of(&mut self, t: Expr) -> Option<i64> {
+        let r = self.info(t).0;
         (!r.is_empty() && r.is_point()).then_some(r.lo)
     }
 
@@ -592,7 +630,7 @@ impl<'a> Folder<'a> {
             // interval-constant: the dividend lies within one multiple of c
             let r = self.range(&a);
             if !r.is_empty() && !r.is_full() && floor_div(r.lo, c) == floor_div(r.hi, c) {
-                return add_scaled(&out, &Linear::constant(floor_div(r.lo, c)), 1);
+                return plus_const(out, floor_div(r.lo, c));
             }
             // floordiv-split-multiples: (c·A + B + k) fd c = A + k fd c + (B + k mod c) fd c
             let mut moved = false;
@@ -607,7 +645,7 @@ impl<'a> Folder<'a> {
                     (false, false) => (0, k),
                 };
                 if q != 0 {
-                    out = add_scaled(&out, &atom(t), q)?;
+                    add_atom(&mut out, t, q)?;
                     moved = true;
                 }
                 if r != 0 {
@@ -661,12 +699,16 @@ impl<'a> Folder<'a> {
         }
         if a.terms.is_empty() {
             let v = floor_div(a.constant, c);
-            return add_scaled(&out, &Linear::constant(v), 1);
+            return plus_const(out, v);
         }
         let t = Expr::bin(Op::FloorDiv, a.to_expr(), Expr::constant(c));
-        match self.point(&atom(t)) {
-            Some(v) => add_scaled(&out, &Linear::constant(v), 1),
-            None => add_scaled(&out, &atom(t), 1),
+        match self.point_of(t) {
+            Some(v) => plus_const(out, v),
+            None => {
+                let mut out = out;
+                add_atom(&mut out, t, 1)?;
+                Some(out)
+            }
         }
     }
 
@@ -741,11 +783,11 @@ impl<'a> Folder<'a> {
             }
             if let Some((x, m)) = div_by(t, Op::Mod) {
                 if k.checked_mul(m).is_some_and(|km| km % c == 0) {
-                    out = add_scaled(&out, &lin(x)?, k)?;
+                    out = add_scaled(&out, &*lin(x)?, k)?;
                     continue;
                 }
             }
-            out = add_scaled(&out, &atom(t), k)?;
+            add_atom(&mut out, t, k)?;
         }
         // the residues (again: inner-mod may have brought in large coefficients)
         let mut a = Linear::constant(modulo(out.constant, c));
@@ -769,19 +811,19 @@ impl<'a> Folder<'a> {
         let r = self.range(&a);
         if !r.is_empty() && !r.is_full() && floor_div(r.lo, c) == floor_div(r.hi, c) {
             let q = floor_div(r.lo, c);
-            return add_scaled(&a, &Linear::constant(q.checked_mul(c)?), -1);
+            return plus_const(a, q.checked_mul(c)?.checked_mul(-1)?);
         }
         // mod-nested: (x mod m) mod c = x mod c when c divides m
         if a.constant == 0 && a.terms.len() == 1 && a.terms[0].1 == 1 {
             if let Some((x, m)) = div_by(a.terms[0].0, Op::Mod) {
                 if m % c == 0 {
-                    return self.modulo(&lin(x)?, c);
+                    return self.modulo(&*lin(x)?, c);
                 }
             }
         }
         // mod-small-remainder: (g·A + B) mod c = g·(A mod (c / g)) + B, 0 <= B <= g - 1
         let t = Expr::bin(Op::Mod, a.to_expr(), Expr::constant(c));
-        if let Some(v) = self.point(&atom(t)) {
+        if let Some(v) = self.point_of(t) {
             return Some(Linear::constant(v));
         }
         // mod-small-remainder, where it is cheaper than the mod as it stands
@@ -860,9 +902,13 @@ impl<'a> Folder<'a> {
         // as written rather than `d0 - (d0 floordiv 8) * 4`; the e-graph decides those.
         // And only divisions the sum had: a basis change that leaves a new quotient
         // (`((d0 mod 2) * 764 + d0 * 4 - ...) floordiv 32`) is left to the e-graph.
+        // (the rank first: read off the nodes, where the pairs are two walks and two sets)
         let (re, le) = (r.to_expr(), l.to_expr());
+        if expr_rank(re) >= expr_rank(le) {
+            return l.clone();
+        }
         let (pr, pl) = (division_pairs(re), division_pairs(le));
-        if pr.len() < pl.len() && pr.is_subset(&pl) && expr_rank(re) < expr_rank(le) {
+        if pr.len() < pl.len() && pr.is_subset(&pl) {
             r
         } else {
             l.clone()
@@ -877,24 +923,60 @@ impl<'a> Folder<'a> {
         }
         let mut out = Linear::constant(l.constant);
         for &(t, k) in &l.terms {
-            match div_by(t, Op::Mod) {
-                Some((y, m)) => {
-                    let ly = self.expand(&lin(y)?, depth + 1)?;
-                    let q = self.floordiv_in(&ly, m, true)?;
-                    out = add_scaled(&out, &ly, k)?;
-                    out = add_scaled(&out, &q, k.checked_mul(m)?.checked_neg()?)?;
+            if div_by(t, Op::Mod).is_none() && div_by(t, Op::FloorDiv).is_none() {
+                add_atom(&mut out, t, k)?;
+                continue;
+            }
+            match &*self.expanded(t, depth)? {
+                Expanded::Mod(ly, q, m) => {
+                    out = add_scaled(&out, ly, k)?;
+                    out = add_scaled(&out, q, k.checked_mul(*m)?.checked_neg()?)?;
                 }
-                None => match div_by(t, Op::FloorDiv) {
-                    // a quotient in reduced form, as the expanded ones are
-                    Some((z, c)) => {
-                        let q = self.floordiv_in(&lin(z)?, c, true)?;
-                        out = add_scaled(&out, &q, k)?;
-                    }
-                    None => out = add_scaled(&out, &atom(t), k)?,
-                },
+                Expanded::Fd(q) => out = add_scaled(&out, q, k)?,
             }
         }
         Some(out)
+    }
+
+    /// The parts [`Self::expand`] adds for one summand `t`, a `Y mod m` or a quotient,
+    /// at `depth`, memoized: the walk recombines every prefix of a sum (each is a node of
+    /// its own), so the summands of a sum of n were expanded n times over, each a
+    /// recursion through floordiv_in, where reshape maps spent a fifth of their time.
+    /// Exact: a memoized expansion took `used` steps of the budget, none refused (the
+    /// count never went past [`MAX_STEPS`]); from a count at which those same steps are
+    /// all granted again, the computation would return the same (it reads only pure
+    /// memos besides), so the count moves on by `used` and the same parts are returned;
+    /// from any other count it runs again.
+    fn expanded(&mut self, t: Expr, depth: usize) -> Option<Rc<Expanded>> {
+        let start = self.steps;
+        if let Some((v, used)) = self.expansions.get(&(t, depth)) {
+            if start + used <= MAX_STEPS {
+                self.steps = start + used;
+                return v.clone();
+            }
+        }
+        let v = self.expanded_uncached(t, depth).map(Rc::new);
+        if self.steps <= MAX_STEPS {
+            self.expansions
+                .insert((t, depth), (v.clone(), self.steps - start));
+        }
+        v
+    }
+
+    fn expanded_uncached(&mut self, t: Expr, depth: usize) -> Option<Expanded> {
+        match div_by(t, Op::Mod) {
+            Some((y, m)) => {
+                let ly = self.expand(&*lin(y)?, depth + 1)?;
+                let q = self.floordiv_in(&ly, m, true)?;
+                Some(Expanded::Mod(ly, q, m))
+            }
+            None => {
+                // a quotient in reduced form, as the expanded ones are
+                let (z, c) = div_by(t, Op::FloorDiv)?;
+                let q = self.floordiv_in(&*lin(z)?, c, true)?;
+                Some(Expanded::Fd(q))
+            }
+        }
     }
 
     /// Folds pairs `k·Y - k·m·(Y fd m)` of a floordiv-basis sum back into `k·(Y mod m)`
@@ -911,7 +993,7 @@ impl<'a> Folder<'a> {
                 .collect();
             for &(p, q, x, mm) in &fds {
                 // Y = X (m = M), or Y = X fd a for a summand X fd a with a dividing M
-                let mut cands: Vec<(Linear, i64)> = vec![(lin(x)?, mm)];
+                let mut cands: Vec<(Linear, i64)> = vec![(Linear::clone(&*lin(x)?), mm)];
                 for &(t2, _, x2, a) in &fds {
                     if x2 == x && a < mm && mm % a == 0 {
                         cands.push((atom(t2), mm / a));
@@ -1644,7 +1726,7 @@ impl Folder<'_> {
             let mut quot = Linear::constant(0);
             for &(_, p, k) in &it[i..j] {
                 let q = self.quot_expr(b, p);
-                quot = add_scaled(&quot, &Linear::of(q)?, k)?;
+                quot = add_scaled(&quot, &*lin(q)?, k)?;
             }
             let mut best = quot;
             let mut one = QSum::konst(0);
@@ -1655,7 +1737,7 @@ impl Folder<'_> {
                 let mut dig = Linear::constant(0);
                 for (d, k) in ds {
                     let de = self.digit_expr(d);
-                    dig = add_scaled(&dig, &Linear::of(de)?, k)?;
+                    dig = add_scaled(&dig, &*lin(de)?, k)?;
                 }
                 if expr_rank(canonical(dig.to_expr())) < expr_rank(canonical(best.to_expr())) {
                     best = dig;

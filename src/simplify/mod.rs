@@ -245,10 +245,34 @@ fn settled(m: &IndexingMap) -> bool {
     if !all_done {
         return false;
     }
-    let mut c = m.clone();
+    // (on a copy without the variables' names, which canonical form never changes: a
+    // copy of each name was an allocation or two per variable)
+    let unnamed = |vs: &[crate::map::Variable]| -> Vec<crate::map::Variable> {
+        vs.iter()
+            .map(|v| crate::map::Variable {
+                name: String::new(),
+                bounds: v.bounds,
+            })
+            .collect()
+    };
+    let mut c = IndexingMap {
+        dims: unnamed(&m.dims),
+        ranges: unnamed(&m.ranges),
+        runtimes: unnamed(&m.runtimes),
+        results: m.results.clone(),
+        constraints: m.constraints.clone(),
+        is_simplified: m.is_simplified,
+        status: m.status,
+    };
     c.canonicalize();
     c.normalize_divisors();
-    c == *m
+    c.results == m.results
+        && c.constraints == m.constraints
+        && c.is_simplified == m.is_simplified
+        && c.status == m.status
+        && (c.dims.len(), c.ranges.len(), c.runtimes.len())
+            == (m.dims.len(), m.ranges.len(), m.runtimes.len())
+        && c.vars().map(|v| v.bounds).eq(m.vars().map(|v| v.bounds))
 }
 
 /// One pass of the pipeline to its fixpoint; also whether it reached one (its last round
@@ -293,6 +317,9 @@ fn run_once(
     let mut fixpoint = false;
     let mut last_egraph_input = None;
     let mut saturated_output = None;
+    // Constraints and bounds that a constraint pass left exactly as it found them (see
+    // below).
+    let mut quiet: Option<(Vec<(Expr, Interval)>, Vec<Interval>)> = None;
     for _ in 0..MAX_ROUNDS {
         // (what `same` compares: no copy of the variables' names)
         let before = snapshot(&m);
@@ -300,9 +327,40 @@ fn run_once(
         // propagation through one constraint can narrow two variables by a unit a pass
         // (`s0 * -7 - d2 * 5 in [8, 8]`), and left to the rounds it ran out of them, so the
         // output simplified again tightened further (not idempotent; found by the property).
-        for _ in 0..MAX_CONSTRAINT_PASSES {
+        for pass in 0..MAX_CONSTRAINT_PASSES {
+            // A pass is a function of the constraints and the bounds (it reads no result;
+            // of the results it only normalizes divisors, done here, and canonicalizes,
+            // which they are at every pass: the input is canonicalized, and so is every
+            // e-graph output). Where a pass left both exactly as they were, a later
+            // round's pass on the same constraints and bounds changes nothing again: it
+            // is skipped (a round whose e-graph changed only results repeated it, a sixth
+            // of a small map's instructions).
+            if let Some((cs, bs)) = &quiet {
+                m.normalize_divisors();
+                if m.status == Status::Defined
+                    && *cs == m.constraints
+                    && m.vars().map(|v| v.bounds).eq(bs.iter().copied())
+                {
+                    break;
+                }
+            }
+            // (the pass's input: the round's snapshot where it is that, else a copy)
+            let from_before = pass == 0
+                && m.constraints == before.1
+                && m.vars().map(|v| v.bounds).eq(before.2.iter().copied());
+            let copy = (!from_before).then(|| (m.constraints.clone(), m.bounds()));
             if !constraints::simplify_constraints(&mut m, &mut steps) || m.status != Status::Defined
             {
+                let (cs, bs) = match &copy {
+                    Some((cs, bs)) => (cs, bs),
+                    None => (&before.1, &before.2),
+                };
+                if m.status == Status::Defined
+                    && *cs == m.constraints
+                    && m.vars().map(|v| v.bounds).eq(bs.iter().copied())
+                {
+                    quiet = Some((cs.clone(), bs.clone()));
+                }
                 break;
             }
         }
@@ -317,9 +375,15 @@ fn run_once(
             // A map that is what a saturated run extracted needs no second run (only the
             // pre-pass, which may still find a cheaper form): every term and fact of a run
             // from it is in the saturated graph it came from, whose cheapest form it is.
-            let state = egraph_state(&m);
-            if last_egraph_input.as_ref() != Some(&state) || out.limit_hit.is_some() {
-                let proven = saturated_output.as_ref() == Some(&state);
+            // (compared in place: the state is copied only when a run is made)
+            let same_input = last_egraph_input
+                .as_ref()
+                .is_some_and(|s| egraph_state_is(&m, s));
+            if !same_input || out.limit_hit.is_some() {
+                let proven = saturated_output
+                    .as_ref()
+                    .is_some_and(|s| egraph_state_is(&m, s));
+                let state = egraph_state(&m);
                 let saturated = rewrite_map(
                     &mut m,
                     limits,
@@ -346,7 +410,7 @@ fn run_once(
             }
             m = m2;
         }
-        if m.status != Status::Defined || snapshot(&m) == before {
+        if m.status != Status::Defined || snapshot_is(&m, &before) {
             fixpoint = true;
             break;
         }
@@ -378,6 +442,11 @@ fn egraph_state(m: &IndexingMap) -> EgraphState {
     (m.bounds(), m.constraints.clone(), m.results.clone())
 }
 
+/// `egraph_state(m) == *s`, without the copy.
+fn egraph_state_is(m: &IndexingMap, s: &EgraphState) -> bool {
+    m.vars().map(|v| v.bounds).eq(s.0.iter().copied()) && m.constraints == s.1 && m.results == s.2
+}
+
 /// Whether every range variable occurs in a result, so that
 /// `remove_unused_range_symbols` has nothing to remove (it then returns a copy of the
 /// map): the copy is spared. (Variables past 62 share one bit: not decided here.)
@@ -392,6 +461,14 @@ fn range_symbols_all_used(m: &IndexingMap) -> bool {
 
 /// What a round's fixpoint test compares: results, constraints, bounds, status.
 type Snapshot = (Vec<Expr>, Vec<(Expr, Interval)>, Vec<Interval>, Status);
+
+/// `snapshot(m) == *s`, without the copy.
+fn snapshot_is(m: &IndexingMap, s: &Snapshot) -> bool {
+    m.results == s.0
+        && m.constraints == s.1
+        && m.vars().map(|v| v.bounds).eq(s.2.iter().copied())
+        && m.status == s.3
+}
 
 fn snapshot(m: &IndexingMap) -> Snapshot {
     (
