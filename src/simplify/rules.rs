@@ -39,6 +39,7 @@ pub fn all_rules() -> Vec<Rule> {
     rules.extend(linearize::rules());
     rules.extend(minmax::rules());
     rules.extend(twovalues::rules());
+    rules.extend(linearize::late_rules());
     let mut seen: Vec<PatternAst<IxLang>> = Vec::new();
     for rw in &mut rules {
         let ast = rw
