@@ -288,6 +288,21 @@ pub fn view_range(egraph: &EGraph, v: &View) -> Interval {
         })
 }
 
+/// Whether some atom of the operands `ab` (their views, as the analysis keeps them; a sum
+/// `a + b` has no other atoms) has a node that `is`: a test that builds nothing, for a rule
+/// to run before it builds a view.
+pub fn some_atom(egraph: &EGraph, ab: &[Id], is: impl Fn(&IxLang) -> bool) -> bool {
+    ab.iter().any(|&id| {
+        let f = &egraph[id].data;
+        let has = |atom: Id| egraph[atom].nodes.iter().any(&is);
+        match (&f.constant, &f.view) {
+            (Some(_), _) => false,
+            (None, Some(v)) => v.terms.iter().any(|&(t, _)| has(t)),
+            (None, None) => has(id),
+        }
+    })
+}
+
 /// Adds a node for `n`.
 pub fn num(egraph: &mut EGraph, n: i64) -> Id {
     egraph.add(IxLang::Num(n))

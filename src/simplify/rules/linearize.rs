@@ -8,7 +8,7 @@
 //! Wildcards: ?a ?b any expression. The rule reads the sum's linear view, so the two
 //! halves may sit anywhere in a longer sum and carry a common factor.
 
-use super::{build_view, num, positive, view, view_range, Compute, Rule};
+use super::{build_view, num, positive, some_atom, view, view_range, Compute, Rule};
 use crate::interval::Interval;
 use crate::simplify::analysis::{EGraph, Fact, View};
 use crate::simplify::language::IxLang;
@@ -87,6 +87,10 @@ fn replace_pair(egraph: &EGraph, v: &View, pair: &Pair, rest_kp: i64) -> Option<
 }
 
 fn cancel(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
+    // (the companions and the quotient of a pair are all divisions of the sum's atoms)
+    if !some_atom(egraph, ab, |n| matches!(n, IxLang::FloorDiv(_))) {
+        return None;
+    }
     let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
     add_companions(egraph, &v);
     let pair = find_pair(egraph, &v, |p| Some(p.kp) == p.kq.checked_mul(p.c))?;
@@ -95,6 +99,12 @@ fn cancel(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
 }
 
 fn basis_change(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
+    let digit_mod = |n: &IxLang| matches!(*n, IxLang::Mod([x, _]) if digit_base(egraph, x));
+    if !some_atom(egraph, ab, digit_mod)
+        || !some_atom(egraph, ab, |n| matches!(n, IxLang::FloorDiv(_)))
+    {
+        return None;
+    }
     let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
     let pair = find_pair(egraph, &v, |p| {
         p.kq.checked_mul(p.c)
@@ -143,6 +153,9 @@ fn view_weight(egraph: &EGraph, v: &View) -> u64 {
 }
 
 fn merge_digits(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
+    if !some_atom(egraph, ab, |n| matches!(n, IxLang::Mod(_))) {
+        return None;
+    }
     let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
     if v.terms.len() < 2 {
         return None; // k·(y mod m) + k0 alone: mod-in-range's or nothing's
@@ -176,6 +189,9 @@ fn merge_digits(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
 }
 
 fn cancel_mod(egraph: &mut EGraph, ac: &[Id]) -> Option<Id> {
+    if !some_atom(egraph, &ac[..1], |n| matches!(n, IxLang::FloorDiv(_))) {
+        return None;
+    }
     let modulus = positive(egraph, ac[1])?;
     let v = view(egraph, ac[0])?;
     let pair = find_pair(egraph, &v, |p| {
