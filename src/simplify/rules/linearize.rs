@@ -98,11 +98,15 @@ fn cancel(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
     Some(build_view(egraph, &out))
 }
 
-fn basis_change(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
+/// Whether the sum `a + b` has a remainder of a digit base and a quotient among its atoms,
+/// as [`basis_change`] needs (a test that builds nothing).
+pub fn basis_change_may_fire(egraph: &EGraph, ab: &[Id]) -> bool {
     let digit_mod = |n: &IxLang| matches!(*n, IxLang::Mod([x, _]) if digit_base(egraph, x));
-    if !some_atom(egraph, ab, digit_mod)
-        || !some_atom(egraph, ab, |n| matches!(n, IxLang::FloorDiv(_)))
-    {
+    some_atom(egraph, ab, digit_mod) && some_atom(egraph, ab, |n| matches!(n, IxLang::FloorDiv(_)))
+}
+
+fn basis_change(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
+    if !basis_change_may_fire(egraph, ab) {
         return None;
     }
     let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
