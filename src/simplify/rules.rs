@@ -345,6 +345,18 @@ pub fn some_atom(egraph: &EGraph, ab: &[Id], is: impl Fn(&IxLang) -> bool) -> bo
     })
 }
 
+/// Calls `f` on every atom of the operands `ab` (their views, as the analysis keeps them).
+pub fn for_each_atom(egraph: &EGraph, ab: &[Id], mut f: impl FnMut(Id)) {
+    for &id in ab {
+        let data = &egraph[id].data;
+        match (&data.constant, &data.view) {
+            (Some(_), _) => {}
+            (None, Some(v)) => v.terms.iter().for_each(|&(t, _)| f(t)),
+            (None, None) => f(id),
+        }
+    }
+}
+
 /// Adds a node for `n`.
 pub fn num(egraph: &mut EGraph, n: i64) -> Id {
     egraph.add(IxLang::Num(n))
