@@ -210,8 +210,17 @@ fn merge_digits(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
         }
         let km = k.checked_mul(m)?;
         let sum = view(egraph, y)?.scale(k)?.add(&rest)?;
-        if find_pair(egraph, &sum, |_| true).is_none() {
-            continue; // no quotient of y meets a remainder of B: nothing to cancel
+        // a quotient of y must meet a remainder of B, and the merged form with the pair
+        // written in one division (cancel or basis change) must be lighter than the sum
+        let Some(pair) = find_pair(egraph, &sum, |_| true) else {
+            continue;
+        };
+        let rest_kp = pair.kp.checked_sub(pair.kq.checked_mul(pair.c)?)?;
+        let after = replace_pair(egraph, &sum, &pair, rest_kp)?;
+        let class = egraph.lookup(IxLang::Add([ab[0], ab[1]]))?;
+        let merged = view_weight(egraph, &after).saturating_add(crate::simplify::cost::DIV);
+        if merged >= egraph[class].data.weight {
+            continue;
         }
         let sum = build_view(egraph, &sum);
         let kmid = num(egraph, km);
