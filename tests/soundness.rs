@@ -652,3 +652,94 @@ fn prepass_cancels_relinearization() {
         ixmap::expr::canonical(want)
     );
 }
+
+// ---- basis change and digit merge (issue 33: reshape corpus lines 393 and 425) ----------
+
+/// The e-graph alone (no pre-pass), then the whole pipeline: both agree with `m` at every
+/// point, weigh no more than `m`, and `simplify ... explain` ends at the same map.
+#[track_caller]
+fn agrees_both_ways(m: &IndexingMap) -> (IndexingMap, IndexingMap) {
+    let no_prepass = SimplifyLimits {
+        prepass: false,
+        ..SimplifyLimits::default()
+    };
+    let mut outs = Vec::new();
+    for limits in [no_prepass, SimplifyLimits::default()] {
+        let out = simplify(m, &limits).map;
+        assert_same(m, &out);
+        assert!(
+            out.is_known_empty() || cost(&out) <= cost(m),
+            "cost grew:\n {m}\n {out}"
+        );
+        let explained = simplify_explained(m, &limits).map;
+        assert_eq!(
+            explained.to_string(),
+            out.to_string(),
+            "explain ends elsewhere:\n {m}"
+        );
+        let again = simplify(&out, &limits).map;
+        assert_eq!(again.to_string(), out.to_string(), "not idempotent:\n {m}");
+        outs.push(out);
+    }
+    let full = outs.pop().expect("two runs");
+    (outs.pop().expect("two runs"), full)
+}
+
+#[test]
+fn remainder_and_quotient_of_one_variable_share_a_division() {
+    // linearize-basis-change: d1 mod 6 = d1 - 6·(d1 floordiv 6), so the pair is one division
+    let m = parse(
+        "(d0, d1) -> ((d1 floordiv 6) * 18 + d1 mod 6 + d0), domain: d0 in [0, 4], d1 in [0, 23]",
+    );
+    let (egraph_only, _) = agrees_both_ways(&m);
+    assert_eq!(
+        egraph_only.to_string(),
+        "(d0, d1) -> ((d1 floordiv 6) * 12 + d0 + d1), domain: d0 in [0, 4], d1 in [0, 23], is_simplified: true"
+    );
+    // the same with the quotient written as a nested one: (d2 floordiv 2) floordiv 6
+    let m = parse("(d2) -> ((d2 floordiv 12) * 12 + (d2 floordiv 2) mod 6), domain: d2 in [0, 23]");
+    let (egraph_only, _) = agrees_both_ways(&m);
+    assert_eq!(
+        egraph_only.to_string().matches("floordiv").count()
+            + egraph_only.to_string().matches("mod").count(),
+        2,
+        "{egraph_only}"
+    );
+}
+
+#[test]
+fn adjacent_digits_merge_into_one_remainder() {
+    // reshape corpus line 425, as ixmap printed it before issue 33: three divisions in the
+    // second result, two after linearize-merge-digits and the basis change (isl: two)
+    let m = parse(
+        "(d0, d1) -> (((d1 floordiv 6) * 3 + d0) floordiv 4, (((d1 floordiv 6) * 3 + d0) mod 4) * 6 + d1 mod 6), domain: d0 in [0, 2], d1 in [0, 23]",
+    );
+    let (egraph_only, full) = agrees_both_ways(&m);
+    for out in [egraph_only, full] {
+        assert_eq!(
+            out.to_string(),
+            "(d0, d1) -> (((d1 floordiv 6) * 3 + d0) floordiv 4, ((d1 floordiv 6) * 12 + d0 * 6 + d1) mod 24), domain: d0 in [0, 2], d1 in [0, 23], is_simplified: true"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases() / 3, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// `kq·(x mod c) + kp·(x floordiv c) + r·d1 + e` with x a variable or a quotient of one,
+    /// and `k·((kq·x + s·d1) mod m) + B` with B a remainder of x in or out of [0, k - 1]:
+    /// the e-graph alone and the whole pipeline agree with the input at every point.
+    #[test]
+    fn pairs_and_digits_agree_pointwise(kq in -4i64..5, kp in -30i64..31, c in 2i64..9, a in 1i64..4,
+                                        r in -2i64..3, e in -5i64..6, lo in -6i64..1,
+                                        k in 2i64..9, m in 2i64..7, s in 0i64..3, b in 2i64..9,
+                                        nested in proptest::bool::ANY) {
+        let x = if nested { format!("(d0 floordiv {a})") } else { "d0".to_string() };
+        let dom = format!("domain: d0 in [{lo}, 40], d1 in [0, 5]");
+        let text = format!(
+            "(d0, d1) -> (({x} mod {c}) * {kq} + ({x} floordiv {c}) * {kp} + d1 * {r} + {e}, ((({x} floordiv {b}) * {kq} + d1 * {s}) mod {m}) * {k} + {x} mod {b}), {dom}"
+        );
+        let map = parse(&text);
+        agrees_both_ways(&map);
+    }
+}

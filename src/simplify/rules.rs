@@ -39,6 +39,7 @@ pub fn all_rules() -> Vec<Rule> {
     rules.extend(linearize::rules());
     rules.extend(minmax::rules());
     rules.extend(twovalues::rules());
+    rules.extend(linearize::late_rules());
     let mut seen: Vec<PatternAst<IxLang>> = Vec::new();
     for rw in &mut rules {
         let ast = rw
@@ -56,6 +57,7 @@ pub fn all_rules() -> Vec<Rule> {
         rw.searcher = std::sync::Arc::new(Lhs {
             pattern: egg::Pattern::new(ast),
             key,
+            keep: pre_test(rw.name.as_str()),
         });
     }
     rules
@@ -74,6 +76,32 @@ pub struct Lhs {
     pattern: egg::Pattern<IxLang>,
     /// The same for rules with the same pattern.
     key: usize,
+    /// The rule's [`pre_test`], if it has one.
+    keep: Option<PreTest>,
+}
+
+/// A test on a match that builds nothing, passed by every match on which the rule's applier
+/// can return a form: the search hands the applier only those (the applier still checks
+/// everything itself). The sum rules run on every `a + b` of the graph and fire on few.
+type PreTest = Box<dyn Fn(&EGraph, &Subst) -> bool + Send + Sync>;
+
+/// The [`PreTest`] of the rule `name`: for the sum rules that need a division among the
+/// sum's atoms ([`some_atom`]), that test.
+fn pre_test(name: &str) -> Option<PreTest> {
+    let (a, b) = (var("?a"), var("?b"));
+    let floordiv = |n: &IxLang| matches!(n, IxLang::FloorDiv(_));
+    match name {
+        "linearize-cancel" | "add-floordiv-to-mod" => {
+            Some(Box::new(move |g, s| some_atom(g, &[s[a], s[b]], floordiv)))
+        }
+        "linearize-basis-change" => Some(Box::new(move |g, s| {
+            linearize::basis_change_may_fire(g, &[s[a], s[b]])
+        })),
+        "linearize-merge-digits" => Some(Box::new(move |g, s| {
+            some_atom(g, &[s[a], s[b]], |n| matches!(n, IxLang::Mod(_)))
+        })),
+        _ => None,
+    }
 }
 
 static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -138,14 +166,29 @@ impl egg::Searcher<IxLang, Facts> for Lhs {
                 found
             }
         };
-        found
-            .iter()
-            .map(|(eclass, substs)| egg::SearchMatches {
-                eclass: *eclass,
-                substs: substs.clone(),
-                ast: Some(std::borrow::Cow::Borrowed(&self.pattern.ast)),
-            })
-            .collect()
+        let ast = || Some(std::borrow::Cow::Borrowed(&self.pattern.ast));
+        match &self.keep {
+            None => found
+                .iter()
+                .map(|(eclass, substs)| egg::SearchMatches {
+                    eclass: *eclass,
+                    substs: substs.clone(),
+                    ast: ast(),
+                })
+                .collect(),
+            Some(keep) => found
+                .iter()
+                .filter_map(|(eclass, substs)| {
+                    let substs: Vec<Subst> =
+                        substs.iter().filter(|s| keep(egraph, s)).cloned().collect();
+                    (!substs.is_empty()).then(|| egg::SearchMatches {
+                        eclass: *eclass,
+                        substs,
+                        ast: ast(),
+                    })
+                })
+                .collect(),
+        }
     }
 
     fn get_pattern_ast(&self) -> Option<&PatternAst<IxLang>> {
@@ -285,6 +328,33 @@ pub fn view_range(egraph: &EGraph, v: &View) -> Interval {
         .fold(Interval::point(v.constant), |acc, &(id, k)| {
             acc.add(&range(egraph, id).mul(&Interval::point(k)))
         })
+}
+
+/// Whether some atom of the operands `ab` (their views, as the analysis keeps them; a sum
+/// `a + b` has no other atoms) has a node that `is`: a test that builds nothing, for a rule
+/// to run before it builds a view.
+pub fn some_atom(egraph: &EGraph, ab: &[Id], is: impl Fn(&IxLang) -> bool) -> bool {
+    ab.iter().any(|&id| {
+        let f = &egraph[id].data;
+        let has = |atom: Id| egraph[atom].nodes.iter().any(&is);
+        match (&f.constant, &f.view) {
+            (Some(_), _) => false,
+            (None, Some(v)) => v.terms.iter().any(|&(t, _)| has(t)),
+            (None, None) => has(id),
+        }
+    })
+}
+
+/// Calls `f` on every atom of the operands `ab` (their views, as the analysis keeps them).
+pub fn for_each_atom(egraph: &EGraph, ab: &[Id], mut f: impl FnMut(Id)) {
+    for &id in ab {
+        let data = &egraph[id].data;
+        match (&data.constant, &data.view) {
+            (Some(_), _) => {}
+            (None, Some(v)) => v.terms.iter().for_each(|&(t, _)| f(t)),
+            (None, None) => f(id),
+        }
+    }
 }
 
 /// Adds a node for `n`.

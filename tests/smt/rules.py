@@ -176,6 +176,16 @@ rule("linearize-cancel-mod", md(kp * fd(x, m) + k * md(x, m) + R, c), md(k * x +
      z3.And(c > 0, m > 0, kp == k * m + j * c), (c, m))
 # (with the quotient found as y floordiv (a·m) = (y floordiv a) floordiv m, floordiv-nested
 # above: the rule proven for every x, at x = y floordiv a)
+# kq·(x mod c) + kp·(x floordiv c) + R = kq·x + (kp - kq·c)·(x floordiv c) + R, and the same
+# with x floordiv c found as y floordiv (a·c) where x = y floordiv a
+rule("linearize-basis-change", k * md(x, c) + kp * fd(x, c) + R, k * x + (kp - k * c) * fd(x, c) + R,
+     c > 0, (c, k, kp))
+rule("linearize-basis-change (nested quotient)",
+     k * md(fd(y, a), c) + kp * fd(y, a * c) + R, k * fd(y, a) + (kp - k * c) * fd(y, a * c) + R,
+     z3.And(a > 0, c > 0), (a, c, k, kp))
+# k·(y mod m) + B = (k·y + B) mod (k·m)    when 0 <= B <= k - 1
+rule("linearize-merge-digits", k * md(y, m) + B, md(k * y + B, k * m),
+     z3.And(k > 0, m > 0, 0 <= B, B <= k - 1), (k, m))
 
 # modulo.rs (continued)
 # (k·(x mod m) + R) mod c = (k·x + R) mod c    when c divides k·m (k·m = c·j)

@@ -4,7 +4,7 @@
 //! linear view (`Σ kᵢ·classᵢ + k`, like terms collected across the whole sum), and
 //! `add-collect` adds that view back as a sum, so `d0 + d1 - d0` meets `d1`.
 
-use super::{build_view, positive, view, Compute, Rule};
+use super::{build_view, positive, some_atom, view, Compute, Rule};
 use crate::simplify::analysis::{EGraph, View};
 use crate::simplify::language::IxLang;
 use egg::{rewrite as rw, Id};
@@ -28,6 +28,9 @@ fn collect(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
 /// writes the sum with `k·(x mod c)` instead (`x - c·(x floordiv c) = x mod c` for every
 /// integer x).
 fn floordiv_to_mod(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
+    if !some_atom(egraph, ab, |n| matches!(n, IxLang::FloorDiv(_))) {
+        return None;
+    }
     let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
     for &(atom, q) in &v.terms {
         let divs: Vec<(Id, Id)> = egraph[atom]
