@@ -168,63 +168,31 @@ fn reduction_deps(
     ctx: &IndexingMap,
     n: u32,
     deps: &mut [bool],
-    depth: usize,
 ) -> Result<bool, MapError> {
-    if depth > spec.functions.len() + 64 {
-        return Ok(false);
-    }
-    Ok(match b {
-        Body::Const(_) | Body::Load { .. } | Body::Index { .. } | Body::Opaque { .. } => true,
-        Body::Guard { .. } | Body::DynCall { .. } | Body::ReduceTuple { .. } | Body::Param(..) => {
-            false
+    walk_reductions(spec, b, ctx, 0, &mut |_, m| {
+        // Simplified, so that a dimension written and cancelled (`(d1 * 128 + d3)
+        // floordiv 1024` of a bitcast) does not count; the dimensions keep their numbers.
+        let s = crate::simplify::simplify(m, &Default::default()).map;
+        if s.dims.len() != m.dims.len() {
+            return Ok(None);
         }
-        Body::Unary(_, a) | Body::Convert(_, a) => {
-            reduction_deps(spec, a, ctx, n, deps, depth + 1)?
-        }
-        Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
-            reduction_deps(spec, a, ctx, n, deps, depth + 1)?
-                && reduction_deps(spec, c, ctx, n, deps, depth + 1)?
-        }
-        Body::Select(p, a, c) => {
-            reduction_deps(spec, p, ctx, n, deps, depth + 1)?
-                && reduction_deps(spec, a, ctx, n, deps, depth + 1)?
-                && reduction_deps(spec, c, ctx, n, deps, depth + 1)?
-        }
-        Body::Call { func, map } => {
-            let Some(f) = spec.functions.get(*func) else {
-                return Ok(false);
-            };
-            reduction_deps(spec, &f.body, &substitute(ctx, map)?, n, deps, depth + 1)?
-        }
-        Body::Reduce { func, map, .. } => {
-            let Some(f) = spec.functions.get(*func) else {
-                return Ok(false);
-            };
-            let m = substitute(ctx, map)?;
-            // Simplified, so that a dimension written and cancelled (`(d1 * 128 + d3)
-            // floordiv 1024` of a bitcast) does not count; the dimensions keep their numbers.
-            let s = crate::simplify::simplify(&m, &Default::default()).map;
-            if s.dims.len() != m.dims.len() {
-                return Ok(false);
+        let own = s.dims.len() as u32;
+        let mut mark = |v: u32| {
+            if v < n {
+                deps[v as usize] = true;
             }
-            let own = (s.dims.len()) as u32;
-            let mut mark = |v: u32| {
-                if v < n {
-                    deps[v as usize] = true;
-                }
-            };
-            for r in &s.results {
-                r.visit_vars(&mut mark);
-            }
-            for (e, _) in &s.constraints {
-                let mut has_own = false;
-                e.visit_vars(&mut |v| has_own |= v >= own);
-                if has_own {
-                    e.visit_vars(&mut mark);
-                }
-            }
-            reduction_deps(spec, &f.body, &m, n, deps, depth + 1)?
+        };
+        for r in &s.results {
+            r.visit_vars(&mut mark);
         }
+        for (e, _) in &s.constraints {
+            let mut has_own = false;
+            e.visit_vars(&mut |v| has_own |= v >= own);
+            if has_own {
+                e.visit_vars(&mut mark);
+            }
+        }
+        Ok(Some(m.clone()))
     })
 }
 
@@ -245,7 +213,7 @@ fn gathered_rows(spec: &KernelSpec) -> Result<Option<IndexingMap>, MapError> {
     };
     let ctx = IndexingMap::identity(&out.dims);
     let mut deps = vec![false; n];
-    if !reduction_deps(spec, &spec.functions[0].body, &ctx, n as u32, &mut deps, 0)? {
+    if !reduction_deps(spec, &spec.functions[0].body, &ctx, n as u32, &mut deps)? {
         return Ok(None);
     }
     let row_dims: Vec<usize> = phys.iter().copied().filter(|&d| deps[d]).collect();
@@ -363,40 +331,54 @@ pub(crate) fn per_row(
     found: &mut bool,
     depth: usize,
 ) -> Result<bool, MapError> {
+    walk_reductions(spec, b, ctx, depth, &mut |ctx, m| {
+        Ok(canonical(ctx, m).inspect(|_| *found = true))
+    })
+}
+
+/// Walks `b` at the index `ctx`, through calls, into every reduction it reads: at each,
+/// `at_reduce(ctx, m)` (`m` the reduction's map from `ctx`'s variables and its own) gives
+/// the index its body is walked at, or `None` to stop (`false`). `false` too where the body
+/// has what the row kernel does not write per row (guards, dynamic calls, tuples).
+fn walk_reductions(
+    spec: &KernelSpec,
+    b: &Body,
+    ctx: &IndexingMap,
+    depth: usize,
+    at_reduce: &mut dyn FnMut(&IndexingMap, &IndexingMap) -> Result<Option<IndexingMap>, MapError>,
+) -> Result<bool, MapError> {
     if depth > spec.functions.len() + 64 {
         return Ok(false);
     }
+    let go = |b: &Body,
+              at: &mut dyn FnMut(
+        &IndexingMap,
+        &IndexingMap,
+    ) -> Result<Option<IndexingMap>, MapError>| {
+        walk_reductions(spec, b, ctx, depth + 1, at)
+    };
     Ok(match b {
         Body::Const(_) | Body::Load { .. } | Body::Index { .. } | Body::Opaque { .. } => true,
         // Written per element by the plain body writer, not per row.
         Body::Guard { .. } | Body::DynCall { .. } | Body::ReduceTuple { .. } | Body::Param(..) => {
             false
         }
-        Body::Unary(_, a) | Body::Convert(_, a) => per_row(spec, a, ctx, found, depth + 1)?,
-        Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
-            per_row(spec, a, ctx, found, depth + 1)? && per_row(spec, c, ctx, found, depth + 1)?
-        }
-        Body::Select(p, a, c) => {
-            per_row(spec, p, ctx, found, depth + 1)?
-                && per_row(spec, a, ctx, found, depth + 1)?
-                && per_row(spec, c, ctx, found, depth + 1)?
-        }
+        Body::Unary(_, a) | Body::Convert(_, a) => go(a, at_reduce)?,
+        Body::Binary(_, a, c) | Body::Compare(_, a, c) => go(a, at_reduce)? && go(c, at_reduce)?,
+        Body::Select(p, a, c) => go(p, at_reduce)? && go(a, at_reduce)? && go(c, at_reduce)?,
         Body::Call { func, map } => {
             let Some(f) = spec.functions.get(*func) else {
                 return Ok(false);
             };
-            per_row(spec, &f.body, &substitute(ctx, map)?, found, depth + 1)?
+            walk_reductions(spec, &f.body, &substitute(ctx, map)?, depth + 1, at_reduce)?
         }
         Body::Reduce { func, map, .. } => {
             let Some(f) = spec.functions.get(*func) else {
                 return Ok(false);
             };
             let m = substitute(ctx, map)?;
-            match canonical(ctx, &m) {
-                Some(canon) => {
-                    *found = true;
-                    per_row(spec, &f.body, &canon, found, depth + 1)?
-                }
+            match at_reduce(ctx, &m)? {
+                Some(inner) => walk_reductions(spec, &f.body, &inner, depth + 1, at_reduce)?,
                 None => false,
             }
         }
