@@ -617,27 +617,20 @@ impl<'a> Reference<'a> {
                 for b in inits {
                     acc.push(self.body(b, idx)?);
                 }
-                let nd = idx.len();
-                let bounds = map.bounds();
-                let mut point: Vec<i64> = idx.to_vec();
-                point.extend(bounds[nd..].iter().map(|b| b.lo));
-                for_each_in_box(&bounds[nd..], &mut |s| {
-                    point[nd..].copy_from_slice(s);
-                    if let Some(at) = self.point(map, &point)? {
-                        let mut args = acc.clone();
-                        for &f in funcs {
-                            args.push(self.eval(f, &at)?);
-                        }
-                        // The reducer's bodies read only their arguments (no calls), so
-                        // the argument list is not replaced while they run.
-                        *self.args.borrow_mut() = args;
-                        let mut next = Vec::with_capacity(reducer.len());
-                        for r in reducer {
-                            next.push(self.body(r, &point[..nd])?);
-                        }
-                        acc = next;
+                self.each_point(map, idx, &mut |at| {
+                    let mut args = acc.clone();
+                    for &f in funcs {
+                        args.push(self.eval(f, at)?);
                     }
-                    Ok(true)
+                    // The reducer's bodies read only their arguments (no calls), so the
+                    // argument list is not replaced while they run.
+                    *self.args.borrow_mut() = args;
+                    let mut next = Vec::with_capacity(reducer.len());
+                    for r in reducer {
+                        next.push(self.body(r, idx)?);
+                    }
+                    acc = next;
+                    Ok(())
                 })?;
                 *acc.get(*which).ok_or_else(|| {
                     MapError::Other(format!("a variadic reduction has no result {which}"))
@@ -912,6 +905,18 @@ impl<'a> Reference<'a> {
         idx: &[i64],
         f: &mut dyn FnMut(Scalar) -> Result<(), MapError>,
     ) -> Result<(), MapError> {
+        self.each_point(map, idx, &mut |at| f(self.eval(func, at)?))
+    }
+
+    /// Each point a reduction over `map`'s range variables reads at output index `idx`
+    /// (where the map is defined), in this interpreter's order (the range variables' box,
+    /// the last fastest).
+    fn each_point(
+        &self,
+        map: &IndexingMap,
+        idx: &[i64],
+        f: &mut dyn FnMut(&[i64]) -> Result<(), MapError>,
+    ) -> Result<(), MapError> {
         let nd = idx.len();
         let bounds = map.bounds();
         let mut point: Vec<i64> = idx.to_vec();
@@ -919,7 +924,7 @@ impl<'a> Reference<'a> {
         for_each_in_box(&bounds[nd..], &mut |s| {
             point[nd..].copy_from_slice(s);
             if let Some(at) = self.point(map, &point)? {
-                f(self.eval(func, &at)?)?;
+                f(&at)?;
             }
             Ok(true)
         })
