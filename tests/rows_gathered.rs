@@ -117,7 +117,7 @@ fn gathered_rows_run_and_match() {
 fn row_reductions_of_several_warps_match() {
     let strategy = (
         1i64..12,
-        prop::sample::select(vec![33i64, 500, 1000, 1023, 4096, 5000, 16384, 20000]),
+        prop::sample::select(vec![33i64, 500, 1000, 1023, 1500, 4096, 5000, 16384, 20000]),
         any::<bool>(),
     );
     run(10, strategy, |(rows, len, max)| {

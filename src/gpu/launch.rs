@@ -606,18 +606,13 @@ pub fn reduction_launch(spec: &KernelSpec, cfg: LaunchConfig) -> Result<Launch, 
         // 256 for 4096), several warps, where they divide the block and each has a vector
         // to read; a row the row kernel folds with reductions nested in it, and a
         // multi-output reduction, keep a warp (their trees are a warp's).
-        let xla = xla_row_threads(n_red);
         let row_threads = if per_row < WARP && WARP % per_row == 0 {
             per_row
-        } else if xla > WARP
-            && block % xla == 0
-            && per_row >= xla
-            && spec.more_outputs.is_empty()
-            && !(cfg.vector == 1 && super::rows::nested_root(spec)?)
-        {
-            xla
         } else {
-            WARP
+            match long_row_threads(spec, n_red, cfg.vector)? {
+                Some(t) if block % t == 0 => t,
+                _ => WARP,
+            }
         };
         let rows_per_block = (block / row_threads).max(1);
         let grid = ceil_div(n_out, rows_per_block);
@@ -1717,6 +1712,19 @@ fn xla_row_threads(row: i64) -> i64 {
     }
 }
 
+/// The threads along a long row of `n_red` elements read `vector` at a time when it takes
+/// several warps: XLA's ([`xla_row_threads`]) where each has a vector to read; `None` for a
+/// warp (or fewer), and for the kernels whose trees are a warp's (a multi-output reduction,
+/// and the row kernel's reduction with reductions of its row nested in its operand).
+fn long_row_threads(spec: &KernelSpec, n_red: i64, vector: i64) -> Result<Option<i64>, MapError> {
+    let t = xla_row_threads(n_red);
+    Ok((t > WARP
+        && n_red / vector.max(1) >= t
+        && spec.more_outputs.is_empty()
+        && !(vector == 1 && super::rows::nested_root(spec)?))
+    .then_some(t))
+}
+
 fn row_reduction_default(
     spec: &KernelSpec,
     probe: &Launch,
@@ -1744,19 +1752,17 @@ fn row_reduction_default(
     ));
     let per_row = row / v;
     let rows = spec.output.num_elements()?;
-    // As `reduction_launch` takes them: XLA's threads along a long row, else a warp (or the
-    // lanes a short row needs).
+    // As `reduction_launch` takes them: XLA's threads along a long row (the block a whole
+    // number of rows, so that it takes them), else a warp (or the lanes a short row needs).
     let (block, along) = if per_row < WARP && WARP % per_row == 0 {
         let warps_needed = ceil_div(rows, WARP / per_row);
         (
             XLA_ROW_REDUCTION_BLOCK.min(warps_needed.saturating_mul(WARP)),
             per_row,
         )
-    } else if xla_threads > WARP && per_row >= xla_threads {
-        let block = XLA_ROW_REDUCTION_BLOCK
-            .min(rows.saturating_mul(xla_threads))
-            .max(xla_threads);
-        (block, xla_threads)
+    } else if let Some(t) = long_row_threads(spec, row, v)? {
+        let rows_per_block = (XLA_ROW_REDUCTION_BLOCK / t).clamp(1, rows.max(1));
+        (t * rows_per_block, t)
     } else {
         (XLA_ROW_REDUCTION_BLOCK.min(rows.saturating_mul(WARP)), WARP)
     };
