@@ -18,7 +18,7 @@
 //! The survey is analysis first: a fusion whose maps are known is indexed, launched and
 //! analysed even when an op in it has no emitter yet; that is said in the emit column only.
 
-use crate::gpu::spec::KernelSpec;
+use crate::gpu::spec::{KernelSpec, XlaTile};
 use crate::hlo::parse::parse_hlo;
 use crate::hlo::workspace::Workspace;
 use crate::hlo::{Computation, Instr, InstrId};
@@ -569,7 +569,7 @@ pub fn survey_fusion(
     match crate::gpu::gemm::for_name(ws, &ins.name) {
         Some(Ok(g)) => {
             survey_gemm(&g, opts, &mut r);
-            verify_scaled(ws, comp, opts, &mut r);
+            verify_scaled(ws, comp, opts, &mut r, None);
             if opts.bench && r.emit_cpu.is_ok() {
                 let (st, gpu_us) = bench_gemm(&g);
                 r.bench = Some(st);
@@ -580,9 +580,10 @@ pub fn survey_fusion(
         Some(Err(e)) => {
             // Not a GEMM kernel (an epilogue that reduces the dot's rows): the fusion as an
             // ordinary kernel, the dot a reduction of products (no shared-memory tiles).
-            if let Ok(spec) = crate::gpu::from_hlo::from_computation(&ws.module, comp) {
+            if let Ok(mut spec) = crate::gpu::from_hlo::from_computation(&ws.module, comp) {
+                spec.xla_tile = XlaTile::of(ins);
                 survey_spec(&spec, opts, &mut r);
-                verify_scaled(ws, comp, opts, &mut r);
+                verify_scaled(ws, comp, opts, &mut r, XlaTile::of(ins));
                 if let Status::Ok(l) = &r.launch {
                     r.launch = Status::Ok(format!(
                         "{l}; not a GEMM kernel ({e}): the dot is a reduction of products"
@@ -598,8 +599,13 @@ pub fn survey_fusion(
         }
         None => {}
     }
+    // XLA's tiling of a Triton fusion (its warps and output tile) goes with the spec: the
+    // row normalization launch takes its warps per row and rows per block from it.
     let spec = match crate::gpu::from_hlo::from_computation(&ws.module, comp) {
-        Ok(s) => s,
+        Ok(mut s) => {
+            s.xla_tile = XlaTile::of(ins);
+            s
+        }
         Err(e) => {
             r.launch = Status::Failed(e.clone());
             r.coalescing = Err(e.clone());
@@ -610,7 +616,7 @@ pub fn survey_fusion(
         }
     };
     survey_spec(&spec, opts, &mut r);
-    verify_scaled(ws, comp, opts, &mut r);
+    verify_scaled(ws, comp, opts, &mut r, XlaTile::of(ins));
     r
 }
 
@@ -780,7 +786,15 @@ pub const SCALED_WORK: i64 = 1 << 19;
 /// A fusion past this run's verification budget: verified as the same fused computation
 /// with its shapes scaled down ([`shrink`]), said in the verify column, when that copy
 /// emits.
-fn verify_scaled(ws: &Workspace, comp: &Computation, opts: &Options, r: &mut FusionReport) {
+/// `tile`: the fusion's XLA tiling, given to the scaled-down copy's spec too (its launch
+/// takes the tile's warps per row where the tile still fits the smaller rows).
+fn verify_scaled(
+    ws: &Workspace,
+    comp: &Computation,
+    opts: &Options,
+    r: &mut FusionReport,
+    tile: Option<XlaTile>,
+) {
     if !r.over_budget || !opts.verify {
         return;
     }
@@ -832,7 +846,10 @@ fn verify_scaled(ws: &Workspace, comp: &Computation, opts: &Options, r: &mut Fus
     match gemm {
         Some(Ok(g)) => survey_gemm(&g, &sopts, &mut s),
         _ => match crate::gpu::from_hlo::from_computation(&ws.module, &small) {
-            Ok(spec) => survey_spec(&spec, &sopts, &mut s),
+            Ok(mut spec) => {
+                spec.xla_tile = tile;
+                survey_spec(&spec, &sopts, &mut s)
+            }
             Err(e) => s.verify = Status::Skipped(format!("the scaled-down copy: {e}")),
         },
     }

@@ -1267,6 +1267,7 @@ mod tests {
                 dims: vec![n, n],
                 body: Body::Load { input: 0, map },
             }],
+            xla_tile: None,
         }
     }
 
@@ -1378,6 +1379,7 @@ mod tests {
                     map: IndexingMap::identity(&out.dims),
                 },
             }],
+            xla_tile: None,
         };
         let l = loop_launch(
             &out,

@@ -437,6 +437,7 @@ fn build(
         inputs,
         output,
         functions: b.functions,
+        xla_tile: None,
     })
 }
 
@@ -495,6 +496,7 @@ fn build_variadic(
         functions: b.functions,
         more_outputs,
         root: Root::Elementwise,
+        xla_tile: None,
     })
 }
 
@@ -571,6 +573,7 @@ fn build_root(
                 functions: b.functions,
                 more_outputs,
                 root: Root::Elementwise,
+                xla_tile: None,
             })
         }
         "concatenate" => {
@@ -605,6 +608,7 @@ fn build_root(
                 functions: b.functions,
                 more_outputs: vec![],
                 root: Root::Concatenate { dim, parts },
+                xla_tile: None,
             })
         }
         _ => {
@@ -688,6 +692,7 @@ fn build_root(
                     starts,
                     computed,
                 },
+                xla_tile: None,
             })
         }
     }
@@ -779,6 +784,7 @@ fn build_scatter(
                 .map_err(|_| format!("`{}`: a negative index_vector_dim", r.name))?,
             indices_func,
         },
+        xla_tile: None,
     };
     if spec.scatter_geometry().is_none() {
         return Err(format!(

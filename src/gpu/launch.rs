@@ -91,10 +91,11 @@ pub enum Strategy {
     /// variables `rt<operand dim>`), atomically (updates may land on one element).
     Scatter,
     /// An elementwise root that reads reductions of its own row (softmax: the row max in
-    /// `exp(x - max)`, then the row sum): `row_threads` lanes per row (a warp, or fewer
-    /// for short rows), which compute each such reduction once, together (each lane a
-    /// strided part of the row, then a butterfly of shuffles gives every lane the value),
-    /// in order, and then the row's elements (see `emit::cuda_rows`).
+    /// `exp(x - max)`, then the row sum): `row_threads` lanes per row (a warp, several for
+    /// long rows, or fewer lanes for short rows; [`row_split`]), which compute each such
+    /// reduction once, together (each lane a strided part of the row, then a butterfly of
+    /// shuffles gives every lane its warp's value, and the row's warps meet in shared
+    /// memory), in order, and then the row's elements (see `emit::cuda_rows`).
     RowNormalization,
 }
 
@@ -127,8 +128,9 @@ pub struct Launch {
     /// coordinates; for a reduction, the element of the reduced operand.
     pub read_map: IndexingMap,
     pub read_from: usize,
-    /// Row reductions: the lanes that share one row (32, or fewer for short rows, which
-    /// put several rows in a warp); 1 for the other strategies.
+    /// Row reductions and normalizations: the lanes that share one row (32, several warps
+    /// for long rows, or fewer for short rows, which put several rows in a warp); 1 for
+    /// the other strategies.
     pub row_threads: i64,
     /// Launches that run several loops (concatenate, dynamic-update-slice): per loop, the
     /// function computed and its thread-id maps; empty for the other strategies.
@@ -357,6 +359,14 @@ impl Launch {
             )
         {
             s += &format!(", vector {}", l.config.vector);
+        }
+        if l.strategy == Strategy::RowNormalization && l.row_threads > WARP {
+            let rows = l.block[0] / l.row_threads;
+            s += &format!(
+                ", {} warps per row, {rows} row{} per block",
+                l.row_threads / WARP,
+                if rows == 1 { "" } else { "s" }
+            );
         }
         if (l.strategy == Strategy::RowReduction || l.strategy == Strategy::RowNormalization)
             && l.row_threads < 32
@@ -1264,15 +1274,113 @@ pub fn more_output_sections(spec: &KernelSpec, launch: &Launch) -> Result<Vec<Se
     Ok(out)
 }
 
-/// [`Strategy::RowNormalization`]'s launch: a warp per row of the output (the rows are
-/// its elements but the minor physical dimension, in physical order), or `row_threads`
-/// lanes when a row is shorter than a warp and divides it (several rows per warp);
-/// `block` rounded down to whole warps. Lane `th_x mod row_threads` handles the row's
-/// elements `lane + col * row_threads`. `None` when the grid would exceed `max_blocks`
+/// XLA's most warps in a block-level fusion's block (`GetNumWarps`, gpu_indexing_
+/// performance_model.cc: 1, 2, 4 or 8 by the largest live tile), and the most ixmap's rule
+/// gives a row.
+pub const XLA_MAX_WARPS: i64 = 8;
+
+/// Elements a thread of a row normalization holds at most under ixmap's rule (XLA's
+/// Triton tiles in the H100 dumps hold 16 to 32 a thread: a layer norm's 4 rows of 1024 on
+/// 4 warps, an RMS norm's 4 rows of 2048 on 8).
+pub const ROW_ELEMENTS_PER_THREAD: i64 = 32;
+
+/// How a row normalization splits its rows among warps: warps per row, and XLA's threads
+/// a block where XLA's tiling gives them; `rule` says where they came from (the launch's
+/// rule line).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowSplit {
+    pub warps_per_row: i64,
+    /// XLA's block (its `num_warps` × 32) when the fusion's backend_config gave the split.
+    pub block: Option<i64>,
+    pub rule: String,
+}
+
+/// The warps per row of a row normalization of rows of `cols` elements:
+///
+/// - from XLA, where the fusion's `backend_config` prints a `block_level_fusion_config`
+///   (a Triton fusion, [`crate::gpu::spec::XlaTile`]) whose output tile is whole rows:
+///   the tile's rows (`elements / cols`) are a block's rows and its `num_warps` the
+///   block's warps, shared evenly among them (2 warps a row for the RMS norm's 8 warps on
+///   4 rows of 2048). Triton's own layout puts the warps along the row and each thread
+///   over the tile's rows; ixmap keeps XLA's threads and rows per block and gives each
+///   row its share of the warps. Fewer warps than rows: a warp a row, XLA's block;
+/// - otherwise ixmap's rule: a warp a row up to 1024 elements, then the fewest warps (a
+///   power of two, at most [`XLA_MAX_WARPS`]) that leave each thread at most
+///   [`ROW_ELEMENTS_PER_THREAD`] elements (XLA's Triton softmax has no row-length rule of
+///   its own: its cost model picks the tile, `GetNumWarps` the warps).
+pub fn row_split(spec: &KernelSpec, cols: i64) -> RowSplit {
+    if let Some(t) = &spec.xla_tile {
+        let elems = t.elements();
+        if cols > 0 && elems >= cols && elems % cols == 0 && t.num_warps <= 32 {
+            let tile_rows = elems / cols;
+            let shape = t
+                .sizes
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join("x");
+            let per_row = if t.num_warps % tile_rows == 0 {
+                t.num_warps / tile_rows
+            } else {
+                1
+            };
+            let block = t.num_warps * WARP;
+            return RowSplit {
+                warps_per_row: per_row,
+                block: Some(block),
+                rule: format!(
+                    "row normalization: XLA's tiling from backend_config (block_level_fusion_config: {} warps, output tile {shape}, {tile_rows} row{} of {cols}): {per_row} warp{} a row, blocks of {block} threads",
+                    t.num_warps,
+                    if tile_rows == 1 { "" } else { "s" },
+                    if per_row == 1 { "" } else { "s" },
+                ),
+            };
+        }
+    }
+    let mut w = 1;
+    while w < XLA_MAX_WARPS && cols > ROW_ELEMENTS_PER_THREAD * WARP * w {
+        w *= 2;
+    }
+    RowSplit {
+        warps_per_row: w,
+        block: None,
+        rule: if w == 1 {
+            format!(
+                "row normalization: a warp a row (rows of {cols}: at most {ROW_ELEMENTS_PER_THREAD} elements a thread)"
+            )
+        } else {
+            format!(
+                "row normalization: {w} warps a row of {cols} (the fewest, up to {XLA_MAX_WARPS}, that leave at most {ROW_ELEMENTS_PER_THREAD} elements a thread), their values meeting in shared memory"
+            )
+        },
+    }
+}
+
+/// [`Strategy::RowNormalization`]'s launch: the row's warps as [`row_split`] gives them
+/// ([`row_normalization_launch_with`]). `None` when the grid would exceed `max_blocks`
 /// (the plain loop caps its grid with chunks instead).
 pub fn row_normalization_launch(
     spec: &KernelSpec,
     cfg: LaunchConfig,
+) -> Result<Option<Launch>, MapError> {
+    let Some(lm) = super::rows::rows_of(spec)? else {
+        return Ok(None);
+    };
+    let cols = lm.dims[1].bounds.hi + 1;
+    row_normalization_launch_with(spec, cfg, row_split(spec, cols).warps_per_row)
+}
+
+/// [`Strategy::RowNormalization`]'s launch with `warps_per_row` warps a row of the output
+/// (the rows are its elements but the minor physical dimension, in physical order), or
+/// `row_threads` lanes when a row is shorter than a warp and divides it (several rows per
+/// warp); `block` rounded down to whole warps, which wins over `warps_per_row`: the row
+/// gets the most warps up to it that divide the block's. Lane `th_x mod row_threads`
+/// handles the row's elements `lane + col * row_threads`. `None` when the grid would
+/// exceed `max_blocks`.
+pub fn row_normalization_launch_with(
+    spec: &KernelSpec,
+    cfg: LaunchConfig,
+    warps_per_row: i64,
 ) -> Result<Option<Launch>, MapError> {
     check_config(&cfg)?;
     let Some(lm) = super::rows::rows_of(spec)? else {
@@ -1283,14 +1391,18 @@ pub fn row_normalization_launch(
     if cols <= 0 || rows <= 0 || spec.output.num_elements()? == 0 {
         return Ok(None);
     }
+    let warps = (cfg.block / WARP).max(1);
+    let block = warps * WARP;
     let row_threads = if cols > 1 && cols < WARP && WARP % cols == 0 {
         cols
     } else {
-        WARP
+        let mut w = warps_per_row.clamp(1, warps);
+        while warps % w != 0 {
+            w -= 1;
+        }
+        WARP * w
     };
-    let warps = (cfg.block / WARP).max(1);
-    let block = warps * WARP;
-    let rows_per_block = warps * (WARP / row_threads);
+    let rows_per_block = block / row_threads;
     let grid = ceil_div(rows, rows_per_block);
     if grid > cfg.max_blocks {
         return Ok(None);
@@ -1538,9 +1650,11 @@ pub fn reads_one_vector(
 /// - **Column reductions**: XLA's 32×32 tile of 1024 threads, as [`reduction_launch`],
 ///   each thread reading `vector` adjacent columns: XLA's `GetVectorSizeForMlir` on the
 ///   minor kept dimension with 32 threads along it ([`column_reduction_default`]).
-/// - **Row normalizations** (softmax): XLA runs them as Triton kernels that keep a row in
-///   registers; ixmap's per-row launch gives a row a warp (fewer lanes for short rows),
-///   4 warps a block.
+/// - **Row normalizations** (softmax, layer and RMS norms): XLA runs them as Triton kernels
+///   that keep a row in registers; ixmap takes the warps a row and the block from the
+///   fusion's `backend_config` (XLA's `num_warps` and output tile) where it prints them,
+///   else a warp a row up to 1024 elements and more for longer rows, 4 warps a block
+///   ([`row_split`]); fewer lanes for rows shorter than a warp.
 pub fn xla_default(
     spec: &KernelSpec,
     tiled: Option<bool>,
@@ -1567,12 +1681,42 @@ pub fn xla_default(
             column_reduction_default(spec, &mut rules)?
         }
         Strategy::RowNormalization => {
+            // The warps a row, and the block: XLA's from the fusion's backend_config
+            // (a Triton fusion's num_warps and output tile), else ixmap's rule
+            // (`row_split`), on blocks of 4 warps (more for a row that takes more).
+            let cols = super::rows::rows_of(spec)?.map_or(1, |lm| lm.dims[1].bounds.hi + 1);
+            let split = row_split(spec, cols);
+            let block = split
+                .block
+                .unwrap_or_else(|| base.block.max(split.warps_per_row.saturating_mul(WARP)));
+            let probe = row_normalization_launch_with(
+                spec,
+                LaunchConfig { block, ..base },
+                split.warps_per_row,
+            )?
+            .unwrap_or(probe);
+            rules.push(split.rule);
+            let rt = probe.row_threads;
             rules.push(format!(
-                "row normalization: a row per {} (XLA runs softmax as a Triton kernel), 4 warps a block",
-                if probe.row_threads < WARP {
-                    format!("{} lanes", probe.row_threads)
+                "row normalization: blocks of {} threads, {} a row, {} row{} a block{}",
+                probe.block[0],
+                if rt < WARP {
+                    format!("{rt} lanes")
+                } else if rt == WARP {
+                    "a warp".into()
                 } else {
-                    "warp".into()
+                    format!("{} warps", rt / WARP)
+                },
+                probe.block[0] / rt.max(1),
+                if probe.block[0] / rt.max(1) == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                if split.block.is_some() {
+                    " (XLA's)"
+                } else {
+                    " (XLA runs softmax as a Triton kernel; ixmap's blocks of 4 warps)"
                 }
             ));
             let vector = row_normalization_vector(spec, &probe)?;
@@ -1581,7 +1725,11 @@ pub fn xla_default(
                     "row normalization: {vector} consecutive elements a lane, 16 bytes of the narrowest type in one access (Triton's sizePerThread)"
                 ));
             }
-            LaunchConfig { vector, ..base }
+            LaunchConfig {
+                block: probe.block[0],
+                vector,
+                ..base
+            }
         }
         Strategy::Loop
         | Strategy::Concatenate

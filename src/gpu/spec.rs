@@ -843,6 +843,65 @@ pub struct KernelSpec {
     /// computes it at its own index and where it is written relative to output 0.
     pub more_outputs: Vec<MoreOutput>,
     pub root: Root,
+    /// XLA's block-level tiling of this fusion, where its `backend_config` prints one (a
+    /// Triton fusion's `block_level_fusion_config`); `None` for a bare computation.
+    pub xla_tile: Option<XlaTile>,
+}
+
+/// XLA's tiling of a block-level (Triton) fusion, as its `backend_config` prints it
+/// (`fusion_backend_config.block_level_fusion_config`): the warps of a block and the
+/// output tile a block writes (`output_tiles[0].sizes`, one size per output dimension).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XlaTile {
+    pub num_warps: i64,
+    pub sizes: Vec<i64>,
+}
+
+impl XlaTile {
+    /// The tiling `ins`'s `backend_config` prints, if any (bare or as a quoted string;
+    /// numbers as JSON numbers or strings). Sizes that are not positive, or a tile whose
+    /// element count overflows, give `None`.
+    pub fn of(ins: &crate::hlo::Instr) -> Option<XlaTile> {
+        let text = ins
+            .attrs
+            .other
+            .iter()
+            .find(|(k, _)| k == "backend_config")
+            .map(|(_, v)| v.trim())?;
+        let json = if text.starts_with('"') {
+            serde_json::from_str::<String>(text).ok()?
+        } else {
+            text.to_string()
+        };
+        let c: serde_json::Value = serde_json::from_str(&json).ok()?;
+        let b = c.pointer("/fusion_backend_config/block_level_fusion_config")?;
+        let num = |v: &serde_json::Value| -> Option<i64> {
+            v.as_i64().or_else(|| v.as_str()?.trim().parse().ok())
+        };
+        let num_warps = num(b.get("num_warps")?)?;
+        let sizes = b
+            .get("output_tiles")?
+            .as_array()?
+            .first()?
+            .get("sizes")?
+            .as_array()?
+            .iter()
+            .map(num)
+            .collect::<Option<Vec<i64>>>()?;
+        if num_warps < 1 || sizes.iter().any(|&s| s < 1) {
+            return None;
+        }
+        sizes.iter().try_fold(1i64, |a, &b| a.checked_mul(b))?;
+        Some(XlaTile { num_warps, sizes })
+    }
+
+    /// The tile's elements (checked not to overflow when parsed).
+    pub fn elements(&self) -> i64 {
+        self.sizes
+            .iter()
+            .try_fold(1i64, |a, &b| a.checked_mul(b))
+            .unwrap_or(i64::MAX)
+    }
 }
 
 /// A further output of a tuple root: `func` (over the tensor's dims) computes each element

@@ -14,7 +14,8 @@ use crate::hlo::workspace::{Target, Workspace};
 use std::collections::{BTreeMap, HashSet};
 
 /// The kernel spec of `name` as `emit`/`bench` see it: a fusion instruction is its fused
-/// computation; `None` when nothing has that name.
+/// computation (with the tiling its `backend_config` prints, [`super::spec::XlaTile`]);
+/// `None` when nothing has that name.
 pub fn spec_for(ws: &Workspace, name: &str) -> Option<Result<KernelSpec, String>> {
     let module = &ws.module;
     Some(match ws.resolve(name)? {
@@ -28,7 +29,12 @@ pub fn spec_for(ws: &Workspace, name: &str) -> Option<Result<KernelSpec, String>
                 .filter(|_| ins.opcode == "fusion")
                 .and_then(|n| module.computation(n))
             {
-                Some(f) => from_hlo::from_computation(module, f),
+                // A fusion instruction: its computation, with XLA's tiling where its
+                // backend_config prints one (a Triton fusion's warps and output tile).
+                Some(f) => from_hlo::from_computation(module, f).map(|mut s| {
+                    s.xla_tile = super::spec::XlaTile::of(ins);
+                    s
+                }),
                 None => from_hlo::from_instr(module, c, id),
             }
         }

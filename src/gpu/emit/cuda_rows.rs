@@ -6,12 +6,15 @@
 //! work per element. Here (seed 001's row reduction, applied to the reductions of a body):
 //!
 //! - [`Strategy::RowNormalization`]: the root is elementwise; each row of the output (its
-//!   elements but the minor physical dimension) gets `row_threads` lanes (a warp, or fewer
-//!   for a short row). Every reduction the body reads whose index depends on the row alone
-//!   is computed once, before the row's elements, by the row's lanes together: lane `l`
-//!   folds elements `l, l + row_threads, ..` of it, then a butterfly of
-//!   `__shfl_xor_sync` leaves the whole row's value in every lane. Nested reductions come
-//!   first (the max before the sum of `exp(x - max)`, which reads the max's register).
+//!   elements but the minor physical dimension) gets `row_threads` lanes (a warp, several
+//!   warps for a long row, or fewer lanes for a short row). Every reduction the body reads
+//!   whose index depends on the row alone is computed once, before the row's elements, by
+//!   the row's lanes together: lane `l` folds elements `l, l + row_threads, ..` of it,
+//!   then a butterfly of `__shfl_xor_sync` leaves the warp's value in every lane; with
+//!   several warps a row, lane 0 of each puts its warp's value in shared memory and, after
+//!   a barrier, every thread of the row folds the row's warps in warp order (deterministic).
+//!   Nested reductions come first (the max before the sum of `exp(x - max)`, which reads
+//!   the max's register).
 //!   Then each lane computes and writes its elements of the row.
 //! - A row reduction at the root whose operand reads reductions of its own row (the sum
 //!   of `exp(x - max)` as the output): the same warp computes the nested reductions in
@@ -24,7 +27,7 @@
 use super::{
     elementwise, outside, simplified, substitute, types, BodyWriter, ScalarWriter, I32_INDEX,
 };
-use crate::gpu::launch::{Launch, Strategy};
+use crate::gpu::launch::{Launch, Strategy, WARP};
 use crate::gpu::spec::{Body, ElemType, KernelSpec};
 use crate::map::IndexingMap;
 use crate::MapError;
@@ -49,6 +52,8 @@ struct Coop<'a> {
     index_ty: &'static str,
     params: String,
     row_threads: i64,
+    /// The launch's threads a block (the shared memory of a row of several warps).
+    block: i64,
     /// The C condition of a row past the output's last (a partly filled last block).
     past_end: Option<String>,
     hoisted: Vec<String>,
@@ -287,10 +292,11 @@ impl<'a> Coop<'a> {
                 lines.extend(body.lines);
                 lines.push("  }".into());
                 if rt > 1 {
-                    // Every lane ends with the row's value (xor offsets stay in the row).
+                    // Every lane ends with the row's value (xor offsets stay in the row),
+                    // or with its warp's part of it when the row has several warps.
                     lines.push(format!(
                         "  for (int off = {}; off > 0; off /= 2) {{",
-                        rt / 2
+                        rt.min(WARP) / 2
                     ));
                     lines.push(format!(
                         "    const {ty} other = __shfl_xor_sync(0xffffffffu, {acc}, off);"
@@ -298,6 +304,37 @@ impl<'a> Coop<'a> {
                     lines.push(format!(
                         "    {acc} = {};",
                         types::binary(*op, t, &acc, "other")
+                    ));
+                    lines.push("  }".into());
+                }
+                if rt > WARP {
+                    // Several warps a row: lane 0 of each warp leaves its warp's value in
+                    // shared memory (an array per reduction, so no barrier is needed
+                    // before the next one writes), and after the block's barrier every
+                    // thread of the row folds its row's warps in warp order: the same
+                    // value in every thread, the same on every run. Every thread reaches
+                    // the barrier: the row reductions come before any thread returns
+                    // (a row past the output's last only skips its loads).
+                    let per_row = rt / WARP;
+                    let warps = self.block / WARP;
+                    lines.push(format!(
+                        "  // the row's {per_row} warps: lane 0 of each leaves its warp's value in shared memory, every thread of the row folds them in order"
+                    ));
+                    lines.push(format!("  __shared__ {ty} {acc}_warp[{warps}];"));
+                    lines.push(format!(
+                        "  if (th_x % {WARP} == 0) {acc}_warp[th_x / {WARP}] = {acc};"
+                    ));
+                    lines.push("  __syncthreads();".into());
+                    lines.push(format!("  {acc} = {acc}_warp[th_x / {rt} * {per_row}];"));
+                    lines.push(format!("  for (int k = 1; k < {per_row}; ++k) {{"));
+                    lines.push(format!(
+                        "    {acc} = {};",
+                        types::binary(
+                            *op,
+                            t,
+                            &acc,
+                            &format!("{acc}_warp[th_x / {rt} * {per_row} + k]")
+                        )
                     ));
                     lines.push("  }".into());
                 }
@@ -342,8 +379,13 @@ pub fn emit(
     }
     let ity = w.index_ty;
     w.line(format!(
-        "// the row's {rt} lane{} (row r: {rows_per_block} per block), lane l takes elements l, l + {rt}, ..",
-        if rt == 1 { "" } else { "s" }
+        "// the row's {rt} lane{}{} (row r: {rows_per_block} per block), lane l takes elements l, l + {rt}, ..",
+        if rt == 1 { "" } else { "s" },
+        if rt > WARP {
+            format!(", {} warps", rt / WARP)
+        } else {
+            String::new()
+        }
     ));
     let row = if rows_per_block == 1 {
         "bl_x".to_string()
@@ -365,6 +407,7 @@ pub fn emit(
         index_ty: ity,
         params: params.to_string(),
         row_threads: rt,
+        block: launch.block[0],
         past_end: past_end.clone(),
         hoisted: vec![],
         done: vec![],
