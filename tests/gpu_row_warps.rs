@@ -1,0 +1,337 @@
+//! Row normalizations with several warps a row (issue 28): a softmax, a layer norm and a
+//! bf16 RMS norm over rows of 33 to 20000 elements, with 1, 2, 4 or 8 warps a row, one or
+//! two rows a block and row counts that leave the last block part empty. Each CUDA kernel
+//! runs on the CPU (`cuda_on_cpu.h`: the block's threads as fibers, `__syncthreads` a real
+//! barrier, so a thread that skipped the warps' meeting in shared memory deadlocks and is
+//! reported) and is checked element by element against the reference interpreter; NVRTC
+//! and ptxas compile them where found (scripts/test-all installs them). Then the launch's
+//! choice: XLA's warps and rows from a Triton fusion's `backend_config` (the H100 dumps'
+//! six normalization fusions), ixmap's rule elsewhere, `block=` winning over both.
+
+use ixmap::gpu::cuda_cpu::check_width;
+use ixmap::gpu::launch::{self, DeviceLimits, Launch, LaunchConfig, Strategy as Kernel};
+use ixmap::gpu::spec::{KernelSpec, XlaTile};
+use ixmap::hlo::workspace::Target;
+use proptest::prelude::*;
+
+fn spec(src: &str, name: &str) -> KernelSpec {
+    let mut s = ixmap::Session::new();
+    for o in s.execute(src) {
+        assert!(o.result.is_ok(), "{:?}\n{src}", o.result);
+    }
+    let Some(Target::Computation(c)) = s.hlo.resolve(name) else {
+        panic!("{name} is defined")
+    };
+    ixmap::gpu::from_hlo::from_computation(&s.hlo.module, c).expect("adapts")
+}
+
+const OPS: &str = "addf {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\nmaxf {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT m = f32[] maximum(a, b)\n}\n";
+
+#[derive(Copy, Clone, Debug)]
+enum Norm {
+    Softmax,
+    LayerNorm,
+    RmsBf16,
+}
+
+/// The fusion `k` over `rows` rows of `cols`, named `n`.
+fn norm(k: Norm, rows: i64, cols: i64) -> KernelSpec {
+    let (r, c) = (rows, cols);
+    let inv = 1.0 / c as f64;
+    let body = match k {
+        Norm::Softmax => format!(
+            "n {{\n  p0 = f32[{r},{c}] parameter(0)\n  ninf = f32[] constant(-inf)\n  \
+             mx = f32[{r}] reduce(p0, ninf), dimensions={{1}}, to_apply=maxf\n  \
+             b = f32[{r},{c}] broadcast(mx), dimensions={{0}}\n  sub = f32[{r},{c}] subtract(p0, b)\n  \
+             e = f32[{r},{c}] exponential(sub)\n  z = f32[] constant(0)\n  \
+             sum = f32[{r}] reduce(e, z), dimensions={{1}}, to_apply=addf\n  \
+             bs = f32[{r},{c}] broadcast(sum), dimensions={{0}}\n  ROOT d = f32[{r},{c}] divide(e, bs)\n}}\n"
+        ),
+        Norm::LayerNorm => format!(
+            "n {{\n  x = f32[{r},{c}] parameter(0)\n  g = f32[{c}] parameter(1)\n  z = f32[] constant(0)\n  \
+             s = f32[{r}] reduce(x, z), dimensions={{1}}, to_apply=addf\n  \
+             kk = f32[] constant({inv})\n  kb = f32[{r}] broadcast(kk), dimensions={{}}\n  \
+             m = f32[{r}] multiply(s, kb)\n  mb = f32[{r},{c}] broadcast(m), dimensions={{0}}\n  \
+             d = f32[{r},{c}] subtract(x, mb)\n  sq = f32[{r},{c}] multiply(d, d)\n  \
+             v = f32[{r}] reduce(sq, z), dimensions={{1}}, to_apply=addf\n  \
+             vm = f32[{r}] multiply(v, kb)\n  e = f32[] constant(1e-05)\n  \
+             eb = f32[{r}] broadcast(e), dimensions={{}}\n  ve = f32[{r}] add(vm, eb)\n  \
+             q = f32[{r}] rsqrt(ve)\n  qb = f32[{r},{c}] broadcast(q), dimensions={{0}}\n  \
+             nn = f32[{r},{c}] multiply(d, qb)\n  gb = f32[{r},{c}] broadcast(g), dimensions={{1}}\n  \
+             ROOT y = f32[{r},{c}] multiply(nn, gb)\n}}\n"
+        ),
+        Norm::RmsBf16 => format!(
+            "n {{\n  x = bf16[{r},{c}] parameter(0)\n  g = bf16[{c}] parameter(1)\n  \
+             xf = f32[{r},{c}] convert(x)\n  sq = f32[{r},{c}] multiply(xf, xf)\n  z = f32[] constant(0)\n  \
+             s = f32[{r}] reduce(sq, z), dimensions={{1}}, to_apply=addf\n  \
+             kk = f32[] constant({inv})\n  kb = f32[{r}] broadcast(kk), dimensions={{}}\n  \
+             m = f32[{r}] multiply(s, kb)\n  e = f32[] constant(1e-06)\n  \
+             eb = f32[{r}] broadcast(e), dimensions={{}}\n  me = f32[{r}] add(m, eb)\n  \
+             q = f32[{r}] rsqrt(me)\n  qb = f32[{r},{c}] broadcast(q), dimensions={{0}}\n  \
+             nn = f32[{r},{c}] multiply(xf, qb)\n  gf = f32[{c}] convert(g)\n  \
+             gb = f32[{r},{c}] broadcast(gf), dimensions={{1}}\n  y = f32[{r},{c}] multiply(nn, gb)\n  \
+             ROOT o = bf16[{r},{c}] convert(y)\n}}\n"
+        ),
+    };
+    spec(&format!("{OPS}{body}"), "n")
+}
+
+/// The row normalization launch with `w` warps a row, `rpb` rows a block, `vector`
+/// elements a lane at a time (halved until it divides the row).
+fn launch_with(s: &KernelSpec, w: i64, rpb: i64, vector: i64) -> Launch {
+    let cols = *s.output.dims.last().unwrap();
+    let mut v = vector;
+    while cols % v != 0 {
+        v /= 2;
+    }
+    let cfg = LaunchConfig {
+        block: 32 * w * rpb,
+        vector: v,
+        ..LaunchConfig::default()
+    };
+    let l = launch::row_normalization_launch_with(s, cfg, w)
+        .expect("launches")
+        .expect("a row normalization");
+    assert_eq!(l.strategy, Kernel::RowNormalization);
+    assert_eq!(l.row_threads, 32 * w, "{}", l.describe());
+    assert_eq!(l.block[0], 32 * w * rpb);
+    l
+}
+
+fn run_checked(s: &KernelSpec, l: &Launch, naive: bool) -> Result<(), String> {
+    check_width(s, l, naive, false)
+        .map(|_| ())
+        .map_err(|e| format!("{} ({}): {e}", s.name, l.describe()))
+}
+
+/// Each case compiles C++ for the CPU (a second or more): a fixed number of cases, with
+/// proptest's shrinking.
+fn run<S: Strategy>(cases: u32, strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>)
+where
+    S::Value: std::fmt::Debug,
+{
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    if let Err(e) = runner.run(&strategy, test) {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn several_warps_a_row_run_and_match_the_reference() {
+    let kinds = prop_oneof![
+        Just(Norm::Softmax),
+        Just(Norm::LayerNorm),
+        Just(Norm::RmsBf16)
+    ];
+    let strategy = (
+        kinds,
+        33i64..20000,
+        prop_oneof![Just(1i64), Just(2), Just(4), Just(8)],
+        1i64..3,
+        1i64..6,
+        prop_oneof![Just(1i64), Just(4), Just(8)],
+    );
+    run(12, strategy, |(kind, cols, w, rpb, rows, vector)| {
+        let s = norm(kind, rows, cols);
+        let l = launch_with(&s, w, rpb, vector);
+        run_checked(&s, &l, false).map_err(TestCaseError::fail)
+    });
+}
+
+/// Fixed cases at the edges: the shortest row above a warp and the longest, a row one
+/// past a multiple of the threads, every warps-per-row, a part-empty last block, and the
+/// naive index arithmetic once.
+#[test]
+fn fixed_row_lengths_and_warps_match_the_reference() {
+    for &(kind, rows, cols, w, rpb, vector) in &[
+        (Norm::Softmax, 3, 33, 2, 2, 1),
+        (Norm::Softmax, 3, 20000, 8, 1, 4),
+        (Norm::Softmax, 5, 257, 8, 2, 1),
+        (Norm::LayerNorm, 3, 1025, 4, 2, 1),
+        (Norm::LayerNorm, 2, 4096, 4, 1, 4),
+        (Norm::RmsBf16, 5, 2048, 2, 4, 8),
+        (Norm::RmsBf16, 3, 20000, 1, 2, 8),
+    ] {
+        let s = norm(kind, rows, cols);
+        let l = launch_with(&s, w, rpb, vector);
+        run_checked(&s, &l, false).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let s = norm(Norm::Softmax, 3, 1000);
+    let l = launch_with(&s, 4, 2, 1);
+    run_checked(&s, &l, true).unwrap_or_else(|e| panic!("naive: {e}"));
+}
+
+/// The kernel's warps meet in shared memory through a barrier, and every thread of the
+/// row folds the warps in one fixed order; NVRTC and ptxas take the kernels (skipped when
+/// they are not found, as the CUDA sweep).
+#[test]
+fn several_warps_a_row_compile_for_cuda() {
+    let mut compiled = 0;
+    for w in [1i64, 2, 4, 8] {
+        for (kind, cols, vector) in [
+            (Norm::Softmax, 1000, 4),
+            (Norm::LayerNorm, 4096, 4),
+            (Norm::RmsBf16, 2048, 8),
+        ] {
+            let s = norm(kind, 6, cols);
+            let l = launch_with(&s, w, 2, vector);
+            let e = ixmap::gpu::emit::cuda::emit(&s, &l, false).expect("emits");
+            if w > 1 {
+                assert!(e.source.contains("__syncthreads();"), "{}", e.source);
+                assert!(
+                    e.source.contains(&format!("for (int k = 1; k < {w}; ++k)")),
+                    "{}",
+                    e.source
+                );
+            } else {
+                assert!(!e.source.contains("__syncthreads"), "{}", e.source);
+            }
+            if let Some(k) = ixmap::gpu::nvcc::resources(&e.source) {
+                compiled += 1;
+                assert_eq!(k.len(), 1, "{kind:?} w={w}");
+                assert_eq!(
+                    k[0].spill_stores + k[0].spill_loads,
+                    0,
+                    "{kind:?} w={w}: {}",
+                    k[0].summary()
+                );
+            } else if ixmap::gpu::nvcc::shared_nvrtc().is_some()
+                && ixmap::gpu::nvcc::find_ptxas().is_some()
+            {
+                let c = ixmap::gpu::nvcc::resource_comment(&e.source).unwrap_or_default();
+                panic!("{kind:?} w={w}: does not compile:\n{c}\n{}", e.source);
+            }
+        }
+    }
+    eprintln!("row warps: {compiled} of 12 kernels compiled by NVRTC and ptxas (0: not found)");
+}
+
+/// ixmap's rule without XLA's tiling: a warp a row up to 1024 elements, then at most 32
+/// elements a thread, up to 8 warps.
+#[test]
+fn the_rule_gives_long_rows_more_warps() {
+    for (cols, w) in [
+        (33, 1),
+        (512, 1),
+        (1024, 1),
+        (1025, 2),
+        (2048, 2),
+        (4096, 4),
+        (8192, 8),
+        (20000, 8),
+    ] {
+        let s = norm(Norm::Softmax, 2, cols);
+        let split = launch::row_split(&s, cols);
+        assert_eq!(split.warps_per_row, w, "{cols}: {}", split.rule);
+        assert_eq!(split.block, None);
+        let (l, d) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
+        assert_eq!(l.row_threads, 32 * w, "{cols}: {}", l.describe());
+        assert_eq!(l.block[0], 128.max(32 * w), "{cols}: {}", l.describe());
+        assert!(d.rules.iter().any(|r| *r == split.rule), "{:?}", d.rules);
+    }
+    // `block=` wins: a block of 2 warps gives a row of 4096 its 2 warps, not 4.
+    let s = norm(Norm::Softmax, 2, 4096);
+    let cfg = LaunchConfig {
+        block: 64,
+        ..LaunchConfig::default()
+    };
+    let l = launch::choose(&s, cfg, None).unwrap();
+    assert_eq!((l.block[0], l.row_threads), (64, 64), "{}", l.describe());
+    // .. and 3 warps (not a multiple of the 4 the rule wants): 3 warps a row.
+    let cfg = LaunchConfig {
+        block: 96,
+        ..LaunchConfig::default()
+    };
+    let l = launch::choose(&s, cfg, None).unwrap();
+    assert_eq!((l.block[0], l.row_threads), (96, 96), "{}", l.describe());
+    run_checked(&s, &l, false).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// XLA's tiling from `backend_config` wins over the rule: its warps a block and rows a
+/// tile; a tile that is not whole rows is ignored.
+#[test]
+fn xla_tiling_gives_warps_and_rows() {
+    let mut s = norm(Norm::RmsBf16, 6, 2048);
+    s.xla_tile = Some(XlaTile {
+        num_warps: 8,
+        sizes: vec![4, 2048],
+    });
+    let (l, d) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
+    assert_eq!(
+        (l.block[0], l.row_threads, l.grid[0]),
+        (256, 64, 2),
+        "{}",
+        l.describe()
+    );
+    assert!(
+        d.rules.iter().any(|r| r.contains("backend_config")),
+        "{:?}",
+        d.rules
+    );
+    run_checked(&s, &l, false).unwrap_or_else(|e| panic!("{e}"));
+    // More rows in the tile than warps: a warp a row, XLA's block.
+    s.xla_tile = Some(XlaTile {
+        num_warps: 2,
+        sizes: vec![4, 2048],
+    });
+    let (l, _) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
+    assert_eq!((l.block[0], l.row_threads), (64, 32), "{}", l.describe());
+    // Not whole rows: the rule (2 warps a row of 2048, blocks of 4 warps).
+    s.xla_tile = Some(XlaTile {
+        num_warps: 8,
+        sizes: vec![4, 1000],
+    });
+    let (l, d) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
+    assert_eq!((l.block[0], l.row_threads), (128, 64), "{}", l.describe());
+    assert!(!d.rules.iter().any(|r| r.contains("backend_config")));
+}
+
+/// The six Triton normalization fusions of the H100 dumps: the launch takes XLA's warps
+/// and rows from each one's `backend_config`.
+#[test]
+fn the_dumps_triton_normalizations_take_xlas_tiling() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/xla-dumps/h100-jax-0.11.2");
+    // (file, fusion, block, warps a row, grid)
+    let want = [
+        ("module_11916.jit_layernorm", "fusion.4", 128, 1, 1024),
+        ("module_12580.jit_rmsnorm_bf16", "fusion.3", 256, 2, 1024),
+        (
+            "module_13243.jit_attention",
+            "triton_softmax.2",
+            128,
+            1,
+            4096,
+        ),
+        ("module_15893.jit_block", "triton_softmax.8", 128, 1, 4096),
+        ("module_15893.jit_block", "fusion.23", 128, 2, 1024),
+        ("module_15893.jit_block", "triton_softmax.6", 128, 2, 1024),
+    ];
+    for (file, fusion, block, w, grid) in want {
+        let path = dir.join(format!("{file}.sm_9.0a_gpu_after_optimizations.txt"));
+        let text = std::fs::read_to_string(&path).expect("the dump is in tests/data");
+        let ws = ixmap::dump::load_module(&text).expect("loads");
+        let s = ixmap::gpu::sweep::spec_for(&ws, fusion)
+            .expect("the fusion is there")
+            .expect("adapts");
+        assert!(s.xla_tile.is_some(), "{fusion}: no tiling read");
+        let (l, d) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
+        assert_eq!(l.strategy, Kernel::RowNormalization, "{fusion}");
+        assert_eq!(
+            (l.block[0], l.row_threads / 32, l.grid[0]),
+            (block, w, grid),
+            "{fusion}: {} {:?}",
+            l.describe(),
+            d.rules
+        );
+        assert!(
+            d.rules.iter().any(|r| r.contains("backend_config")),
+            "{fusion}: {:?}",
+            d.rules
+        );
+    }
+}
