@@ -43,6 +43,7 @@ pub fn reshape_add(a: i64, b: i64, c: i64) -> KernelSpec {
             dims: vec![a * b, c],
             body,
         }],
+        xla_tile: None,
     }
 }
 
@@ -75,6 +76,7 @@ pub fn transpose(a: i64, b: i64) -> KernelSpec {
             dims: vec![b, a],
             body: Body::Load { input: 0, map: m },
         }],
+        xla_tile: None,
     }
 }
 
@@ -106,6 +108,7 @@ pub fn broadcast_mul(a: i64, b: i64) -> KernelSpec {
             dims: vec![a, b],
             body,
         }],
+        xla_tile: None,
     }
 }
 
@@ -160,6 +163,7 @@ pub fn reduce(a: i64, b: i64, row: bool) -> KernelSpec {
                 ),
             },
         ],
+        xla_tile: None,
     }
 }
 
@@ -196,5 +200,6 @@ pub fn permute(in_dims: &[i64], perm: &[usize]) -> KernelSpec {
             dims: out_dims.clone(),
             body: Body::Load { input: 0, map: m },
         }],
+        xla_tile: None,
     }
 }
