@@ -1301,9 +1301,10 @@ pub struct RowSplit {
 ///   (a Triton fusion, [`crate::gpu::spec::XlaTile`]) whose output tile is whole rows:
 ///   the tile's rows (`elements / cols`) are a block's rows and its `num_warps` the
 ///   block's warps, shared evenly among them (2 warps a row for the RMS norm's 8 warps on
-///   4 rows of 2048). Triton's own layout puts the warps along the row and each thread
-///   over the tile's rows; ixmap keeps XLA's threads and rows per block and gives each
-///   row its share of the warps. Fewer warps than rows: a warp a row, XLA's block;
+///   4 rows of 2048). Triton lays the tile out itself (its blocked layout may spread the
+///   warps along the row, each thread holding several rows); ixmap keeps XLA's threads
+///   and rows a block and gives each row its share of the warps. Fewer warps than rows
+///   in the tile: a warp a row, XLA's block;
 /// - otherwise ixmap's rule: a warp a row up to 1024 elements, then the fewest warps (a
 ///   power of two, at most [`XLA_MAX_WARPS`]) that leave each thread at most
 ///   [`ROW_ELEMENTS_PER_THREAD`] elements (XLA's Triton softmax has no row-length rule of
