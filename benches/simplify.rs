@@ -363,7 +363,8 @@ fn cold(maps: &[(String, IndexingMap)]) {
     let no_evict = args.iter().any(|a| a == "--no-evict");
     // `--collect` (experiment): mimalloc's `mi_collect(false)` after each map outside
     // the focus group.
-    let collect = args.iter().any(|a| a == "--collect");
+    let collect = args.iter().any(|a| a == "--collect" || a == "--collect-force");
+    let force_collect = args.iter().any(|a| a == "--collect-force");
     let mut evict = vec![0u8; 16 << 20];
     let mut times = vec![Vec::new(); picked.len()];
     for round in 0..rounds {
@@ -376,7 +377,7 @@ fn cold(maps: &[(String, IndexingMap)]) {
                     black_box(simplify(black_box(m), &limits));
                     if collect {
                         // SAFETY: mimalloc's own entry point, no arguments to uphold.
-                        unsafe { mi_collect(false) };
+                        unsafe { mi_collect(force_collect) };
                     }
                 }
                 times[c * 16 + j].push(t.elapsed());
