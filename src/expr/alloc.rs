@@ -59,11 +59,11 @@ fn kept_max(c: usize) -> u16 {
 struct Kept {
     /// The first kept block of each class; each holds the next one's address.
     heads: [Cell<*mut u8>; CLASSES],
-    counts: [Cell<u16>; CLASSES],
+    /// How many more blocks each class may keep: all 0 until the thread's `RELEASE` is
+    /// set up (`armed`), and again once it has freed the lists (the thread is ending).
+    room: [Cell<u16>; CLASSES],
     /// Whether this thread's `RELEASE` is set up (it frees the lists when the thread ends).
     armed: Cell<bool>,
-    /// Set when the thread's lists were freed (the thread is ending): nothing kept after.
-    closed: Cell<bool>,
 }
 
 /// Frees the kept blocks of its thread when the thread ends.
@@ -72,8 +72,8 @@ struct Release;
 impl Drop for Release {
     fn drop(&mut self) {
         let _ = KEPT_BLOCKS.try_with(|k| {
-            k.closed.set(true);
-            for (head, count) in k.heads.iter().zip(&k.counts) {
+            k.armed.set(true);
+            for (head, room) in k.heads.iter().zip(&k.room) {
                 let mut p = head.replace(std::ptr::null_mut());
                 while !p.is_null() {
                     // SAFETY: a kept block holds the next one's address (`keep`); each is a
@@ -82,7 +82,7 @@ impl Drop for Release {
                     unsafe { mi_free(p as *mut c_void) };
                     p = next;
                 }
-                count.set(0);
+                room.set(0);
             }
         });
     }
@@ -94,9 +94,8 @@ thread_local! {
     static KEPT_BLOCKS: Kept = const {
         Kept {
             heads: [const { Cell::new(std::ptr::null_mut()) }; CLASSES],
-            counts: [const { Cell::new(0) }; CLASSES],
+            room: [const { Cell::new(0) }; CLASSES],
             armed: Cell::new(false),
-            closed: Cell::new(false),
         }
     };
     // (touched once by `keep`, from outside `KEPT_BLOCKS`: its destructor's registration
@@ -108,14 +107,14 @@ thread_local! {
 /// blocks are allocated at.
 #[inline]
 fn class(size: usize) -> Option<(usize, usize)> {
-    if size == 0 || size > MAX_KEPT_SIZE {
+    if size.wrapping_sub(1) >= MAX_KEPT_SIZE {
         None
     } else if size <= WORD_CLASSES * 8 {
-        let words = size.div_ceil(8);
-        Some((words - 1, words * 8))
+        let c = (size - 1) >> 3;
+        Some((c, (c + 1) << 3))
     } else {
-        let k = (size - WORD_CLASSES * 8 - 1) / 64;
-        Some((WORD_CLASSES + k, WORD_CLASSES * 8 + 64 * (k + 1)))
+        let k = (size - WORD_CLASSES * 8 - 1) >> 6;
+        Some((WORD_CLASSES + k, WORD_CLASSES * 8 + ((k + 1) << 6)))
     }
 }
 
@@ -128,7 +127,7 @@ fn take_kept(c: usize) -> *mut u8 {
             if !p.is_null() {
                 // SAFETY: a kept block holds the next one's address, written by `keep`.
                 k.heads[c].set(unsafe { *(p as *mut *mut u8) });
-                k.counts[c].set(k.counts[c].get() - 1);
+                k.room[c].set(k.room[c].get() + 1);
             }
             p
         })
@@ -145,26 +144,30 @@ unsafe fn keep(p: *mut u8, c: usize) -> bool {
     let mut arm = false;
     let kept = KEPT_BLOCKS
         .try_with(|k| {
-            let n = k.counts[c].get();
-            if n >= kept_max(c) || k.closed.get() {
-                return false;
-            }
-            if !k.armed.get() {
-                // (the first block given up on the thread is freed, its `RELEASE` set up)
-                k.armed.set(true);
-                arm = true;
+            let n = k.room[c].get();
+            if n == 0 {
+                if !k.armed.get() {
+                    // (the first block given up on the thread is freed, its `RELEASE` set
+                    // up, and the lists opened)
+                    k.armed.set(true);
+                    arm = true;
+                }
                 return false;
             }
             // SAFETY: the block is given up, at least 8 bytes and 8-aligned.
             unsafe { *(p as *mut *mut u8) = k.heads[c].get() };
             k.heads[c].set(p);
-            k.counts[c].set(n + 1);
+            k.room[c].set(n - 1);
             true
         })
         .unwrap_or(false);
-    if arm && RELEASE.try_with(|_| ()).is_err() {
-        // (the thread is ending: keep nothing)
-        let _ = KEPT_BLOCKS.try_with(|k| k.closed.set(true));
+    if arm && RELEASE.try_with(|_| ()).is_ok() {
+        // (set up: the lists open; where the thread is ending already, they stay shut)
+        let _ = KEPT_BLOCKS.try_with(|k| {
+            for (c, room) in k.room.iter().enumerate() {
+                room.set(kept_max(c));
+            }
+        });
     }
     kept
 }
