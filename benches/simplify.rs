@@ -23,9 +23,9 @@ use ixmap::simplify::cost::{div_count, expr_cost};
 use ixmap::simplify::{simplify, SimplifyLimits};
 use std::time::{Duration, Instant};
 
-/// mimalloc, as in the `ixmap` binary (Cargo.toml says why).
+/// mimalloc (Cargo.toml says why), through `ixmap::expr::alloc::Mi` (which says why).
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: ixmap::expr::alloc::Mi = ixmap::expr::alloc::Mi;
 
 fn corpus() -> Vec<(String, IndexingMap)> {
     let path = concat!(
@@ -351,17 +351,41 @@ fn cold(maps: &[(String, IndexingMap)]) {
     for (_, m) in &picked {
         black_box(simplify(m, &limits));
     }
+    // `--focus G`: the maps of group G go through `focused` (a function of their own), so
+    // `valgrind --tool=callgrind --cache-sim=yes --toggle-collect='*focused*'` counts the
+    // instructions and simulated cache misses of those maps alone, in whatever company.
+    let focus = args
+        .iter()
+        .position(|a| a == "--focus")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    // `--no-evict`: no 16 MiB written between chunks (the warm cost, in the same order).
+    let no_evict = args.iter().any(|a| a == "--no-evict");
+    // `--collect` (experiment): mimalloc's `mi_collect(false)` after each map outside
+    // the focus group.
+    let collect = args.iter().any(|a| a == "--collect" || a == "--collect-force");
+    let force_collect = args.iter().any(|a| a == "--collect-force");
     let mut evict = vec![0u8; 16 << 20];
     let mut times = vec![Vec::new(); picked.len()];
     for round in 0..rounds {
         for (c, chunk) in picked.chunks(16).enumerate() {
-            for (j, (_, m)) in chunk.iter().enumerate() {
+            for (j, (k, m)) in chunk.iter().enumerate() {
                 let t = Instant::now();
-                black_box(simplify(black_box(m), &limits));
+                if focus.as_ref().is_some_and(|f| f == k) {
+                    focused(m, &limits);
+                } else {
+                    black_box(simplify(black_box(m), &limits));
+                    if collect {
+                        // SAFETY: mimalloc's own entry point, no arguments to uphold.
+                        unsafe { mi_collect(force_collect) };
+                    }
+                }
                 times[c * 16 + j].push(t.elapsed());
             }
-            for (i, b) in evict.iter_mut().enumerate().step_by(64) {
-                *b = b.wrapping_add((i + round) as u8);
+            if !no_evict {
+                for (i, b) in evict.iter_mut().enumerate().step_by(64) {
+                    *b = b.wrapping_add((i + round) as u8);
+                }
             }
             black_box(&evict);
         }
@@ -386,6 +410,15 @@ fn cold(maps: &[(String, IndexingMap)]) {
             ts[ts.len() - 1]
         );
     }
+}
+
+extern "C" {
+    fn mi_collect(force: bool);
+}
+
+#[inline(never)]
+fn focused(m: &IndexingMap, limits: &SimplifyLimits) {
+    black_box(simplify(black_box(m), limits));
 }
 
 /// `-- --fold [GROUP]`: what the deterministic pre-pass (`simplify/fold.rs`) alone makes of

@@ -277,6 +277,13 @@ def main():
     ap.add_argument("--baseline", default="",
                     help="another build's bench binary (target/release/deps/simplify-HASH, "
                          "copied aside): timed in the same interleaving, before/after table")
+    ap.add_argument("--report", default="",
+                    help="diagnostic: time every group of --only, but tabulate only these "
+                         "groups (GROUP,...); with --idle-side, the maps of the other groups "
+                         "run on one side only")
+    ap.add_argument("--idle-side", choices=["ixmap", "isl"], default=None,
+                    help="diagnostic (with --report): the side that skips the maps outside "
+                         "the reported groups (which side's work on them slows the rest)")
     args = ap.parse_args()
     if args.smoke:
         args.rounds = 2
@@ -356,11 +363,20 @@ def main():
         for c in range(0, len(run), args.chunk):
             batch = run[c:c + args.chunk]
             # the order of the sides rotates by round, so load hits each side alike
-            sides = [lambda: ix_batch(batch), lambda: isl_batch(batch), lambda: base_batch(batch)]
+            ib = xb = batch
+            if args.report and args.idle_side:
+                rep = [i for i in batch if maps[i]["group"] in args.report.split(",")]
+                if args.idle_side == "ixmap":
+                    xb = rep
+                else:
+                    ib = rep
+            sides = [lambda: ix_batch(xb), lambda: isl_batch(ib), lambda: base_batch(xb)]
             for f in sides[r % 3:] + sides[:r % 3]:
                 f()
         print(f"round {r + 1}/{args.rounds} done ({time.time() - t0:.0f} s)", file=sys.stderr)
 
+    if args.report:
+        run = [i for i in run if maps[i]["group"] in args.report.split(",")]
     # Outputs: convert, check, cost.
     rows = []
     for i in run:

@@ -15,6 +15,7 @@
 //! `a - (a floordiv b) * b`, never negative for a positive divisor.
 
 pub mod arith;
+pub mod alloc;
 mod intern;
 pub mod linear;
 pub mod print;
