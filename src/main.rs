@@ -3,9 +3,10 @@
 
 use clap::{Parser, Subcommand};
 
-/// mimalloc (Cargo.toml says why); the benchmarks use it too.
+/// mimalloc (Cargo.toml says why), through `ixmap::expr::alloc::Mi` (its comment says
+/// why); the benchmarks use the same.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: ixmap::expr::alloc::Mi = ixmap::expr::alloc::Mi;
 use ixmap::render::{json, text, Style};
 use ixmap::session::Session;
 use std::io::Read;
