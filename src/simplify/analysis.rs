@@ -79,11 +79,14 @@ impl View {
     }
     /// The same view with every atom id canonical (atoms that merged are collected).
     pub fn canonical(&self, egraph: &EGraph) -> Option<View> {
-        let terms: Vec<(Id, i64)> = self
-            .terms
-            .iter()
-            .map(|&(id, k)| (egraph.find(id), k))
-            .collect();
+        self.clone().into_canonical(egraph)
+    }
+    /// [`View::canonical`] in place (no second vector).
+    pub fn into_canonical(self, egraph: &EGraph) -> Option<View> {
+        let mut terms = self.terms;
+        for t in &mut terms {
+            t.0 = egraph.find(t.0);
+        }
         // (already collected, as a class's view is unless its atoms merged since: atoms in
         // strictly increasing id order, no zero coefficient; `collected` would return it
         // as it is)

@@ -324,7 +324,7 @@ pub fn range(egraph: &EGraph, id: Id) -> Interval {
 
 /// The linear view of a class (itself as an atom when it has none).
 pub fn view(egraph: &EGraph, id: Id) -> Option<View> {
-    Fact::view_of(egraph, id).canonical(egraph)
+    Fact::view_of(egraph, id).into_canonical(egraph)
 }
 
 /// The interval of a linear view, from its atoms' intervals.

@@ -77,7 +77,7 @@ fn find_pair(egraph: &EGraph, v: &View, keep: impl Fn(&Pair) -> bool) -> Option<
 
 /// `v` with the pair's two summands replaced by `kq·x + rest_kp·(x floordiv c)`.
 fn replace_pair(egraph: &EGraph, v: &View, pair: &Pair, rest_kp: i64) -> Option<View> {
-    let x_view = Fact::view_of(egraph, pair.x).canonical(egraph)?;
+    let x_view = Fact::view_of(egraph, pair.x).into_canonical(egraph)?;
     let mut removed = View {
         terms: vec![(pair.q, -pair.kq), (pair.p, rest_kp.checked_sub(pair.kp)?)],
         constant: 0,
