@@ -62,6 +62,18 @@ impl View {
             constant: self.constant.checked_add(other.constant)?,
         })
     }
+    /// `Fact::view_of(a).add(&Fact::view_of(b))` (with `canonical`, the views made
+    /// canonical first, as `rules::view` gives them), built in one vector: the same
+    /// terms, summed in the same order, so the same `None` on overflow.
+    pub fn sum_of(egraph: &EGraph, a: Id, b: Id, canonical: bool) -> Option<View> {
+        let mut terms = Vec::new();
+        let ca = push_terms(egraph, a, canonical, &mut terms);
+        let cb = push_terms(egraph, b, canonical, &mut terms);
+        Some(View {
+            terms: collected(terms)?,
+            constant: ca.checked_add(cb)?,
+        })
+    }
     /// `k · self`; `None` on overflow.
     pub fn scale(&self, k: i64) -> Option<View> {
         if k == 0 {
@@ -95,6 +107,29 @@ impl View {
             terms: if done { terms } else { collected(terms)? },
             constant: self.constant,
         })
+    }
+}
+
+/// Appends the terms of the view of class `id` ([`Fact::view_of`], atom ids canonical
+/// when `canonical`) to `terms`; returns its constant.
+fn push_terms(egraph: &EGraph, id: Id, canonical: bool, terms: &mut Vec<(Id, i64)>) -> i64 {
+    let f = &egraph[id].data;
+    match (&f.constant, &f.view) {
+        (Some(c), _) => *c,
+        (None, Some(v)) => {
+            let at = terms.len();
+            terms.extend_from_slice(&v.terms);
+            if canonical {
+                for t in &mut terms[at..] {
+                    t.0 = egraph.find(t.0);
+                }
+            }
+            v.constant
+        }
+        (None, None) => {
+            terms.push((egraph.find(id), 1));
+            0
+        }
     }
 }
 
@@ -197,7 +232,7 @@ impl Analysis<IxLang> for Facts {
             w.saturating_add(data(id).weight)
         });
         let view = match *enode {
-            IxLang::Add([a, b]) => Fact::view_of(egraph, a).add(&Fact::view_of(egraph, b)),
+            IxLang::Add([a, b]) => View::sum_of(egraph, a, b, false),
             IxLang::Mul([a, b]) => match (data(a).constant, data(b).constant) {
                 (_, Some(k)) => Fact::view_of(egraph, a).scale(k),
                 (Some(k), _) => Fact::view_of(egraph, b).scale(k),

@@ -20,7 +20,7 @@ pub fn rules() -> Vec<Rule> { vec![
 ]}
 
 fn collect(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
-    let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
+    let v = View::sum_of(egraph, ab[0], ab[1], true)?;
     Some(build_view(egraph, &v))
 }
 
@@ -31,7 +31,7 @@ fn floordiv_to_mod(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
     if !some_atom(egraph, ab, |n| matches!(n, IxLang::FloorDiv(_))) {
         return None;
     }
-    let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
+    let v = View::sum_of(egraph, ab[0], ab[1], true)?;
     for &(atom, q) in &v.terms {
         let divs: Vec<(Id, Id)> = egraph[atom]
             .nodes
