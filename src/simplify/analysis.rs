@@ -252,7 +252,10 @@ impl Analysis<IxLang> for Facts {
     }
 
     fn merge(&mut self, to: &mut Fact, from: Fact) -> DidMerge {
-        let old = to.clone();
+        // (what `*to != old` and `*to != from` read, without a copy of `to`'s view: the
+        // view changes only where `from`'s is taken, and then its cost drops)
+        let scalars = |f: &Fact| (f.range, f.cong, f.constant, f.weight);
+        let old = scalars(to);
         // Two classes that merge are equal on the domain: both congruences hold (they share
         // no value only where the domain is empty, and then either is as good).
         if let Some(c) = to.cong.intersect(from.cong) {
@@ -271,11 +274,14 @@ impl Analysis<IxLang> for Facts {
             to.cong = Congruence::exact(to.range.lo);
         }
         to.weight = to.weight.min(from.weight);
-        if from.view.is_some() && from.view_cost < to.view_cost {
-            to.view = from.view.clone();
+        let taken = from.view.is_some() && from.view_cost < to.view_cost;
+        let same_view = taken || (to.view == from.view && to.view_cost == from.view_cost);
+        let differs_from = !same_view || scalars(to) != scalars(&from);
+        if taken {
+            to.view = from.view;
             to.view_cost = from.view_cost;
         }
-        DidMerge(*to != old, *to != from)
+        DidMerge(taken || scalars(to) != old, differs_from)
     }
 
     fn modify(egraph: &mut EGraph, id: Id) {
