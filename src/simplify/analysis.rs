@@ -62,6 +62,18 @@ impl View {
             constant: self.constant.checked_add(other.constant)?,
         })
     }
+    /// `Fact::view_of(a).add(&Fact::view_of(b))` (with `canonical`, the views made
+    /// canonical first, as `rules::view` gives them), built in one vector: the same
+    /// terms, summed in the same order, so the same `None` on overflow.
+    pub fn sum_of(egraph: &EGraph, a: Id, b: Id, canonical: bool) -> Option<View> {
+        let mut terms = Vec::new();
+        let ca = push_terms(egraph, a, canonical, &mut terms);
+        let cb = push_terms(egraph, b, canonical, &mut terms);
+        Some(View {
+            terms: collected(terms)?,
+            constant: ca.checked_add(cb)?,
+        })
+    }
     /// `k · self`; `None` on overflow.
     pub fn scale(&self, k: i64) -> Option<View> {
         if k == 0 {
@@ -79,11 +91,14 @@ impl View {
     }
     /// The same view with every atom id canonical (atoms that merged are collected).
     pub fn canonical(&self, egraph: &EGraph) -> Option<View> {
-        let terms: Vec<(Id, i64)> = self
-            .terms
-            .iter()
-            .map(|&(id, k)| (egraph.find(id), k))
-            .collect();
+        self.clone().into_canonical(egraph)
+    }
+    /// [`View::canonical`] in place (no second vector).
+    pub fn into_canonical(self, egraph: &EGraph) -> Option<View> {
+        let mut terms = self.terms;
+        for t in &mut terms {
+            t.0 = egraph.find(t.0);
+        }
         // (already collected, as a class's view is unless its atoms merged since: atoms in
         // strictly increasing id order, no zero coefficient; `collected` would return it
         // as it is)
@@ -92,6 +107,29 @@ impl View {
             terms: if done { terms } else { collected(terms)? },
             constant: self.constant,
         })
+    }
+}
+
+/// Appends the terms of the view of class `id` ([`Fact::view_of`], atom ids canonical
+/// when `canonical`) to `terms`; returns its constant.
+fn push_terms(egraph: &EGraph, id: Id, canonical: bool, terms: &mut Vec<(Id, i64)>) -> i64 {
+    let f = &egraph[id].data;
+    match (&f.constant, &f.view) {
+        (Some(c), _) => *c,
+        (None, Some(v)) => {
+            let at = terms.len();
+            terms.extend_from_slice(&v.terms);
+            if canonical {
+                for t in &mut terms[at..] {
+                    t.0 = egraph.find(t.0);
+                }
+            }
+            v.constant
+        }
+        (None, None) => {
+            terms.push((egraph.find(id), 1));
+            0
+        }
     }
 }
 
@@ -194,7 +232,7 @@ impl Analysis<IxLang> for Facts {
             w.saturating_add(data(id).weight)
         });
         let view = match *enode {
-            IxLang::Add([a, b]) => Fact::view_of(egraph, a).add(&Fact::view_of(egraph, b)),
+            IxLang::Add([a, b]) => View::sum_of(egraph, a, b, false),
             IxLang::Mul([a, b]) => match (data(a).constant, data(b).constant) {
                 (_, Some(k)) => Fact::view_of(egraph, a).scale(k),
                 (Some(k), _) => Fact::view_of(egraph, b).scale(k),
@@ -214,7 +252,10 @@ impl Analysis<IxLang> for Facts {
     }
 
     fn merge(&mut self, to: &mut Fact, from: Fact) -> DidMerge {
-        let old = to.clone();
+        // (what `*to != old` and `*to != from` read, without a copy of `to`'s view: the
+        // view changes only where `from`'s is taken, and then its cost drops)
+        let scalars = |f: &Fact| (f.range, f.cong, f.constant, f.weight);
+        let old = scalars(to);
         // Two classes that merge are equal on the domain: both congruences hold (they share
         // no value only where the domain is empty, and then either is as good).
         if let Some(c) = to.cong.intersect(from.cong) {
@@ -233,11 +274,14 @@ impl Analysis<IxLang> for Facts {
             to.cong = Congruence::exact(to.range.lo);
         }
         to.weight = to.weight.min(from.weight);
-        if from.view.is_some() && from.view_cost < to.view_cost {
-            to.view = from.view.clone();
+        let taken = from.view.is_some() && from.view_cost < to.view_cost;
+        let same_view = taken || (to.view == from.view && to.view_cost == from.view_cost);
+        let differs_from = !same_view || scalars(to) != scalars(&from);
+        if taken {
+            to.view = from.view;
             to.view_cost = from.view_cost;
         }
-        DidMerge(*to != old, *to != from)
+        DidMerge(taken || scalars(to) != old, differs_from)
     }
 
     fn modify(egraph: &mut EGraph, id: Id) {

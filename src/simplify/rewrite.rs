@@ -98,6 +98,8 @@ fn saturate(
     let time_limit = Duration::from_millis(limits.max_millis);
     let mut phases = Phases::default();
     let mut iterations = 0usize;
+    // e-nodes the last iteration added (a guess at what the next one adds)
+    let mut growth = 0usize;
     egraph.rebuild();
     // egg's `check_limits`: time, then nodes, then iterations
     let check = |egraph: &EGraph, iterations: usize, now: Option<Instant>| {
@@ -122,11 +124,19 @@ fn saturate(
         let (nodes, classes) = (egraph.total_size(), egraph.number_of_classes());
         result = result.and_then(|_| hook(&mut egraph).map_err(StopReason::Other));
         let hooked = (egraph.total_size(), egraph.number_of_classes());
+        // Where the last iteration's growth would carry this one past the e-node bound,
+        // the run likely stops after a few rules' applications, and the searches of the
+        // rules after them are wasted (in the bound's last iteration of the slowest maps,
+        // the first or second rule of 31 crosses it). There each rule searches a copy of
+        // the graph as the iteration found it, just before its application: the very
+        // matches an up-front search gives, and no search past the stop.
+        let lazy = result.is_ok() && nodes.saturating_add(growth) > limits.max_nodes;
+        let snapshot = lazy.then(|| egraph.clone());
         // (a search changes nothing, so egg's limit checks between searches only ever
         // repeat the one above)
         let matches: Vec<_> = match result {
-            Ok(()) => rules.iter().map(|rw| rw.search(&egraph)).collect(),
-            Err(_) => Vec::new(),
+            Ok(()) if !lazy => rules.iter().map(|rw| rw.search(&egraph)).collect(),
+            _ => Vec::new(),
         };
         let t1 = Instant::now();
         if result.is_ok() {
@@ -134,7 +144,15 @@ fn saturate(
         }
         let mut applied = false;
         if result.is_ok() {
-            for (rw, ms) in rules.iter().zip(&matches) {
+            for (i, rw) in rules.iter().enumerate() {
+                let searched;
+                let ms = match &snapshot {
+                    Some(g) => {
+                        searched = rw.search(g);
+                        &searched[..]
+                    }
+                    None => &matches[i][..],
+                };
                 applied |= !rw.apply(&mut egraph, ms).is_empty();
                 result = check(&egraph, iterations, None);
                 if result.is_err() {
@@ -143,11 +161,13 @@ fn saturate(
             }
         }
         drop(matches);
+        drop(snapshot);
         let t2 = Instant::now();
         if result.is_ok() {
             result = check(&egraph, iterations, Some(t2));
         }
         egraph.rebuild();
+        growth = egraph.total_size().saturating_sub(nodes);
         let t3 = Instant::now();
         phases.search_s += (t1 - t0).as_secs_f64();
         phases.apply_s += (t2 - t1).as_secs_f64();

@@ -217,6 +217,7 @@ pub struct Compute {
 
 impl Compute {
     pub fn new(vars: &[&str], f: fn(&mut EGraph, &[Id]) -> Option<Id>) -> Compute {
+        assert!(vars.len() <= 3, "a computed rule binds three variables at most");
         Compute {
             vars: vars.iter().map(|v| var(v)).collect(),
             f,
@@ -233,10 +234,15 @@ impl Applier<IxLang, Facts> for Compute {
         _ast: Option<&PatternAst<IxLang>>,
         rule_name: Symbol,
     ) -> Vec<Id> {
-        let args: Vec<Id> = self.vars.iter().map(|v| subst[*v]).collect();
+        // (no rule binds more than three variables: `Compute::new` checks)
+        let mut args = [Id::from(0usize); 3];
+        for (a, v) in args.iter_mut().zip(&self.vars) {
+            *a = subst[*v];
+        }
+        let args = &args[..self.vars.len()];
         let t = profile::on().then(std::time::Instant::now);
         let nodes = egraph.total_size();
-        let out = match (self.f)(egraph, &args) {
+        let out = match (self.f)(egraph, args) {
             Some(new) if egraph.union_trusted(eclass, new, rule_name) => vec![new],
             _ => vec![],
         };
@@ -318,7 +324,7 @@ pub fn range(egraph: &EGraph, id: Id) -> Interval {
 
 /// The linear view of a class (itself as an atom when it has none).
 pub fn view(egraph: &EGraph, id: Id) -> Option<View> {
-    Fact::view_of(egraph, id).canonical(egraph)
+    Fact::view_of(egraph, id).into_canonical(egraph)
 }
 
 /// The interval of a linear view, from its atoms' intervals.

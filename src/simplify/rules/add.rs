@@ -20,7 +20,7 @@ pub fn rules() -> Vec<Rule> { vec![
 ]}
 
 fn collect(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
-    let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
+    let v = View::sum_of(egraph, ab[0], ab[1], true)?;
     Some(build_view(egraph, &v))
 }
 
@@ -31,7 +31,7 @@ fn floordiv_to_mod(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
     if !some_atom(egraph, ab, |n| matches!(n, IxLang::FloorDiv(_))) {
         return None;
     }
-    let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
+    let v = View::sum_of(egraph, ab[0], ab[1], true)?;
     for &(atom, q) in &v.terms {
         let divs: Vec<(Id, Id)> = egraph[atom]
             .nodes
@@ -51,6 +51,11 @@ fn floordiv_to_mod(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
             let Some(k) = (q / c).checked_neg() else {
                 continue;
             };
+            // (the test below without building x's view: an atom of x the sum lacks
+            // stays in R; q = i64::MIN is left to the arithmetic below, which stops there)
+            if q != i64::MIN && has_foreign_atom(egraph, x, &v) {
+                continue;
+            }
             let Some(lx) = view(egraph, x) else { continue };
             // R = v - q·atom - k·x; it may not bring in atoms the sum did not have (the
             // e-graph keeps both forms, extraction picks the cheaper).
@@ -79,4 +84,21 @@ fn floordiv_to_mod(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
         }
     }
     None
+}
+
+/// Whether the view of `x` (as [`view`] gives it, atoms canonical) has an atom that `v`
+/// lacks, read off the analysis without building the view; `false` where its atoms merged
+/// since (the view's coefficients may then cancel: left to [`view`]).
+fn has_foreign_atom(egraph: &EGraph, x: Id, v: &View) -> bool {
+    let f = &egraph[x].data;
+    let lacks = |t: Id| !v.terms.iter().any(|u| u.0 == t);
+    match (&f.constant, &f.view) {
+        (Some(_), _) => false,
+        (None, None) => lacks(egraph.find(x)),
+        (None, Some(w)) => {
+            let canon = |i: usize| egraph.find(w.terms[i].0);
+            let distinct = (0..w.terms.len()).all(|i| (0..i).all(|j| canon(i) != canon(j)));
+            distinct && (0..w.terms.len()).any(|i| lacks(canon(i)))
+        }
+    }
 }

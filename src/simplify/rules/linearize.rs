@@ -77,7 +77,7 @@ fn find_pair(egraph: &EGraph, v: &View, keep: impl Fn(&Pair) -> bool) -> Option<
 
 /// `v` with the pair's two summands replaced by `kq·x + rest_kp·(x floordiv c)`.
 fn replace_pair(egraph: &EGraph, v: &View, pair: &Pair, rest_kp: i64) -> Option<View> {
-    let x_view = Fact::view_of(egraph, pair.x).canonical(egraph)?;
+    let x_view = Fact::view_of(egraph, pair.x).into_canonical(egraph)?;
     let mut removed = View {
         terms: vec![(pair.q, -pair.kq), (pair.p, rest_kp.checked_sub(pair.kp)?)],
         constant: 0,
@@ -91,7 +91,7 @@ fn cancel(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
     if !some_atom(egraph, ab, |n| matches!(n, IxLang::FloorDiv(_))) {
         return None;
     }
-    let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
+    let v = View::sum_of(egraph, ab[0], ab[1], true)?;
     add_companions(egraph, &v);
     let pair = find_pair(egraph, &v, |p| Some(p.kp) == p.kq.checked_mul(p.c))?;
     let out = replace_pair(egraph, &v, &pair, 0)?;
@@ -137,7 +137,7 @@ fn basis_change(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
     if !basis_change_may_fire(egraph, ab) {
         return None;
     }
-    let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
+    let v = View::sum_of(egraph, ab[0], ab[1], true)?;
     let pair = find_pair(egraph, &v, |p| {
         p.kq.checked_mul(p.c)
             .is_some_and(|kc| kc != p.kp && p.kp.checked_sub(kc).is_some())
@@ -188,7 +188,7 @@ fn merge_digits(egraph: &mut EGraph, ab: &[Id]) -> Option<Id> {
     if !some_atom(egraph, ab, |n| matches!(n, IxLang::Mod(_))) {
         return None;
     }
-    let v = view(egraph, ab[0])?.add(&view(egraph, ab[1])?)?;
+    let v = View::sum_of(egraph, ab[0], ab[1], true)?;
     if v.terms.len() < 2 {
         return None; // k·(y mod m) + k0 alone: mod-in-range's or nothing's
     }
