@@ -14,6 +14,10 @@ use ixmap::gpu::spec::{KernelSpec, XlaTile};
 use ixmap::hlo::workspace::Target;
 use proptest::prelude::*;
 
+#[path = "common/fixed_cases.rs"]
+mod fixed_cases;
+use fixed_cases::run;
+
 fn spec(src: &str, name: &str) -> KernelSpec {
     let mut s = ixmap::Session::new();
     for o in s.execute(src) {
@@ -104,21 +108,6 @@ fn run_checked(s: &KernelSpec, l: &Launch, naive: bool) -> Result<(), String> {
         .map_err(|e| format!("{} ({}): {e}", s.name, l.describe()))
 }
 
-/// Each case compiles C++ for the CPU (a second or more): a fixed number of cases, with
-/// proptest's shrinking.
-fn run<S: Strategy>(cases: u32, strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>)
-where
-    S::Value: std::fmt::Debug,
-{
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    });
-    if let Err(e) = runner.run(&strategy, test) {
-        panic!("{e}");
-    }
-}
 
 #[test]
 fn several_warps_a_row_run_and_match_the_reference() {

@@ -18,6 +18,10 @@ use ixmap::gpu::spec::KernelSpec;
 use ixmap::hlo::workspace::Target;
 use proptest::prelude::*;
 
+#[path = "common/fixed_cases.rs"]
+mod fixed_cases;
+use fixed_cases::run;
+
 fn spec(src: &str, name: &str) -> KernelSpec {
     let mut s = ixmap::Session::new();
     for o in s.execute(src) {
@@ -57,21 +61,6 @@ fn layer_norm(b: i64, t: i64, h: i64, d: i64, perm: [usize; 4]) -> String {
     )
 }
 
-/// Each case compiles C++ for the CPU (a second or more): a fixed number of cases, not
-/// `PROPTEST_CASES` (test-all's 1000 would be an hour), with proptest's shrinking.
-fn run<S: Strategy>(cases: u32, strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>)
-where
-    S::Value: std::fmt::Debug,
-{
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    });
-    if let Err(e) = runner.run(&strategy, test) {
-        panic!("{e}");
-    }
-}
 
 #[test]
 fn gathered_rows_run_and_match() {
