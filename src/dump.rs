@@ -273,28 +273,12 @@ pub fn load_module(src: &str) -> Result<Workspace, Diagnostic> {
 /// `kCustom __triton`: the fusion kind and the backend's kind when the config names one.
 fn kind_of(ins: &Instr) -> String {
     let kind = ins.attrs.kind.clone().unwrap_or_else(|| "kLoop".into());
-    match backend_config(ins).and_then(|c| backend_kind(&c)) {
+    match ins.backend_config().and_then(|c| backend_kind(&c)) {
         Some(k) => format!("{kind} {k}"),
         None => kind,
     }
 }
 
-fn backend_config(ins: &Instr) -> Option<serde_json::Value> {
-    let text = ins
-        .attrs
-        .other
-        .iter()
-        .find(|(k, _)| k == "backend_config")
-        .map(|(_, v)| v.as_str())?;
-    // Printed bare (`backend_config={...}`) or as a quoted, escaped string.
-    let text = text.trim();
-    let json = if text.starts_with('"') {
-        serde_json::from_str::<String>(text).ok()?
-    } else {
-        text.to_string()
-    };
-    serde_json::from_str(&json).ok()
-}
 
 fn backend_kind(c: &serde_json::Value) -> Option<String> {
     c.pointer("/fusion_backend_config/kind")
@@ -306,7 +290,7 @@ fn backend_kind(c: &serde_json::Value) -> Option<String> {
 /// XLA's launch as the backend config prints it: Triton's warps, stages and output tile;
 /// XLA:CPU's outer-dimension partitions.
 pub fn xla_launch(ins: &Instr) -> Option<String> {
-    let c = backend_config(ins)?;
+    let c = ins.backend_config()?;
     if let Some(b) = c.pointer("/fusion_backend_config/block_level_fusion_config") {
         let num = |k: &str| -> Option<i64> {
             let v = b.get(k)?;

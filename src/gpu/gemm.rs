@@ -687,14 +687,7 @@ impl GemmSpec {
 /// dot's (`sizes`: the K step), when both are printed and the output tile's batch sizes
 /// are 1.
 fn xla_tiling(fusion: &Instr, dot: &Instr, lhs: &Operand, rhs: &Operand) -> Option<Tiling> {
-    let json = |ins: &Instr| -> Option<serde_json::Value> {
-        let (_, v) = ins
-            .attrs
-            .other
-            .iter()
-            .find(|(k, _)| k == "backend_config")?;
-        serde_json::from_str(v.trim()).ok()
-    };
+    let json = |ins: &Instr| ins.backend_config();
     let int = |v: &serde_json::Value| -> Option<i64> {
         v.as_i64()
             .or_else(|| v.as_str().and_then(|s| s.parse().ok()))

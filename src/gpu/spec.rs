@@ -862,18 +862,7 @@ impl XlaTile {
     /// numbers as JSON numbers or strings). Sizes that are not positive, or a tile whose
     /// element count overflows, give `None`.
     pub fn of(ins: &crate::hlo::Instr) -> Option<XlaTile> {
-        let text = ins
-            .attrs
-            .other
-            .iter()
-            .find(|(k, _)| k == "backend_config")
-            .map(|(_, v)| v.trim())?;
-        let json = if text.starts_with('"') {
-            serde_json::from_str::<String>(text).ok()?
-        } else {
-            text.to_string()
-        };
-        let c: serde_json::Value = serde_json::from_str(&json).ok()?;
+        let c = ins.backend_config()?;
         let b = c.pointer("/fusion_backend_config/block_level_fusion_config")?;
         let num = |v: &serde_json::Value| -> Option<i64> {
             v.as_i64().or_else(|| v.as_str()?.trim().parse().ok())
