@@ -14,26 +14,14 @@
 
 use ixmap::gpu::cuda_cpu::{check, check_c};
 use ixmap::gpu::launch::{self, Strategy as Kernel};
-use ixmap::gpu::spec::KernelSpec;
-use ixmap::hlo::workspace::Target;
 use proptest::prelude::*;
 
 #[path = "common/fixed_cases.rs"]
 mod fixed_cases;
 use fixed_cases::run;
-
-fn spec(src: &str, name: &str) -> KernelSpec {
-    let mut s = ixmap::Session::new();
-    for o in s.execute(src) {
-        assert!(o.result.is_ok(), "{:?}\n{src}", o.result);
-    }
-    let Some(Target::Computation(c)) = s.hlo.resolve(name) else {
-        panic!("{name} is defined")
-    };
-    ixmap::gpu::from_hlo::from_computation(&s.hlo.module, c).expect("adapts")
-}
-
-const ADD: &str = "addf {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\nmaxf {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT m = f32[] maximum(a, b)\n}\n";
+#[path = "common/hlo_specs.rs"]
+mod hlo_specs;
+use hlo_specs::{spec, OPS as ADD};
 
 /// The layer norm of `x: f32[b, t, h * d]` over its last dimension, scaled by `g[h * d]`,
 /// written as `[b, t, h, d]` transposed by `perm` (which keeps `d` last).
