@@ -4,19 +4,12 @@
 
 use ixmap::gpu::cuda_cpu::check_c;
 use ixmap::gpu::reference::Reference;
-use ixmap::gpu::spec::{ElemType, KernelSpec};
-use ixmap::hlo::workspace::Target;
+use ixmap::gpu::spec::ElemType;
 
-fn spec(src: &str, name: &str) -> KernelSpec {
-    let mut s = ixmap::Session::new();
-    for o in s.execute(src) {
-        assert!(o.result.is_ok(), "{:?}", o.result);
-    }
-    let Some(Target::Computation(c)) = s.hlo.resolve(name) else {
-        panic!("{name} is defined")
-    };
-    ixmap::gpu::from_hlo::from_computation(&s.hlo.module, c).expect("adapts")
-}
+#[path = "common/hlo_specs.rs"]
+#[allow(dead_code)]
+mod hlo_specs;
+use hlo_specs::spec;
 
 fn reducers(t: &str) -> String {
     format!(
