@@ -363,7 +363,9 @@ fn cold(maps: &[(String, IndexingMap)]) {
     let no_evict = args.iter().any(|a| a == "--no-evict");
     // `--collect` (experiment): mimalloc's `mi_collect(false)` after each map outside
     // the focus group.
-    let collect = args.iter().any(|a| a == "--collect" || a == "--collect-force");
+    let collect = args
+        .iter()
+        .any(|a| a == "--collect" || a == "--collect-force");
     let force_collect = args.iter().any(|a| a == "--collect-force");
     let mut evict = vec![0u8; 16 << 20];
     let mut times = vec![Vec::new(); picked.len()];

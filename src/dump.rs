@@ -279,7 +279,6 @@ fn kind_of(ins: &Instr) -> String {
     }
 }
 
-
 fn backend_kind(c: &serde_json::Value) -> Option<String> {
     c.pointer("/fusion_backend_config/kind")
         .or_else(|| c.pointer("/fusion_config/kind"))

@@ -97,7 +97,6 @@ fn run_checked(s: &KernelSpec, l: &Launch, naive: bool) -> Result<(), String> {
         .map_err(|e| format!("{} ({}): {e}", s.name, l.describe()))
 }
 
-
 #[test]
 fn several_warps_a_row_run_and_match_the_reference() {
     let kinds = prop_oneof![

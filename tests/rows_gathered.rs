@@ -49,7 +49,6 @@ fn layer_norm(b: i64, t: i64, h: i64, d: i64, perm: [usize; 4]) -> String {
     )
 }
 
-
 #[test]
 fn gathered_rows_run_and_match() {
     let strategy = (

@@ -194,5 +194,8 @@ fn an_explanation_that_stopped_elsewhere_is_proven_to_the_printed_map() {
         explained.steps
     );
     let last = explained.steps.last().expect("steps");
-    assert_eq!(last.after, "-((d0 * 6 + d1 * 2 - 15) floordiv 21)", "{last:?}");
+    assert_eq!(
+        last.after, "-((d0 * 6 + d1 * 2 - 15) floordiv 21)",
+        "{last:?}"
+    );
 }

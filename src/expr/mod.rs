@@ -14,8 +14,8 @@
 //! Semantics (MLIR's): `floordiv` rounds toward -∞, `ceildiv` toward +∞, and `mod` is
 //! `a - (a floordiv b) * b`, never negative for a positive divisor.
 
-pub mod arith;
 pub mod alloc;
+pub mod arith;
 mod intern;
 pub mod linear;
 pub mod print;

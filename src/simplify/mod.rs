@@ -160,7 +160,12 @@ pub fn simplify_explained(map: &IndexingMap, limits: &SimplifyLimits) -> Simplif
         && ex.map.bounds() == p.bounds()
         && ex.map.results.len() == p.results.len()
         && ex.map.constraints.len() == p.constraints.len()
-        && ex.map.constraints.iter().zip(&p.constraints).all(|(a, b)| a.1 == b.1);
+        && ex
+            .map
+            .constraints
+            .iter()
+            .zip(&p.constraints)
+            .all(|(a, b)| a.1 == b.1);
     let (bounds, names) = (p.bounds(), p.names());
     if same_shape {
         // the results under the constraints as facts, the constraints alone (as
@@ -180,9 +185,8 @@ pub fn simplify_explained(map: &IndexingMap, limits: &SimplifyLimits) -> Simplif
             );
         for (a, b, facts) in pairs {
             if a != b {
-                ex.steps.extend(rewrite::prove_step(
-                    a, b, a, &bounds, facts, &names, limits,
-                ));
+                ex.steps
+                    .extend(rewrite::prove_step(a, b, a, &bounds, facts, &names, limits));
             }
         }
     } else {

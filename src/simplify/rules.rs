@@ -217,7 +217,10 @@ pub struct Compute {
 
 impl Compute {
     pub fn new(vars: &[&str], f: fn(&mut EGraph, &[Id]) -> Option<Id>) -> Compute {
-        assert!(vars.len() <= 3, "a computed rule binds three variables at most");
+        assert!(
+            vars.len() <= 3,
+            "a computed rule binds three variables at most"
+        );
         Compute {
             vars: vars.iter().map(|v| var(v)).collect(),
             f,
