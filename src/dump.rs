@@ -291,10 +291,7 @@ fn backend_kind(c: &serde_json::Value) -> Option<String> {
 pub fn xla_launch(ins: &Instr) -> Option<String> {
     let c = ins.backend_config()?;
     if let Some(b) = c.pointer("/fusion_backend_config/block_level_fusion_config") {
-        let num = |k: &str| -> Option<i64> {
-            let v = b.get(k)?;
-            v.as_i64().or_else(|| v.as_str()?.parse().ok())
-        };
+        let num = |k: &str| crate::hlo::json_int(b.get(k)?);
         let mut parts = Vec::new();
         if let Some(w) = num("num_warps") {
             parts.push(format!("{w} warps ({} threads)", w.saturating_mul(32)));
@@ -518,6 +515,9 @@ pub fn survey_fusion(
 ) -> FusionReport {
     let ins = &entry.instrs[id];
     let fused = ws.module.fused_computation(ins);
+    // XLA's tiling of a Triton fusion (its warps and output tile) goes with the spec: the
+    // row normalization launch takes its warps per row and rows per block from it.
+    let tile = XlaTile::of(ins);
     let mut r = FusionReport {
         name: ins.name.clone(),
         computation: ins.attrs.calls.clone().unwrap_or_default(),
@@ -564,9 +564,9 @@ pub fn survey_fusion(
             // Not a GEMM kernel (an epilogue that reduces the dot's rows): the fusion as an
             // ordinary kernel, the dot a reduction of products (no shared-memory tiles).
             if let Ok(mut spec) = crate::gpu::from_hlo::from_computation(&ws.module, comp) {
-                spec.xla_tile = XlaTile::of(ins);
+                spec.xla_tile = tile.clone();
                 survey_spec(&spec, opts, &mut r);
-                verify_scaled(ws, comp, opts, &mut r, XlaTile::of(ins));
+                verify_scaled(ws, comp, opts, &mut r, tile);
                 if let Status::Ok(l) = &r.launch {
                     r.launch = Status::Ok(format!(
                         "{l}; not a GEMM kernel ({e}): the dot is a reduction of products"
@@ -582,11 +582,9 @@ pub fn survey_fusion(
         }
         None => {}
     }
-    // XLA's tiling of a Triton fusion (its warps and output tile) goes with the spec: the
-    // row normalization launch takes its warps per row and rows per block from it.
     let spec = match crate::gpu::from_hlo::from_computation(&ws.module, comp) {
         Ok(mut s) => {
-            s.xla_tile = XlaTile::of(ins);
+            s.xla_tile = tile.clone();
             s
         }
         Err(e) => {
@@ -599,7 +597,7 @@ pub fn survey_fusion(
         }
     };
     survey_spec(&spec, opts, &mut r);
-    verify_scaled(ws, comp, opts, &mut r, XlaTile::of(ins));
+    verify_scaled(ws, comp, opts, &mut r, tile);
     r
 }
 

@@ -236,6 +236,7 @@ fn xla_tiling_gives_warps_and_rows() {
     s.xla_tile = Some(XlaTile {
         num_warps: 8,
         sizes: vec![4, 2048],
+        num_stages: 1,
     });
     let (l, d) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
     assert_eq!(
@@ -254,6 +255,7 @@ fn xla_tiling_gives_warps_and_rows() {
     s.xla_tile = Some(XlaTile {
         num_warps: 2,
         sizes: vec![4, 2048],
+        num_stages: 1,
     });
     let (l, _) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
     assert_eq!((l.block[0], l.row_threads), (64, 32), "{}", l.describe());
@@ -261,6 +263,7 @@ fn xla_tiling_gives_warps_and_rows() {
     s.xla_tile = Some(XlaTile {
         num_warps: 8,
         sizes: vec![4, 1000],
+        num_stages: 1,
     });
     let (l, d) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
     assert_eq!((l.block[0], l.row_threads), (128, 64), "{}", l.describe());

@@ -687,23 +687,8 @@ impl GemmSpec {
 /// dot's (`sizes`: the K step), when both are printed and the output tile's batch sizes
 /// are 1.
 fn xla_tiling(fusion: &Instr, dot: &Instr, lhs: &Operand, rhs: &Operand) -> Option<Tiling> {
-    let json = |ins: &Instr| ins.backend_config();
-    let int = |v: &serde_json::Value| -> Option<i64> {
-        v.as_i64()
-            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-    };
-    let f = json(fusion)?;
-    let cfg = f
-        .get("fusion_backend_config")?
-        .get("block_level_fusion_config")?;
-    let sizes: Vec<i64> = cfg
-        .get("output_tiles")?
-        .get(0)?
-        .get("sizes")?
-        .as_array()?
-        .iter()
-        .map(int)
-        .collect::<Option<_>>()?;
+    let tile = crate::gpu::spec::XlaTile::of(fusion)?;
+    let sizes = &tile.sizes;
     let nb = lhs.batch.len();
     let (nm, nn) = (lhs.free.len(), rhs.free.len());
     if sizes.len() != nb + nm + nn || sizes[..nb].iter().any(|&s| s != 1) {
@@ -711,16 +696,13 @@ fn xla_tiling(fusion: &Instr, dot: &Instr, lhs: &Operand, rhs: &Operand) -> Opti
     }
     let bm = sizes[nb..nb + nm].iter().product::<i64>();
     let bn = sizes[nb + nm..].iter().product::<i64>();
-    let d = json(dot)?;
-    let bk = int(d.get("sizes")?.get(0)?)?;
-    let warps = int(cfg.get("num_warps")?)?;
-    let stages = cfg.get("num_stages").and_then(int).unwrap_or(1);
+    let bk = crate::hlo::json_int(dot.backend_config()?.get("sizes")?.get(0)?)?;
     Some(Tiling {
         bm,
         bn,
         bk,
-        warps,
-        stages,
+        warps: tile.num_warps,
+        stages: tile.num_stages,
     })
 }
 

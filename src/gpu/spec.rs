@@ -849,12 +849,14 @@ pub struct KernelSpec {
 }
 
 /// XLA's tiling of a block-level (Triton) fusion, as its `backend_config` prints it
-/// (`fusion_backend_config.block_level_fusion_config`): the warps of a block and the
-/// output tile a block writes (`output_tiles[0].sizes`, one size per output dimension).
+/// (`fusion_backend_config.block_level_fusion_config`): the warps of a block, the output
+/// tile a block writes (`output_tiles[0].sizes`, one size per output dimension), and the
+/// pipeline stages (`num_stages`, 1 where not printed).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct XlaTile {
     pub num_warps: i64,
     pub sizes: Vec<i64>,
+    pub num_stages: i64,
 }
 
 impl XlaTile {
@@ -864,9 +866,7 @@ impl XlaTile {
     pub fn of(ins: &crate::hlo::Instr) -> Option<XlaTile> {
         let c = ins.backend_config()?;
         let b = c.pointer("/fusion_backend_config/block_level_fusion_config")?;
-        let num = |v: &serde_json::Value| -> Option<i64> {
-            v.as_i64().or_else(|| v.as_str()?.trim().parse().ok())
-        };
+        let num = crate::hlo::json_int;
         let num_warps = num(b.get("num_warps")?)?;
         let sizes = b
             .get("output_tiles")?
@@ -881,7 +881,12 @@ impl XlaTile {
             return None;
         }
         sizes.iter().try_fold(1i64, |a, &b| a.checked_mul(b))?;
-        Some(XlaTile { num_warps, sizes })
+        let num_stages = b.get("num_stages").and_then(num).unwrap_or(1);
+        Some(XlaTile {
+            num_warps,
+            sizes,
+            num_stages,
+        })
     }
 
     /// The tile's elements (checked not to overflow when parsed).

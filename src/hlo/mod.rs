@@ -103,6 +103,12 @@ impl Instr {
     }
 }
 
+/// An integer of a `backend_config`, which XLA prints as a JSON number or a string
+/// (`"num_warps":"4"`).
+pub fn json_int(v: &serde_json::Value) -> Option<i64> {
+    v.as_i64().or_else(|| v.as_str()?.trim().parse().ok())
+}
+
 /// A computation: instructions in definition order, one of them the root.
 #[derive(Clone, Debug)]
 pub struct Computation {
