@@ -8,7 +8,7 @@ use super::{Args, Session};
 use crate::gpu::bench::gemm as run;
 use crate::gpu::emit::gemm::{self as emit, Config};
 use crate::gpu::gemm::{for_name, GemmSpec};
-use crate::syntax::{Diagnostic, Span};
+use crate::syntax::Diagnostic;
 use crate::value::Value;
 
 /// The GEMM of the fusion the first argument names, when it has a dot.
@@ -21,31 +21,20 @@ pub(super) fn gemm_of(s: &Session, a: &Args) -> Result<Option<GemmSpec>, Diagnos
     }
 }
 
-fn span_of(a: &Args, key: &str) -> Span {
-    a.kv(key).map_or(a.span(), |v| v.span())
-}
+use super::cmd_gpu::span_of;
 
 /// The tiling from `tile=`, `warps=`, `stages=` over the fusion's default, checked, and
 /// `naive`; with where the tiling came from.
 fn config(g: &GemmSpec, a: &Args) -> Result<(Config, &'static str), Diagnostic> {
-    for key in [
-        "mapping",
-        "block",
-        "vector",
-        "unroll",
-        "max_blocks",
-        "tiled",
-    ] {
-        if a.kv(key).is_some() {
-            return Err(Diagnostic::at(
-                format!(
-                    "`{key}=` does not apply: {} is a dot fusion, computed by a GEMM kernel",
-                    g.name
-                ),
-                span_of(a, key),
-            )
-            .with_help("a GEMM takes tile=(BM, BN, BK), warps=N and stages=N"));
-        }
+    if let Some((key, span)) = super::cmd_gpu::launch_option_given(a) {
+        return Err(Diagnostic::at(
+            format!(
+                "`{key}=` does not apply: {} is a dot fusion, computed by a GEMM kernel",
+                g.name
+            ),
+            span,
+        )
+        .with_help("a GEMM takes tile=(BM, BN, BK), warps=N and stages=N"));
     }
     let bad = |key: &str, m: String| Err(Diagnostic::at(m, span_of(a, key)));
     let (base, _, origin) = g.tiling(None).map_err(|m| Diagnostic::at(m, a.span()))?;

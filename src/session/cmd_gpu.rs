@@ -79,20 +79,11 @@ fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     // `target=cpu`: the C kernel `emit ... target=cpu` writes, compiled and run, checked
     // against the same reference (it was taken and ignored: the CUDA kernel was checked).
     if let Target::Cpu = target(a, &Mapping::default())? {
-        for key in [
-            "block",
-            "vector",
-            "unroll",
-            "max_blocks",
-            "tiled",
-            "mapping",
-        ] {
-            if a.kv(key).is_some() {
-                return Err(Diagnostic::at(
-                    format!("`{key}=` sets a CUDA launch; the C kernel of `target=cpu` has none"),
-                    span_of(a, key),
-                ));
-            }
+        if let Some((key, span)) = launch_option_given(a) {
+            return Err(Diagnostic::at(
+                format!("`{key}=` sets a CUDA launch; the C kernel of `target=cpu` has none"),
+                span,
+            ));
         }
         let spec = spec(s, a)?;
         crate::gpu::cuda_cpu::check_c(&spec, naive, None)
@@ -154,8 +145,26 @@ pub(super) fn spec(s: &Session, a: &Args) -> Result<KernelSpec, Diagnostic> {
     r.map_err(|m| Diagnostic::at(m, span))
 }
 
-fn span_of(a: &Args, key: &str) -> Span {
+pub(super) fn span_of(a: &Args, key: &str) -> Span {
     a.kv(key).map_or(a.span(), |v| v.span())
+}
+
+/// The options that set a CUDA launch: a mapping, its launch keys, `tiled=`.
+const LAUNCH_OPTIONS: [&str; 6] = [
+    "mapping",
+    "block",
+    "vector",
+    "unroll",
+    "max_blocks",
+    "tiled",
+];
+
+/// The first launch option given ([`LAUNCH_OPTIONS`]) and where, for the commands and
+/// targets that take none.
+pub(super) fn launch_option_given(a: &Args) -> Option<(&'static str, Span)> {
+    LAUNCH_OPTIONS
+        .into_iter()
+        .find_map(|k| a.kv(k).map(|v| (k, v.span())))
 }
 
 /// The mapping the arguments give: the one named by `mapping=NAME` (or the default), with
@@ -656,21 +665,12 @@ fn coalescing_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 /// 64-byte transactions per representative tile (`gpu::tile_coalescing`).
 fn tiled_coalescing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     use crate::gpu::tile_coalescing::{check_tile, tiled_report_with};
-    for k in [
-        "mapping",
-        "block",
-        "vector",
-        "unroll",
-        "max_blocks",
-        "tiled",
-    ] {
-        if a.kv(k).is_some() {
-            return Err(Diagnostic::at(
-                format!("`{k}=` sets the GPU launch; `tile=` counts tiles of the output instead"),
-                span_of(a, k),
-            )
-            .with_help("give either tile=(..) or the launch options, not both"));
-        }
+    if let Some((k, span)) = launch_option_given(a) {
+        return Err(Diagnostic::at(
+            format!("`{k}=` sets the GPU launch; `tile=` counts tiles of the output instead"),
+            span,
+        )
+        .with_help("give either tile=(..) or the launch options, not both"));
     }
     let spec = spec(s, a)?;
     let verdict = match a.kv_word("verdict")?.as_deref() {
