@@ -339,31 +339,24 @@ pub fn view_range(egraph: &EGraph, v: &View) -> Interval {
         })
 }
 
-/// Whether some atom of the operands `ab` (their views, as the analysis keeps them; a sum
-/// `a + b` has no other atoms) has a node that `is`: a test that builds nothing, for a rule
-/// to run before it builds a view.
-pub fn some_atom(egraph: &EGraph, ab: &[Id], is: impl Fn(&IxLang) -> bool) -> bool {
-    ab.iter().any(|&id| {
+/// The atoms of the operands `ab` (their views, as the analysis keeps them: a constant has
+/// none, a class without a view is its own; a sum `a + b` has no other atoms).
+pub fn atoms<'g>(egraph: &'g EGraph, ab: &'g [Id]) -> impl Iterator<Item = Id> + 'g {
+    ab.iter().flat_map(move |&id| {
         let f = &egraph[id].data;
-        let has = |atom: Id| egraph[atom].nodes.iter().any(&is);
-        match (&f.constant, &f.view) {
-            (Some(_), _) => false,
-            (None, Some(v)) => v.terms.iter().any(|&(t, _)| has(t)),
-            (None, None) => has(id),
-        }
+        let (terms, own): (&[(Id, i64)], _) = match (&f.constant, &f.view) {
+            (Some(_), _) => (&[], None),
+            (None, Some(v)) => (&v.terms, None),
+            (None, None) => (&[], Some(id)),
+        };
+        terms.iter().map(|&(t, _)| t).chain(own)
     })
 }
 
-/// Calls `f` on every atom of the operands `ab` (their views, as the analysis keeps them).
-pub fn for_each_atom(egraph: &EGraph, ab: &[Id], mut f: impl FnMut(Id)) {
-    for &id in ab {
-        let data = &egraph[id].data;
-        match (&data.constant, &data.view) {
-            (Some(_), _) => {}
-            (None, Some(v)) => v.terms.iter().for_each(|&(t, _)| f(t)),
-            (None, None) => f(id),
-        }
-    }
+/// Whether some atom of the operands `ab` ([`atoms`]) has a node that `is`: a test that
+/// builds nothing, for a rule to run before it builds a view.
+pub fn some_atom(egraph: &EGraph, ab: &[Id], is: impl Fn(&IxLang) -> bool) -> bool {
+    atoms(egraph, ab).any(|atom| egraph[atom].nodes.iter().any(&is))
 }
 
 /// Adds a node for `n`.

@@ -8,7 +8,7 @@
 //! Wildcards: ?a ?b any expression. The rule reads the sum's linear view, so the two
 //! halves may sit anywhere in a longer sum and carry a common factor.
 
-use super::{build_view, for_each_atom, num, positive, some_atom, view, view_range, Compute, Rule};
+use super::{atoms, build_view, num, positive, some_atom, view, view_range, Compute, Rule};
 use crate::interval::Interval;
 use crate::simplify::analysis::{EGraph, Fact, View};
 use crate::simplify::language::IxLang;
@@ -106,7 +106,7 @@ pub fn basis_change_may_fire(egraph: &EGraph, ab: &[Id]) -> bool {
     // the dividends a quotient of the pair may have (a handful; more are not looked for)
     let mut roots = [Id::from(0usize); 8];
     let mut n = 0;
-    for_each_atom(egraph, ab, |atom| {
+    atoms(egraph, ab).for_each(|atom| {
         for node in &egraph[atom].nodes {
             let IxLang::Mod([x, _]) = *node else { continue };
             if !digit_base(egraph, x) {
