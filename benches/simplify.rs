@@ -685,6 +685,8 @@ fn main() {
 ///   and of its domain (or why isl cannot take it), ixmap's simplified results and their
 ///   cost (the cost of the printed form, parsed back as any other map text would be);
 /// - `time I J` — `[ns, ...]`: one `simplify` of each map `I..J`, already parsed;
+/// - `warm I J N` — `[ns, ...]`: per map of `I..J`, the median of N `simplify`s in a row
+///   after an untimed one (code and caches warm: `--warm` of the script);
 /// - `check I E1;E2;...` — isl's results converted to our syntax, over map `I`'s variables
 ///   and domain: their cost, and whether they equal map `I` at every domain point (all
 ///   points up to 2M, else 200,000 points drawn from the box);
@@ -965,6 +967,35 @@ mod isl_worker {
                             let t = Instant::now();
                             criterion::black_box(simplify(criterion::black_box(m), &limits));
                             t.elapsed().as_nanos() as u64
+                        })
+                        .collect();
+                    json!(ns)
+                }
+                "warm" => {
+                    // `warm I J N`: per map of `I..J`, the median of N `simplify`s in a row
+                    // (the first untimed): the cost with the code and the caches warm, which
+                    // the interleaved `time` rounds never see (see `--warm` in the script)
+                    let nums: Vec<usize> =
+                        line.split(' ').skip(1).filter_map(|x| x.parse().ok()).collect();
+                    let j = nums.get(1).copied().unwrap_or(maps.len()).min(maps.len());
+                    let i = nums.first().copied().unwrap_or(0).min(j);
+                    let n = nums.get(2).copied().unwrap_or(21).max(1);
+                    let ns: Vec<u64> = maps[i..j]
+                        .iter()
+                        .map(|(_, m)| {
+                            criterion::black_box(simplify(criterion::black_box(m), &limits));
+                            let mut ts: Vec<u64> = (0..n)
+                                .map(|_| {
+                                    let t = Instant::now();
+                                    criterion::black_box(simplify(
+                                        criterion::black_box(m),
+                                        &limits,
+                                    ));
+                                    t.elapsed().as_nanos() as u64
+                                })
+                                .collect();
+                            ts.sort_unstable();
+                            ts[ts.len() / 2]
                         })
                         .collect();
                     json!(ns)

@@ -5,11 +5,15 @@ Run it through `scripts/bench-isl` (it makes the venv `target/isl-venv` with isl
 and builds the bench in release mode); options:
 
     scripts/bench-isl [--rounds N] [--chunk K] [--only GROUP,...] [--smoke [--strict]]
-                      [--baseline OLD_BENCH_BIN]
+                      [--baseline OLD_BENCH_BIN] [--warm N]
 
 (`--baseline`: another build's bench binary, `target/release/deps/simplify-HASH` copied
 aside before rebuilding, is a third side of the same interleaving: the table then also
 gives before/after per group, and how many outputs differ.)
+
+(`--warm N`: a diagnostic table besides: each map N times in a row on each side, the median,
+so the warm cost of both sides sits beside the interleaved one; their quotient is what a cold
+start costs each side.)
 
 (`--smoke` is what scripts/test-all runs, with `--strict`: 3 maps per group in a debug build,
 every isl output converted back and checked, seconds.)
@@ -284,6 +288,11 @@ def main():
     ap.add_argument("--idle-side", choices=["ixmap", "isl"], default=None,
                     help="diagnostic (with --report): the side that skips the maps outside "
                          "the reported groups (which side's work on them slows the rest)")
+    ap.add_argument("--warm", type=int, default=0, metavar="N",
+                    help="diagnostic: after the interleaved rounds, each map also timed warm, "
+                         "N times in a row on each side (median), and a table of warm times "
+                         "beside the interleaved ones: what of the interleaved time is the "
+                         "cost of starting cold (code and caches left by the other side)")
     args = ap.parse_args()
     if args.smoke:
         args.rounds = 2
@@ -375,6 +384,22 @@ def main():
                 f()
         print(f"round {r + 1}/{args.rounds} done ({time.time() - t0:.0f} s)", file=sys.stderr)
 
+    # Warm times (--warm N): each map N times in a row on one side, then on the other; the
+    # median per map. Not interleaved (that is the point): the other side's work never runs
+    # between two timings of a map.
+    w_ix, w_gist = {}, {}
+    if args.warm:
+        for i in run:
+            w_ix[i] = w.ask(f"warm {i} {i + 1} {args.warm}")[0]
+            mpa, dom = isl_obj[i][0], isl_obj[i][1]
+            mpa.gist(dom)
+            ts = []
+            for _ in range(args.warm):
+                a = time.perf_counter_ns()
+                mpa.gist(dom)
+                ts.append(time.perf_counter_ns() - a)
+            w_gist[i] = statistics.median(ts)
+
     if args.report:
         run = [i for i in run if maps[i]["group"] in args.report.split(",")]
     # Outputs: convert, check, cost.
@@ -382,6 +407,7 @@ def main():
     for i in run:
         m = maps[i]
         row = {"i": i, "group": m["group"], "src": m["src"], "ixmap": m["ixmap_out"],
+               "w_ixmap": w_ix.get(i), "w_gist": w_gist.get(i),
                "ixmap_cost": m["ixmap_cost"], "limit_hit": m["limit_hit"],
                "nodes": m.get("nodes", 0),
                "t_ixmap": statistics.median(t_ix[i]), "t_gist": statistics.median(t_gist[i]),
@@ -478,6 +504,23 @@ def main():
             f"{statistics.median(ratios):>4.1f}x | {us(pct(co, .5)):>9} {us(pct(fu, .5)):>10} | "
             f"{cheaper['ixmap']:>14} {cheaper['equal']:>5} {cheaper['isl']:>3} | "
             f"{ok:>3}/{len(rs):<3}" + (f" (n/a {cheaper['n/a']})" if cheaper["n/a"] else ""))
+    if args.warm:
+        say("")
+        say(f"warm (--warm {args.warm}): each map {args.warm} times in a row per side, median; "
+            f"beside the interleaved medians above (cold/warm: what starting cold costs each side)")
+        hdr = (f"{'group':>8} {'maps':>4} | {'ixmap warm':>10} {'isl warm':>8} {'ratio':>6} | "
+               f"{'ixmap cold/warm':>15} {'isl cold/warm':>13}")
+        say(hdr)
+        say("-" * len(hdr))
+        for g in groups + ["all"]:
+            rs = [r for r in rows if g == "all" or r["group"] == g]
+            wi = [r["w_ixmap"] for r in rs]
+            wg = [r["w_gist"] for r in rs]
+            ix = [r["t_ixmap"] for r in rs]
+            gi = [r["t_gist"] for r in rs]
+            say(f"{g:>8} {len(rs):>4} | {us(pct(wi, .5)):>10} {us(pct(wg, .5)):>8} "
+                f"{pct(wg, .5) / pct(wi, .5):>5.1f}x | {pct(ix, .5) / pct(wi, .5):>14.1f}x "
+                f"{pct(gi, .5) / pct(wg, .5):>12.1f}x")
     if wb is not None:
         say("")
         say(f"before/after: the baseline build ({args.baseline}) timed in the same "
