@@ -337,7 +337,8 @@ fn once(maps: &[(String, IndexingMap)]) {
 /// `perf record`: every map simplified once untimed (as the worker does before it
 /// answers), then ROUNDS times over the maps (of GROUP, or all) in chunks of 16, one
 /// `simplify` each, with the caches evicted between chunks (16 MiB written, as isl's side
-/// of the interleaving leaves them); prints the median per map over rounds, per group.
+/// of the interleaving leaves them; `--churn`: other code run too, parsing and printing);
+/// prints the median per map over rounds, per group.
 fn cold(maps: &[(String, IndexingMap)]) {
     let args: Vec<String> = std::env::args().collect();
     let at = args.iter().position(|a| a == "--cold").unwrap_or(0);
@@ -367,6 +368,11 @@ fn cold(maps: &[(String, IndexingMap)]) {
         .iter()
         .any(|a| a == "--collect" || a == "--collect-force");
     let force_collect = args.iter().any(|a| a == "--collect-force");
+    // `--churn`: between chunks, also run other code than the simplifier's (parse, build and
+    // print 64 corpus maps, the JSON of their text): code and branch history evicted too, as
+    // the other side of `scripts/bench-isl` leaves them, where the 16 MiB write evicts data.
+    let churn = args.iter().any(|a| a == "--churn");
+    let srcs: Vec<String> = maps.iter().take(64).map(|(_, m)| m.to_string()).collect();
     let mut evict = vec![0u8; 16 << 20];
     let mut times = vec![Vec::new(); picked.len()];
     for round in 0..rounds {
@@ -383,6 +389,15 @@ fn cold(maps: &[(String, IndexingMap)]) {
                     }
                 }
                 times[c * 16 + j].push(t.elapsed());
+            }
+            if churn {
+                for src in &srcs {
+                    if let Ok(lit) = ixmap::syntax::parse_map_lit(src) {
+                        if let Ok(m) = ixmap::session::build::build_map(&lit) {
+                            black_box(serde_json::to_string(&m.to_string()).ok());
+                        }
+                    }
+                }
             }
             if !no_evict {
                 for (i, b) in evict.iter_mut().enumerate().step_by(64) {
