@@ -990,8 +990,11 @@ mod isl_worker {
                     // `warm I J N`: per map of `I..J`, the median of N `simplify`s in a row
                     // (the first untimed): the cost with the code and the caches warm, which
                     // the interleaved `time` rounds never see (see `--warm` in the script)
-                    let nums: Vec<usize> =
-                        line.split(' ').skip(1).filter_map(|x| x.parse().ok()).collect();
+                    let nums: Vec<usize> = line
+                        .split(' ')
+                        .skip(1)
+                        .filter_map(|x| x.parse().ok())
+                        .collect();
                     let j = nums.get(1).copied().unwrap_or(maps.len()).min(maps.len());
                     let i = nums.first().copied().unwrap_or(0).min(j);
                     let n = nums.get(2).copied().unwrap_or(21).max(1);
