@@ -476,6 +476,17 @@ def main():
             groups.append(r["group"])
     lines = []
     say = lines.append
+
+    def table(hdr, line):
+        """A table: the header, a rule, then `line(group, its rows)` per group and for all."""
+        say(hdr)
+        say("-" * len(hdr))
+        for g in groups + ["all"]:
+            say(line(g, [r for r in rows if g == "all" or r["group"] == g]))
+
+    def cols(rs, *keys):
+        """Per key, the list of that field over the rows."""
+        return [[r[k] for r in rs] for k in keys]
     say(f"ixmap simplify vs isl (islpy {isl_version()}), {args.rounds} rounds interleaved "
         f"in chunks of {args.chunk}; per-map time = median over rounds; times in µs")
     say(f"isl = MultiPwAff over the domain, gist(domain); islpy call overhead "
@@ -485,42 +496,36 @@ def main():
            f"{'isl med':>8} {'p99':>8} {'max':>8} | {'ratio med':>9} {'p99':>5} {'/map':>5} | "
            f"{'+coal med':>9} {'parse+gist':>10} | {'cheaper: ixmap':>14} {'equal':>5} "
            f"{'isl':>3} | {'isl chk':>7}")
-    say(hdr)
-    say("-" * len(hdr))
-    for g in groups + ["all"]:
-        rs = [r for r in rows if g == "all" or r["group"] == g]
-        ix = [r["t_ixmap"] for r in rs]
-        gi = [r["t_gist"] for r in rs]
-        co = [r["t_coalesce"] for r in rs]
-        fu = [r["t_parse_gist"] for r in rs]
+
+    def main_line(g, rs):
+        ix, gi, co, fu = cols(rs, "t_ixmap", "t_gist", "t_coalesce", "t_parse_gist")
         ratios = [b / a for a, b in zip(ix, gi)]
         cheaper = {"ixmap": 0, "equal": 0, "isl": 0, "n/a": 0}
         for r in rs:
             cheaper[who_cheaper(r)] += 1
         ok = sum(1 for r in rs if r["gist"].get("equal") is True)
-        say(f"{g:>8} {len(rs):>4} | {us(pct(ix, .5)):>9} {us(pct(ix, .99)):>8} {us(max(ix)):>8} | "
-            f"{us(pct(gi, .5)):>8} {us(pct(gi, .99)):>8} {us(max(gi)):>8} | "
-            f"{pct(gi, .5) / pct(ix, .5):>8.1f}x {pct(gi, .99) / pct(ix, .99):>4.1f}x "
-            f"{statistics.median(ratios):>4.1f}x | {us(pct(co, .5)):>9} {us(pct(fu, .5)):>10} | "
-            f"{cheaper['ixmap']:>14} {cheaper['equal']:>5} {cheaper['isl']:>3} | "
-            f"{ok:>3}/{len(rs):<3}" + (f" (n/a {cheaper['n/a']})" if cheaper["n/a"] else ""))
+        return (f"{g:>8} {len(rs):>4} | {us(pct(ix, .5)):>9} {us(pct(ix, .99)):>8} {us(max(ix)):>8} | "
+                f"{us(pct(gi, .5)):>8} {us(pct(gi, .99)):>8} {us(max(gi)):>8} | "
+                f"{pct(gi, .5) / pct(ix, .5):>8.1f}x {pct(gi, .99) / pct(ix, .99):>4.1f}x "
+                f"{statistics.median(ratios):>4.1f}x | {us(pct(co, .5)):>9} {us(pct(fu, .5)):>10} | "
+                f"{cheaper['ixmap']:>14} {cheaper['equal']:>5} {cheaper['isl']:>3} | "
+                f"{ok:>3}/{len(rs):<3}" + (f" (n/a {cheaper['n/a']})" if cheaper["n/a"] else ""))
+
+    table(hdr, main_line)
     if args.warm:
         say("")
         say(f"warm (--warm {args.warm}): each map {args.warm} times in a row per side, median; "
             f"beside the interleaved medians above (cold/warm: what starting cold costs each side)")
         hdr = (f"{'group':>8} {'maps':>4} | {'ixmap warm':>10} {'isl warm':>8} {'ratio':>6} | "
                f"{'ixmap cold/warm':>15} {'isl cold/warm':>13}")
-        say(hdr)
-        say("-" * len(hdr))
-        for g in groups + ["all"]:
-            rs = [r for r in rows if g == "all" or r["group"] == g]
-            wi = [r["w_ixmap"] for r in rs]
-            wg = [r["w_gist"] for r in rs]
-            ix = [r["t_ixmap"] for r in rs]
-            gi = [r["t_gist"] for r in rs]
-            say(f"{g:>8} {len(rs):>4} | {us(pct(wi, .5)):>10} {us(pct(wg, .5)):>8} "
-                f"{pct(wg, .5) / pct(wi, .5):>5.1f}x | {pct(ix, .5) / pct(wi, .5):>14.1f}x "
-                f"{pct(gi, .5) / pct(wg, .5):>12.1f}x")
+
+        def warm_line(g, rs):
+            wi, wg, ix, gi = cols(rs, "w_ixmap", "w_gist", "t_ixmap", "t_gist")
+            return (f"{g:>8} {len(rs):>4} | {us(pct(wi, .5)):>10} {us(pct(wg, .5)):>8} "
+                    f"{pct(wg, .5) / pct(wi, .5):>5.1f}x | {pct(ix, .5) / pct(wi, .5):>14.1f}x "
+                    f"{pct(gi, .5) / pct(wg, .5):>12.1f}x")
+
+        table(hdr, warm_line)
     if wb is not None:
         say("")
         say(f"before/after: the baseline build ({args.baseline}) timed in the same "
@@ -528,12 +533,9 @@ def main():
         hdr = (f"{'group':>8} {'maps':>4} | {'before med':>10} {'p99':>8} {'max':>8} | "
                f"{'after med':>9} {'p99':>8} {'max':>8} | {'speed-up med':>12} {'p99':>5} "
                f"{'/map':>5} | {'outputs: same':>13} {'cheaper':>7} {'dearer':>6}")
-        say(hdr)
-        say("-" * len(hdr))
-        for g in groups + ["all"]:
-            rs = [r for r in rows if g == "all" or r["group"] == g]
-            a = [r["t_base"] for r in rs]
-            b = [r["t_ixmap"] for r in rs]
+
+        def base_line(g, rs):
+            a, b = cols(rs, "t_base", "t_ixmap")
             same = sum(1 for r in rs if r["base"] == r["ixmap"])
             cheaper = sum(1 for r in rs if r["base"] != r["ixmap"] and r["ixmap_cost"] is not None
                           and r["base_cost"] is not None
@@ -541,11 +543,13 @@ def main():
             dearer = sum(1 for r in rs if r["base"] != r["ixmap"] and r["ixmap_cost"] is not None
                          and r["base_cost"] is not None
                          and tuple(r["ixmap_cost"]) > tuple(r["base_cost"]))
-            say(f"{g:>8} {len(rs):>4} | {us(pct(a, .5)):>10} {us(pct(a, .99)):>8} {us(max(a)):>8} | "
-                f"{us(pct(b, .5)):>9} {us(pct(b, .99)):>8} {us(max(b)):>8} | "
-                f"{pct(a, .5) / pct(b, .5):>11.2f}x {pct(a, .99) / pct(b, .99):>4.2f}x "
-                f"{statistics.median([x / y for x, y in zip(a, b)]):>4.2f}x | "
-                f"{same:>13} {cheaper:>7} {dearer:>6}")
+            return (f"{g:>8} {len(rs):>4} | {us(pct(a, .5)):>10} {us(pct(a, .99)):>8} {us(max(a)):>8} | "
+                    f"{us(pct(b, .5)):>9} {us(pct(b, .99)):>8} {us(max(b)):>8} | "
+                    f"{pct(a, .5) / pct(b, .5):>11.2f}x {pct(a, .99) / pct(b, .99):>4.2f}x "
+                    f"{statistics.median([x / y for x, y in zip(a, b)]):>4.2f}x | "
+                    f"{same:>13} {cheaper:>7} {dearer:>6}")
+
+        table(hdr, base_line)
     say("")
     say("cheaper: whose output has the lower (div, ops) cost; isl's best of gist and "
         "gist+coalesce, among its outputs that check equal to the input")
