@@ -554,14 +554,38 @@ fn pinned_by_fact(e: Expr, m: &IndexingMap) -> bool {
 /// Whether the e-graph could improve `e`: it has a division or mentions a variable whose
 /// bounds are a single point (the linear form is otherwise already the simplest).
 fn worth_rewriting(e: Expr, point_vars: &[bool]) -> bool {
+    // Read off the node's facts (O(1)) rather than walked: a division, min or max
+    // anywhere, else a point variable among those the expression uses (the walk below
+    // only where a variable past 62 occurs, which the mask does not tell apart). The
+    // walk was 2% of a median map's instructions (callgrind, random group).
+    if e.has_div() || e.has_min_max() {
+        return true;
+    }
+    let mask = e.var_mask();
+    if mask >> 63 != 0 {
+        return worth_rewriting_walk(e, point_vars);
+    }
+    let mut low = mask;
+    while low != 0 {
+        let v = low.trailing_zeros() as usize;
+        if point_vars.get(v).copied().unwrap_or(false) {
+            return true;
+        }
+        low &= low - 1;
+    }
+    false
+}
+
+/// [`worth_rewriting`] by a walk of `e`.
+fn worth_rewriting_walk(e: Expr, point_vars: &[bool]) -> bool {
     match e.kind() {
         ExprKind::Const(_) => false,
         ExprKind::Var(v) => point_vars.get(v as usize).copied().unwrap_or(false),
         ExprKind::Bin(op, a, b) => {
             op.is_div_like()
                 || op.is_min_max()
-                || worth_rewriting(a, point_vars)
-                || worth_rewriting(b, point_vars)
+                || worth_rewriting_walk(a, point_vars)
+                || worth_rewriting_walk(b, point_vars)
         }
     }
 }
