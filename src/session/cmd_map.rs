@@ -701,6 +701,7 @@ fn simplify_file(_s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         rows.push(row);
     }
     let mut headers = vec!["line".to_string(), "simplified".to_string()];
+    let maps = if times.len() == 1 { "map" } else { "maps" };
     let summary = if show_times {
         headers.push("time".into());
         let total: std::time::Duration = times.iter().sum();
@@ -708,14 +709,14 @@ fn simplify_file(_s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         sorted.sort();
         let median = sorted.get(sorted.len() / 2).copied().unwrap_or_default();
         format!(
-            "{} maps simplified: median {:.1} µs, max {:.1} µs, total {:.1} ms",
+            "{} {maps} simplified: median {:.1} µs, max {:.1} µs, total {:.1} ms",
             times.len(),
             median.as_secs_f64() * 1e6,
             sorted.last().copied().unwrap_or_default().as_secs_f64() * 1e6,
             total.as_secs_f64() * 1e3
         )
     } else {
-        format!("{} maps simplified", times.len())
+        format!("{} {maps} simplified", times.len())
     };
     Ok(Value::Table(crate::value::Table {
         title: None,
