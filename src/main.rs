@@ -431,6 +431,19 @@ fn test(bless: bool, as_json: bool, junit: Option<PathBuf>, paths: Vec<PathBuf>)
     code
 }
 
+/// The directory a transcript's relative paths are read from: the parent of the nearest
+/// `sessions` folder the file lies in (`PROJECT/sessions/hlo/x.ixm` → `PROJECT`), taken
+/// lexically (no symbolic link resolved, so `../shared` beside the project stays where the
+/// user sees it); `None` for a file outside any `sessions` folder (the current directory).
+fn transcript_root(f: &std::path::Path) -> Option<PathBuf> {
+    let abs = std::path::absolute(f).ok()?;
+    abs.ancestors()
+        .skip(1)
+        .find(|a| a.file_name() == Some("sessions".as_ref()))?
+        .parent()
+        .map(PathBuf::from)
+}
+
 fn test_files(
     bless: bool,
     as_json: bool,
@@ -485,7 +498,18 @@ fn test_files(
                 continue;
             }
         };
-        let r = match ixmap::transcript::replay(&src) {
+        // Relative paths in a project's transcripts (`benches/data/...`, `../shared/...`)
+        // name files from the project's root: the replay runs there, wherever `ixmap test`
+        // was started (back in the starting directory before anything is reported or
+        // blessed, so `f` keeps naming the same file).
+        let here = std::env::current_dir().ok();
+        let root = transcript_root(f).filter(|r| Some(r) != here.as_ref());
+        let moved = root.as_ref().is_some_and(|r| std::env::set_current_dir(r).is_ok());
+        let replayed = ixmap::transcript::replay(&src);
+        if let (true, Some(h)) = (moved, &here) {
+            let _ = std::env::set_current_dir(h);
+        }
+        let r = match replayed {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("error: {}:{e}", f.display());

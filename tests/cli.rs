@@ -957,3 +957,43 @@ fn test_reports_json_junit_and_the_first_line_not_found() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).contains("XPASS"), "{}", stdout(&o));
 }
+
+/// A project's transcripts name files from the project's root (`simplify_file
+/// data/maps.txt`): `ixmap test` replays each transcript from the folder holding its
+/// `sessions/`, so they pass whatever directory it is started in, and `--bless` still
+/// rewrites the file it was given.
+#[test]
+fn test_reads_a_transcripts_paths_from_its_project_root() {
+    let dir = scratch("root");
+    let project = dir.join("project");
+    std::fs::create_dir_all(project.join("sessions/sub")).expect("folders");
+    std::fs::create_dir_all(project.join("data")).expect("folders");
+    std::fs::write(
+        project.join("data/maps.txt"),
+        "(d0) -> ((d0 floordiv 8) * 8 + d0 mod 8), domain: d0 in [0, 100]\n",
+    )
+    .expect("write");
+    let case = "ixmap> simplify_file data/maps.txt\n\
+                line  simplified\n   \
+                1  (d0) -> (d0), domain: d0 in [0, 100], is_simplified: true\n\
+                1 map simplified\n";
+    let f = project.join("sessions/sub/paths.ixm");
+    std::fs::write(&f, case).expect("write");
+    // started from the scratch folder, outside the project
+    let o = ixmap()
+        .current_dir(&dir)
+        .args(["test", f.to_str().unwrap_or_default()])
+        .output()
+        .expect("the ixmap binary runs");
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("1 passed"), "{}", stdout(&o));
+    // and a stale one is blessed in place, by the path as given (relative to where it ran)
+    std::fs::write(&f, case.replace("(d0) -> (d0),", "(d0) -> (d0 + 0),")).expect("write");
+    let o = ixmap()
+        .current_dir(&dir)
+        .args(["test", "--bless", "project/sessions/sub/paths.ixm"])
+        .output()
+        .expect("the ixmap binary runs");
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(std::fs::read_to_string(&f).expect("read"), case);
+}
