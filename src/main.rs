@@ -504,7 +504,9 @@ fn test_files(
         // blessed, so `f` keeps naming the same file).
         let here = std::env::current_dir().ok();
         let root = transcript_root(f).filter(|r| Some(r) != here.as_ref());
-        let moved = root.as_ref().is_some_and(|r| std::env::set_current_dir(r).is_ok());
+        let moved = root
+            .as_ref()
+            .is_some_and(|r| std::env::set_current_dir(r).is_ok());
         let replayed = ixmap::transcript::replay(&src);
         if let (true, Some(h)) = (moved, &here) {
             let _ = std::env::set_current_dir(h);

@@ -724,16 +724,7 @@ fn heuristic_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         )
         .with_help(format!("usage: {usage}")));
     }
-    for k in [
-        "mapping",
-        "block",
-        "vector",
-        "unroll",
-        "max_blocks",
-        "tiled",
-        "tile",
-        "verdict",
-    ] {
+    for &k in LAUNCH_OPTIONS.iter().chain(&["tile", "verdict"]) {
         if let Some(v) = a.kv(k) {
             return Err(Diagnostic::at(
                 format!("`{k}=` does not apply: the heuristic looks at the instructions, and the exact analysis runs XLA's default launch"),
