@@ -343,12 +343,7 @@ pub fn xla_launch(ins: &Instr) -> Option<String> {
 
 /// The source line of an instruction, from its metadata's `stack_frame_id`.
 fn location(ws: &Workspace, ins: &Instr) -> Option<String> {
-    let meta = ins
-        .attrs
-        .other
-        .iter()
-        .find(|(k, _)| k == "metadata")
-        .map(|(_, v)| v.as_str())?;
+    let meta = ins.attrs.other("metadata")?;
     let id = crate::hlo::frames::stack_frame_id(meta)?;
     ws.module.frames.location(id).map(|l| l.to_string())
 }
@@ -1157,10 +1152,8 @@ pub fn survey_workspace(
                 opcode: ins.opcode.clone(),
                 target: ins
                     .attrs
-                    .other
-                    .iter()
-                    .find(|(k, _)| k == "custom_call_target")
-                    .map(|(_, v)| v.trim_matches('"').to_string()),
+                    .other("custom_call_target")
+                    .map(|v| v.trim_matches('"').to_string()),
             }),
             _ => {}
         }

@@ -264,10 +264,8 @@ impl<'a> Builder<'a> {
         if op == "compare" && ins.operands.len() == 2 {
             let dir = ins
                 .attrs
-                .other
-                .iter()
-                .find(|(k, _)| k == "direction")
-                .and_then(|(_, v)| CmpDir::from_hlo(v.trim()))
+                .other("direction")
+                .and_then(CmpDir::from_hlo)
                 .ok_or_else(|| {
                     format!(
                         "`{}`: compare needs direction=EQ, NE, LT, LE, GT or GE",
@@ -1789,10 +1787,8 @@ fn scalar_body(
         "compare" => {
             let dir = ins
                 .attrs
-                .other
-                .iter()
-                .find(|(k, _)| k == "direction")
-                .and_then(|(_, v)| CmpDir::from_hlo(v.trim()))
+                .other("direction")
+                .and_then(CmpDir::from_hlo)
                 .ok_or_else(|| format!("`{}` in `{name}` has no direction", ins.name))?;
             Body::Compare(dir, Box::new(arg(0)?), Box::new(arg(1)?))
         }

@@ -351,6 +351,15 @@ pub fn window(v: &str) -> Result<Vec<WindowDim>, AttrError> {
 }
 
 impl Attrs {
+    /// The text of an attribute ixmap keeps untyped (`backend_config`, `metadata`,
+    /// `direction`, ...), trimmed; `None` when the instruction has none.
+    pub fn other(&self, key: &str) -> Option<&str> {
+        self.other
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.trim())
+    }
+
     /// Records `key=value`, typed when ixmap knows the key. `Err` has offsets within `value`.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), AttrError> {
         let int = |v: &str| int_at(v, 0);

@@ -89,12 +89,7 @@ impl Instr {
     /// The instruction's `backend_config` as JSON, if it prints one that parses: bare
     /// (`backend_config={...}`) or as a quoted, escaped string, as XLA prints either.
     pub fn backend_config(&self) -> Option<serde_json::Value> {
-        let text = self
-            .attrs
-            .other
-            .iter()
-            .find(|(k, _)| k == "backend_config")
-            .map(|(_, v)| v.trim())?;
+        let text = self.attrs.other("backend_config")?;
         if text.starts_with('"') {
             serde_json::from_str(&serde_json::from_str::<String>(text).ok()?).ok()
         } else {
