@@ -293,7 +293,7 @@ def inner(args):
         want = jfn(*jin[0])
         want.block_until_ready()
         cin = [[cp.asarray(h) for h in host] for _ in range(sets)]
-        couts = [cp.empty(want.shape, dtype=want.dtype) for _ in range(sets)]
+        couts = [(cp.empty(want.shape, dtype=want.dtype),) for _ in range(sets)]
         todo.append((c, k, f, jfn, jin, cin, couts, sets, want))
 
     # The dumps' fusions: ixmap's kernel only (XLA's time is the dump's CSV, matched by
@@ -305,7 +305,7 @@ def inner(args):
             key = dump_key(path, name)
             try:
                 if sig is None:
-                    raise RuntimeError("no single-output signature found")
+                    raise RuntimeError("no signature found")
                 k = ixmap_cuda(ixmap, text + "\n", name)
             except Exception as e:  # noqa: BLE001 - reported, the rest go on
                 print(f"SKIP {key} {e}".replace("\n", " ")[:300], flush=True)
@@ -313,15 +313,15 @@ def inner(args):
             mod = cp.RawModule(code=k["source"], options=("-std=c++17",), name_expressions=None)
             f = mod.get_function(k["entry"])
             rng = np.random.default_rng(0)
-            ins, (oty, odims) = sig
+            ins, outs = sig
             host = [host_array(np, rng, t, d) for t, d in ins]
-            for i, a in scatter_indices(np, rng, text, name, ins, odims).items():
+            for i, a in scatter_indices(np, rng, text, name, ins, outs[0][1]).items():
                 host[i] = a
             per = sum(h.nbytes for h in host)
             sets = 1 if args.ncu else max(1, min(64, (2 * l2) // max(per, 1) + 1))
             cin = [[cp.asarray(h) for h in host] for _ in range(sets)]
-            odt = "uint16" if oty == "bf16" else NP_TYPE[oty]
-            couts = [cp.empty(odims, dtype=odt) for _ in range(sets)]
+            odt = lambda t: "uint16" if t == "bf16" else NP_TYPE[t]
+            couts = [tuple(cp.empty(d, dtype=odt(t)) for t, d in outs) for _ in range(sets)]
             todo.append((dict(name=key, dump=True), k, f, None, None, cin, couts, sets, None))
 
     # The dumps' models themselves (the dump's models.py, its functions and inputs), run by
@@ -345,14 +345,14 @@ def inner(args):
                 models = []
 
     def ix_call(k, f, cin, couts, i):
-        f(k["grid"], k["block"], tuple(cin[i]) + (couts[i],))
+        f(k["grid"], k["block"], tuple(cin[i]) + couts[i])
 
     for c, k, f, jfn, jin, cin, couts, sets, want in todo:
         ix_call(k, f, cin, couts, 0)
         cp.cuda.runtime.deviceSynchronize()
         if want is None:
             continue  # a dump's fusion: verified by `ixmap dump`/`bench`, not here
-        got = cp.asnumpy(couts[0]).astype(np.float64)
+        got = cp.asnumpy(couts[0][0]).astype(np.float64)
         ref = np.asarray(want).astype(np.float64)
         # ‖ixmap − XLA‖ / ‖XLA‖: float32 sums in different orders differ far under 1e-5
         # (ixmap's own bench checks each element against an f64 reference with its bound).
@@ -491,18 +491,25 @@ NP_TYPE = {"pred": "uint8", "s8": "int8", "s16": "int16", "s32": "int32", "s64":
 
 
 def fusion_signature(text, name):
-    """The (type, shape) of the parameters and the output of fusion instruction `name`'s
-    computation, from the module's text; None for a tuple output or what is not found."""
+    """The (type, shape) of the parameters and of the outputs of fusion instruction `name`'s
+    computation, from the module's text: `(ins, outs)`, one output or the elements of a tuple
+    (a multi-output fusion, whose kernel ixmap emits with one pointer per element, after the
+    parameters); None where it is not found or a tuple nests."""
     m = re.search(rf"%?{re.escape(name)} = [^\n]*? fusion\([^\n]*?calls=%?([\w.\-]+)", text)
     if not m:
         return None
     h = re.search(rf"^%?{re.escape(m.group(1))} \((.*?)\) -> (.*?) {{", text, re.M)
-    if not h or h.group(2).lstrip().startswith("("):
+    if not h:
+        return None
+    res = h.group(2).strip()
+    if res.startswith("(") and "(" in res[1:]:
         return None
     shape = lambda t, d: (t, tuple(int(x) for x in d.split(",") if x))
     ins = [shape(t, d) for t, d in SHAPE.findall(h.group(1))]
-    out = SHAPE.findall(h.group(2))
-    return (ins, shape(*out[0])) if len(out) == 1 else None
+    outs = [shape(t, d) for t, d in SHAPE.findall(res)]
+    if not outs or (not res.startswith("(") and len(outs) != 1):
+        return None
+    return ins, outs
 
 
 def host_array(np, rng, ty, dims):
@@ -673,10 +680,11 @@ def main():
                     times[path] = xla_dump_times(ixmap, path)
                 try:
                     if sig is None:
-                        raise RuntimeError("no single-output signature")
+                        raise RuntimeError("no signature")
                     k = ixmap_cuda(ixmap, open(path).read() + "\n", name)
+                    outs = f"; {len(sig[1])} outputs" if len(sig[1]) > 1 else ""
                     print(f"  {key}: {k['entry']} grid {k['grid']} block {k['block']} ({k['launch']}); "
-                          f"inputs {sig[0]}; XLA {times[path].get(name, '-')} µs")
+                          f"inputs {sig[0]}{outs}; XLA {times[path].get(name, '-')} µs")
                 except Exception as e:  # noqa: BLE001
                     print(f"  {key}: SKIP {str(e).splitlines()[0][:120]}")
         print(f"dry run done in {time.time() - t_start:.0f} s; {failed} failed")

@@ -574,5 +574,21 @@ fn xla_gpu_script_dry_run() {
             .find(|l| l.starts_with("  mlp:loop_multiply_fusion:"))
             .unwrap_or_else(|| panic!("no line for the MLP's multiply:\n{text}"));
         assert!(line.contains("XLA 19.7 µs"), "{line}");
+        // every fusion gets its kernel, the max-pool's reduce-window with its five outputs
+        // (the kernel takes one pointer per element of the tuple, after the parameters)
+        let skipped: Vec<&str> = text.lines().filter(|l| l.contains(": SKIP")).collect();
+        assert!(
+            skipped.is_empty(),
+            "dump fusions skipped:\n{}",
+            skipped.join("\n")
+        );
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("  pool_grad:loop_reduce_window_fusion:"))
+            .unwrap_or_else(|| panic!("no line for the max-pool's reduce-window:\n{text}"));
+        assert!(
+            line.contains("fused_reduce_window grid") && line.contains("; 5 outputs;"),
+            "{line}"
+        );
     }
 }
