@@ -561,18 +561,18 @@ fn xla_gpu_script_dry_run() {
     let dumps = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/xla-dumps/h100-jax-0.11.2");
     if dumps.is_dir() {
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("  logsumexp_rows:input_reduce_fusion:"))
-            .unwrap_or_else(|| panic!("no line for logsumexp's second reduction:\n{text}"));
+        // (the dump fusion's line: two spaces, MODEL:FUSION and a colon)
+        let line_of = |fusion: &str| {
+            text.lines()
+                .find(|l| l.starts_with(&format!("  {fusion}:")))
+                .unwrap_or_else(|| panic!("no line for {fusion}:\n{text}"))
+        };
+        let line = line_of("logsumexp_rows:input_reduce_fusion");
         assert!(
             line.contains("row normalization") && line.contains("XLA 14.4 µs"),
             "{line}"
         );
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("  mlp:loop_multiply_fusion:"))
-            .unwrap_or_else(|| panic!("no line for the MLP's multiply:\n{text}"));
+        let line = line_of("mlp:loop_multiply_fusion");
         assert!(line.contains("XLA 19.7 µs"), "{line}");
         // every fusion gets its kernel, the max-pool's reduce-window with its five outputs
         // (the kernel takes one pointer per element of the tuple, after the parameters)
@@ -582,10 +582,7 @@ fn xla_gpu_script_dry_run() {
             "dump fusions skipped:\n{}",
             skipped.join("\n")
         );
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("  pool_grad:loop_reduce_window_fusion:"))
-            .unwrap_or_else(|| panic!("no line for the max-pool's reduce-window:\n{text}"));
+        let line = line_of("pool_grad:loop_reduce_window_fusion");
         assert!(
             line.contains("fused_reduce_window grid") && line.contains("; 5 outputs;"),
             "{line}"
