@@ -297,35 +297,39 @@ fn cheapest(egraph: &EGraph, roots: &[Id]) -> Vec<Expr> {
             }
         }
     }
+    // Each root's term, built bottom-up with an explicit stack (no recursion on the depth
+    // of the term), each class once.
     let mut built: fxhash::FxHashMap<usize, Expr> = Default::default();
-    fn build(
-        egraph: &EGraph,
-        best: &[Option<(Cost, usize)>],
-        at: usize,
-        built: &mut fxhash::FxHashMap<usize, Expr>,
-    ) -> Expr {
-        if let Some(&e) = built.get(&at) {
-            return e;
-        }
+    let node_of = |at: usize| {
         let (_, i) = best[at].expect("every class of a rebuilt e-graph has a term");
-        let node = &egraph[Id::from(at)].nodes[i];
-        let e = match *node {
-            IxLang::Num(c) => Expr::constant(c),
-            IxLang::Var(v) => Expr::var(v.0),
-            ref n => {
-                let (op, a, b) = n.op().expect("every other node is binary");
-                let a = build(egraph, best, usize::from(egraph.find(a)), built);
-                let b = build(egraph, best, usize::from(egraph.find(b)), built);
-                Expr::bin(op, a, b)
+        &egraph[Id::from(at)].nodes[i]
+    };
+    let mut out = Vec::with_capacity(roots.len());
+    for &r in roots {
+        let mut stack = vec![(slot(r), false)];
+        while let Some((at, ready)) = stack.pop() {
+            if built.contains_key(&at) {
+                continue;
             }
-        };
-        built.insert(at, e);
-        e
+            let e = match *node_of(at) {
+                IxLang::Num(c) => Expr::constant(c),
+                IxLang::Var(v) => Expr::var(v.0),
+                ref n => {
+                    let (op, a, b) = n.op().expect("every other node is binary");
+                    let (a, b) = (slot(a), slot(b));
+                    if !ready {
+                        stack.push((at, true));
+                        stack.push((b, false));
+                        stack.push((a, false));
+                        continue;
+                    }
+                    Expr::bin(op, built[&a], built[&b])
+                }
+            };
+            built.insert(at, e);
+        }
+        out.push(built[&slot(r)]);
     }
-    let out: Vec<Expr> = roots
-        .iter()
-        .map(|&r| build(egraph, &best, slot(r), &mut built))
-        .collect();
     #[cfg(debug_assertions)]
     {
         let extractor = Extractor::new(egraph, IxCost);
