@@ -118,6 +118,52 @@ thread_local! {
     static FOUND: std::cell::RefCell<Vec<(usize, u64, std::rc::Rc<Found>)>> = Default::default();
 }
 
+type Discriminant = std::mem::Discriminant<IxLang>;
+
+thread_local! {
+    /// The classes of this thread's current iteration by the operators of their nodes, in
+    /// egg's order of the classes: `(generation, [(operator, class ids)])`.
+    static BY_OP: std::cell::RefCell<(u64, Vec<(Discriminant, Vec<Id>)>)> =
+        Default::default();
+}
+
+/// `f` of the ids of the classes of `egraph` that have a node with operator `d`, in the
+/// order of `egraph.classes()` (the classes a whole-graph search of a pattern rooted at
+/// `d` visits, in its order), from an index built once per iteration `generation`. The
+/// index was one pass over the classes per pattern, every iteration.
+fn with_classes_of<T>(
+    egraph: &EGraph,
+    generation: u64,
+    d: Discriminant,
+    f: impl FnOnce(&[Id]) -> T,
+) -> T {
+    BY_OP.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.0 != generation {
+            let mut index: Vec<(Discriminant, Vec<Id>)> = Vec::new();
+            for c in egraph.classes() {
+                for (k, n) in c.nodes.iter().enumerate() {
+                    let op = std::mem::discriminant(n);
+                    // (each class once per operator)
+                    if c.nodes[..k].iter().any(|m| std::mem::discriminant(m) == op) {
+                        continue;
+                    }
+                    match index.iter_mut().find(|(o, _)| *o == op) {
+                        Some((_, ids)) => ids.push(c.id),
+                        None => index.push((op, vec![c.id])),
+                    }
+                }
+            }
+            *b = (generation, index);
+        }
+        let ids =
+            b.1.iter()
+                .find(|(o, _)| *o == d)
+                .map_or(&[][..], |(_, ids)| &ids[..]);
+        f(ids)
+    })
+}
+
 impl egg::Searcher<IxLang, Facts> for Lhs {
     fn search_eclass_with_limit(
         &self,
@@ -147,14 +193,26 @@ impl egg::Searcher<IxLang, Facts> for Lhs {
                     Some(egg::ENodeOrVar::ENode(n)) => Some(std::mem::discriminant(n)),
                     _ => None,
                 };
-                let found: Found = egraph
-                    .classes()
-                    .filter(|c| {
-                        root.is_none_or(|d| c.nodes.iter().any(|n| std::mem::discriminant(n) == d))
-                    })
-                    .filter_map(|c| self.pattern.search_eclass(egraph, c.id))
-                    .map(|m| (m.eclass, m.substs))
-                    .collect();
+                let found: Found = match (root, generation) {
+                    // the classes with a node of the root's operator, in egg's order, from
+                    // the iteration's index (one pass over the classes for every pattern)
+                    (Some(d), g) if g != 0 => with_classes_of(egraph, g, d, |ids| {
+                        ids.iter()
+                            .filter_map(|&id| self.pattern.search_eclass(egraph, id))
+                            .map(|m| (m.eclass, m.substs))
+                            .collect()
+                    }),
+                    _ => egraph
+                        .classes()
+                        .filter(|c| {
+                            root.is_none_or(|d| {
+                                c.nodes.iter().any(|n| std::mem::discriminant(n) == d)
+                            })
+                        })
+                        .filter_map(|c| self.pattern.search_eclass(egraph, c.id))
+                        .map(|m| (m.eclass, m.substs))
+                        .collect(),
+                };
                 let found = std::rc::Rc::new(found);
                 if generation != 0 {
                     FOUND.with(|f| {
