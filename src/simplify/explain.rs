@@ -13,13 +13,13 @@
 //! ```
 
 use super::analysis::EGraph;
-use super::cost::{expr_rank, IxCost};
+use super::cost::{expr_rank, Cheapest};
 use super::language::{to_rec, IxLang};
 use super::Step;
 use crate::expr::{canonical, ExprKind, Op};
 use crate::expr::{display, Expr, Linear};
 use crate::interval::range_of;
-use egg::{Extractor, FlatTerm, RecExpr, Symbol};
+use egg::{FlatTerm, RecExpr, Symbol};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// The steps from `from` to `to`, both in `egraph` and proven equal by its run.
@@ -45,43 +45,18 @@ const MAX_NESTED: usize = 16;
 /// none). A larger one is cited alone (`because X = Y`).
 const MAX_NESTED_SIZE: u64 = 48;
 
-/// The cheapest form of every e-class (the extractor's choice), built once per explanation:
+/// The cheapest form of every e-class ([`Cheapest`], egg's extractor's choice), built once
+/// per explanation:
 /// an extractor per step (the cost analysis of the whole e-graph, again and again) made a
 /// chain of n divisions cost n^3.
 type Best = std::collections::HashMap<egg::Id, Expr>;
 
 fn best_forms(egraph: &EGraph) -> Best {
-    let ex = Extractor::new(egraph, IxCost);
-    let mut best = Best::default();
-    for class in egraph.classes() {
-        // post-order with an explicit stack: no recursion on the depth of the term
-        let mut stack = vec![(egraph.find(class.id), false)];
-        while let Some((id, ready)) = stack.pop() {
-            if best.contains_key(&id) {
-                continue;
-            }
-            let e = match ex.find_best_node(id) {
-                IxLang::Num(c) => Expr::constant(*c),
-                IxLang::Var(v) => Expr::var(v.0),
-                n => {
-                    let Some((op, a, b)) = n.op() else { continue };
-                    let (a, b) = (egraph.find(a), egraph.find(b));
-                    if !ready {
-                        stack.push((id, true));
-                        stack.push((a, false));
-                        stack.push((b, false));
-                        continue;
-                    }
-                    match (best.get(&a), best.get(&b)) {
-                        (Some(&x), Some(&y)) => Expr::bin(op, x, y),
-                        _ => continue,
-                    }
-                }
-            };
-            best.insert(id, e);
-        }
-    }
-    best
+    let mut cheapest = Cheapest::new(egraph);
+    egraph
+        .classes()
+        .filter_map(|c| Some((c.id, cheapest.term(c.id)?)))
+        .collect()
 }
 
 /// How deep the explanation of an equality a sum rule used may go.

@@ -12,15 +12,14 @@
 //! ```
 
 use super::analysis::{narrow, EGraph, Facts};
-use super::cost::{expr_rank, IxCost};
+use super::cost::{expr_rank, Cheapest, IxCost};
 use super::explain::explain_steps;
-use super::language::IxLang;
 use super::language::{from_rec, to_rec};
 use super::rules::{all_rules, Rule};
 use super::{SimplifyLimits, Step};
 use crate::expr::{canonical, Expr};
 use crate::interval::Interval;
-use egg::{CostFunction, Extractor, Id, Language, StopReason};
+use egg::{Extractor, StopReason};
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
@@ -256,90 +255,6 @@ pub fn prove_step(
     explain_steps(&mut egraph, &from, &to, names)
 }
 
-/// The cheapest term of each class of `roots` under [`IxCost`], as egg's `Extractor`
-/// finds it: the same passes over the classes in the same order until one changes nothing,
-/// a class's cost replaced only by a strictly lower one, and among a class's nodes the
-/// first of the lowest cost (a node whose children are not all costed yet counts as
-/// dearest). Only the bookkeeping differs: the costs in a vector indexed by class id, not
-/// a hash map keyed by it, and the chosen node kept as its index in the class rather than
-/// a copy. On the maps that reach the e-node bound, egg's extraction was 5-12% of the
-/// time. (Debug builds check every result against egg's.)
-fn cheapest(egraph: &EGraph, roots: &[Id]) -> Vec<Expr> {
-    type Cost = (crate::expr::Rank, u64);
-    let n = egraph
-        .classes()
-        .map(|c| usize::from(c.id) + 1)
-        .max()
-        .unwrap_or(0);
-    let mut best: Vec<Option<(Cost, usize)>> = vec![None; n];
-    let slot = |id: Id| usize::from(egraph.find(id));
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for class in egraph.classes() {
-            let mut pick: Option<(Cost, usize)> = None;
-            for (i, node) in class.nodes.iter().enumerate() {
-                if !node.all(|c| best[slot(c)].is_some()) {
-                    continue;
-                }
-                // (every child is costed: checked above)
-                let cost = IxCost.cost(node, |c| best[slot(c)].map(|b| b.0).unwrap_or_default());
-                if pick.is_none_or(|(p, _)| cost < p) {
-                    pick = Some((cost, i));
-                }
-            }
-            let at = usize::from(class.id);
-            if let Some((cost, i)) = pick {
-                if best[at].is_none_or(|(old, _)| cost < old) {
-                    best[at] = Some((cost, i));
-                    changed = true;
-                }
-            }
-        }
-    }
-    // Each root's term, built bottom-up with an explicit stack (no recursion on the depth
-    // of the term), each class once.
-    let mut built: fxhash::FxHashMap<usize, Expr> = Default::default();
-    let node_of = |at: usize| {
-        let (_, i) = best[at].expect("every class of a rebuilt e-graph has a term");
-        &egraph[Id::from(at)].nodes[i]
-    };
-    let mut out = Vec::with_capacity(roots.len());
-    for &r in roots {
-        let mut stack = vec![(slot(r), false)];
-        while let Some((at, ready)) = stack.pop() {
-            if built.contains_key(&at) {
-                continue;
-            }
-            let e = match *node_of(at) {
-                IxLang::Num(c) => Expr::constant(c),
-                IxLang::Var(v) => Expr::var(v.0),
-                ref n => {
-                    let (op, a, b) = n.op().expect("every other node is binary");
-                    let (a, b) = (slot(a), slot(b));
-                    if !ready {
-                        stack.push((at, true));
-                        stack.push((b, false));
-                        stack.push((a, false));
-                        continue;
-                    }
-                    Expr::bin(op, built[&a], built[&b])
-                }
-            };
-            built.insert(at, e);
-        }
-        out.push(built[&slot(r)]);
-    }
-    #[cfg(debug_assertions)]
-    {
-        let extractor = Extractor::new(egraph, IxCost);
-        for (&r, &e) in roots.iter().zip(&out) {
-            assert_eq!(from_rec(&extractor.find_best(r).1), e, "egg's extraction");
-        }
-    }
-    out
-}
-
 /// The cheapest form of each expression under `bounds` and the constraint `facts` (each
 /// `e in iv` narrows the interval of the class of `e`), in order; steps are collected only
 /// when `explain` is set.
@@ -426,8 +341,18 @@ pub fn rewrite_exprs(
             }
         }
     } else {
-        for (&e, best) in exprs.iter().zip(cheapest(&egraph, &roots)) {
-            let new = canonical(best);
+        let mut cheapest = Cheapest::new(&egraph);
+        #[cfg(debug_assertions)]
+        let egg = Extractor::new(&egraph, IxCost);
+        for (&e, &r) in exprs.iter().zip(&roots) {
+            let best = cheapest.term(r);
+            #[cfg(debug_assertions)]
+            assert_eq!(
+                best,
+                Some(from_rec(&egg.find_best(r).1)),
+                "egg's extraction"
+            );
+            let new = best.map(canonical).unwrap_or(e);
             out.push(if expr_rank(new) < expr_rank(e) {
                 new
             } else {

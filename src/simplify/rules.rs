@@ -113,14 +113,11 @@ pub fn next_generation() -> u64 {
 
 type Found = Vec<(Id, Vec<Subst>)>;
 
-thread_local! {
-    /// The searches of this thread's current iteration: (pattern key, generation, matches).
-    static FOUND: std::cell::RefCell<Vec<(usize, u64, std::rc::Rc<Found>)>> = Default::default();
-}
-
 type Discriminant = std::mem::Discriminant<IxLang>;
 
 thread_local! {
+    /// The searches of this thread's current iteration: (pattern key, generation, matches).
+    static FOUND: std::cell::RefCell<Vec<(usize, u64, std::rc::Rc<Found>)>> = Default::default();
     /// The classes of this thread's current iteration by the operators of their nodes, in
     /// egg's order of the classes: `(generation, [(operator, class ids)])`.
     static BY_OP: std::cell::RefCell<(u64, Vec<(Discriminant, Vec<Id>)>)> =
@@ -193,25 +190,27 @@ impl egg::Searcher<IxLang, Facts> for Lhs {
                     Some(egg::ENodeOrVar::ENode(n)) => Some(std::mem::discriminant(n)),
                     _ => None,
                 };
-                let found: Found = match (root, generation) {
+                let search = |ids: &mut dyn Iterator<Item = Id>| -> Found {
+                    ids.filter_map(|id| self.pattern.search_eclass(egraph, id))
+                        .map(|m| (m.eclass, m.substs))
+                        .collect()
+                };
+                let found = match (root, generation) {
                     // the classes with a node of the root's operator, in egg's order, from
                     // the iteration's index (one pass over the classes for every pattern)
-                    (Some(d), g) if g != 0 => with_classes_of(egraph, g, d, |ids| {
-                        ids.iter()
-                            .filter_map(|&id| self.pattern.search_eclass(egraph, id))
-                            .map(|m| (m.eclass, m.substs))
-                            .collect()
-                    }),
-                    _ => egraph
-                        .classes()
-                        .filter(|c| {
-                            root.is_none_or(|d| {
-                                c.nodes.iter().any(|n| std::mem::discriminant(n) == d)
+                    (Some(d), g) if g != 0 => {
+                        with_classes_of(egraph, g, d, |ids| search(&mut ids.iter().copied()))
+                    }
+                    _ => search(
+                        &mut egraph
+                            .classes()
+                            .filter(|c| {
+                                root.is_none_or(|d| {
+                                    c.nodes.iter().any(|n| std::mem::discriminant(n) == d)
+                                })
                             })
-                        })
-                        .filter_map(|c| self.pattern.search_eclass(egraph, c.id))
-                        .map(|m| (m.eclass, m.substs))
-                        .collect(),
+                            .map(|c| c.id),
+                    ),
                 };
                 let found = std::rc::Rc::new(found);
                 if generation != 0 {
