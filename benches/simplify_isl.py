@@ -45,6 +45,13 @@ worker; piecewise outputs are checked by isl itself (`is_equal`), and say so. is
 division `(x)/2` (x a multiple of 2 on the domain) becomes `x floordiv 2`; a result with no
 piece at all means isl found the domain empty (ixmap prints KNOWN EMPTY): cost 0 for both.
 
+A second table splits each group by where isl did its simplifying (`isl_stage`): maps whose
+domain isl finds empty while building it (untimed), maps whose built function the timed
+gist leaves with as many integer divisions as it had (the construction cancelled them, or
+none could go), and maps where gist removes one. ixmap's timed `simplify` starts from the
+parsed text in every case (it finds the emptiness, cancels the divisions and rewrites the
+constraints itself), so this says which of isl's work the ratio leaves out.
+
 The table goes to stdout; the per-map details (both outputs, times, costs) to
 target/simplify-isl-report.txt and target/simplify-isl.json.
 """
@@ -267,6 +274,25 @@ def us(ns):
     return f"{ns / 1000:.1f}" if ns < 1_000_000 else f"{ns / 1000:.0f}"
 
 
+
+def isl_divs(mpa):
+    """Integer divisions (floor, and mod as x - c*floor(x/c)) in the pieces' expressions of a
+    MultiPwAff, as isl keeps them: the local divisions of every piece's affine expression."""
+    n = 0
+    for k in range(mpa.dim(isl.dim_type.out)):
+        for _, aff in mpa.get_at(k).get_pieces():
+            n += aff.dim(isl.dim_type.div)
+    return n
+
+
+def isl_stage(mpa, dom, gist):
+    """Where isl simplified a map: `empty` (the domain is empty once built), `gist` (the timed
+    gist removed a division the built function still had), `built` (it removed none: the
+    untimed construction had cancelled them, or none could go)."""
+    if dom.is_empty():
+        return "empty"
+    return "gist" if isl_divs(gist) < isl_divs(mpa) else "built"
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=9)
@@ -412,7 +438,8 @@ def main():
                "nodes": m.get("nodes", 0),
                "t_ixmap": statistics.median(t_ix[i]), "t_gist": statistics.median(t_gist[i]),
                "t_coalesce": statistics.median(t_coal[i]),
-               "t_parse_gist": statistics.median(t_full[i])}
+               "t_parse_gist": statistics.median(t_full[i]),
+               "isl_stage": isl_stage(isl_obj[i][0], isl_obj[i][1], out_gist[i])}
         if wb is not None:
             row["t_base"] = statistics.median(t_base[i])
             row["base"] = wb.maps[i]["ixmap_out"]
@@ -512,6 +539,26 @@ def main():
                 f"{ok:>3}/{len(rs):<3}" + (f" (n/a {cheaper['n/a']})" if cheaper["n/a"] else ""))
 
     table(hdr, main_line)
+    say("")
+    say("where isl simplifies (untimed: parsing the map and its domain and intersecting them, "
+        "before the timed gist): ixmap / isl medians in µs per kind of map; ixmap's timed "
+        "call does all of it")
+    hdr = (f"{'group':>8} | {'empty once built: maps':>22} {'ixmap':>7} {'isl':>6} | "
+           f"{'gist removes none: maps':>23} {'ixmap':>7} {'isl':>6} | "
+           f"{'gist removes a division: maps':>29} {'ixmap':>7} {'isl':>6}")
+
+    def stage_line(g, rs):
+        cells = []
+        for stage, width in (("empty", 22), ("built", 23), ("gist", 29)):
+            sub = [r for r in rs if r["isl_stage"] == stage]
+            if sub:
+                ix, gi = cols(sub, "t_ixmap", "t_gist")
+                cells.append(f"{len(sub):>{width}} {us(pct(ix, .5)):>7} {us(pct(gi, .5)):>6}")
+            else:
+                cells.append(f"{0:>{width}} {'':>7} {'':>6}")
+        return f"{g:>8} | " + " | ".join(cells)
+
+    table(hdr, stage_line)
     if args.warm:
         say("")
         say(f"warm (--warm {args.warm}): each map {args.warm} times in a row per side, median; "
