@@ -118,6 +118,9 @@ pub struct FusionReport {
     pub launch: Status,
     /// XLA's launch, as its backend config prints it.
     pub xla_launch: Option<String>,
+    /// XLA's launch as Nsight Compute recorded it, `(block, grid)` as ncu prints them
+    /// (`(128, 1, 1)`), whatever the backend config says (`xla-kernel-times-ncu.csv`).
+    pub xla_ncu_launch: Option<(String, String)>,
     pub coalescing: Result<Vec<OperandCoalescing>, String>,
     pub emit_cuda: Status,
     pub emit_cpu: Status,
@@ -522,6 +525,7 @@ pub fn survey_fusion(
         indexing: Err(String::new()),
         launch: Status::Skipped(String::new()),
         xla_launch: xla_launch(ins),
+        xla_ncu_launch: None,
         coalescing: Err(String::new()),
         emit_cuda: Status::Skipped(String::new()),
         emit_cpu: Status::Skipped(String::new()),
@@ -797,6 +801,7 @@ fn verify_scaled(
         indexing: Err(String::new()),
         launch: Status::Skipped(String::new()),
         xla_launch: None,
+        xla_ncu_launch: None,
         coalescing: Err(String::new()),
         emit_cuda: Status::Skipped(String::new()),
         emit_cpu: Status::Skipped(String::new()),
@@ -1163,9 +1168,12 @@ pub fn survey_workspace(
         for (f, t) in m.fusions.iter_mut().zip(t.matches(&names)) {
             let Some((us, n, shape)) = t else { continue };
             f.xla_time_us = Some((us, n));
-            // The launch XLA made, as ncu saw it, where the config printed none.
-            if let (None, Some((block, grid))) = (&f.xla_launch, shape) {
-                f.xla_launch = Some(format!("block {block}, grid {grid} (ncu)"));
+            // The launch XLA made, as ncu saw it (shown where the config printed none).
+            if let Some((block, grid)) = shape {
+                if f.xla_launch.is_none() {
+                    f.xla_launch = Some(format!("block {block}, grid {grid} (ncu)"));
+                }
+                f.xla_ncu_launch = Some((block, grid));
             }
         }
     }

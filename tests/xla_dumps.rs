@@ -397,6 +397,87 @@ fn emitted_cuda_compiles_without_warnings() {
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
 
+/// Threads a block and blocks in all of ixmap's launch as `dump` prints it (`row
+/// reduction, block 256, grid 2048, ..`; a GEMM's `grid 2048 x 32, block 64`).
+fn ixmap_block_grid(text: &str) -> Option<(i64, i64)> {
+    let extent = |key: &str| -> Option<i64> {
+        let at = text.find(key)? + key.len();
+        let mut total = 1i64;
+        for part in text[at..].split(" x ") {
+            let end = part
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(part.len());
+            total = total.checked_mul(part[..end].parse().ok()?)?;
+            if end < part.len() {
+                break;
+            }
+        }
+        Some(total)
+    };
+    Some((extent("block ")?, extent("grid ")?))
+}
+
+/// Threads a block and blocks in all of a launch as ncu prints it: `(128, 1, 1)`.
+fn ncu_extent(text: &str) -> Option<i64> {
+    text.trim()
+        .strip_prefix('(')?
+        .strip_suffix(')')?
+        .split(',')
+        .try_fold(1i64, |a, x| a.checked_mul(x.trim().parse().ok()?))
+}
+
+/// Wherever Nsight Compute recorded the launch XLA made for a fusion (the H100 corpus's
+/// `xla-kernel-times-ncu.csv`), ixmap's default launch (`gpu/launch.rs`, XLA's rules, and
+/// the tiling a Triton fusion's backend_config prints) has as many threads a block and as
+/// many blocks: the rules are checked against what XLA did, fusion by fusion (loops,
+/// unrolled or not, a variadic reduce-window, row reductions with and without an
+/// epilogue, a transpose, a concatenate, a scatter, Triton normalizations and GEMMs).
+#[test]
+fn default_launches_are_the_ones_xla_made() {
+    let mut compared = Vec::new();
+    let mut problems = Vec::new();
+    for (file, f) in fusions() {
+        let Some((xb, xg)) = &f.xla_ncu_launch else {
+            continue;
+        };
+        let what = format!("{}:{}", short(file), f.name);
+        let Status::Ok(ours) = &f.launch else {
+            problems.push(format!("{what}: no launch ({})", f.launch.detail()));
+            continue;
+        };
+        let xla = ncu_extent(xb).zip(ncu_extent(xg));
+        match (ixmap_block_grid(ours), xla) {
+            (Some(a), Some(b)) if a == b => compared.push(what),
+            (a, b) => problems.push(format!(
+                "{what}: ixmap `{ours}` {a:?}, XLA block {xb}, grid {xg} {b:?} (threads a block, blocks)"
+            )),
+        }
+    }
+    say(&format!(
+        "xla dumps: {} default launches with XLA's threads a block and blocks under ncu: {}",
+        compared.len(),
+        compared.join(", ")
+    ));
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // every fusion of the H100 corpus that ncu saw XLA launch
+    assert!(compared.len() >= 35, "only {} compared", compared.len());
+}
+
+#[test]
+fn launch_extents_read_both_forms() {
+    assert_eq!(
+        ixmap_block_grid("row reduction, block 256, grid 2048, vector 2"),
+        Some((256, 2048))
+    );
+    assert_eq!(
+        ixmap_block_grid("GEMM tile 16x8x16, 2 warps, 1 stage (XLA's, from backend_config), grid 2048 x 32, block 64"),
+        Some((64, 65536))
+    );
+    assert_eq!(ncu_extent("(128, 1, 1)"), Some(128));
+    assert_eq!(ncu_extent("(4, 2, 1)"), Some(8));
+    assert_eq!(ncu_extent("128"), None);
+}
+
 /// `dump::shrink` keeps a scaled-down copy an HLO computation in its own right: every
 /// instruction passes its op's shape check (a bitcast's merged dimensions scale together),
 /// the work is under the budget, and attributes that fix sizes (a slice's limits) are never

@@ -1628,6 +1628,7 @@ impl Builder<'_> {
     /// Output `which` of the variadic `reduce` or `reduce-window` `id` at `map(index)`.
     fn variadic(&mut self, id: InstrId, which: usize, map: &IndexingMap) -> Result<Body, String> {
         let ins: &Instr = &self.comp.instrs[id];
+        let window = ins.opcode == "reduce-window";
         let n = ins.operands.len() / 2;
         if n == 0 || ins.operands.len() != 2 * n || which >= n {
             return Err(format!(
@@ -1682,6 +1683,7 @@ impl Builder<'_> {
             map: m,
             reducer,
             which,
+            window,
         })
     }
 

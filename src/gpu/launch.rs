@@ -1357,6 +1357,48 @@ pub fn row_split(spec: &KernelSpec, cols: i64) -> RowSplit {
     }
 }
 
+/// How a row normalization of rows of `cols` elements splits them: [`hero_split`] where
+/// each output element is a row (and no XLA tiling says otherwise), else [`row_split`].
+pub fn split_of(spec: &KernelSpec, cols: i64) -> RowSplit {
+    if cols == 1 && spec.xla_tile.is_none() {
+        hero_split(spec)
+    } else {
+        row_split(spec, cols)
+    }
+}
+
+/// The split of a row normalization whose rows are single output elements (a reduction
+/// under an elementwise epilogue, `abs(reduce(exp(x - m)))`: [`super::rows::rows_of`]'s
+/// element rows): XLA runs such a fusion with its reduction emitter, the reduction the hero
+/// and the epilogue applied to its result, so the launch is its row reduction's: XLA's
+/// threads along the reduced elements ([`xla_row_threads`], `num_threads_x`) and blocks of
+/// [`XLA_ROW_REDUCTION_BLOCK`] threads (more for a row that takes more, fewer for fewer
+/// rows). The H100 dump's
+/// logsumexp epilogue, rows of 1000: 64 threads a row, 4 rows a block, grid 2048, as
+/// ncu saw XLA launch it (`xla-kernel-times-ncu.csv`), where a warp a row on blocks of 4
+/// warps had read each row with half the threads.
+pub fn hero_split(spec: &KernelSpec) -> RowSplit {
+    let n = super::rows::shortest_reduction(spec);
+    let threads = if n == i64::MAX {
+        WARP
+    } else {
+        xla_row_threads(n).max(WARP)
+    };
+    let warps = threads / WARP;
+    // (as `row_reduction_default`: fewer threads a block for fewer rows)
+    let rows = spec.output.num_elements().unwrap_or(1).max(1);
+    let block = XLA_ROW_REDUCTION_BLOCK
+        .min(rows.saturating_mul(threads))
+        .max(threads);
+    RowSplit {
+        warps_per_row: warps,
+        block: Some(block),
+        rule: format!(
+            "row normalization: each output element a row, its reduction of {n} elements under an elementwise epilogue: XLA's reduction emitter launch, {threads} threads along it (num_threads_x: 16 elements a thread, whole warps), blocks of {block}"
+        ),
+    }
+}
+
 /// [`Strategy::RowNormalization`]'s launch: the row's warps as [`row_split`] gives them
 /// ([`row_normalization_launch_with`]). `None` when the grid would exceed `max_blocks`
 /// (the plain loop caps its grid with chunks instead).
@@ -1368,7 +1410,7 @@ pub fn row_normalization_launch(
         return Ok(None);
     };
     let cols = lm.dims[1].bounds.hi + 1;
-    row_normalization_launch_with(spec, cfg, row_split(spec, cols).warps_per_row)
+    row_normalization_launch_with(spec, cfg, split_of(spec, cols).warps_per_row)
 }
 
 /// [`Strategy::RowNormalization`]'s launch with `warps_per_row` warps a row of the output
@@ -1525,17 +1567,21 @@ pub fn xla_max_unroll(num_elements: i64) -> i64 {
 }
 
 /// XLA's `MayPreventVectorization` (gpu_fusible.cc) as far as a kernel spec shows it: a
-/// variadic reduction (a tuple of reduced values), an op ixmap has no emitter for (a dot, a
-/// sort, a reduce-window: XLA's list), or a concatenate of more than 10 operands
-/// (`kMaxConcatArgumentsForUnrolling`, "unrolling concat with a large amount of arguments
-/// causes excessive register spilling").
+/// variadic `reduce` (a tuple of reduced values), an op ixmap has no emitter for (a dot, a
+/// sort), or a concatenate of more than 10 operands (`kMaxConcatArgumentsForUnrolling`,
+/// "unrolling concat with a large amount of arguments causes excessive register
+/// spilling"). That is the list of the XLA the shared H100 dumps come from (JAX 0.11.2):
+/// older XLA also kept `reduce-window` (and sin, cos, tan, power, atan2) from unrolling,
+/// but that XLA launched pool_grad's variadic `reduce-window` of 524288 elements on
+/// blocks of 128 and a grid of 1024 (ncu, `xla-kernel-times-ncu.csv`): 4 elements a
+/// thread, unrolled. A variadic `reduce-window` therefore unrolls here too.
 pub fn may_prevent_vectorization(spec: &KernelSpec) -> bool {
     fn walk(b: &Body, depth: usize) -> bool {
         if depth > 4096 {
             return true;
         }
         match b {
-            Body::ReduceTuple { .. } | Body::Opaque { .. } => true,
+            Body::ReduceTuple { window: false, .. } | Body::Opaque { .. } => true,
             Body::Unary(_, a) | Body::Convert(_, a) => walk(a, depth + 1),
             Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
                 walk(a, depth + 1) || walk(c, depth + 1)
@@ -1686,7 +1732,7 @@ pub fn xla_default(
             // (a Triton fusion's num_warps and output tile), else ixmap's rule
             // (`row_split`), on blocks of 4 warps (more for a row that takes more).
             let cols = super::rows::rows_of(spec)?.map_or(1, |lm| lm.dims[1].bounds.hi + 1);
-            let split = row_split(spec, cols);
+            let split = split_of(spec, cols);
             let block = split
                 .block
                 .unwrap_or_else(|| base.block.max(split.warps_per_row.saturating_mul(WARP)));
@@ -1789,7 +1835,7 @@ fn loop_default(
             dev.sms, dev.threads_per_sm
         ));
     } else if may_prevent_vectorization(spec) {
-        rules.push("loop: an op that may prevent vectorization (a variadic reduction, an op without an emitter, a concatenate of over 10 operands): not unrolled (XLA)".into());
+        rules.push("loop: an op that may prevent vectorization (a variadic reduce, an op without an emitter, a concatenate of over 10 operands): not unrolled (XLA)".into());
     } else {
         v = xla_max_unroll(n);
         rules.push(format!(

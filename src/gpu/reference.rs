@@ -612,6 +612,7 @@ impl<'a> Reference<'a> {
                 map,
                 reducer,
                 which,
+                ..
             } => {
                 let mut acc = Vec::with_capacity(inits.len());
                 for b in inits {

@@ -242,7 +242,7 @@ fn gathered_rows(spec: &KernelSpec) -> Result<Option<IndexingMap>, MapError> {
 }
 
 /// The fewest elements any reduction of `spec` folds (`i64::MAX` with none).
-fn shortest_reduction(spec: &KernelSpec) -> i64 {
+pub(crate) fn shortest_reduction(spec: &KernelSpec) -> i64 {
     let mut least = i64::MAX;
     for f in &spec.functions {
         f.body.visit(&mut |b| {

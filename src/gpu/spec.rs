@@ -637,6 +637,9 @@ pub enum Body {
         map: IndexingMap,
         reducer: Vec<Body>,
         which: usize,
+        /// A `reduce-window` (each output element folds its window), not a `reduce`: XLA's
+        /// loop unrolling treats the two apart ([`crate::gpu::launch::may_prevent_vectorization`]).
+        window: bool,
     },
     /// An op with no emitter yet (`op`, HLO instruction `name`, of element type `elem`),
     /// over its operands' values: their maps are known, so indexing, launches and

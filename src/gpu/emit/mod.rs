@@ -771,6 +771,7 @@ impl<'a> BodyWriter<'a> {
                 map,
                 reducer,
                 which,
+                ..
             } => {
                 let n = funcs.len();
                 if inits.len() != n || reducer.len() != n || *which >= n {
