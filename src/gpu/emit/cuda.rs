@@ -376,11 +376,41 @@ fn vector_loop(
     }
     let wide = |t: ElemType| t.bytes() * vector == 16;
     let mut loads: Vec<(usize, IndexingMap, String)> = Vec::new();
+    // Calls of a function that only loads a parameter (a bitcast's or a reshape's
+    // partition, `p0[k]` at its own index): (function, call map, input, base), the
+    // parameter read through both maps (XLA's loop reads it in one vector load too).
+    let mut call_loads: Vec<(usize, IndexingMap, usize, String)> = Vec::new();
     let mut failed = Vec::new();
     // Loads under a condition (pad's) or at run-time offsets (a gather's, a dynamic
     // slice's) are not hoisted: the condition decides whether they happen at all. The
     // store is the thread's own elements whatever the body reads.
     unconditional_visit(&spec.functions[0].body, &mut |b| {
+        if let Body::Call { func, map } = b {
+            let Some(Body::Load { input, map: fmap }) = spec.functions.get(*func).map(|f| &f.body)
+            else {
+                return;
+            };
+            if !map.ranges.is_empty()
+                || !fmap.ranges.is_empty()
+                || call_loads.iter().any(|(f, m, ..)| f == func && m == map)
+            {
+                return;
+            }
+            let t = &spec.inputs[*input];
+            if !wide(t.elem) {
+                return;
+            }
+            let base = super::substitute(wm, map).and_then(|inner| {
+                let st = t.strides()?;
+                vector_base(&inner, fmap, &st, vector)
+            });
+            match base {
+                Ok(Some(base)) => call_loads.push((*func, map.clone(), *input, base)),
+                Ok(None) => {}
+                Err(e) => failed.push(e),
+            }
+            return;
+        }
         if let Body::Load { input, map } = b {
             if loads.iter().any(|(i, m, _)| i == input && m == map) {
                 return;
@@ -411,7 +441,7 @@ fn vector_loop(
     } else {
         None
     };
-    if loads.is_empty() && shifted.is_empty() && out_base.is_none() {
+    if loads.is_empty() && call_loads.is_empty() && shifted.is_empty() && out_base.is_none() {
         return Ok(false);
     }
     w.line(format!("// thread → output: {wm}"));
@@ -436,6 +466,23 @@ fn vector_loop(
         );
         w.replaced
             .push((*input, map.clone(), types::load(t.elem, &elem, true)));
+    }
+    for (k, (func, map, input, base)) in call_loads.iter().enumerate() {
+        let t = &spec.inputs[*input];
+        let vt = vector_type(t.elem);
+        w.line(format!(
+            "// p{input} ({}) through f{func}: {vector} elements of unroll_id in one 128-bit load ({vt})",
+            t.name
+        ));
+        w.line(format!(
+            "const {vt} vc{k} = *reinterpret_cast<const {vt} *>(p{input} + {base});"
+        ));
+        let elem = format!(
+            "reinterpret_cast<const {} *>(&vc{k})[unroll_id]",
+            types::mem(t.elem, true)
+        );
+        w.replaced_call
+            .push((*func, map.clone(), types::load(t.elem, &elem, true)));
     }
     for (k, sh) in shifted.iter().enumerate() {
         let t = &spec.inputs[sh.input];

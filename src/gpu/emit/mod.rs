@@ -362,6 +362,9 @@ pub struct BodyWriter<'a> {
     /// Run-time-shifted calls ([`Body::DynCall`]) replaced by another expression (an element
     /// of a vector loaded before the loop), by (function, map).
     pub replaced_dyn: Vec<(usize, IndexingMap, String)>,
+    /// Calls ([`Body::Call`]) of a function that only loads a parameter, replaced by an
+    /// element of a vector loaded before the loop, by (function, map).
+    pub replaced_call: Vec<(usize, IndexingMap, String)>,
     /// Host code: remember each reduction's last value by the index it reduces to, so a row
     /// reduction read by every element of the row (softmax) runs once per row. Needs
     /// [`C_EPOCH`] in the source and an entry point that advances it.
@@ -405,6 +408,7 @@ impl<'a> BodyWriter<'a> {
             tmp: 0,
             replaced: vec![],
             replaced_dyn: vec![],
+            replaced_call: vec![],
             memo: false,
             index_ty: "int64_t",
             cuda: false,
@@ -569,6 +573,13 @@ impl<'a> BodyWriter<'a> {
                 types::load(t.elem, &format!("{name}[{k}]"), self.cuda)
             }
             Body::Call { func, map } => {
+                if let Some((_, _, e)) = self
+                    .replaced_call
+                    .iter()
+                    .find(|(f, m, _)| f == func && m == map)
+                {
+                    return Ok(e.clone());
+                }
                 let codes = self.args(ctx, map)?;
                 let shown = simplified(&substitute(ctx, map)?);
                 self.line(format!("// f{func} at {shown}"));
