@@ -304,13 +304,17 @@ fn vector_loads_are_128_bit_where_the_maps_prove_contiguity() {
                vhalf {\n  p0 = f16[6,64] parameter(0)\n  p1 = f16[6,64] parameter(1)\n  ROOT m = f16[6,64] multiply(p0, p1)\n}\n\
                vdbl {\n  p0 = f64[6,64] parameter(0)\n  p1 = f64[64,6] parameter(1)\n  t = f64[6,64] transpose(p1), dimensions={1,0}\n  ROOT s = f64[6,64] subtract(p0, t)\n}\n\
                vrow {\n  p0 = f32[9,40] parameter(0)\n  p1 = f32[9] parameter(1)\n  b = f32[9,40] broadcast(p1), dimensions={0}\n  ROOT d = f32[9,40] divide(p0, b)\n}\n\
-               vbit {\n  p0 = f32[16,300] parameter(0)\n  p1 = f32[4,4,300] parameter(1)\n  b = f32[4,4,300] bitcast(p0)\n  m = f32[4,4,300] multiply(b, p1)\n  ROOT a = f32[4,4,300] add(m, b)\n}\n";
+               vbit {\n  p0 = f32[16,300] parameter(0)\n  p1 = f32[4,4,300] parameter(1)\n  b = f32[4,4,300] bitcast(p0)\n  m = f32[4,4,300] multiply(b, p1)\n  ROOT a = f32[4,4,300] add(m, b)\n}\n\
+               vfn {\n  p0 = f32[16,300] parameter(0)\n  p1 = f32[16,300] parameter(1)\n  e = f32[16,300] exponential(p0)\n  m = f32[16,300] multiply(e, p1)\n  a = f32[16,300] add(m, e)\n  ROOT r = f32[16,300] add(a, p0)\n}\n";
     // (fusion, vector, the inputs loaded as vectors, whether the output is stored as one);
     // vbit reads p0 through the bitcast's function (read twice, a partition of its own),
     // as the dumps' gelu loops do: one vector load through the call.
-    let cases: [(&str, i64, &[usize], bool); 6] = [
+    // vfn reads p0 inside a function that computes (exp, used twice) and directly: the
+    // function written in place, p0 one vector load for both.
+    let cases: [(&str, i64, &[usize], bool); 7] = [
         ("vadd", 4, &[0, 1], true),
         ("vbit", 4, &[0, 1], true),
+        ("vfn", 4, &[0, 1], true),
         ("vhalf", 8, &[0, 1], true),
         ("vdbl", 2, &[0], true),
         ("vrow", 4, &[0], true),
@@ -340,7 +344,16 @@ fn vector_loads_are_128_bit_where_the_maps_prove_contiguity() {
         }
         assert_eq!(e.source.contains("128-bit store"), vec_out, "{}", e.source);
         if name == "vbit" {
-            assert!(e.source.contains("through f"), "{}", e.source);
+            assert!(
+                e.source.contains("through f") || e.source.contains("in place at"),
+                "{}",
+                e.source
+            );
+        }
+        if name == "vfn" {
+            assert!(e.source.contains("in place at"), "{}", e.source);
+            assert_eq!(e.source.matches("*>(p0 + ").count(), 1, "{}", e.source);
+            assert_eq!(e.source.matches("expf(").count(), 1, "{}", e.source);
         }
         if has_cxx() {
             cuda_cpu::check(&spec, &launch, false)

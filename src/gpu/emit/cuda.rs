@@ -272,7 +272,15 @@ pub(super) fn vector_base(
     strides: &[i64],
     vector: i64,
 ) -> Result<Option<String>, MapError> {
-    let m = super::substitute(wm, map)?;
+    vector_base_at(&super::substitute(wm, map)?, strides, vector)
+}
+
+/// [`vector_base`] of `m`, the map from the thread's ids to the element.
+fn vector_base_at(
+    m: &IndexingMap,
+    strides: &[i64],
+    vector: i64,
+) -> Result<Option<String>, MapError> {
     let lin = m
         .results
         .iter()
@@ -352,6 +360,48 @@ fn scope(w: &mut BodyWriter, m: &IndexingMap, naive: bool, prefix: &str) -> Inde
     )
 }
 
+/// Every load of a straight-line body ([`super::straight_line`]) and of the functions it
+/// calls, as `(input, map from the thread's ids to the element)`, each once; `seen`: the
+/// calls walked, by function and the map to its index.
+fn loads_through_calls(
+    spec: &KernelSpec,
+    b: &Body,
+    ctx: &IndexingMap,
+    out: &mut Vec<(usize, IndexingMap)>,
+    seen: &mut Vec<(usize, IndexingMap)>,
+) -> Result<(), MapError> {
+    match b {
+        Body::Load { input, map } => {
+            let at = super::substitute(ctx, map)?;
+            if !out.iter().any(|(i, m)| i == input && *m == at) {
+                out.push((*input, at));
+            }
+        }
+        Body::Call { func, map } => {
+            let at = super::substitute(ctx, map)?;
+            if seen.iter().any(|(f, m)| f == func && *m == at) {
+                return Ok(());
+            }
+            seen.push((*func, at.clone()));
+            if let Some(f) = spec.functions.get(*func) {
+                loads_through_calls(spec, &f.body, &at, out, seen)?;
+            }
+        }
+        Body::Unary(_, a) | Body::Convert(_, a) => loads_through_calls(spec, a, ctx, out, seen)?,
+        Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
+            loads_through_calls(spec, a, ctx, out, seen)?;
+            loads_through_calls(spec, c, ctx, out, seen)?;
+        }
+        Body::Select(p, a, c) => {
+            loads_through_calls(spec, p, ctx, out, seen)?;
+            loads_through_calls(spec, a, ctx, out, seen)?;
+            loads_through_calls(spec, c, ctx, out, seen)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// A loop with `vector` elements per thread (`unroll_id`) whose loads and store of 16 bytes
 /// are contiguous and aligned ([`vector_base`]): each such operand read in one 128-bit load
 /// (`float4`, `int4`, `double2`, ..., `uint4` for 8- and 16-bit types) before the loop over
@@ -381,10 +431,32 @@ fn vector_loop(
     // parameter read through both maps (XLA's loop reads it in one vector load too).
     let mut call_loads: Vec<(usize, IndexingMap, usize, String)> = Vec::new();
     let mut failed = Vec::new();
+    // A straight-line body has its functions written in place (each at each index once)
+    // and every load it makes, through any function, is a candidate vector: an operand
+    // read both directly and inside a function (a gelu's backward reads its input in
+    // three) is then loaded once, as XLA's loop reads it.
+    let inline = super::straight_line(spec, &spec.functions[0].body);
+    let mut at_loads: Vec<(usize, IndexingMap, String)> = Vec::new();
+    if inline {
+        let mut all = Vec::new();
+        loads_through_calls(spec, &spec.functions[0].body, wm, &mut all, &mut Vec::new())?;
+        for (input, at) in all {
+            let t = &spec.inputs[input];
+            if !wide(t.elem) {
+                continue;
+            }
+            if let Some(base) = vector_base_at(&at, &t.strides()?, vector)? {
+                at_loads.push((input, at, base));
+            }
+        }
+    }
     // Loads under a condition (pad's) or at run-time offsets (a gather's, a dynamic
     // slice's) are not hoisted: the condition decides whether they happen at all. The
     // store is the thread's own elements whatever the body reads.
     unconditional_visit(&spec.functions[0].body, &mut |b| {
+        if inline {
+            return;
+        }
         if let Body::Call { func, map } = b {
             let Some(Body::Load { input, map: fmap }) = spec.functions.get(*func).map(|f| &f.body)
             else {
@@ -441,7 +513,12 @@ fn vector_loop(
     } else {
         None
     };
-    if loads.is_empty() && call_loads.is_empty() && shifted.is_empty() && out_base.is_none() {
+    if loads.is_empty()
+        && call_loads.is_empty()
+        && at_loads.is_empty()
+        && shifted.is_empty()
+        && out_base.is_none()
+    {
         return Ok(false);
     }
     w.line(format!("// thread → output: {wm}"));
@@ -466,6 +543,33 @@ fn vector_loop(
         );
         w.replaced
             .push((*input, map.clone(), types::load(t.elem, &elem, true)));
+    }
+    // (one register per input and offset, whichever maps reach it)
+    let mut regs: Vec<(usize, String, String)> = Vec::new();
+    for (input, at, base) in &at_loads {
+        let t = &spec.inputs[*input];
+        let vt = vector_type(t.elem);
+        let reg = match regs.iter().find(|(i, b, _)| i == input && b == base) {
+            Some((_, _, r)) => r.clone(),
+            None => {
+                let r = format!("v{}", regs.len());
+                w.line(format!(
+                    "// p{input} ({}): {vector} elements of unroll_id in one 128-bit load ({vt})",
+                    t.name
+                ));
+                w.line(format!(
+                    "const {vt} {r} = *reinterpret_cast<const {vt} *>(p{input} + {base});"
+                ));
+                regs.push((*input, base.clone(), r.clone()));
+                r
+            }
+        };
+        let elem = format!(
+            "reinterpret_cast<const {} *>(&{reg})[unroll_id]",
+            types::mem(t.elem, true)
+        );
+        w.replaced_at
+            .push((*input, at.clone(), types::load(t.elem, &elem, true)));
     }
     for (k, (func, map, input, base)) in call_loads.iter().enumerate() {
         let t = &spec.inputs[*input];
@@ -515,7 +619,10 @@ fn vector_loop(
         w.line(format!("{ovt} ov;"));
     }
     loops_open_vars(last, w);
-    let v = w.body(&spec.functions[0].body, wm, params)?;
+    w.inline_calls = inline;
+    let v = w.body(&spec.functions[0].body, wm, params);
+    w.inline_calls = false;
+    let v = v?;
     let stored = types::store(out.elem, &v, true);
     match &out_base {
         Some(_) => w.line(format!(

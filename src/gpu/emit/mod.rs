@@ -365,6 +365,19 @@ pub struct BodyWriter<'a> {
     /// Calls ([`Body::Call`]) of a function that only loads a parameter, replaced by an
     /// element of a vector loaded before the loop, by (function, map).
     pub replaced_call: Vec<(usize, IndexingMap, String)>,
+    /// Loads replaced by another expression (an element of a vector loaded before the
+    /// loop), by input and the map from the writer's scope to the input: the same element
+    /// whichever function reads it, where [`BodyWriter::inline_calls`] writes the
+    /// functions in place.
+    pub replaced_at: Vec<(usize, IndexingMap, String)>,
+    /// Calls written in place, each function at each index once (a register), rather than
+    /// as calls of `f1`, `f2`, ..: set only where every function the body reaches is
+    /// straight-line ([`straight_line`]), so every register is in scope wherever a later
+    /// call of the same function at the same index is written.
+    pub inline_calls: bool,
+    /// [`BodyWriter::inline_calls`]'s registers, by function and the map from the scope to
+    /// its index.
+    inlined: Vec<(usize, IndexingMap, String)>,
     /// Host code: remember each reduction's last value by the index it reduces to, so a row
     /// reduction read by every element of the row (softmax) runs once per row. Needs
     /// [`C_EPOCH`] in the source and an entry point that advances it.
@@ -409,6 +422,9 @@ impl<'a> BodyWriter<'a> {
             replaced: vec![],
             replaced_dyn: vec![],
             replaced_call: vec![],
+            replaced_at: vec![],
+            inline_calls: false,
+            inlined: vec![],
             memo: false,
             index_ty: "int64_t",
             cuda: false,
@@ -561,6 +577,16 @@ impl<'a> BodyWriter<'a> {
                 {
                     return Ok(e.clone());
                 }
+                if !self.replaced_at.is_empty() {
+                    let at = substitute(ctx, map)?;
+                    if let Some((_, _, e)) = self
+                        .replaced_at
+                        .iter()
+                        .find(|(i, m, _)| i == input && *m == at)
+                    {
+                        return Ok(e.clone());
+                    }
+                }
                 let t = &self.spec.inputs[*input];
                 let strides = t.strides()?;
                 let name = format!("p{input}");
@@ -579,6 +605,30 @@ impl<'a> BodyWriter<'a> {
                     .find(|(f, m, _)| f == func && m == map)
                 {
                     return Ok(e.clone());
+                }
+                if self.inline_calls {
+                    let at = substitute(ctx, map)?;
+                    if let Some((_, _, v)) =
+                        self.inlined.iter().find(|(f, m, _)| f == func && *m == at)
+                    {
+                        return Ok(v.clone());
+                    }
+                    let spec = self.spec;
+                    let callee = &spec
+                        .functions
+                        .get(*func)
+                        .ok_or_else(|| MapError::Other(format!("no function f{func}")))?
+                        .body;
+                    self.line(format!("// f{func} in place at {}", simplified(&at)));
+                    let outer = std::mem::replace(&mut self.func, *func);
+                    let x = self.body(callee, &at, params);
+                    self.func = outer;
+                    let x = x?;
+                    let v = self.fresh("t");
+                    let ty = types::reg(spec.function_elem(*func));
+                    self.line(format!("const {ty} {v} = {x};"));
+                    self.inlined.push((*func, at, v.clone()));
+                    return Ok(v);
                 }
                 let codes = self.args(ctx, map)?;
                 let shown = simplified(&substitute(ctx, map)?);
@@ -1593,4 +1643,39 @@ pub fn more_output_scope(
         )));
     }
     substitute(ctx, &o.map)
+}
+
+/// Whether `b` and every function it calls (through [`Body::Call`]) are straight-line:
+/// constants, loads, element-wise ops, selects, indices and calls of such functions, with
+/// no guard, reduction or run-time offset (whose code opens a scope of its own), so that
+/// [`BodyWriter::inline_calls`] may write them in place.
+pub fn straight_line(spec: &KernelSpec, b: &Body) -> bool {
+    fn walk(spec: &KernelSpec, b: &Body, seen: &mut Vec<usize>, depth: usize) -> bool {
+        if depth > 4096 {
+            return false;
+        }
+        match b {
+            Body::Const(_) | Body::Load { .. } | Body::Index { .. } => true,
+            Body::Unary(_, a) | Body::Convert(_, a) => walk(spec, a, seen, depth + 1),
+            Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
+                walk(spec, a, seen, depth + 1) && walk(spec, c, seen, depth + 1)
+            }
+            Body::Select(p, a, c) => {
+                walk(spec, p, seen, depth + 1)
+                    && walk(spec, a, seen, depth + 1)
+                    && walk(spec, c, seen, depth + 1)
+            }
+            Body::Call { func, .. } => {
+                if seen.contains(func) {
+                    return true;
+                }
+                seen.push(*func);
+                spec.functions
+                    .get(*func)
+                    .is_some_and(|f| walk(spec, &f.body, seen, depth + 1))
+            }
+            _ => false,
+        }
+    }
+    walk(spec, b, &mut Vec::new(), 0)
 }
