@@ -528,65 +528,27 @@ fn vector_loop(
     loops_open_vars(outer, w);
     guards(wm, w, false);
     for (k, (input, map, base)) in loads.iter().enumerate() {
-        let t = &spec.inputs[*input];
-        let vt = vector_type(t.elem);
-        w.line(format!(
-            "// p{input} ({}): {vector} elements of unroll_id in one 128-bit load ({vt})",
-            t.name
-        ));
-        w.line(format!(
-            "const {vt} v{k} = *reinterpret_cast<const {vt} *>(p{input} + {base});"
-        ));
-        let elem = format!(
-            "reinterpret_cast<const {} *>(&v{k})[unroll_id]",
-            types::mem(t.elem, true)
-        );
-        w.replaced
-            .push((*input, map.clone(), types::load(t.elem, &elem, true)));
+        let e = vector_load(w, spec, *input, &format!("v{k}"), base, vector, "");
+        w.replaced.push((*input, map.clone(), e));
     }
     // (one register per input and offset, whichever maps reach it)
     let mut regs: Vec<(usize, String, String)> = Vec::new();
     for (input, at, base) in &at_loads {
-        let t = &spec.inputs[*input];
-        let vt = vector_type(t.elem);
-        let reg = match regs.iter().find(|(i, b, _)| i == input && b == base) {
-            Some((_, _, r)) => r.clone(),
+        let e = match regs.iter().find(|(i, b, _)| i == input && b == base) {
+            Some((_, _, e)) => e.clone(),
             None => {
-                let r = format!("v{}", regs.len());
-                w.line(format!(
-                    "// p{input} ({}): {vector} elements of unroll_id in one 128-bit load ({vt})",
-                    t.name
-                ));
-                w.line(format!(
-                    "const {vt} {r} = *reinterpret_cast<const {vt} *>(p{input} + {base});"
-                ));
-                regs.push((*input, base.clone(), r.clone()));
-                r
+                let reg = format!("v{}", regs.len());
+                let e = vector_load(w, spec, *input, &reg, base, vector, "");
+                regs.push((*input, base.clone(), e.clone()));
+                e
             }
         };
-        let elem = format!(
-            "reinterpret_cast<const {} *>(&{reg})[unroll_id]",
-            types::mem(t.elem, true)
-        );
-        w.replaced_at
-            .push((*input, at.clone(), types::load(t.elem, &elem, true)));
+        w.replaced_at.push((*input, at.clone(), e));
     }
     for (k, (func, map, input, base)) in call_loads.iter().enumerate() {
-        let t = &spec.inputs[*input];
-        let vt = vector_type(t.elem);
-        w.line(format!(
-            "// p{input} ({}) through f{func}: {vector} elements of unroll_id in one 128-bit load ({vt})",
-            t.name
-        ));
-        w.line(format!(
-            "const {vt} vc{k} = *reinterpret_cast<const {vt} *>(p{input} + {base});"
-        ));
-        let elem = format!(
-            "reinterpret_cast<const {} *>(&vc{k})[unroll_id]",
-            types::mem(t.elem, true)
-        );
-        w.replaced_call
-            .push((*func, map.clone(), types::load(t.elem, &elem, true)));
+        let via = format!(" through f{func}");
+        let e = vector_load(w, spec, *input, &format!("vc{k}"), base, vector, &via);
+        w.replaced_call.push((*func, map.clone(), e));
     }
     for (k, sh) in shifted.iter().enumerate() {
         let t = &spec.inputs[sh.input];
@@ -650,6 +612,34 @@ fn vector_loop(
     }
     loops_close_n(outer.len(), w);
     Ok(true)
+}
+
+/// Writes register `reg`, the `vector` elements of input `input` at offset `base` in one
+/// 128-bit load (`via`: how the body reaches it, for the comment); returns the expression
+/// of the element of `unroll_id`.
+fn vector_load(
+    w: &mut BodyWriter,
+    spec: &KernelSpec,
+    input: usize,
+    reg: &str,
+    base: &str,
+    vector: i64,
+    via: &str,
+) -> String {
+    let t = &spec.inputs[input];
+    let vt = vector_type(t.elem);
+    w.line(format!(
+        "// p{input} ({}){via}: {vector} elements of unroll_id in one 128-bit load ({vt})",
+        t.name
+    ));
+    w.line(format!(
+        "const {vt} {reg} = *reinterpret_cast<const {vt} *>(p{input} + {base});"
+    ));
+    let elem = format!(
+        "reinterpret_cast<const {} *>(&{reg})[unroll_id]",
+        types::mem(t.elem, true)
+    );
+    types::load(t.elem, &elem, true)
 }
 
 /// An operand read at run-time starts (a gather's or a dynamic slice's [`Body::DynCall`] of
