@@ -330,3 +330,33 @@ fn simplification_with_huge_constants_agrees_pointwise() {
         .unwrap();
     assert!(compared.get() > 300, "{} maps compared", compared.get());
 }
+
+/// Found by the property above (a CI run): bounds from `d0 * (2^62 - 1) - d1 in [-2^63,
+/// -2^63 + 1]` divided `-2^63` by the coefficient `-1` of d1, whose quotient 2^63 has no
+/// 64-bit value; it wrapped to -2^63, d1's bounds came out empty and the map, which holds
+/// the point (-1, 2^62), was called KNOWN EMPTY.
+#[test]
+fn a_bound_past_64_bits_from_a_constraint_leaves_the_variable_unbounded_there() {
+    let m = IndexingMap::new(
+        vec![
+            Variable::new("d0", -2, 0),
+            Variable::new("d1", 1 << 62, 1 << 62),
+        ],
+        vec![],
+        vec![],
+        vec![Expr::var(0).mul(Expr::constant(2))],
+        vec![(
+            Expr::var(0)
+                .mul(Expr::constant((1 << 62) - 1))
+                .sub(Expr::var(1)),
+            Interval::new(i64::MIN, i64::MIN + 1),
+        )],
+    );
+    let out = simplify(&m, &SimplifyLimits::default()).map;
+    assert!(!out.is_known_empty(), "{out}");
+    assert_eq!(relation(&m).unwrap(), relation(&out).unwrap(), "{out}");
+    assert_eq!(
+        out.to_string(),
+        "(d0, d1) -> (-2), domain: d0 in [-1, -1], d1 in [4611686018427387904, 4611686018427387904], is_simplified: true"
+    );
+}

@@ -285,10 +285,18 @@ fn tighten_bounds(m: &mut IndexingMap, steps: &mut StepLog) -> bool {
                     else {
                         continue;
                     };
+                    // (k < 0: `lo / k` is past 64 bits for lo = -2^63, k = -1: v has no
+                    // upper bound from this constraint then; `floor_div` would wrap it to
+                    // -2^63 and call a non-empty map empty)
                     let b = if k > 0 {
                         ceil_div(lo, k).map(|l| Interval::new(l, floor_div(hi, k)))
                     } else {
-                        ceil_div(hi, k).map(|l| Interval::new(l, floor_div(lo, k)))
+                        let upper = if lo == i64::MIN && k == -1 {
+                            i64::MAX
+                        } else {
+                            floor_div(lo, k)
+                        };
+                        ceil_div(hi, k).map(|l| Interval::new(l, upper))
                     };
                     if let Some(b) = b {
                         let v = a.as_var().expect("checked: every atom is a variable") as usize;
