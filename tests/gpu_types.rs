@@ -344,11 +344,7 @@ fn vector_loads_are_128_bit_where_the_maps_prove_contiguity() {
         }
         assert_eq!(e.source.contains("128-bit store"), vec_out, "{}", e.source);
         if name == "vbit" {
-            assert!(
-                e.source.contains("through f") || e.source.contains("in place at"),
-                "{}",
-                e.source
-            );
+            assert!(e.source.contains("in place at"), "{}", e.source);
         }
         if name == "vfn" {
             assert!(e.source.contains("in place at"), "{}", e.source);

@@ -23,6 +23,13 @@ pub fn floor_div(a: i64, b: i64) -> i64 {
     }
 }
 
+/// `a floordiv b`, rounding toward -∞; `None` on overflow (`-2^63 floordiv -1`, whose
+/// quotient 2^63 [`floor_div`] wraps to -2^63).
+pub fn floor_div_checked(a: i64, b: i64) -> Option<i64> {
+    a.checked_div(b)?;
+    Some(floor_div(a, b))
+}
+
 /// `a ceildiv b`, rounding toward +∞; `None` on overflow.
 pub fn ceil_div(a: i64, b: i64) -> Option<i64> {
     let q = a.checked_div(b)?;
@@ -227,6 +234,9 @@ mod tests {
         assert_eq!(floor_div(-8, 2), -4);
         assert_eq!(ceil_div(-7, 2), Some(-3));
         assert_eq!(ceil_div(7, 2), Some(4));
+        assert_eq!(floor_div_checked(-7, 2), Some(-4));
+        assert_eq!(floor_div_checked(i64::MIN, -1), None);
+        assert_eq!(floor_div_checked(i64::MIN + 1, -1), Some(i64::MAX));
         assert_eq!(modulo(-7, 3), 2);
         assert_eq!(modulo(7, 3), 1);
         assert_eq!(apply(Op::Mod, 5, 0), Err(EvalError::DivisionByZero));

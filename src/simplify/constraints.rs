@@ -15,7 +15,7 @@
 
 use super::congruence::Congruence;
 use super::{Step, StepLog};
-use crate::expr::arith::{ceil_div, floor_div, modulo};
+use crate::expr::arith::{ceil_div, floor_div, floor_div_checked, modulo};
 use crate::expr::{canonical, Expr, ExprKind, Linear, Op};
 use crate::interval::{range_of, Interval};
 use crate::map::{IndexingMap, Status};
@@ -286,16 +286,12 @@ fn tighten_bounds(m: &mut IndexingMap, steps: &mut StepLog) -> bool {
                         continue;
                     };
                     // (k < 0: `lo / k` is past 64 bits for lo = -2^63, k = -1: v has no
-                    // upper bound from this constraint then; `floor_div` would wrap it to
-                    // -2^63 and call a non-empty map empty)
+                    // upper bound from this constraint then; a wrapped quotient, -2^63,
+                    // called a non-empty map empty)
                     let b = if k > 0 {
                         ceil_div(lo, k).map(|l| Interval::new(l, floor_div(hi, k)))
                     } else {
-                        let upper = if lo == i64::MIN && k == -1 {
-                            i64::MAX
-                        } else {
-                            floor_div(lo, k)
-                        };
+                        let upper = floor_div_checked(lo, k).unwrap_or(i64::MAX);
                         ceil_div(hi, k).map(|l| Interval::new(l, upper))
                     };
                     if let Some(b) = b {

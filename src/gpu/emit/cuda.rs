@@ -360,46 +360,56 @@ fn scope(w: &mut BodyWriter, m: &IndexingMap, naive: bool, prefix: &str) -> Inde
     )
 }
 
-/// Every load of a straight-line body ([`super::straight_line`]) and of the functions it
-/// calls, as `(input, map from the thread's ids to the element)`, each once; `seen`: the
-/// calls walked, by function and the map to its index.
-fn loads_through_calls(
+/// Whether `b` and every function it calls are straight-line — constants, loads,
+/// element-wise ops, selects, indices and calls of such functions, with no guard,
+/// reduction or run-time offset (whose code opens a scope of its own), so that
+/// [`BodyWriter::inline_calls`] may write them in place — and, where they are, every load
+/// they make in `out`, as `(input, map from the thread's ids to the element)`, each once.
+/// `seen`: the calls walked, by function and the map to its index.
+fn straight_line_loads(
     spec: &KernelSpec,
     b: &Body,
     ctx: &IndexingMap,
     out: &mut Vec<(usize, IndexingMap)>,
     seen: &mut Vec<(usize, IndexingMap)>,
-) -> Result<(), MapError> {
-    match b {
+    depth: usize,
+) -> Result<bool, MapError> {
+    if depth > 4096 {
+        return Ok(false);
+    }
+    let mut all = |parts: &[&Body]| -> Result<bool, MapError> {
+        for p in parts {
+            if !straight_line_loads(spec, p, ctx, out, seen, depth + 1)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    };
+    Ok(match b {
+        Body::Const(_) | Body::Index { .. } => true,
         Body::Load { input, map } => {
             let at = super::substitute(ctx, map)?;
             if !out.iter().any(|(i, m)| i == input && *m == at) {
                 out.push((*input, at));
             }
+            true
         }
         Body::Call { func, map } => {
             let at = super::substitute(ctx, map)?;
             if seen.iter().any(|(f, m)| f == func && *m == at) {
-                return Ok(());
+                return Ok(true);
             }
             seen.push((*func, at.clone()));
-            if let Some(f) = spec.functions.get(*func) {
-                loads_through_calls(spec, &f.body, &at, out, seen)?;
+            match spec.functions.get(*func) {
+                Some(f) => straight_line_loads(spec, &f.body, &at, out, seen, depth + 1)?,
+                None => false,
             }
         }
-        Body::Unary(_, a) | Body::Convert(_, a) => loads_through_calls(spec, a, ctx, out, seen)?,
-        Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
-            loads_through_calls(spec, a, ctx, out, seen)?;
-            loads_through_calls(spec, c, ctx, out, seen)?;
-        }
-        Body::Select(p, a, c) => {
-            loads_through_calls(spec, p, ctx, out, seen)?;
-            loads_through_calls(spec, a, ctx, out, seen)?;
-            loads_through_calls(spec, c, ctx, out, seen)?;
-        }
-        _ => {}
-    }
-    Ok(())
+        Body::Unary(_, a) | Body::Convert(_, a) => all(&[a])?,
+        Body::Binary(_, a, c) | Body::Compare(_, a, c) => all(&[a, c])?,
+        Body::Select(p, a, c) => all(&[p, a, c])?,
+        _ => false,
+    })
 }
 
 /// A loop with `vector` elements per thread (`unroll_id`) whose loads and store of 16 bytes
@@ -426,20 +436,16 @@ fn vector_loop(
     }
     let wide = |t: ElemType| t.bytes() * vector == 16;
     let mut loads: Vec<(usize, IndexingMap, String)> = Vec::new();
-    // Calls of a function that only loads a parameter (a bitcast's or a reshape's
-    // partition, `p0[k]` at its own index): (function, call map, input, base), the
-    // parameter read through both maps (XLA's loop reads it in one vector load too).
-    let mut call_loads: Vec<(usize, IndexingMap, usize, String)> = Vec::new();
     let mut failed = Vec::new();
     // A straight-line body has its functions written in place (each at each index once)
     // and every load it makes, through any function, is a candidate vector: an operand
     // read both directly and inside a function (a gelu's backward reads its input in
     // three) is then loaded once, as XLA's loop reads it.
-    let inline = super::straight_line(spec, &spec.functions[0].body);
+    let mut all = Vec::new();
+    let root = &spec.functions[0].body;
+    let inline = straight_line_loads(spec, root, wm, &mut all, &mut Vec::new(), 0)?;
     let mut at_loads: Vec<(usize, IndexingMap, String)> = Vec::new();
     if inline {
-        let mut all = Vec::new();
-        loads_through_calls(spec, &spec.functions[0].body, wm, &mut all, &mut Vec::new())?;
         for (input, at) in all {
             let t = &spec.inputs[input];
             if !wide(t.elem) {
@@ -455,32 +461,6 @@ fn vector_loop(
     // store is the thread's own elements whatever the body reads.
     unconditional_visit(&spec.functions[0].body, &mut |b| {
         if inline {
-            return;
-        }
-        if let Body::Call { func, map } = b {
-            let Some(Body::Load { input, map: fmap }) = spec.functions.get(*func).map(|f| &f.body)
-            else {
-                return;
-            };
-            if !map.ranges.is_empty()
-                || !fmap.ranges.is_empty()
-                || call_loads.iter().any(|(f, m, ..)| f == func && m == map)
-            {
-                return;
-            }
-            let t = &spec.inputs[*input];
-            if !wide(t.elem) {
-                return;
-            }
-            let base = super::substitute(wm, map).and_then(|inner| {
-                let st = t.strides()?;
-                vector_base(&inner, fmap, &st, vector)
-            });
-            match base {
-                Ok(Some(base)) => call_loads.push((*func, map.clone(), *input, base)),
-                Ok(None) => {}
-                Err(e) => failed.push(e),
-            }
             return;
         }
         if let Body::Load { input, map } = b {
@@ -513,12 +493,7 @@ fn vector_loop(
     } else {
         None
     };
-    if loads.is_empty()
-        && call_loads.is_empty()
-        && at_loads.is_empty()
-        && shifted.is_empty()
-        && out_base.is_none()
-    {
+    if loads.is_empty() && at_loads.is_empty() && shifted.is_empty() && out_base.is_none() {
         return Ok(false);
     }
     w.line(format!("// thread → output: {wm}"));
@@ -528,7 +503,7 @@ fn vector_loop(
     loops_open_vars(outer, w);
     guards(wm, w, false);
     for (k, (input, map, base)) in loads.iter().enumerate() {
-        let e = vector_load(w, spec, *input, &format!("v{k}"), base, vector, "");
+        let e = vector_load(w, spec, *input, &format!("v{k}"), base, vector);
         w.replaced.push((*input, map.clone(), e));
     }
     // (one register per input and offset, whichever maps reach it)
@@ -538,17 +513,12 @@ fn vector_loop(
             Some((_, _, e)) => e.clone(),
             None => {
                 let reg = format!("v{}", regs.len());
-                let e = vector_load(w, spec, *input, &reg, base, vector, "");
+                let e = vector_load(w, spec, *input, &reg, base, vector);
                 regs.push((*input, base.clone(), e.clone()));
                 e
             }
         };
         w.replaced_at.push((*input, at.clone(), e));
-    }
-    for (k, (func, map, input, base)) in call_loads.iter().enumerate() {
-        let via = format!(" through f{func}");
-        let e = vector_load(w, spec, *input, &format!("vc{k}"), base, vector, &via);
-        w.replaced_call.push((*func, map.clone(), e));
     }
     for (k, sh) in shifted.iter().enumerate() {
         let t = &spec.inputs[sh.input];
@@ -615,8 +585,7 @@ fn vector_loop(
 }
 
 /// Writes register `reg`, the `vector` elements of input `input` at offset `base` in one
-/// 128-bit load (`via`: how the body reaches it, for the comment); returns the expression
-/// of the element of `unroll_id`.
+/// 128-bit load; returns the expression of the element of `unroll_id`.
 fn vector_load(
     w: &mut BodyWriter,
     spec: &KernelSpec,
@@ -624,12 +593,11 @@ fn vector_load(
     reg: &str,
     base: &str,
     vector: i64,
-    via: &str,
 ) -> String {
     let t = &spec.inputs[input];
     let vt = vector_type(t.elem);
     w.line(format!(
-        "// p{input} ({}){via}: {vector} elements of unroll_id in one 128-bit load ({vt})",
+        "// p{input} ({}): {vector} elements of unroll_id in one 128-bit load ({vt})",
         t.name
     ));
     w.line(format!(

@@ -362,9 +362,6 @@ pub struct BodyWriter<'a> {
     /// Run-time-shifted calls ([`Body::DynCall`]) replaced by another expression (an element
     /// of a vector loaded before the loop), by (function, map).
     pub replaced_dyn: Vec<(usize, IndexingMap, String)>,
-    /// Calls ([`Body::Call`]) of a function that only loads a parameter, replaced by an
-    /// element of a vector loaded before the loop, by (function, map).
-    pub replaced_call: Vec<(usize, IndexingMap, String)>,
     /// Loads replaced by another expression (an element of a vector loaded before the
     /// loop), by input and the map from the writer's scope to the input: the same element
     /// whichever function reads it, where [`BodyWriter::inline_calls`] writes the
@@ -372,8 +369,8 @@ pub struct BodyWriter<'a> {
     pub replaced_at: Vec<(usize, IndexingMap, String)>,
     /// Calls written in place, each function at each index once (a register), rather than
     /// as calls of `f1`, `f2`, ..: set only where every function the body reaches is
-    /// straight-line ([`straight_line`]), so every register is in scope wherever a later
-    /// call of the same function at the same index is written.
+    /// straight-line (the CUDA vector loop's `straight_line_loads`), so every register is
+    /// in scope wherever a later call of the same function at the same index is written.
     pub inline_calls: bool,
     /// [`BodyWriter::inline_calls`]'s registers, by function and the map from the scope to
     /// its index.
@@ -421,7 +418,6 @@ impl<'a> BodyWriter<'a> {
             tmp: 0,
             replaced: vec![],
             replaced_dyn: vec![],
-            replaced_call: vec![],
             replaced_at: vec![],
             inline_calls: false,
             inlined: vec![],
@@ -599,13 +595,6 @@ impl<'a> BodyWriter<'a> {
                 types::load(t.elem, &format!("{name}[{k}]"), self.cuda)
             }
             Body::Call { func, map } => {
-                if let Some((_, _, e)) = self
-                    .replaced_call
-                    .iter()
-                    .find(|(f, m, _)| f == func && m == map)
-                {
-                    return Ok(e.clone());
-                }
                 if self.inline_calls {
                     let at = substitute(ctx, map)?;
                     if let Some((_, _, v)) =
@@ -1643,39 +1632,4 @@ pub fn more_output_scope(
         )));
     }
     substitute(ctx, &o.map)
-}
-
-/// Whether `b` and every function it calls (through [`Body::Call`]) are straight-line:
-/// constants, loads, element-wise ops, selects, indices and calls of such functions, with
-/// no guard, reduction or run-time offset (whose code opens a scope of its own), so that
-/// [`BodyWriter::inline_calls`] may write them in place.
-pub fn straight_line(spec: &KernelSpec, b: &Body) -> bool {
-    fn walk(spec: &KernelSpec, b: &Body, seen: &mut Vec<usize>, depth: usize) -> bool {
-        if depth > 4096 {
-            return false;
-        }
-        match b {
-            Body::Const(_) | Body::Load { .. } | Body::Index { .. } => true,
-            Body::Unary(_, a) | Body::Convert(_, a) => walk(spec, a, seen, depth + 1),
-            Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
-                walk(spec, a, seen, depth + 1) && walk(spec, c, seen, depth + 1)
-            }
-            Body::Select(p, a, c) => {
-                walk(spec, p, seen, depth + 1)
-                    && walk(spec, a, seen, depth + 1)
-                    && walk(spec, c, seen, depth + 1)
-            }
-            Body::Call { func, .. } => {
-                if seen.contains(func) {
-                    return true;
-                }
-                seen.push(*func);
-                spec.functions
-                    .get(*func)
-                    .is_some_and(|f| walk(spec, &f.body, seen, depth + 1))
-            }
-            _ => false,
-        }
-    }
-    walk(spec, b, &mut Vec::new(), 0)
 }
