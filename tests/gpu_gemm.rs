@@ -436,14 +436,96 @@ fn xla_tiling_is_read_from_backend_config() {
         ROOT %gemm_fusion_dot = f32[32,24]{1,0} fusion(%a, %b), kind=kCustom, calls=%gemm_fusion_dot_computation, backend_config={\"fusion_backend_config\":{\"block_level_fusion_config\":{\"num_stages\":1,\"num_warps\":\"2\",\"output_tiles\":[{\"sizes\":[\"16\",\"8\"]}]},\"kind\":\"__triton_nested_gemm_fusion\"}}\n}\n";
     let g = gemm(hlo, "gemm_fusion_dot");
     assert_eq!(g.xla, Some(tiling(16, 8, 16, 2, 1)));
-    let (t, s, origin) = g.tiling(None).expect("tiles");
+    // XLA's tile is kept (dump shows it) but the default is ixmap's, for f32 on CUDA cores.
+    let (t, _, origin) = g.tiling(None).expect("tiles");
     assert_eq!(
         (t, origin),
-        (tiling(16, 8, 16, 2, 1), "XLA's, from backend_config")
+        (tiling(16, 16, 8, 2, 2), "ixmap's for f32 on CUDA cores")
     );
-    // 64 threads as 8 x 8, each 2 rows of 1 column.
+    // XLA's tiling still runs when asked: 64 threads as 8 x 8, each 2 rows of 1 column.
+    let x = g.xla.unwrap();
+    let (t, s, origin) = g.tiling(Some(x)).expect("tiles");
+    assert_eq!((t, origin), (x, "given"));
     assert_eq!((s.tx, s.ty, s.tm, s.tn), (8, 8, 2, 1));
     check_cuda_on_cpu(&g, &config(t), false).expect("verifies");
+}
+
+/// ixmap's default tiling for the shapes of the shared dumps' GEMMs (H100: 132 SMs): the
+/// largest tile that does not overhang the output past a power of two and still gives every
+/// SM a block.
+#[test]
+fn simt_tiling_fills_the_device_with_the_largest_tile() {
+    let cases = [
+        // (batch, M, K, N, expected bm, bn, warps)
+        (1, 2048, 1024, 4096, 128, 128, 8),
+        (1, 4096, 2048, 1024, 128, 128, 8),
+        (1, 2048, 4096, 1024, 128, 64, 4),
+        (32, 512, 64, 512, 128, 128, 8),
+        (32, 512, 512, 128, 128, 64, 4),
+        (32, 512, 512, 64, 64, 64, 4),
+        (1, 37, 50, 29, 16, 16, 2),
+        (1, 8, 8, 8, 16, 16, 2),
+    ];
+    for (b, m, k, n, bm, bn, warps) in cases {
+        let hlo = if b == 1 {
+            format!(
+                "p0 = f32[{m}, {k}] parameter(0)\np1 = f32[{k}, {n}] parameter(1)\n\
+                 d = f32[{m}, {n}] dot(p0, p1), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}"
+            )
+        } else {
+            format!(
+                "p0 = f32[{b}, {m}, {k}] parameter(0)\np1 = f32[{b}, {k}, {n}] parameter(1)\n\
+                 d = f32[{b}, {m}, {n}] dot(p0, p1), lhs_batch_dims={{0}}, lhs_contracting_dims={{2}}, rhs_batch_dims={{0}}, rhs_contracting_dims={{1}}"
+            )
+        };
+        let g = gemm(&hlo, "d");
+        let t = g.simt_tiling(132);
+        assert_eq!(
+            (t.bm, t.bn, t.bk, t.warps, t.stages),
+            (bm, bn, 8, warps, 2),
+            "B = {b}, M = {m}, N = {n}, K = {k}"
+        );
+        let s = t.split().expect("splits");
+        assert!(s.tm * s.tn <= 64, "{s:?}");
+    }
+}
+
+/// Every tiling `simt_tiling` can choose runs: the CUDA text on the CPU and the C kernel,
+/// against the naive loop, on a shape no tile divides, with a prologue and an epilogue (the
+/// two-stage pipeline through registers, and its guarded last loads).
+#[test]
+fn every_simt_tiling_runs_at_uneven_shapes() {
+    let g = gemm(
+        "gf {\n  p0 = f32[130, 37] parameter(0)\n  p1 = f32[37] parameter(1)\n\
+         b1 = f32[130, 37] broadcast(p1), dimensions={1}\n  m = f32[130, 37] multiply(p0, b1)\n\
+         p3 = f32[140, 37] parameter(2)\n\
+         d = f32[130, 140] dot(m, p3), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n\
+         ROOT t = f32[130, 140] tanh(d)\n}",
+        "gf",
+    );
+    assert_eq!((g.b, g.m, g.n, g.k), (1, 130, 140, 37));
+    let all: Vec<Tiling> = [
+        (128, 128, 8),
+        (128, 64, 4),
+        (64, 128, 4),
+        (64, 64, 4),
+        (32, 64, 4),
+        (64, 32, 4),
+        (32, 32, 4),
+        (16, 16, 2),
+    ]
+    .iter()
+    .map(|&(bm, bn, w)| tiling(bm, bn, 8, w, 2))
+    .collect();
+    check_all(&g, &all, &|v| {
+        triple_loop(
+            (1, 130, 140, 37),
+            &|_, i, q| ((v[0][i * 37 + q] as f32) * (v[1][q] as f32)) as f64,
+            &|_, q, j| v[2][j * 37 + q],
+            &|s, _, _, _| s.tanh(),
+            ElemType::F32,
+        )
+    });
 }
 
 #[test]

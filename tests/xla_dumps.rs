@@ -431,10 +431,16 @@ fn ncu_extent(text: &str) -> Option<i64> {
 /// the tiling a Triton fusion's backend_config prints) has as many threads a block and as
 /// many blocks: the rules are checked against what XLA did, fusion by fusion (loops,
 /// unrolled or not, a variadic reduce-window, row reductions with and without an
-/// epilogue, a transpose, a concatenate, a scatter, Triton normalizations and GEMMs).
+/// epilogue, a transpose, a concatenate, a scatter, Triton normalizations).
+///
+/// GEMMs are the exception, on purpose: XLA's Triton tile (16 × 8, 2 warps) is one
+/// tensor-core fragment, and ixmap's kernel multiplies on the CUDA cores, where that tile
+/// ran 1.2–2.3× XLA's time; ixmap's own tiling (`GemmSpec::simt_tiling`) is tested in
+/// tests/gpu_gemm.rs. Here the GEMMs must show XLA's tile beside ixmap's.
 #[test]
 fn default_launches_are_the_ones_xla_made() {
     let mut compared = Vec::new();
+    let mut gemms = Vec::new();
     let mut problems = Vec::new();
     for (file, f) in fusions() {
         let Some((xb, xg)) = &f.xla_ncu_launch else {
@@ -445,6 +451,16 @@ fn default_launches_are_the_ones_xla_made() {
             problems.push(format!("{what}: no launch ({})", f.launch.detail()));
             continue;
         };
+        if ours.starts_with("GEMM ") {
+            let xla = f.xla_launch.as_deref().unwrap_or("");
+            if !(ours.contains("ixmap's for f32 on CUDA cores") && xla.starts_with("Triton: ")) {
+                problems.push(format!(
+                    "{what}: `{ours}` and `{xla}`: not ixmap's tiling beside XLA's"
+                ));
+            }
+            gemms.push(what);
+            continue;
+        }
         let xla = ncu_extent(xb).zip(ncu_extent(xg));
         match (ixmap_block_grid(ours), xla) {
             (Some(a), Some(b)) if a == b => compared.push(what),
@@ -459,8 +475,13 @@ fn default_launches_are_the_ones_xla_made() {
         compared.join(", ")
     ));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    // every fusion of the H100 corpus that ncu saw XLA launch
-    assert!(compared.len() >= 35, "only {} compared", compared.len());
+    // every fusion of the H100 corpus that ncu saw XLA launch, the GEMMs apart
+    assert!(
+        compared.len() >= 35 - gemms.len() && compared.len() + gemms.len() >= 35,
+        "only {} compared and {} GEMMs",
+        compared.len(),
+        gemms.len()
+    );
 }
 
 #[test]

@@ -45,6 +45,7 @@
 #define __device__
 #define __shared__ static
 #define __launch_bounds__(n)
+#define __align__(n) __attribute__((aligned(n)))
 
 struct ix_uint3 { unsigned x, y, z; };
 

@@ -63,7 +63,9 @@ pub const SHARED_LIMIT: i64 = 48 * 1024;
 
 /// How a block's threads cover its output tile: `tx × ty` threads, each with a `tm × tn`
 /// micro-tile (rows `ty + i·ty_count`, columns `tx + j·tx_count`, so a warp's neighbouring
-/// threads read neighbouring columns of the B tile and write neighbouring output columns).
+/// threads read neighbouring columns of the B tile and write neighbouring output columns;
+/// or, where [`Split::vector_shared_loads`], in fours: rows `4·ty + i mod 4 + 4·ty_count·⌊i/4⌋`,
+/// each four read from shared memory as one 128-bit load).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Split {
     pub threads: i64,
@@ -71,6 +73,16 @@ pub struct Split {
     pub ty: i64,
     pub tm: i64,
     pub tn: i64,
+}
+
+impl Split {
+    /// Whether the micro-tile's rows and columns come in fours, read as `float4`s: a warp
+    /// then reads its A and B values for one K step in `(tm + tn) / 4` shared loads instead
+    /// of `tm + tn`, which for 8 × 8 lifts the bound shared memory's 128 bytes a cycle put on
+    /// the FMAs from a quarter of their peak to about two thirds.
+    pub fn vector_shared_loads(&self) -> bool {
+        self.tm % 4 == 0 && self.tn % 4 == 0
+    }
 }
 
 impl Tiling {
@@ -164,10 +176,14 @@ impl Tiling {
         Ok(s)
     }
 
-    /// Padding of a shared tile's rows (an odd row length, so threads storing down a
-    /// column hit distinct banks).
-    pub fn pad(n: i64) -> i64 {
-        if n % 2 == 0 {
+    /// Padding of a shared tile's rows: an odd row length, so threads storing down a column
+    /// hit distinct banks; or, for 128-bit loads (`vec`), 4 floats, which keeps rows 16-byte
+    /// aligned and puts K-step `kk`'s row 4·kk banks on, so the 8 × 4 elements a warp stores
+    /// of a K-fastest tile of K step 8 fall in 32 distinct banks.
+    pub fn pad(n: i64, vec: bool) -> i64 {
+        if vec {
+            4
+        } else if n % 2 == 0 {
             1
         } else {
             0
@@ -175,9 +191,9 @@ impl Tiling {
     }
 
     /// Bytes of the shared tiles: `stages` buffers of a `bk × bm` and a `bk × bn` float
-    /// tile, rows padded.
+    /// tile, rows padded (the larger padding, of 128-bit loads).
     pub fn shared_bytes(&self) -> i64 {
-        let row = (self.bm + Self::pad(self.bm)) + (self.bn + Self::pad(self.bn));
+        let row = (self.bm + Self::pad(self.bm, true)) + (self.bn + Self::pad(self.bn, true));
         self.stages
             .saturating_mul(self.bk)
             .saturating_mul(row)
@@ -707,21 +723,85 @@ fn xla_tiling(fusion: &Instr, dot: &Instr, lhs: &Operand, rhs: &Operand) -> Opti
 }
 
 impl GemmSpec {
-    /// The tiling to use: the one given, else XLA's when it splits over its threads, else
-    /// [`Tiling::default`].
+    /// The tiling to use: the one given, else [`GemmSpec::simt_tiling`]'s.
+    ///
+    /// XLA's tiling (`self.xla`, from the fusion's `backend_config`) is shown beside it but
+    /// not used by default: it is sized for Triton's tensor-core dot (a 16 × 8 output tile
+    /// is one `mma.m16n8k8` TF32 fragment), while ixmap's kernel multiplies in `f32` on the
+    /// CUDA cores, where a tile that small re-reads each loaded element only `bm·bn/(bm+bn)`
+    /// = 5.3 times: on an H100 it ran 1.2–2.3× XLA's time on every GEMM of the shared dumps
+    /// (2026-11-27, `benches/results/h100-2026-11-27-evening.md`). `tile=`, `warps=` and `stages=` still take XLA's when asked.
     pub fn tiling(&self, given: Option<Tiling>) -> Result<(Tiling, Split, &'static str), String> {
         if let Some(t) = given {
             let s = t.split()?;
             return Ok((t, s, "given"));
         }
-        if let Some(t) = self.xla {
-            if let Ok(s) = t.split() {
-                return Ok((t, s, "XLA's, from backend_config"));
+        let t = self.simt_tiling(crate::gpu::launch::DeviceLimits::H100.sms);
+        match t.split() {
+            Ok(s) => Ok((t, s, "ixmap's for f32 on CUDA cores")),
+            Err(_) => {
+                let t = Tiling::default();
+                let s = t.split()?;
+                Ok((t, s, "default"))
             }
         }
-        let t = Tiling::default();
-        let s = t.split()?;
-        Ok((t, s, "default"))
+    }
+
+    /// ixmap's block tiling for its `f32` kernel on `sms` multiprocessors: the largest of
+    /// 128×128 (8 warps), 128×64, 64×128 (4 warps), 64×64, 32×64, 64×32, 32×32 (4 warps)
+    /// and 16×16 (2 warps), each with K steps of 8 and 2 stages, that
+    /// - does not overhang the output by more than rounding up to a power of two
+    ///   (`bm ≤ 2^⌈log2 M⌉`, `bn ≤ 2^⌈log2 N⌉`: no block computes mostly padding), and
+    /// - gives every multiprocessor a block (`B · ⌈M/bm⌉ · ⌈N/bn⌉ ≥ sms`);
+    ///
+    /// else, when no tile gives that many blocks, the smallest that fits.
+    ///
+    /// Why these: a thread's `tm × tn` accumulators re-use each value it reads from shared
+    /// memory `tm·tn/(tm+tn)` times (4 for 8 × 8) and a block re-uses each element it loads
+    /// from global memory `bm·bn/(bm+bn)` times (64 for 128 × 128), the register blocking
+    /// of the classic SGEMM kernels (Volkov & Demmel 2008; NVIDIA's CUTLASS SIMT tiles are
+    /// 128 × 128 × 8 with 8 × 8 per thread). With K steps of 8, 8 warps of 8 × 8
+    /// accumulators take 125 registers a thread (ptxas, sm_90): two blocks per H100
+    /// multiprocessor; K steps of 16 took 180, one block.
+    pub fn simt_tiling(&self, sms: i64) -> Tiling {
+        const CANDIDATES: [(i64, i64, i64); 8] = [
+            (128, 128, 8),
+            (128, 64, 4),
+            (64, 128, 4),
+            (64, 64, 4),
+            (32, 64, 4),
+            (64, 32, 4),
+            (32, 32, 4),
+            (16, 16, 2),
+        ];
+        let pow2 = |x: i64| {
+            let x = x.max(1) as u64;
+            x.checked_next_power_of_two().unwrap_or(1 << 62) as i64
+        };
+        let (cap_m, cap_n) = (pow2(self.m).max(16), pow2(self.n).max(16));
+        let tiling = |(bm, bn, warps): (i64, i64, i64)| Tiling {
+            bm,
+            bn,
+            bk: 8,
+            warps,
+            stages: 2,
+        };
+        let fitting: Vec<Tiling> = CANDIDATES
+            .iter()
+            .filter(|&&(bm, bn, _)| bm <= cap_m && bn <= cap_n)
+            .map(|&c| tiling(c))
+            .collect();
+        for t in &fitting {
+            let (tm, tn) = self.tiles(t);
+            let blocks = self.b.saturating_mul(tm).saturating_mul(tn);
+            if blocks >= sms {
+                return *t;
+            }
+        }
+        fitting
+            .last()
+            .copied()
+            .unwrap_or_else(|| tiling(CANDIDATES[CANDIDATES.len() - 1]))
     }
 
     /// Output tiles per batch element along M and N.

@@ -1,7 +1,8 @@
 //! `emit`, `check` and `bench` of a fusion with a `dot`: the GEMM kernel of `gpu::gemm`
 //! under a block tiling — `tile=(BM, BN, BK)`, `warps=N`, `stages=N`, each defaulting to
-//! XLA's choice in the fusion's `backend_config` when printed, else to 64x64x16, 4 warps,
-//! 2 stages.
+//! ixmap's tiling for its f32 kernel (`GemmSpec::simt_tiling`: the largest tile that gives
+//! every SM of an H100 a block). XLA's Triton tiling, printed in the fusion's
+//! `backend_config`, is shown by `dump` but sized for tensor cores.
 
 use super::cmd_gpu::fusion_name;
 use super::{Args, Session};

@@ -10,8 +10,13 @@
 //! the loads run along K when K is the operand's minor dimension, else along M or N, so a
 //! warp reads contiguous memory either way. Each thread then accumulates a `tm × tn`
 //! micro-tile in `f32` registers (rows `ty + i·TY`, columns `tx + j·TX`) from registers
-//! loaded out of the tiles. With `stages = S > 1`, `S` buffers rotate: the loads of step
-//! `t + S − 1` are issued before the products of step `t`, one barrier per step. At the
+//! loaded out of the tiles — in fours, one 128-bit shared load each, when the micro-tile's
+//! sides are multiples of 4 ([`Split::vector_shared_loads`](crate::gpu::gemm::Split)).
+//! With `stages = 2` the next step's elements are loaded (through the prologue) into
+//! registers before this step's products and stored to the other buffer after them, so the
+//! global loads are in flight while the block multiplies; with `stages = S > 2`, `S`
+//! buffers rotate: the loads of step `t + S − 1` are issued before the products of step
+//! `t`. One barrier per step. At the
 //! end each thread rounds its sums to the dot's type, applies the epilogue (elementwise;
 //! the dot's value replaces its load) and stores inside the output's bounds.
 //!
@@ -267,7 +272,9 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
     if ["half", "half2", "nv_bfloat16", "nv_bfloat162"].contains(&name.as_str()) {
         name += "_kernel";
     }
-    let (pa, pb) = (t.bm + Tiling::pad(t.bm), t.bn + Tiling::pad(t.bn));
+    // 128-bit shared loads where every thread's rows and columns come in fours.
+    let vec = sp.vector_shared_loads();
+    let (pa, pb) = (t.bm + Tiling::pad(t.bm, vec), t.bn + Tiling::pad(t.bn, vec));
     let (_, tiles_n) = g.tiles(t);
     let steps = ceil_div(g.k, t.bk);
     let nt = sp.threads;
@@ -307,19 +314,59 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
             if lhs { "A" } else { "B" },
             if lhs { "m0, k0" } else { "k0, n0" },
         );
+        let split_kk = if op.k_minor {
+            format!("const int f = e / {}, kk = e % {};", t.bk, t.bk)
+        } else {
+            format!("const int f = e % {fb}, kk = e / {fb};")
+        };
+        let elems = fb * t.bk;
+        if t.stages == 2 {
+            // Two stages through registers: `fetch` issues the global loads (and the
+            // prologue) of the next step into registers before the products of this one,
+            // `put` stores them to the other buffer after.
+            let per = ceil_div(elems, nt);
+            let (open, close) = if elems % nt == 0 {
+                ("", "")
+            } else {
+                ("if (e < ", ") ")
+            };
+            let guard = if open.is_empty() {
+                String::new()
+            } else {
+                format!("{open}{elems}{close}")
+            };
+            body += &format!(
+                "__device__ static void {name}_fetch_{letter}({}, float *stage_regs, const {it} bz, const {it} {fname}, const {it} k0) {{\n",
+                in_decl.join(", ")
+            );
+            body += &format!(
+                "  #pragma unroll\n  for (int i = 0; i < {per}; ++i) {{\n    const int e = threadIdx.x + i * {nt};\n    {split_kk}\n"
+            );
+            body += &format!("    const {it} {free} = {fname} + f, gk = k0 + kk;\n");
+            body += "    float v = 0.0f;\n";
+            let inside = if guard.is_empty() {
+                String::new()
+            } else {
+                format!("e < {elems} && ")
+            };
+            body += &format!("    if ({inside}{free} < {fext} && gk < {}) {{\n", g.k);
+            for l in &lines {
+                body += l;
+                body.push('\n');
+            }
+            body += &format!("      v = ({reg})({v});\n");
+            body += "    }\n    stage_regs[i] = v;\n  }\n}\n\n";
+            body += &format!(
+                "__device__ static void {name}_put_{letter}(float (*s)[{row}], const float *stage_regs) {{\n  #pragma unroll\n  for (int i = 0; i < {per}; ++i) {{\n    const int e = threadIdx.x + i * {nt};\n    {guard}{{ {split_kk} s[kk][f] = stage_regs[i]; }}\n  }}\n}}\n\n"
+            );
+            continue;
+        }
         body += &format!(
             "__device__ static void {name}_load_{letter}({}, float (*s)[{row}], const {it} bz, const {it} {fname}, const {it} k0) {{\n",
             in_decl.join(", ")
         );
-        body += &format!(
-            "  for (int e = threadIdx.x; e < {}; e += {nt}) {{\n",
-            fb * t.bk
-        );
-        if op.k_minor {
-            body += &format!("    const int f = e / {}, kk = e % {};\n", t.bk, t.bk);
-        } else {
-            body += &format!("    const int f = e % {fb}, kk = e / {fb};\n");
-        }
+        body += &format!("  for (int e = threadIdx.x; e < {elems}; e += {nt}) {{\n");
+        body += &format!("    {split_kk}\n");
         body += &format!("    const {it} {free} = {fname} + f, gk = k0 + kk;\n");
         body += "    float v = 0.0f;\n";
         body += &format!("    if ({free} < {fext} && gk < {}) {{\n", g.k);
@@ -338,8 +385,15 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
         "extern \"C\" __global__ void __launch_bounds__({nt}) {name}({}) {{\n",
         decls(g, true).join(", ")
     );
-    body += &format!("  __shared__ float sa[{}][{}][{pa}];\n", t.stages, t.bk);
-    body += &format!("  __shared__ float sb[{}][{}][{pb}];\n", t.stages, t.bk);
+    let align = if vec { "__align__(16) " } else { "" };
+    body += &format!(
+        "  __shared__ {align}float sa[{}][{}][{pa}];\n",
+        t.stages, t.bk
+    );
+    body += &format!(
+        "  __shared__ {align}float sb[{}][{}][{pb}];\n",
+        t.stages, t.bk
+    );
     body += &format!(
         "  const int tx = threadIdx.x % {}, ty = threadIdx.x / {};\n",
         sp.tx, sp.tx
@@ -359,7 +413,24 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
         )
     };
     let s = t.stages;
-    if s > 1 {
+    let (per_a, per_b) = (ceil_div(t.bm * t.bk, nt), ceil_div(t.bn * t.bk, nt));
+    let fetch = |k0: &str| {
+        format!(
+            "{name}_fetch_a({params}, ra_next, bz, m0, {k0}); {name}_fetch_b({params}, rb_next, bz, n0, {k0});"
+        )
+    };
+    let put =
+        |buf: &str| format!("{name}_put_a(sa[{buf}], ra_next); {name}_put_b(sb[{buf}], rb_next);");
+    if s == 2 {
+        body += &format!(
+            "  // 2 stages through registers: step t + 1's tiles are loaded into registers before step t's products and stored to the other buffer after them.\n  float ra_next[{per_a}], rb_next[{per_b}];\n"
+        );
+        body += &format!(
+            "  {}\n  {}\n  __syncthreads();\n",
+            fetch(&format!("({it})0")),
+            put("0")
+        );
+    } else if s > 1 {
         body += &format!(
             "  // {s} stages: steps 0..{} loaded ahead; step t + {} loads while step t multiplies.\n",
             s - 2,
@@ -372,7 +443,13 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
         );
     }
     body += &format!("  for ({it} kt = 0; kt < {steps}; ++kt) {{\n");
-    if s > 1 {
+    if s == 2 {
+        body += "    const int buf = (int)(kt & 1);\n";
+        body += &format!(
+            "    if (kt + 1 < {steps}) {{ {} }}\n",
+            fetch(&format!("(kt + 1) * {}", t.bk))
+        );
+    } else if s > 1 {
         body += &format!("    const int buf = (int)(kt % {s});\n");
         body += &format!(
             "    if (kt + {} < {steps}) {{ const int nb = (int)((kt + {}) % {s}); {} }}\n",
@@ -392,29 +469,57 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
         t.bk
     );
     body += &format!("      float ra[{}], rb[{}];\n", sp.tm, sp.tn);
-    body += &format!(
-        "      #pragma unroll\n      for (int i = 0; i < {}; ++i) ra[i] = sa[buf][kk][ty + i * {}];\n",
-        sp.tm, sp.ty
-    );
-    body += &format!(
-        "      #pragma unroll\n      for (int j = 0; j < {}; ++j) rb[j] = sb[buf][kk][tx + j * {}];\n",
-        sp.tn, sp.tx
-    );
+    if vec {
+        // Thread (tx, ty)'s rows are ty·4 + (i mod 4) + (i div 4)·4·TY: fours of neighbouring
+        // rows, read as one float4 each (the same for columns).
+        for (reg, arr, count, id, stride) in [
+            ("ra", "sa", sp.tm, "ty", 4 * sp.ty),
+            ("rb", "sb", sp.tn, "tx", 4 * sp.tx),
+        ] {
+            body += &format!(
+                "      #pragma unroll\n      for (int c = 0; c < {}; ++c) {{ const float4 q = *reinterpret_cast<const float4 *>(&{arr}[buf][kk][c * {stride} + {id} * 4]); {reg}[4 * c] = q.x; {reg}[4 * c + 1] = q.y; {reg}[4 * c + 2] = q.z; {reg}[4 * c + 3] = q.w; }}\n",
+                count / 4
+            );
+        }
+    } else {
+        body += &format!(
+            "      #pragma unroll\n      for (int i = 0; i < {}; ++i) ra[i] = sa[buf][kk][ty + i * {}];\n",
+            sp.tm, sp.ty
+        );
+        body += &format!(
+            "      #pragma unroll\n      for (int j = 0; j < {}; ++j) rb[j] = sb[buf][kk][tx + j * {}];\n",
+            sp.tn, sp.tx
+        );
+    }
     body += &format!(
         "      #pragma unroll\n      for (int i = 0; i < {}; ++i)\n        #pragma unroll\n        for (int j = 0; j < {}; ++j) acc[i][j] += ra[i] * rb[j];\n",
         sp.tm, sp.tn
     );
-    body += "    }\n    __syncthreads();\n  }\n";
+    body += "    }\n";
+    if s == 2 {
+        body += &format!("    if (kt + 1 < {steps}) {{ {} }}\n", put("buf ^ 1"));
+    }
+    body += "    __syncthreads();\n  }\n";
     body += "  // Each accumulator rounded to the dot's type, through the epilogue, stored.\n";
     body += &format!("  for (int i = 0; i < {}; ++i) {{\n", sp.tm);
     body += &format!(
-        "    const {it} gm = m0 + ty + i * {};\n    if (gm >= {}) break;\n",
-        sp.ty, g.m
+        "    const {it} gm = m0 + {};\n    if (gm >= {}) break;\n",
+        if vec {
+            format!("ty * 4 + (i % 4) + (i / 4) * {}", 4 * sp.ty)
+        } else {
+            format!("ty + i * {}", sp.ty)
+        },
+        g.m
     );
     body += &format!("    for (int j = 0; j < {}; ++j) {{\n", sp.tn);
     body += &format!(
-        "      const {it} gn = n0 + tx + j * {};\n      if (gn >= {}) break;\n",
-        sp.tx, g.n
+        "      const {it} gn = n0 + {};\n      if (gn >= {}) break;\n",
+        if vec {
+            format!("tx * 4 + (j % 4) + (j / 4) * {}", 4 * sp.tx)
+        } else {
+            format!("tx + j * {}", sp.tx)
+        },
+        g.n
     );
     body += &format!(
         "      const float dv = {};\n",
