@@ -146,6 +146,165 @@ pub fn plan(bytes_per_set: u64, l2_bytes: u64, free_bytes: u64, hot: bool) -> Pl
     }
 }
 
+/// A CUDA stream as cudarc shares it.
+pub(super) type Stream = std::sync::Arc<cudarc::driver::CudaStream>;
+
+/// Issues batch `j` (its second argument) on the stream given (the first).
+pub(super) type Record<'a> = dyn FnMut(&Stream, usize) -> Result<(), MapError> + 'a;
+
+/// How each sample's batch of launches is issued between its two CUDA events.
+pub(super) enum Batches {
+    /// Captured once (per variant, and the copy) on a stream of its own and replayed: one
+    /// host call a sample, so the batch is not bound by the host's launch overhead (as
+    /// Triton's `do_bench` with CUDA graphs and nvbench do).
+    Graphs {
+        stream: Stream,
+        graphs: Vec<cudarc::driver::CudaGraph>,
+    },
+    /// Launched one by one on the default stream; why no graph is used.
+    Direct { why: String },
+}
+
+impl Batches {
+    /// `21 launches per sample replayed as a CUDA graph between CUDA events`, or the
+    /// direct launches' wording and why no graph was used.
+    pub(super) fn describe(&self, launches: usize) -> String {
+        match self {
+            Batches::Graphs { .. } => batch_wording(launches, None),
+            Batches::Direct { why } => batch_wording(launches, Some(why)),
+        }
+    }
+}
+
+/// [`Batches::describe`]'s words: replayed as a graph, or launched directly and why.
+fn batch_wording(launches: usize, direct: Option<&str>) -> String {
+    let s = if launches == 1 { "" } else { "es" };
+    match direct {
+        None => {
+            format!("{launches} launch{s} per sample replayed as a CUDA graph between CUDA events")
+        }
+        Some(why) => format!(
+            "{launches} launch{s} per sample between CUDA events (launched directly: {why})"
+        ),
+    }
+}
+
+/// Set to `0` to time the direct launches even where a CUDA graph can be captured.
+pub const GRAPH_ENV: &str = "IXMAP_CUDA_GRAPH";
+
+/// Captures `n` batches as CUDA graphs: `record(stream, j)` issues batch `j` on the
+/// capture stream. Any failure (the stream, the capture, a launch during it, the
+/// instantiation, or a first replay of each graph, which is synchronized) ends any capture
+/// in progress and gives [`Batches::Direct`] with why; the default stream is then usable
+/// as before.
+///
+/// The slices that `record` uses must have been allocated with the context's event
+/// tracking off (a capture cannot wait on events recorded outside it).
+pub(super) fn capture(
+    ctx: &std::sync::Arc<cudarc::driver::CudaContext>,
+    default: &Stream,
+    n: usize,
+    record: &mut Record<'_>,
+) -> Batches {
+    if std::env::var(GRAPH_ENV).is_ok_and(|v| v.trim() == "0") {
+        return Batches::Direct {
+            why: format!("{GRAPH_ENV}=0"),
+        };
+    }
+    match try_capture(ctx, default, n, record) {
+        Ok(b) => b,
+        Err(why) => {
+            // An error cudarc kept from a drop during the attempt (a graph it destroyed)
+            // would otherwise fail the direct path's next call.
+            let _ = ctx.check_err();
+            Batches::Direct {
+                why: format!("no CUDA graph, {why}"),
+            }
+        }
+    }
+}
+
+fn try_capture(
+    ctx: &std::sync::Arc<cudarc::driver::CudaContext>,
+    default: &Stream,
+    n: usize,
+    record: &mut Record<'_>,
+) -> Result<Batches, String> {
+    use cudarc::driver::sys::{
+        CUgraphInstantiate_flags as Flags, CUstreamCaptureMode, CUstreamCaptureStatus,
+    };
+    let e = |what: &'static str| move |x: cudarc::driver::DriverError| format!("{what}: {x}");
+    // Errors kept from earlier drops belong to the run, not to the capture.
+    ctx.check_err().map_err(e("before capture"))?;
+    // What the default stream has queued (the buffers' copies and zeroing, the first runs)
+    // is done first: the capture stream does not wait for it.
+    default.synchronize().map_err(e("sync"))?;
+    // The legacy default stream cannot be captured: a (non-blocking) stream of its own.
+    let stream = ctx.new_stream().map_err(e("stream"))?;
+    let mut graphs = Vec::with_capacity(n);
+    for j in 0..n {
+        stream
+            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .map_err(e("begin capture"))?;
+        let recorded = record(&stream, j);
+        // Ends the capture even after a failed launch (the graph is then invalidated).
+        let ended = stream.end_capture(Flags(0));
+        if !matches!(
+            stream.capture_status(),
+            Ok(CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+        ) {
+            let _ = stream.end_capture(Flags(0));
+        }
+        recorded.map_err(|x| format!("during capture: {x}"))?;
+        match ended {
+            Ok(Some(g)) => graphs.push(g),
+            Ok(None) => return Err("the capture gave no graph".into()),
+            Err(x) => return Err(format!("end of capture or instantiation: {x}")),
+        }
+    }
+    // One replay of each before anything is timed: a graph that cannot run falls back here
+    // (its outputs are the first run's again, checked after the timed rounds).
+    let replayed = graphs
+        .iter()
+        .try_for_each(|g| {
+            g.upload().map_err(e("graph upload"))?;
+            g.launch().map_err(e("graph launch"))
+        })
+        .and_then(|_| stream.synchronize().map_err(e("graph replay")));
+    if replayed.is_err() {
+        // Nothing of the graphs still runs beside the direct launches.
+        let _ = stream.synchronize();
+    }
+    replayed?;
+    Ok(Batches::Graphs { stream, graphs })
+}
+
+/// One sample of a captured batch of `launches`: event, graph launch, event, the time
+/// divided by the launches.
+pub(super) fn replay(
+    stream: &Stream,
+    graph: &cudarc::driver::CudaGraph,
+    launches: usize,
+) -> Result<f64, MapError> {
+    use cudarc::driver::sys::CUevent_flags;
+    let timed = (|| {
+        let start = stream
+            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(cuda_err("event"))?;
+        graph.launch().map_err(cuda_err("graph launch"))?;
+        let end = stream
+            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(cuda_err("event"))?;
+        end.synchronize().map_err(cuda_err("sync"))?;
+        Ok(start.elapsed_ms(&end).map_err(cuda_err("timing"))? as f64 / 1e3 / launches as f64)
+    })();
+    if timed.is_err() {
+        // The buffers are freed on the default stream, which does not wait for this one.
+        let _ = stream.synchronize();
+    }
+    timed
+}
+
 /// CUDA's launch shape from a launch's 3-D grid and block, each extent checked against the
 /// driver's `u32` (and CUDA's limits: 2^31 - 1 blocks in x, 65535 in y and z, 1024 threads
 /// a block).
@@ -182,7 +341,9 @@ pub fn cuda_dims(l: &launch::Launch) -> Result<((u32, u32, u32), (u32, u32, u32)
 /// them and a device-to-device copy of the same bytes the way the field does:
 ///
 /// - each sample is [`Plan::launches`] launches between two CUDA events, the time divided
-///   by them (the launch overhead of one call is not the kernel's time);
+///   by them (the launch overhead of one call is not the kernel's time); the batch is
+///   captured once as a CUDA graph and replayed, so the host's launch calls do not bound
+///   it, or launched directly where a graph fails ([`capture`]; the report says which);
 /// - unless `hot`, the inputs and outputs are rotated over [`Plan::sets`] copies whose
 ///   total is at least twice the L2, so each launch reads from device memory (as Nsight
 ///   Compute's cache flush and Triton's `do_bench` make sure); the copy rotates as well;
@@ -201,6 +362,12 @@ fn run_on_device(
     use cudarc::driver::sys::CUevent_flags;
     use cudarc::driver::{CudaContext, CudaSlice, LaunchConfig as CuLaunch, PushKernelArg};
     let ctx = CudaContext::new(0).map_err(cuda_err("context"))?;
+    // SAFETY: the buffers below carry no cudarc events, so nothing orders two streams for
+    // us: the work is on the default stream, except the CUDA graphs' capture and replays on
+    // a stream of their own, which start after a synchronization of the default stream
+    // ([`capture`]) and are each synchronized before anything else runs or is freed
+    // ([`replay`]). With one stream (until then) the events were never used.
+    unsafe { ctx.disable_event_tracking() };
     let info = info_of(&ctx)?;
     let stream = ctx.default_stream();
     let inputs = make_inputs(spec)?;
@@ -278,7 +445,10 @@ fn run_on_device(
         let code = crate::gpu::nvcc::code_stats(&e.source).map(|c| c.summary());
         loaded.push(Loaded { label, code, func });
     }
-    let go = |f: &cudarc::driver::CudaFunction, set: usize, outs: &mut [CudaSlice<u8>]| {
+    let go = |stream: &Stream,
+              f: &cudarc::driver::CudaFunction,
+              set: usize,
+              outs: &mut [CudaSlice<u8>]| {
         let mut b = stream.launch_builder(f);
         for d in &sets_in[set] {
             b.arg(d);
@@ -294,7 +464,7 @@ fn run_on_device(
     // First run of each variant: checked before anything is timed.
     for k in &loaded {
         for set in 0..plan.sets {
-            go(&k.func, set, &mut sets_out)?;
+            go(&stream, &k.func, set, &mut sets_out)?;
         }
         let host = stream
             .clone_dtoh(&sets_out[0])
@@ -310,21 +480,33 @@ fn run_on_device(
         copy_dst.push(stream.alloc_zeros::<u8>(half).map_err(cuda_err("alloc"))?);
     }
     let n = loaded.len() + 1;
-    let mut samples = vec![Vec::new(); n];
-    let mut sample = |j: usize, outs: &mut [CudaSlice<u8>]| -> Result<f64, MapError> {
-        let start = stream
-            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(cuda_err("event"))?;
+    // Sample j's batch: variant j's launches (the copy's for j = n - 1), rotating over the
+    // sets, on `stream`.
+    let mut batch = |stream: &Stream, j: usize, outs: &mut [CudaSlice<u8>]| {
         for i in 0..plan.launches {
             let set = i % plan.sets;
             if j < loaded.len() {
-                go(&loaded[j].func, set, outs)?;
+                go(stream, &loaded[j].func, set, outs)?;
             } else {
                 stream
                     .memcpy_dtod(&copy_src[set], &mut copy_dst[set])
                     .map_err(cuda_err("copy"))?;
             }
         }
+        Ok(())
+    };
+    // Every variant and the copy as CUDA graphs, or (if any of them fails) all launched
+    // directly: the copy is measured as the kernels are.
+    let batches = capture(&ctx, &stream, n, &mut |s, j| batch(s, j, &mut sets_out));
+    let mut samples = vec![Vec::new(); n];
+    let mut sample = |j: usize, outs: &mut [CudaSlice<u8>]| -> Result<f64, MapError> {
+        if let Batches::Graphs { stream, graphs } = &batches {
+            return replay(stream, &graphs[j], plan.launches);
+        }
+        let start = stream
+            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(cuda_err("event"))?;
+        batch(&stream, j, outs)?;
         let end = stream
             .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
             .map_err(cuda_err("event"))?;
@@ -350,6 +532,8 @@ fn run_on_device(
         let host = stream.clone_dtoh(out).map_err(cuda_err("copy out"))?;
         verify(spec, &host, &want)?;
     }
+    let how = batches.describe(plan.launches);
+    drop(batches);
     let copy = Timing::from_samples(samples.pop().unwrap_or_default());
     let variants = loaded
         .into_iter()
@@ -369,13 +553,13 @@ fn run_on_device(
         variants,
         method: Some(if opts.hot {
             format!(
-                "{} launches per sample between CUDA events, hot: one set of buffers, cache-resident after the first launch; variants and copy interleaved",
-                plan.launches
+                "{}, hot: one set of buffers, cache-resident after the first launch; variants and copy interleaved",
+                how
             )
         } else {
             format!(
-                "{} launches per sample between CUDA events, inputs and output rotated over {} sets ({:.1} MiB, at least twice the L2) so each launch reads device memory; variants and copy interleaved",
-                plan.launches,
+                "{}, inputs and output rotated over {} sets ({:.1} MiB, at least twice the L2) so each launch reads device memory; variants and copy interleaved",
+                how,
                 plan.sets,
                 (per_set * plan.sets as u64) as f64 / (1 << 20) as f64
             )
@@ -412,6 +596,19 @@ mod tests {
         // Little free memory: as many sets as fit in a quarter of it, at least one.
         assert_eq!(plan(8 << 20, l2, 64 << 20, false).sets, 2);
         assert_eq!(plan(8 << 20, l2, 0, false).sets, 1);
+    }
+
+    /// The `reps:` line says whether the batch was a CUDA graph, and why not.
+    #[test]
+    fn batch_wording_says_graph_or_direct() {
+        assert_eq!(
+            batch_wording(21, None),
+            "21 launches per sample replayed as a CUDA graph between CUDA events"
+        );
+        assert_eq!(
+            batch_wording(1, Some("IXMAP_CUDA_GRAPH=0")),
+            "1 launch per sample between CUDA events (launched directly: IXMAP_CUDA_GRAPH=0)"
+        );
     }
 
     /// Every dimension of the grid and block reaches the driver, within CUDA's limits.
