@@ -127,7 +127,7 @@ pub(super) fn check(a: &Args, g: GemmSpec) -> Result<Value, Diagnostic> {
             return Ok(Value::Text(format!(
                 "{}: the host C GEMM kernel (row blocks of {}) ran; every element of {} is within its bound of the reference (f32 accumulation over K = {}; largest error {:.0}% of its bound)",
                 g.name,
-                c.tiling.bm,
+                emit::cpu_rows(&c.tiling),
                 g.output.shape_text(),
                 g.k,
                 worst * 100.0

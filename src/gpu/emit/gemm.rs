@@ -21,7 +21,7 @@
 //! the dot's value replaces its load) and stores inside the output's bounds.
 //!
 //! **CPU.** The prologues are evaluated once into packed `f32` panels (`A[b][m][k]`,
-//! `B[b][k][n]`), the product accumulates in `f32` over `bm`-row blocks split across
+//! `B[b][k][n]`), the product accumulates in `f32` over blocks of `bm` rows (at least 64) split across
 //! threads by OpenMP, cache blocks of at least 128 × 512 along K and N inside (the innermost loop runs along a row of B
 //! and of C, which the compiler vectorizes), then the epilogue writes the output.
 
@@ -587,6 +587,14 @@ pub fn launch_dims(g: &GemmSpec, t: &Tiling) -> ([i64; 2], i64) {
 /// 256 KiB of `f32`, an L2's share.
 const CPU_BK: i64 = 128;
 const CPU_BN: i64 = 512;
+/// Rows of a host thread's block, at least: the GPU's tiles (16 rows for a small GEMM)
+/// would re-read each `CPU_BK × CPU_BN` block of B from cache every 16 rows.
+const CPU_BM: i64 = 64;
+
+/// Rows of each host thread's block for tiling `t`: its `bm`, at least [`CPU_BM`].
+pub fn cpu_rows(t: &Tiling) -> i64 {
+    t.bm.max(CPU_BM)
+}
 
 /// The host C kernel (`void NAME(void **args)`: the inputs, then the output).
 pub fn cpu(g: &GemmSpec, c: &Config) -> Result<Emitted, MapError> {
@@ -680,14 +688,14 @@ pub fn cpu(g: &GemmSpec, c: &Config) -> Result<Emitted, MapError> {
         };
         body += &format!("        {at} = (float)({v});\n      }}\n");
     }
-    // The product, f32 accumulation: blocks of bm rows split across threads; inside, K
+    // The product, f32 accumulation: blocks of rows (bm, at least CPU_BM) split across threads; inside, K
     // and N in cache blocks of the host's (a GPU tile's bk x bn, 16 x 8, would leave the
     // vectorized row loop 8 long).
     let (cbk, cbn) = (t.bk.max(CPU_BK), t.bn.max(CPU_BN));
-    let mb = ceil_div(m, t.bm);
+    let rows = cpu_rows(t);
+    let mb = ceil_div(m, rows);
     body += &format!(
-        "  // C += A B in blocks of {} rows (one thread each), {cbk} x {cbn} inside.\n",
-        t.bm
+        "  // C += A B in blocks of {rows} rows (one thread each), {cbk} x {cbn} inside.\n"
     );
     body += &omp(pc_len, 2);
     body += &format!("  for ({it} bz = 0; bz < {b}; ++bz)\n");
@@ -699,8 +707,7 @@ pub fn cpu(g: &GemmSpec, c: &Config) -> Result<Emitted, MapError> {
         "        for ({it} n0 = 0; n0 < {n}; n0 += {cbn}) {{\n          const {it} n1 = n0 + {cbn} < {n} ? n0 + {cbn} : {n};\n"
     );
     body += &format!(
-        "          for ({it} gm = mb * {}; gm < {m} && gm < (mb + 1) * {}; ++gm) {{\n",
-        t.bm, t.bm
+        "          for ({it} gm = mb * {rows}; gm < {m} && gm < (mb + 1) * {rows}; ++gm) {{\n"
     );
     body += &format!("            float *restrict cr = pc + (bz * {m} + gm) * {n};\n");
     body += &format!("            for ({it} gk = k0; gk < k1; ++gk) {{\n");
