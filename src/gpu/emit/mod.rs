@@ -388,6 +388,108 @@ pub struct BodyWriter<'a> {
     /// The registers holding a variadic reduction's reducer arguments while its step is
     /// written ([`Body::Param`]).
     pub args: Vec<String>,
+    /// The variadic reductions written so far, with their accumulators: a multi-output
+    /// fusion's outputs `#0`, `#1`, .. of one reduction read the same accumulators, so
+    /// the reduction runs once per element rather than once per output.
+    tuples: Vec<TupleDone>,
+}
+
+/// A variadic reduction written by a [`BodyWriter`]: its accumulators `{acc}_k`, declared
+/// at line `from` (in scope until the block holding that line closes).
+struct TupleDone {
+    funcs: Vec<usize>,
+    inits: Vec<Body>,
+    reducer: Vec<Body>,
+    elems: Vec<ElemType>,
+    /// The reduction's map from the writer's scope.
+    at: IndexingMap,
+    acc: String,
+    from: usize,
+}
+
+/// Whether `a` and `b` are the same map (the simplification flag aside).
+fn same_map(a: &IndexingMap, b: &IndexingMap) -> bool {
+    a.dims == b.dims
+        && a.ranges == b.ranges
+        && a.runtimes == b.runtimes
+        && a.results == b.results
+        && a.constraints == b.constraints
+}
+
+/// Whether `b` has the same value wherever it is written: constants and operators over
+/// them and over a reducer's arguments ([`Body::Param`]), nothing that reads an index.
+fn index_free(b: &Body) -> bool {
+    let mut free = true;
+    b.visit(&mut |x| {
+        free &= matches!(
+            x,
+            Body::Const(_)
+                | Body::Param(..)
+                | Body::Unary(..)
+                | Body::Binary(..)
+                | Body::Convert(..)
+                | Body::Compare(..)
+                | Body::Select(..)
+        )
+    });
+    free
+}
+
+/// Whether a register declared at `lines[from]` is still in scope after the last line:
+/// no block open at `from` has closed since (braces outside `//` comments).
+fn still_in_scope(lines: &[String], from: usize) -> bool {
+    if from > lines.len() {
+        return false;
+    }
+    let mut depth = 0i64;
+    for l in &lines[from..] {
+        for c in l.split("//").next().unwrap_or("").chars() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth < 0 {
+                        return false;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    true
+}
+
+/// Whether function `func`'s body is a variadic reduction that another function also
+/// reduces (another output `#k` of the same reduction, at its own index).
+fn shared_tuple(spec: &KernelSpec, func: usize) -> bool {
+    let Some(Body::ReduceTuple {
+        funcs,
+        map,
+        inits,
+        reducer,
+        ..
+    }) = spec.functions.get(func).map(|f| &f.body)
+    else {
+        return false;
+    };
+    spec.functions.iter().enumerate().any(|(g, f)| {
+        let mut found = false;
+        if g != func {
+            f.body.visit(&mut |b| {
+                if let Body::ReduceTuple {
+                    funcs: f2,
+                    map: m2,
+                    inits: i2,
+                    reducer: r2,
+                    ..
+                } = b
+                {
+                    found |= f2 == funcs && same_map(m2, map) && i2 == inits && r2 == reducer;
+                }
+            });
+        }
+        found
+    })
 }
 
 /// File-scope state of host kernels with memoized reductions: a call counter, so a value
@@ -426,6 +528,7 @@ impl<'a> BodyWriter<'a> {
             cuda: false,
             func: 0,
             args: vec![],
+            tuples: vec![],
         }
     }
     pub fn line(&mut self, s: impl AsRef<str>) {
@@ -595,6 +698,17 @@ impl<'a> BodyWriter<'a> {
                 types::load(t.elem, &format!("{name}[{k}]"), self.cuda)
             }
             Body::Call { func, map } => {
+                // Output `#k` of a variadic reduction that another output also reads:
+                // written in place, where the reduction is written once.
+                if shared_tuple(self.spec, *func) && self.args.is_empty() {
+                    let at = substitute(ctx, map)?;
+                    let spec = self.spec;
+                    let callee = &spec.functions[*func].body;
+                    let outer = std::mem::replace(&mut self.func, *func);
+                    let x = self.body(callee, &at, params);
+                    self.func = outer;
+                    return x;
+                }
                 if self.inline_calls {
                     let at = substitute(ctx, map)?;
                     if let Some((_, _, v)) =
@@ -833,9 +947,27 @@ impl<'a> BodyWriter<'a> {
                     )));
                 }
                 let m = substitute(ctx, map)?;
+                let elems: Vec<ElemType> = (0..n).map(|k| self.elem(&reducer[k], t)).collect();
+                // The same reduction at the same index, written before in a block still
+                // open: its accumulators hold every output's value.
+                let keyed = self.args.is_empty()
+                    && inits.iter().all(index_free)
+                    && reducer.iter().all(index_free);
+                if keyed {
+                    if let Some(d) = self.tuples.iter().find(|d| {
+                        d.funcs == *funcs
+                            && d.inits == *inits
+                            && d.reducer == *reducer
+                            && d.elems == elems
+                            && same_map(&d.at, &m)
+                            && still_in_scope(&self.lines, d.from)
+                    }) {
+                        return Ok(format!("{}_{which}", d.acc));
+                    }
+                }
+                let from = self.lines.len();
                 let shown = simplified(&m);
                 let acc = self.fresh("acc");
-                let elems: Vec<ElemType> = (0..n).map(|k| self.elem(&reducer[k], t)).collect();
                 for k in 0..n {
                     let x = self.body_t(&inits[k], ctx, params, elems[k])?;
                     self.line(format!("{} {acc}_{k} = {x};", types::reg(elems[k])));
@@ -901,6 +1033,17 @@ impl<'a> BodyWriter<'a> {
                 for _ in &m.ranges[ctx.ranges.len()..] {
                     self.indent -= 1;
                     self.line("}");
+                }
+                if keyed {
+                    self.tuples.push(TupleDone {
+                        funcs: funcs.clone(),
+                        inits: inits.clone(),
+                        reducer: reducer.clone(),
+                        elems,
+                        at: m,
+                        acc: acc.clone(),
+                        from,
+                    });
                 }
                 format!("{acc}_{which}")
             }
