@@ -3,7 +3,8 @@
 //! argmax `reduce`, each at the root or read through `get-tuple-element`s of a tuple root)
 //! folds the reduction once per element: the CUDA and the C kernels write its loop once and
 //! store every accumulator to its output. Both kernels run on the CPU (simplified and
-//! naive) and agree with the reference on every element of every output.
+//! naive) and agree with the reference on every element of every output; the C kernels
+//! compile under `-Wall -Werror` (the outputs' own functions, no longer called, are gone).
 
 use ixmap::gpu::cuda_cpu::{check_c, check_inputs};
 use ixmap::gpu::emit;
@@ -88,6 +89,32 @@ fn check(spec: &KernelSpec, loops: usize) {
         eprintln!("*** SKIPPED running the kernels: no C++ compiler");
         return;
     }
+    // The C kernels compile without a warning (no helper left uncalled).
+    let dir = std::env::temp_dir().join(format!(
+        "ixmap-variadic-once-{}-{}",
+        std::process::id(),
+        spec.name
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    for naive in [false, true] {
+        let c = dir.join(format!("{}_{naive}.c", spec.name));
+        std::fs::write(&c, emit::cpu::emit(spec, naive).unwrap().source).unwrap();
+        let out = std::process::Command::new(ixmap::gpu::bench::cpu::compiler())
+            .args([
+                "-std=c11", "-O1", "-fopenmp", "-Wall", "-Werror", "-c", "-o",
+            ])
+            .arg(dir.join(format!("{}_{naive}.o", spec.name)))
+            .arg(&c)
+            .output()
+            .expect("run the C compiler");
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{} naive={naive}: {}",
+            spec.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
     let inputs = make_inputs(spec).unwrap();
     for naive in [false, true] {
         check_c(spec, naive, Some(&inputs))

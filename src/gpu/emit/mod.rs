@@ -305,8 +305,11 @@ pub fn mentions_word(src: &str, word: &str) -> bool {
 }
 
 /// Host C source finished for its element types: `<stdbool.h>` when it names `bool`, and
-/// the type helpers it calls ([`types::helpers`]) after the includes.
-pub fn finish_types(mut src: String) -> String {
+/// the type helpers it calls ([`types::helpers`]) after the includes; without the functions
+/// nothing calls (an output of a variadic reduction read from the accumulators another
+/// output's loop left).
+pub fn finish_types(src: String) -> String {
+    let mut src = drop_unreferenced(src, "static ");
     let helpers = types::helpers(&src, false);
     let mut head = String::new();
     if mentions_word(&src, "bool") {
@@ -319,6 +322,63 @@ pub fn finish_types(mut src: String) -> String {
         src.insert_str(at, &format!("{head}{helpers}"));
     }
     src
+}
+
+/// The source without the functions `QUALIFIER TYPE fN(..)` nothing calls (NVRTC warns of
+/// each, and the host compiler under `-Wall`): a further reduction of a multi-output fusion
+/// is accumulated in the kernel, so its own function (the reduction written as a loop) is
+/// not called; a parameter read at run-time starts as one vector (the CUDA loop's shifted
+/// vector loads) is not read through its function; an output of a variadic reduction reads
+/// the accumulators another output's loop left.
+pub fn drop_unreferenced(mut src: String, qualifier: &str) -> String {
+    loop {
+        let mut dropped = false;
+        let mut at = 0;
+        while let Some(i) = src[at..].find(qualifier) {
+            let start = at + i;
+            let line_end = src[start..].find('\n').map_or(src.len(), |e| start + e);
+            let decl = &src[start..line_end];
+            // `QUALIFIER TYPE fN(`: the function's name.
+            let name = decl
+                .split_whitespace()
+                .find(|w| w.starts_with('f') && w.contains('('))
+                .and_then(|w| w.split('(').next())
+                .filter(|n| n.len() > 1 && n[1..].chars().all(|c| c.is_ascii_digit()))
+                .map(str::to_string);
+            let body_end = src[start..].find("\n}\n").map(|e| start + e + 3);
+            let (Some(name), Some(end)) = (name, body_end) else {
+                at = line_end;
+                continue;
+            };
+            let call = format!("{name}(");
+            let elsewhere = src[..start].contains(&call) || src[end..].contains(&call);
+            if elsewhere {
+                at = end;
+                continue;
+            }
+            // The comment line before the function and the blank line after it go too.
+            let from = src[..start]
+                .trim_end_matches('\n')
+                .rfind('\n')
+                .map_or(0, |c| c + 1);
+            let from = if src[from..start].trim_start().starts_with("//") {
+                from
+            } else {
+                start
+            };
+            let to = if src[end..].starts_with('\n') {
+                end + 1
+            } else {
+                end
+            };
+            src.replace_range(from..to, "");
+            dropped = true;
+            break;
+        }
+        if !dropped {
+            return src;
+        }
+    }
 }
 
 /// Helpers for floor-semantics division of possibly negative values.
