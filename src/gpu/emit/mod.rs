@@ -495,10 +495,14 @@ fn index_free(b: &Body) -> bool {
     free
 }
 
-/// Whether a register declared at `lines[from]` is still in scope after the last line:
-/// no block open at `from` has closed since (braces outside `//` comments).
-fn still_in_scope(lines: &[String], from: usize) -> bool {
-    if from > lines.len() {
+/// Whether register `reg`, declared at or after `lines[from]`, is still in scope after the
+/// last line: its declaration is still there (the lines were not moved to another writer),
+/// and no block open at `from` has closed since (braces outside `//` comments).
+fn still_in_scope(lines: &[String], from: usize, reg: &str) -> bool {
+    // `TYPE reg = ..;`, not a later `reg = ..;`.
+    let (decl, set) = (format!(" {reg} = "), format!("{reg} = "));
+    let declares = |l: &String| l.contains(&decl) && !l.trim_start().starts_with(&set);
+    if from > lines.len() || !lines[from..].iter().any(declares) {
         return false;
     }
     let mut depth = 0i64;
@@ -1020,7 +1024,7 @@ impl<'a> BodyWriter<'a> {
                             && d.reducer == *reducer
                             && d.elems == elems
                             && same_map(&d.at, &m)
-                            && still_in_scope(&self.lines, d.from)
+                            && still_in_scope(&self.lines, d.from, &format!("{}_0", d.acc))
                     }) {
                         return Ok(format!("{}_{which}", d.acc));
                     }
@@ -1835,4 +1839,44 @@ pub fn more_output_scope(
         )));
     }
     substitute(ctx, &o.map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::still_in_scope;
+
+    fn lines(s: &[&str]) -> Vec<String> {
+        s.iter().map(|l| l.to_string()).collect()
+    }
+
+    #[test]
+    fn accumulators_are_reused_only_while_their_block_is_open() {
+        let open = lines(&[
+            "  float acc1_0 = 0.0f;",
+            "  for (int s0 = 0; s0 <= 1; ++s0) {",
+            "    acc1_0 = acc1_0 + v2; // {",
+            "  }",
+            "  if (c) {",
+            "    out[k] = acc1_0;",
+        ]);
+        assert!(still_in_scope(&open, 0, "acc1_0"));
+        let mut sibling = open.clone();
+        sibling.push("  } else {".into());
+        assert!(
+            still_in_scope(&sibling, 0, "acc1_0"),
+            "the declaring block is open"
+        );
+        let mut closed = open.clone();
+        closed.extend(lines(&["  }", "}", "{"]));
+        assert!(!still_in_scope(&closed, 0, "acc1_0"));
+        let mut inner = lines(&["  if (c) {"]);
+        inner.extend(open.clone());
+        inner.extend(lines(&["  }", "  }"]));
+        assert!(
+            !still_in_scope(&inner, 1, "acc1_0"),
+            "declared in a closed block"
+        );
+        assert!(!still_in_scope(&open, 1, "acc1_0"), "moved declarations");
+        assert!(!still_in_scope(&open, 7, "acc1_0"));
+    }
 }
