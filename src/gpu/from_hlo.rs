@@ -78,6 +78,10 @@ struct Builder<'a> {
     /// The function rooted at each instruction, once made.
     func_of: Vec<Option<usize>>,
     functions: Vec<Function>,
+    /// The functions a variadic reduction folds (its operands'), by the reduction: every
+    /// output `#k` of one reduction reads the same functions, so the emitters can tell the
+    /// outputs of one reduction apart from distinct reductions and fold it once.
+    variadic_funcs: Vec<(InstrId, Vec<usize>)>,
 }
 
 impl<'a> Builder<'a> {
@@ -426,6 +430,7 @@ fn build(
         input_of,
         func_of: vec![None; comp.instrs.len()],
         functions: Vec::new(),
+        variadic_funcs: Vec::new(),
     };
     b.function(root)?;
     Ok(KernelSpec {
@@ -457,6 +462,7 @@ fn build_variadic(
         input_of,
         func_of: vec![None; comp.instrs.len()],
         functions: Vec::new(),
+        variadic_funcs: Vec::new(),
     };
     let mut tensors = Vec::new();
     for (k, p) in parts.iter().enumerate() {
@@ -525,6 +531,7 @@ fn build_root(
         input_of,
         func_of: vec![None; comp.instrs.len()],
         functions: Vec::new(),
+        variadic_funcs: Vec::new(),
     };
     let name = comp_label(comp, root);
     if r.opcode == "scatter" {
@@ -633,6 +640,7 @@ fn build_root(
                 input_of: b.input_of,
                 func_of: vec![None; comp.instrs.len()],
                 functions: Vec::new(),
+                variadic_funcs: Vec::new(),
             };
             let upd = b.function(r.operands[1])?;
             if upd != 0 {
@@ -1670,12 +1678,20 @@ impl Builder<'_> {
         // its constraints always hold).
         let m = Self::then(map, &self.op_map(id, 0)?)?;
         let scalar = Self::then(map, &self.scalar_map(ins)?)?;
-        let mut funcs = Vec::new();
+        let funcs = match self.variadic_funcs.iter().find(|(r, _)| *r == id) {
+            Some((_, f)) => f.clone(),
+            None => {
+                let mut funcs = Vec::new();
+                for k in 0..n {
+                    funcs.push(self.operand_function(self.comp.instrs[id].operands[k])?);
+                }
+                self.variadic_funcs.push((id, funcs.clone()));
+                funcs
+            }
+        };
         let mut inits = Vec::new();
         for k in 0..n {
-            let (o, i) = (ins.operands[k], ins.operands[n + k]);
-            funcs.push(self.operand_function(o)?);
-            inits.push(self.body(i, &scalar, false)?);
+            inits.push(self.body(ins.operands[n + k], &scalar, false)?);
         }
         Ok(Body::ReduceTuple {
             inits,

@@ -1228,7 +1228,7 @@ fn emit_with(
         src.insert_str(at, &head);
     }
     // Functions a vector load or a multi-output kernel's own accumulation made unused.
-    src = drop_unreferenced(src);
+    src = super::drop_unreferenced(src, "__device__ static ");
     Ok(Emitted {
         name: spec.name.clone(),
         target: Target::Cuda,
@@ -1509,60 +1509,5 @@ fn column_transpose(w: &mut BodyWriter, ty: &str, tile: &str, acc: &str, nv: i64
         w.line(format!("{tile}[th_x / {TILE}][th_x % {TILE}] = {acc};"));
         w.line("__syncthreads();");
         w.line(format!("{acc} = {tile}[th_x % {TILE}][th_x / {TILE}];"));
-    }
-}
-
-/// The source without the `__device__` functions nothing calls (NVRTC warns of each): a
-/// further reduction of a multi-output fusion is accumulated in the kernel, so its own
-/// function (the reduction written as a loop) is not called; a parameter read at run-time
-/// starts as one vector ([`shifted_vector_loads`]) is not read through its function.
-fn drop_unreferenced(mut src: String) -> String {
-    loop {
-        let mut dropped = false;
-        let mut at = 0;
-        while let Some(i) = src[at..].find("__device__ static ") {
-            let start = at + i;
-            let line_end = src[start..].find('\n').map_or(src.len(), |e| start + e);
-            let decl = &src[start..line_end];
-            // `__device__ static TYPE fN(`: the function's name.
-            let name = decl
-                .split_whitespace()
-                .find(|w| w.starts_with('f') && w.contains('('))
-                .and_then(|w| w.split('(').next())
-                .filter(|n| n.len() > 1 && n[1..].chars().all(|c| c.is_ascii_digit()))
-                .map(str::to_string);
-            let body_end = src[start..].find("\n}\n").map(|e| start + e + 3);
-            let (Some(name), Some(end)) = (name, body_end) else {
-                at = line_end;
-                continue;
-            };
-            let call = format!("{name}(");
-            let elsewhere = src[..start].contains(&call) || src[end..].contains(&call);
-            if elsewhere {
-                at = end;
-                continue;
-            }
-            // The comment line before the function and the blank line after it go too.
-            let from = src[..start]
-                .trim_end_matches('\n')
-                .rfind('\n')
-                .map_or(0, |c| c + 1);
-            let from = if src[from..start].trim_start().starts_with("//") {
-                from
-            } else {
-                start
-            };
-            let to = if src[end..].starts_with('\n') {
-                end + 1
-            } else {
-                end
-            };
-            src.replace_range(from..to, "");
-            dropped = true;
-            break;
-        }
-        if !dropped {
-            return src;
-        }
     }
 }

@@ -305,8 +305,11 @@ pub fn mentions_word(src: &str, word: &str) -> bool {
 }
 
 /// Host C source finished for its element types: `<stdbool.h>` when it names `bool`, and
-/// the type helpers it calls ([`types::helpers`]) after the includes.
-pub fn finish_types(mut src: String) -> String {
+/// the type helpers it calls ([`types::helpers`]) after the includes; without the functions
+/// nothing calls (an output of a variadic reduction read from the accumulators another
+/// output's loop left).
+pub fn finish_types(src: String) -> String {
+    let mut src = drop_unreferenced(src, "static ");
     let helpers = types::helpers(&src, false);
     let mut head = String::new();
     if mentions_word(&src, "bool") {
@@ -319,6 +322,63 @@ pub fn finish_types(mut src: String) -> String {
         src.insert_str(at, &format!("{head}{helpers}"));
     }
     src
+}
+
+/// The source without the functions `QUALIFIER TYPE fN(..)` nothing calls (NVRTC warns of
+/// each, and the host compiler under `-Wall`): a further reduction of a multi-output fusion
+/// is accumulated in the kernel, so its own function (the reduction written as a loop) is
+/// not called; a parameter read at run-time starts as one vector (the CUDA loop's shifted
+/// vector loads) is not read through its function; an output of a variadic reduction reads
+/// the accumulators another output's loop left.
+pub fn drop_unreferenced(mut src: String, qualifier: &str) -> String {
+    loop {
+        let mut dropped = false;
+        let mut at = 0;
+        while let Some(i) = src[at..].find(qualifier) {
+            let start = at + i;
+            let line_end = src[start..].find('\n').map_or(src.len(), |e| start + e);
+            let decl = &src[start..line_end];
+            // `QUALIFIER TYPE fN(`: the function's name.
+            let name = decl
+                .split_whitespace()
+                .find(|w| w.starts_with('f') && w.contains('('))
+                .and_then(|w| w.split('(').next())
+                .filter(|n| n.len() > 1 && n[1..].chars().all(|c| c.is_ascii_digit()))
+                .map(str::to_string);
+            let body_end = src[start..].find("\n}\n").map(|e| start + e + 3);
+            let (Some(name), Some(end)) = (name, body_end) else {
+                at = line_end;
+                continue;
+            };
+            let call = format!("{name}(");
+            let elsewhere = src[..start].contains(&call) || src[end..].contains(&call);
+            if elsewhere {
+                at = end;
+                continue;
+            }
+            // The comment line before the function and the blank line after it go too.
+            let from = src[..start]
+                .trim_end_matches('\n')
+                .rfind('\n')
+                .map_or(0, |c| c + 1);
+            let from = if src[from..start].trim_start().starts_with("//") {
+                from
+            } else {
+                start
+            };
+            let to = if src[end..].starts_with('\n') {
+                end + 1
+            } else {
+                end
+            };
+            src.replace_range(from..to, "");
+            dropped = true;
+            break;
+        }
+        if !dropped {
+            return src;
+        }
+    }
 }
 
 /// Helpers for floor-semantics division of possibly negative values.
@@ -388,6 +448,112 @@ pub struct BodyWriter<'a> {
     /// The registers holding a variadic reduction's reducer arguments while its step is
     /// written ([`Body::Param`]).
     pub args: Vec<String>,
+    /// The variadic reductions written so far, with their accumulators: a multi-output
+    /// fusion's outputs `#0`, `#1`, .. of one reduction read the same accumulators, so
+    /// the reduction runs once per element rather than once per output.
+    tuples: Vec<TupleDone>,
+}
+
+/// A variadic reduction written by a [`BodyWriter`]: its accumulators `{acc}_k`, declared
+/// at line `from` (in scope until the block holding that line closes).
+struct TupleDone {
+    funcs: Vec<usize>,
+    inits: Vec<Body>,
+    reducer: Vec<Body>,
+    elems: Vec<ElemType>,
+    /// The reduction's map from the writer's scope.
+    at: IndexingMap,
+    acc: String,
+    from: usize,
+}
+
+/// Whether `a` and `b` are the same map (the simplification flag aside).
+fn same_map(a: &IndexingMap, b: &IndexingMap) -> bool {
+    a.dims == b.dims
+        && a.ranges == b.ranges
+        && a.runtimes == b.runtimes
+        && a.results == b.results
+        && a.constraints == b.constraints
+}
+
+/// Whether `b` has the same value wherever it is written: constants and operators over
+/// them and over a reducer's arguments ([`Body::Param`]), nothing that reads an index.
+fn index_free(b: &Body) -> bool {
+    let mut free = true;
+    b.visit(&mut |x| {
+        free &= matches!(
+            x,
+            Body::Const(_)
+                | Body::Param(..)
+                | Body::Unary(..)
+                | Body::Binary(..)
+                | Body::Convert(..)
+                | Body::Compare(..)
+                | Body::Select(..)
+        )
+    });
+    free
+}
+
+/// Whether register `reg`, declared at or after `lines[from]`, is still in scope after the
+/// last line: its declaration is still there (the lines were not moved to another writer),
+/// and no block open at `from` has closed since (braces outside `//` comments).
+fn still_in_scope(lines: &[String], from: usize, reg: &str) -> bool {
+    // `TYPE reg = ..;`, not a later `reg = ..;`.
+    let (decl, set) = (format!(" {reg} = "), format!("{reg} = "));
+    let declares = |l: &String| l.contains(&decl) && !l.trim_start().starts_with(&set);
+    if from > lines.len() || !lines[from..].iter().any(declares) {
+        return false;
+    }
+    let mut depth = 0i64;
+    for l in &lines[from..] {
+        for c in l.split("//").next().unwrap_or("").chars() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth < 0 {
+                        return false;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    true
+}
+
+/// Whether function `func`'s body is a variadic reduction that another function also
+/// reduces (another output `#k` of the same reduction, at its own index).
+fn shared_tuple(spec: &KernelSpec, func: usize) -> bool {
+    let Some(Body::ReduceTuple {
+        funcs,
+        map,
+        inits,
+        reducer,
+        ..
+    }) = spec.functions.get(func).map(|f| &f.body)
+    else {
+        return false;
+    };
+    spec.functions.iter().enumerate().any(|(g, f)| {
+        let mut found = false;
+        if g != func {
+            f.body.visit(&mut |b| {
+                if let Body::ReduceTuple {
+                    funcs: f2,
+                    map: m2,
+                    inits: i2,
+                    reducer: r2,
+                    ..
+                } = b
+                {
+                    found |= f2 == funcs && same_map(m2, map) && i2 == inits && r2 == reducer;
+                }
+            });
+        }
+        found
+    })
 }
 
 /// File-scope state of host kernels with memoized reductions: a call counter, so a value
@@ -426,6 +592,7 @@ impl<'a> BodyWriter<'a> {
             cuda: false,
             func: 0,
             args: vec![],
+            tuples: vec![],
         }
     }
     pub fn line(&mut self, s: impl AsRef<str>) {
@@ -595,6 +762,17 @@ impl<'a> BodyWriter<'a> {
                 types::load(t.elem, &format!("{name}[{k}]"), self.cuda)
             }
             Body::Call { func, map } => {
+                // Output `#k` of a variadic reduction that another output also reads:
+                // written in place, where the reduction is written once.
+                if shared_tuple(self.spec, *func) && self.args.is_empty() {
+                    let at = substitute(ctx, map)?;
+                    let spec = self.spec;
+                    let callee = &spec.functions[*func].body;
+                    let outer = std::mem::replace(&mut self.func, *func);
+                    let x = self.body(callee, &at, params);
+                    self.func = outer;
+                    return x;
+                }
                 if self.inline_calls {
                     let at = substitute(ctx, map)?;
                     if let Some((_, _, v)) =
@@ -833,9 +1011,27 @@ impl<'a> BodyWriter<'a> {
                     )));
                 }
                 let m = substitute(ctx, map)?;
+                let elems: Vec<ElemType> = (0..n).map(|k| self.elem(&reducer[k], t)).collect();
+                // The same reduction at the same index, written before in a block still
+                // open: its accumulators hold every output's value.
+                let keyed = self.args.is_empty()
+                    && inits.iter().all(index_free)
+                    && reducer.iter().all(index_free);
+                if keyed {
+                    if let Some(d) = self.tuples.iter().find(|d| {
+                        d.funcs == *funcs
+                            && d.inits == *inits
+                            && d.reducer == *reducer
+                            && d.elems == elems
+                            && same_map(&d.at, &m)
+                            && still_in_scope(&self.lines, d.from, &format!("{}_0", d.acc))
+                    }) {
+                        return Ok(format!("{}_{which}", d.acc));
+                    }
+                }
+                let from = self.lines.len();
                 let shown = simplified(&m);
                 let acc = self.fresh("acc");
-                let elems: Vec<ElemType> = (0..n).map(|k| self.elem(&reducer[k], t)).collect();
                 for k in 0..n {
                     let x = self.body_t(&inits[k], ctx, params, elems[k])?;
                     self.line(format!("{} {acc}_{k} = {x};", types::reg(elems[k])));
@@ -901,6 +1097,17 @@ impl<'a> BodyWriter<'a> {
                 for _ in &m.ranges[ctx.ranges.len()..] {
                     self.indent -= 1;
                     self.line("}");
+                }
+                if keyed {
+                    self.tuples.push(TupleDone {
+                        funcs: funcs.clone(),
+                        inits: inits.clone(),
+                        reducer: reducer.clone(),
+                        elems,
+                        at: m,
+                        acc: acc.clone(),
+                        from,
+                    });
                 }
                 format!("{acc}_{which}")
             }
@@ -1632,4 +1839,44 @@ pub fn more_output_scope(
         )));
     }
     substitute(ctx, &o.map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::still_in_scope;
+
+    fn lines(s: &[&str]) -> Vec<String> {
+        s.iter().map(|l| l.to_string()).collect()
+    }
+
+    #[test]
+    fn accumulators_are_reused_only_while_their_block_is_open() {
+        let open = lines(&[
+            "  float acc1_0 = 0.0f;",
+            "  for (int s0 = 0; s0 <= 1; ++s0) {",
+            "    acc1_0 = acc1_0 + v2; // {",
+            "  }",
+            "  if (c) {",
+            "    out[k] = acc1_0;",
+        ]);
+        assert!(still_in_scope(&open, 0, "acc1_0"));
+        let mut sibling = open.clone();
+        sibling.push("  } else {".into());
+        assert!(
+            still_in_scope(&sibling, 0, "acc1_0"),
+            "the declaring block is open"
+        );
+        let mut closed = open.clone();
+        closed.extend(lines(&["  }", "}", "{"]));
+        assert!(!still_in_scope(&closed, 0, "acc1_0"));
+        let mut inner = lines(&["  if (c) {"]);
+        inner.extend(open.clone());
+        inner.extend(lines(&["  }", "  }"]));
+        assert!(
+            !still_in_scope(&inner, 1, "acc1_0"),
+            "declared in a closed block"
+        );
+        assert!(!still_in_scope(&open, 1, "acc1_0"), "moved declarations");
+        assert!(!still_in_scope(&open, 7, "acc1_0"));
+    }
 }

@@ -1,0 +1,179 @@
+//! A multi-output fusion whose outputs are the elements `#0`, `#1`, .. of one variadic
+//! reduction (a `reduce-window` pooling that keeps the position of its maximum, and an
+//! argmax `reduce`, each at the root or read through `get-tuple-element`s of a tuple root)
+//! folds the reduction once per element: the CUDA and the C kernels write its loop once and
+//! store every accumulator to its output. Both kernels run on the CPU (simplified and
+//! naive) and agree with the reference on every element of every output; the C kernels
+//! compile under `-Wall -Werror` (the outputs' own functions, no longer called, are gone).
+
+use ixmap::gpu::cuda_cpu::{check_c, check_inputs};
+use ixmap::gpu::emit;
+use ixmap::gpu::launch::{self, LaunchConfig};
+use ixmap::gpu::reference::make_inputs;
+use ixmap::gpu::spec::{Body, KernelSpec};
+use ixmap::gpu::sweep;
+
+fn has_cxx() -> bool {
+    std::process::Command::new(ixmap::gpu::cuda_cpu::compiler())
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn spec_of(text: &str, name: &str) -> KernelSpec {
+    let mut s = ixmap::Session::new();
+    for o in s.execute(text) {
+        assert!(o.result.is_ok(), "{name}: {:?}", o.result);
+    }
+    sweep::spec_for(&s.hlo, name)
+        .unwrap_or_else(|| panic!("{name} is not defined"))
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Argmax of a value and two positions: the larger value, the smaller first position on
+/// ties (then the smaller second one).
+const ARGMAX3: &str =
+    "argmax3 {\n  av = f32[] parameter(0)\n  ai = s32[] parameter(1)\n  aj = s32[] parameter(2)\n\
+  bv = f32[] parameter(3)\n  bi = s32[] parameter(4)\n  bj = s32[] parameter(5)\n\
+  gt = pred[] compare(av, bv), direction=GT\n  eq = pred[] compare(av, bv), direction=EQ\n\
+  lt = pred[] compare(ai, bi), direction=LT\n  tie = pred[] and(eq, lt)\n\
+  pick = pred[] or(gt, tie)\n  v = f32[] select(pick, av, bv)\n\
+  i = s32[] select(pick, ai, bi)\n  j = s32[] select(pick, aj, bj)\n\
+  ROOT t = (f32[], s32[], s32[]) tuple(v, i, j)\n}\n";
+
+/// The functions the outputs are computed by: each a variadic reduction (`#k`).
+fn tuple_outputs(spec: &KernelSpec) -> usize {
+    let mut funcs = vec![0];
+    funcs.extend(spec.more_outputs.iter().map(|o| o.func));
+    funcs
+        .iter()
+        .filter(|&&f| matches!(spec.functions[f].body, Body::ReduceTuple { .. }))
+        .count()
+}
+
+/// The kernels of `spec` (3 outputs of one variadic reduction): each writes the
+/// reduction's loop (`for (.. s0 = `) once, in the entry point, and both run correctly.
+fn check(spec: &KernelSpec, loops: usize) {
+    assert_eq!(spec.more_outputs.len(), 2, "{}", spec.name);
+    assert_eq!(tuple_outputs(spec), 3, "{}", spec.name);
+    let launch = launch::choose(spec, LaunchConfig::default(), None)
+        .unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+    for naive in [false, true] {
+        let cuda = emit::cuda::emit(spec, &launch, naive)
+            .unwrap_or_else(|e| panic!("{} CUDA: {e}", spec.name))
+            .source;
+        assert_eq!(
+            cuda.matches(" s0 <= ").count(),
+            loops,
+            "{} naive={naive}: the reduction's loop once in\n{cuda}",
+            spec.name
+        );
+        assert!(
+            cuda.contains("= acc1_1;") && cuda.contains("= acc1_2;"),
+            "{} naive={naive}: outputs 1 and 2 store the accumulators in\n{cuda}",
+            spec.name
+        );
+        let c = emit::cpu::emit(spec, naive)
+            .unwrap_or_else(|e| panic!("{} C: {e}", spec.name))
+            .source;
+        let entry = &c[c.find("_body(").expect("the C kernel's body")..];
+        assert_eq!(
+            entry.matches(" s0 <= ").count(),
+            loops,
+            "{} naive={naive}: the C kernel's loop once in\n{c}",
+            spec.name
+        );
+    }
+    if !has_cxx() {
+        assert!(std::env::var("CI").is_err(), "CI and no C++ compiler");
+        eprintln!("*** SKIPPED running the kernels: no C++ compiler");
+        return;
+    }
+    // The C kernels compile without a warning (no helper left uncalled).
+    let dir = std::env::temp_dir().join(format!(
+        "ixmap-variadic-once-{}-{}",
+        std::process::id(),
+        spec.name
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    for naive in [false, true] {
+        let c = dir.join(format!("{}_{naive}.c", spec.name));
+        std::fs::write(&c, emit::cpu::emit(spec, naive).unwrap().source).unwrap();
+        let out = std::process::Command::new(ixmap::gpu::bench::cpu::compiler())
+            .args([
+                "-std=c11", "-O1", "-fopenmp", "-Wall", "-Werror", "-c", "-o",
+            ])
+            .arg(dir.join(format!("{}_{naive}.o", spec.name)))
+            .arg(&c)
+            .output()
+            .expect("run the C compiler");
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{} naive={naive}: {}",
+            spec.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let inputs = make_inputs(spec).unwrap();
+    for naive in [false, true] {
+        check_c(spec, naive, Some(&inputs))
+            .unwrap_or_else(|e| panic!("{} C naive={naive}: {e}", spec.name));
+        check_inputs(spec, &launch, naive, false, Some(&inputs))
+            .unwrap_or_else(|e| panic!("{} CUDA on the CPU naive={naive}: {e}", spec.name));
+    }
+}
+
+/// Max pooling 2×2 of `f32[4,8,8,4]` keeping the row and the column of the maximum: one
+/// `reduce-window` of three operands, its three outputs the fusion's (at the root, and
+/// through a tuple of `get-tuple-element`s).
+#[test]
+fn a_variadic_reduce_window_is_folded_once_for_all_its_outputs() {
+    let body = "  p0 = f32[4,8,8,4] parameter(0)\n\
+         r = s32[4,8,8,4] iota(), iota_dimension=1\n  c = s32[4,8,8,4] iota(), iota_dimension=2\n\
+         ninf = f32[] constant(-inf)\n  m1 = s32[] constant(-1)\n";
+    let rw = "reduce-window(p0, r, c, ninf, m1, m1), window={size=1x2x2x1 stride=1x2x2x1}, to_apply=argmax3";
+    let shape = "(f32[4,4,4,4], s32[4,4,4,4], s32[4,4,4,4])";
+    let spec = spec_of(
+        &format!("{ARGMAX3}pool {{\n{body}  ROOT w = {shape} {rw}\n}}\n"),
+        "pool",
+    );
+    check(&spec, 1);
+    let spec = spec_of(
+        &format!(
+            "{ARGMAX3}poolt {{\n{body}  w = {shape} {rw}\n\
+             a = f32[4,4,4,4] get-tuple-element(w), index=0\n\
+             b = s32[4,4,4,4] get-tuple-element(w), index=1\n\
+             e = s32[4,4,4,4] get-tuple-element(w), index=2\n\
+             ROOT t = (f32[4,4,4,4], s32[4,4,4,4], s32[4,4,4,4]) tuple(a, b, e)\n}}\n"
+        ),
+        "poolt",
+    );
+    check(&spec, 1);
+}
+
+/// Argmax over the last dimension of `f32[6,9]`, with the position and its square: one
+/// variadic `reduce` of three operands, its three outputs the fusion's.
+#[test]
+fn a_variadic_reduce_is_folded_once_for_all_its_outputs() {
+    let body = "  p0 = f32[6,9] parameter(0)\n  io = s32[6,9] iota(), iota_dimension=1\n\
+         sq = s32[6,9] multiply(io, io)\n  ninf = f32[] constant(-inf)\n  z = s32[] constant(0)\n";
+    let red = "reduce(p0, io, sq, ninf, z, z), dimensions={1}, to_apply=argmax3";
+    let shape = "(f32[6], s32[6], s32[6])";
+    let spec = spec_of(
+        &format!("{ARGMAX3}am {{\n{body}  ROOT r = {shape} {red}\n}}\n"),
+        "am",
+    );
+    check(&spec, 1);
+    let spec = spec_of(
+        &format!(
+            "{ARGMAX3}amt {{\n{body}  r = {shape} {red}\n\
+             a = f32[6] get-tuple-element(r), index=0\n\
+             b = s32[6] get-tuple-element(r), index=1\n\
+             e = s32[6] get-tuple-element(r), index=2\n\
+             ROOT t = {shape} tuple(a, b, e)\n}}\n"
+        ),
+        "amt",
+    );
+    check(&spec, 1);
+}
