@@ -177,3 +177,36 @@ fn a_variadic_reduce_is_folded_once_for_all_its_outputs() {
     );
     check(&spec, 1);
 }
+
+/// The same pooling at the size of the H100 dumps' `pool_grad` (`f32[16,64,64,32]`, 524288
+/// outputs: XLA's default launch unrolls by 4): every output, the s32 positions as well as
+/// the f32 maximum, is written as one 128-bit store a thread (`int4`, `float4`), and the
+/// kernels still agree with the reference on every element.
+#[test]
+fn every_output_of_an_unrolled_variadic_reduce_window_is_one_vector_store() {
+    let body = "  p0 = f32[16,64,64,32] parameter(0)\n\
+         r = s32[16,64,64,32] iota(), iota_dimension=1\n  c = s32[16,64,64,32] iota(), iota_dimension=2\n\
+         ninf = f32[] constant(-inf)\n  m1 = s32[] constant(-1)\n";
+    let rw = "reduce-window(p0, r, c, ninf, m1, m1), window={size=1x2x2x1 stride=1x2x2x1}, to_apply=argmax3";
+    let shape = "(f32[16,32,32,32], s32[16,32,32,32], s32[16,32,32,32])";
+    let spec = spec_of(
+        &format!("{ARGMAX3}bigpool {{\n{body}  ROOT w = {shape} {rw}\n}}\n"),
+        "bigpool",
+    );
+    let (launch, _) =
+        launch::choose_default(&spec, None, launch::DeviceLimits::H100).expect("launch");
+    assert_eq!(launch.config.vector, 4, "XLA's default launch unrolls by 4");
+    let cuda = emit::cuda::emit(&spec, &launch, false)
+        .expect("emits")
+        .source;
+    for store in [
+        "*reinterpret_cast<float4 *>(out + ",
+        "*reinterpret_cast<int4 *>(out1 + ",
+        "*reinterpret_cast<int4 *>(out2 + ",
+    ] {
+        assert!(cuda.contains(store), "`{store}` in\n{cuda}");
+    }
+    let inputs = make_inputs(&spec).unwrap();
+    check_inputs(&spec, &launch, false, false, Some(&inputs))
+        .unwrap_or_else(|e| panic!("CUDA on the CPU: {e}"));
+}

@@ -493,7 +493,23 @@ fn vector_loop(
     } else {
         None
     };
-    if loads.is_empty() && at_loads.is_empty() && shifted.is_empty() && out_base.is_none() {
+    // A tuple root's further outputs: each stored as one vector too where its elements
+    // of unroll_id are contiguous (a variadic reduce-window's argmax indices), else one
+    // element at a time in the loop.
+    let mut more_bases: Vec<Option<String>> = Vec::new();
+    for o in &spec.more_outputs {
+        more_bases.push(if wide(o.tensor.elem) && !o.is_side_of_reduction() {
+            vector_base(wm, &o.map, &o.tensor.strides()?, vector)?
+        } else {
+            None
+        });
+    }
+    if loads.is_empty()
+        && at_loads.is_empty()
+        && shifted.is_empty()
+        && out_base.is_none()
+        && more_bases.iter().all(Option::is_none)
+    {
         return Ok(false);
     }
     w.line(format!("// thread → output: {wm}"));
@@ -550,6 +566,12 @@ fn vector_loop(
     if out_base.is_some() {
         w.line(format!("{ovt} ov;"));
     }
+    for (n, b) in more_bases.iter().enumerate() {
+        if b.is_some() {
+            let vt = vector_type(spec.more_outputs[n].tensor.elem);
+            w.line(format!("{vt} ov{};", n + 1));
+        }
+    }
     loops_open_vars(last, w);
     w.inline_calls = inline;
     let v = w.body(&spec.functions[0].body, wm, params);
@@ -571,14 +593,42 @@ fn vector_loop(
             w.line(format!("out[{k}] = {stored};"));
         }
     }
-    // A tuple root's further outputs: one store each per element, in the same loop.
-    store_more_outputs(w, wm, params)?;
+    // A tuple root's further outputs, in the same loop: into their vectors, or stored.
+    for (n, b) in more_bases.iter().enumerate() {
+        let o = &spec.more_outputs[n];
+        let ck = super::more_output_scope(wm, o)?;
+        if b.is_some() {
+            let v = super::function_value(w, o.func, &ck, params)?;
+            let stored = types::store(o.tensor.elem, &v, true);
+            w.line(format!(
+                "reinterpret_cast<{} *>(&ov{})[unroll_id] = {stored};",
+                types::mem(o.tensor.elem, true),
+                n + 1
+            ));
+        } else {
+            super::store_more_output(w, n, &ck, params)?;
+        }
+    }
     loops_close_n(1, w);
     if let Some(base) = &out_base {
         w.line(format!(
             "// out: {vector} elements in one 128-bit store ({ovt})"
         ));
         w.line(format!("*reinterpret_cast<{ovt} *>(out + {base}) = ov;"));
+    }
+    for (n, b) in more_bases.iter().enumerate() {
+        if let Some(base) = b {
+            let vt = vector_type(spec.more_outputs[n].tensor.elem);
+            w.line(format!(
+                "// out{}: {vector} elements in one 128-bit store ({vt})",
+                n + 1
+            ));
+            w.line(format!(
+                "*reinterpret_cast<{vt} *>(out{} + {base}) = ov{};",
+                n + 1,
+                n + 1
+            ));
+        }
     }
     loops_close_n(outer.len(), w);
     Ok(true)
