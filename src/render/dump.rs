@@ -105,7 +105,7 @@ fn fusion_text(f: &FusionReport, style: Style) -> String {
     match (f.xla_time_us, f.ixmap_time_us) {
         (Some((x, n)), Some(i)) => {
             s += &format!(
-                "    time: ixmap {} · XLA {} (ncu{}) · ixmap / XLA {:.2}\n",
+                "    time: ixmap {} (bench: a batch of launches) · XLA {} (ncu{}, one kernel, caches flushed) · ixmap / XLA {:.2} across the two methods (benches/xla_gpu.py times both under ncu)\n",
                 us(i),
                 us(x),
                 if n > 1 {
