@@ -504,19 +504,8 @@ fn every_simt_tiling_runs_at_uneven_shapes() {
         "gf",
     );
     assert_eq!((g.b, g.m, g.n, g.k), (1, 130, 140, 37));
-    let all: Vec<Tiling> = [
-        (128, 128, 8),
-        (128, 64, 4),
-        (64, 128, 4),
-        (64, 64, 4),
-        (32, 64, 4),
-        (64, 32, 4),
-        (32, 32, 4),
-        (16, 16, 2),
-    ]
-    .iter()
-    .map(|&(bm, bn, w)| tiling(bm, bn, 8, w, 2))
-    .collect();
+    let all = Tiling::simt_candidates();
+    assert_eq!(all.len(), 8);
     check_all(&g, &all, &|v| {
         triple_loop(
             (1, 130, 140, 37),

@@ -11,23 +11,16 @@ use ixmap::gpu::emit;
 use ixmap::gpu::launch::{self, LaunchConfig};
 use ixmap::gpu::reference::make_inputs;
 use ixmap::gpu::spec::{Body, KernelSpec};
-use ixmap::gpu::sweep;
+#[path = "common/hlo_specs.rs"]
+#[allow(dead_code)]
+mod hlo_specs;
+use hlo_specs::spec as spec_of;
 
 fn has_cxx() -> bool {
     std::process::Command::new(ixmap::gpu::cuda_cpu::compiler())
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success())
-}
-
-fn spec_of(text: &str, name: &str) -> KernelSpec {
-    let mut s = ixmap::Session::new();
-    for o in s.execute(text) {
-        assert!(o.result.is_ok(), "{name}: {:?}", o.result);
-    }
-    sweep::spec_for(&s.hlo, name)
-        .unwrap_or_else(|| panic!("{name} is not defined"))
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 /// Argmax of a value and two positions: the larger value, the smaller first position on
@@ -124,16 +117,26 @@ fn check(spec: &KernelSpec, loops: usize) {
     }
 }
 
+/// The lines of a 2×2 max pooling of `f32[n,h,w,c]` that keeps the row and the column of
+/// the maximum (its parameter, iotas and initial values), its `reduce-window` and its
+/// tuple shape.
+fn pooling([n, h, w, c]: [i64; 4]) -> (String, &'static str, String) {
+    let d = format!("{n},{h},{w},{c}");
+    let body = format!(
+        "  p0 = f32[{d}] parameter(0)\n  r = s32[{d}] iota(), iota_dimension=1\n\
+         c = s32[{d}] iota(), iota_dimension=2\n  ninf = f32[] constant(-inf)\n  m1 = s32[] constant(-1)\n"
+    );
+    let rw = "reduce-window(p0, r, c, ninf, m1, m1), window={size=1x2x2x1 stride=1x2x2x1}, to_apply=argmax3";
+    let o = format!("{n},{},{},{c}", h / 2, w / 2);
+    (body, rw, format!("(f32[{o}], s32[{o}], s32[{o}])"))
+}
+
 /// Max pooling 2×2 of `f32[4,8,8,4]` keeping the row and the column of the maximum: one
 /// `reduce-window` of three operands, its three outputs the fusion's (at the root, and
 /// through a tuple of `get-tuple-element`s).
 #[test]
 fn a_variadic_reduce_window_is_folded_once_for_all_its_outputs() {
-    let body = "  p0 = f32[4,8,8,4] parameter(0)\n\
-         r = s32[4,8,8,4] iota(), iota_dimension=1\n  c = s32[4,8,8,4] iota(), iota_dimension=2\n\
-         ninf = f32[] constant(-inf)\n  m1 = s32[] constant(-1)\n";
-    let rw = "reduce-window(p0, r, c, ninf, m1, m1), window={size=1x2x2x1 stride=1x2x2x1}, to_apply=argmax3";
-    let shape = "(f32[4,4,4,4], s32[4,4,4,4], s32[4,4,4,4])";
+    let (body, rw, shape) = pooling([4, 8, 8, 4]);
     let spec = spec_of(
         &format!("{ARGMAX3}pool {{\n{body}  ROOT w = {shape} {rw}\n}}\n"),
         "pool",
@@ -184,11 +187,7 @@ fn a_variadic_reduce_is_folded_once_for_all_its_outputs() {
 /// kernels still agree with the reference on every element.
 #[test]
 fn every_output_of_an_unrolled_variadic_reduce_window_is_one_vector_store() {
-    let body = "  p0 = f32[16,64,64,32] parameter(0)\n\
-         r = s32[16,64,64,32] iota(), iota_dimension=1\n  c = s32[16,64,64,32] iota(), iota_dimension=2\n\
-         ninf = f32[] constant(-inf)\n  m1 = s32[] constant(-1)\n";
-    let rw = "reduce-window(p0, r, c, ninf, m1, m1), window={size=1x2x2x1 stride=1x2x2x1}, to_apply=argmax3";
-    let shape = "(f32[16,32,32,32], s32[16,32,32,32], s32[16,32,32,32])";
+    let (body, rw, shape) = pooling([16, 64, 64, 32]);
     let spec = spec_of(
         &format!("{ARGMAX3}bigpool {{\n{body}  ROOT w = {shape} {rw}\n}}\n"),
         "bigpool",

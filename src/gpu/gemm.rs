@@ -86,6 +86,31 @@ impl Split {
 }
 
 impl Tiling {
+    /// The tilings [`GemmSpec::simt_tiling`] chooses from, largest first: (bm, bn, warps)
+    /// of 128×128 (8), 128×64, 64×128, 64×64, 32×64, 64×32, 32×32 (4) and 16×16 (2), each
+    /// with K steps of 8 and 2 stages.
+    pub fn simt_candidates() -> Vec<Tiling> {
+        [
+            (128, 128, 8),
+            (128, 64, 4),
+            (64, 128, 4),
+            (64, 64, 4),
+            (32, 64, 4),
+            (64, 32, 4),
+            (32, 32, 4),
+            (16, 16, 2),
+        ]
+        .into_iter()
+        .map(|(bm, bn, warps)| Tiling {
+            bm,
+            bn,
+            bk: 8,
+            warps,
+            stages: 2,
+        })
+        .collect()
+    }
+
     pub fn threads(&self) -> i64 {
         self.warps * 32
     }
@@ -764,32 +789,16 @@ impl GemmSpec {
     /// accumulators take 125 registers a thread (ptxas, sm_90): two blocks per H100
     /// multiprocessor; K steps of 16 took 180, one block.
     pub fn simt_tiling(&self, sms: i64) -> Tiling {
-        const CANDIDATES: [(i64, i64, i64); 8] = [
-            (128, 128, 8),
-            (128, 64, 4),
-            (64, 128, 4),
-            (64, 64, 4),
-            (32, 64, 4),
-            (64, 32, 4),
-            (32, 32, 4),
-            (16, 16, 2),
-        ];
         let pow2 = |x: i64| {
             let x = x.max(1) as u64;
             x.checked_next_power_of_two().unwrap_or(1 << 62) as i64
         };
         let (cap_m, cap_n) = (pow2(self.m).max(16), pow2(self.n).max(16));
-        let tiling = |(bm, bn, warps): (i64, i64, i64)| Tiling {
-            bm,
-            bn,
-            bk: 8,
-            warps,
-            stages: 2,
-        };
-        let fitting: Vec<Tiling> = CANDIDATES
+        let all = Tiling::simt_candidates();
+        let fitting: Vec<Tiling> = all
             .iter()
-            .filter(|&&(bm, bn, _)| bm <= cap_m && bn <= cap_n)
-            .map(|&c| tiling(c))
+            .filter(|t| t.bm <= cap_m && t.bn <= cap_n)
+            .copied()
             .collect();
         for t in &fitting {
             let (tm, tn) = self.tiles(t);
@@ -798,10 +807,7 @@ impl GemmSpec {
                 return *t;
             }
         }
-        fitting
-            .last()
-            .copied()
-            .unwrap_or_else(|| tiling(CANDIDATES[CANDIDATES.len() - 1]))
+        fitting.last().or(all.last()).copied().unwrap_or_default()
     }
 
     /// Output tiles per batch element along M and N.

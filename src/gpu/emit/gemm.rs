@@ -320,6 +320,19 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
             format!("const int f = e % {fb}, kk = e / {fb};")
         };
         let elems = fb * t.bk;
+        // One element of the tile at (f, kk) through the prologue into `v`, zero past the
+        // edges (and past the tile's elements where `e` may run over them).
+        let element = |extra: &str| {
+            let mut b = format!("    const {it} {free} = {fname} + f, gk = k0 + kk;\n");
+            b += "    float v = 0.0f;\n";
+            b += &format!("    if ({extra}{free} < {fext} && gk < {}) {{\n", g.k);
+            for l in &lines {
+                b += l;
+                b.push('\n');
+            }
+            b += &format!("      v = ({reg})({v});\n    }}\n");
+            b
+        };
         if t.stages == 2 {
             // Two stages through registers: `fetch` issues the global loads (and the
             // prologue) of the next step into registers before the products of this one,
@@ -342,20 +355,12 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
             body += &format!(
                 "  #pragma unroll\n  for (int i = 0; i < {per}; ++i) {{\n    const int e = threadIdx.x + i * {nt};\n    {split_kk}\n"
             );
-            body += &format!("    const {it} {free} = {fname} + f, gk = k0 + kk;\n");
-            body += "    float v = 0.0f;\n";
-            let inside = if guard.is_empty() {
+            body += &element(&if guard.is_empty() {
                 String::new()
             } else {
                 format!("e < {elems} && ")
-            };
-            body += &format!("    if ({inside}{free} < {fext} && gk < {}) {{\n", g.k);
-            for l in &lines {
-                body += l;
-                body.push('\n');
-            }
-            body += &format!("      v = ({reg})({v});\n");
-            body += "    }\n    stage_regs[i] = v;\n  }\n}\n\n";
+            });
+            body += "    stage_regs[i] = v;\n  }\n}\n\n";
             body += &format!(
                 "__device__ static void {name}_put_{letter}(float (*s)[{row}], const float *stage_regs) {{\n  #pragma unroll\n  for (int i = 0; i < {per}; ++i) {{\n    const int e = threadIdx.x + i * {nt};\n    {guard}{{ {split_kk} s[kk][f] = stage_regs[i]; }}\n  }}\n}}\n\n"
             );
@@ -367,15 +372,8 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
         );
         body += &format!("  for (int e = threadIdx.x; e < {elems}; e += {nt}) {{\n");
         body += &format!("    {split_kk}\n");
-        body += &format!("    const {it} {free} = {fname} + f, gk = k0 + kk;\n");
-        body += "    float v = 0.0f;\n";
-        body += &format!("    if ({free} < {fext} && gk < {}) {{\n", g.k);
-        for l in &lines {
-            body += l;
-            body.push('\n');
-        }
-        body += &format!("      v = ({reg})({v});\n");
-        body += "    }\n    s[kk][f] = v;\n  }\n}\n\n";
+        body += &element("");
+        body += "    s[kk][f] = v;\n  }\n}\n\n";
     }
     if let Some(e) = &g.epilogue {
         body += &helpers(e, "e_", true, c.naive, it)?;
