@@ -506,6 +506,26 @@ fn every_simt_tiling_runs_at_uneven_shapes() {
     assert_eq!((g.b, g.m, g.n, g.k), (1, 130, 140, 37));
     let all = Tiling::simt_candidates();
     assert_eq!(all.len(), 8);
+    // Micro-tiles in fours read shared memory 128 bits at a time; 2 x 2 ones (16 x 16 on 64
+    // threads) one float at a time. Both with the two stages through registers.
+    for t in &all {
+        let s = t.split().expect("splits");
+        let src = cuda(&g, &config(*t)).expect("emits").0.source;
+        let vector = src.contains("const float4 q = *reinterpret_cast<const float4 *>(&sa[buf]");
+        assert_eq!(
+            vector,
+            s.tm % 4 == 0 && s.tn % 4 == 0,
+            "{}: {s:?}",
+            t.describe()
+        );
+        assert!(
+            src.contains("_fetch_a(") && src.contains("_put_b("),
+            "{}",
+            t.describe()
+        );
+    }
+    let (t128, t16) = (all[0].split().unwrap(), all[7].split().unwrap());
+    assert!(t128.vector_shared_loads() && !t16.vector_shared_loads());
     check_all(&g, &all, &|v| {
         triple_loop(
             (1, 130, 140, 37),

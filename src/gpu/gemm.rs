@@ -755,26 +755,19 @@ impl GemmSpec {
     /// is one `mma.m16n8k8` TF32 fragment), while ixmap's kernel multiplies in `f32` on the
     /// CUDA cores, where a tile that small re-reads each loaded element only `bm·bn/(bm+bn)`
     /// = 5.3 times: on an H100 it ran 1.2–2.3× XLA's time on every GEMM of the shared dumps
-    /// (2026-11-27, `benches/results/h100-2026-11-27-evening.md`). `tile=`, `warps=` and `stages=` still take XLA's when asked.
+    /// (2026-11-27, `benches/results/h100-2026-11-27-evening.md`). `tile=`, `warps=` and
+    /// `stages=` still take XLA's when asked.
     pub fn tiling(&self, given: Option<Tiling>) -> Result<(Tiling, Split, &'static str), String> {
         if let Some(t) = given {
             let s = t.split()?;
             return Ok((t, s, "given"));
         }
         let t = self.simt_tiling(crate::gpu::launch::DeviceLimits::H100.sms);
-        match t.split() {
-            Ok(s) => Ok((t, s, "ixmap's for f32 on CUDA cores")),
-            Err(_) => {
-                let t = Tiling::default();
-                let s = t.split()?;
-                Ok((t, s, "default"))
-            }
-        }
+        Ok((t, t.split()?, "ixmap's for f32 on CUDA cores"))
     }
 
     /// ixmap's block tiling for its `f32` kernel on `sms` multiprocessors: the largest of
-    /// 128×128 (8 warps), 128×64, 64×128 (4 warps), 64×64, 32×64, 64×32, 32×32 (4 warps)
-    /// and 16×16 (2 warps), each with K steps of 8 and 2 stages, that
+    /// [`Tiling::simt_candidates`] that
     /// - does not overhang the output by more than rounding up to a power of two
     ///   (`bm ≤ 2^⌈log2 M⌉`, `bn ≤ 2^⌈log2 N⌉`: no block computes mostly padding), and
     /// - gives every multiprocessor a block (`B · ⌈M/bm⌉ · ⌈N/bn⌉ ≥ sms`);
@@ -793,21 +786,20 @@ impl GemmSpec {
             let x = x.max(1) as u64;
             x.checked_next_power_of_two().unwrap_or(1 << 62) as i64
         };
+        // Both caps are at least 16, so the last candidate, 16×16, always fits.
         let (cap_m, cap_n) = (pow2(self.m).max(16), pow2(self.n).max(16));
-        let all = Tiling::simt_candidates();
-        let fitting: Vec<Tiling> = all
-            .iter()
-            .filter(|t| t.bm <= cap_m && t.bn <= cap_n)
-            .copied()
-            .collect();
-        for t in &fitting {
-            let (tm, tn) = self.tiles(t);
-            let blocks = self.b.saturating_mul(tm).saturating_mul(tn);
-            if blocks >= sms {
-                return *t;
+        let fitting = Tiling::simt_candidates()
+            .into_iter()
+            .filter(|t| t.bm <= cap_m && t.bn <= cap_n);
+        let mut smallest = Tiling::default();
+        for t in fitting {
+            let (tm, tn) = self.tiles(&t);
+            if self.b.saturating_mul(tm).saturating_mul(tn) >= sms {
+                return t;
             }
+            smallest = t;
         }
-        fitting.last().or(all.last()).copied().unwrap_or_default()
+        smallest
     }
 
     /// Output tiles per batch element along M and N.

@@ -496,13 +496,15 @@ fn vector_loop(
     // A tuple root's further outputs: each stored as one vector too where its elements
     // of unroll_id are contiguous (a variadic reduce-window's argmax indices), else one
     // element at a time in the loop.
-    let mut more_bases: Vec<Option<String>> = Vec::new();
+    // (per output: the vector's offset and type)
+    let mut more_bases: Vec<Option<(String, &str)>> = Vec::new();
     for o in &spec.more_outputs {
-        more_bases.push(if wide(o.tensor.elem) && !o.is_side_of_reduction() {
+        let base = if wide(o.tensor.elem) && !o.is_side_of_reduction() {
             vector_base(wm, &o.map, &o.tensor.strides()?, vector)?
         } else {
             None
-        });
+        };
+        more_bases.push(base.map(|b| (b, vector_type(o.tensor.elem))));
     }
     if loads.is_empty()
         && at_loads.is_empty()
@@ -567,10 +569,8 @@ fn vector_loop(
         w.line(format!("{ovt} ov;"));
     }
     for (n, b) in more_bases.iter().enumerate() {
-        if b.is_some() {
-            let vt = vector_type(spec.more_outputs[n].tensor.elem);
-            w.line(format!("{vt} ov{};", n + 1));
-        }
+        let Some((_, vt)) = b else { continue };
+        w.line(format!("{vt} ov{};", n + 1));
     }
     loops_open_vars(last, w);
     w.inline_calls = inline;
@@ -617,18 +617,16 @@ fn vector_loop(
         w.line(format!("*reinterpret_cast<{ovt} *>(out + {base}) = ov;"));
     }
     for (n, b) in more_bases.iter().enumerate() {
-        if let Some(base) = b {
-            let vt = vector_type(spec.more_outputs[n].tensor.elem);
-            w.line(format!(
-                "// out{}: {vector} elements in one 128-bit store ({vt})",
-                n + 1
-            ));
-            w.line(format!(
-                "*reinterpret_cast<{vt} *>(out{} + {base}) = ov{};",
-                n + 1,
-                n + 1
-            ));
-        }
+        let Some((base, vt)) = b else { continue };
+        w.line(format!(
+            "// out{}: {vector} elements in one 128-bit store ({vt})",
+            n + 1
+        ));
+        w.line(format!(
+            "*reinterpret_cast<{vt} *>(out{} + {base}) = ov{};",
+            n + 1,
+            n + 1
+        ));
     }
     loops_close_n(outer.len(), w);
     Ok(true)

@@ -21,9 +21,10 @@
 //! the dot's value replaces its load) and stores inside the output's bounds.
 //!
 //! **CPU.** The prologues are evaluated once into packed `f32` panels (`A[b][m][k]`,
-//! `B[b][k][n]`), the product accumulates in `f32` over blocks of `bm` rows (at least 64) split across
-//! threads by OpenMP, cache blocks of at least 128 × 512 along K and N inside (the innermost loop runs along a row of B
-//! and of C, which the compiler vectorizes), then the epilogue writes the output.
+//! `B[b][k][n]`), the product accumulates in `f32` over blocks of `bm` rows (at least 64)
+//! split across threads by OpenMP, cache blocks of at least 128 × 512 along K and N inside
+//! (the innermost loop runs along a row of B and of C, which the compiler vectorizes), then
+//! the epilogue writes the output.
 
 use super::{c_ident, mentions_word, types, used_helpers, BodyWriter, Emitted, Target};
 use crate::gpu::gemm::{ceil_div, operand_map, output_map, GemmSpec, Split, Tiling};
@@ -338,15 +339,12 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
             // prologue) of the next step into registers before the products of this one,
             // `put` stores them to the other buffer after.
             let per = ceil_div(elems, nt);
-            let (open, close) = if elems % nt == 0 {
-                ("", "")
+            // The last of a thread's `per` elements may be past the tile.
+            let past = elems % nt != 0;
+            let (guard, inside) = if past {
+                (format!("if (e < {elems}) "), format!("e < {elems} && "))
             } else {
-                ("if (e < ", ") ")
-            };
-            let guard = if open.is_empty() {
-                String::new()
-            } else {
-                format!("{open}{elems}{close}")
+                (String::new(), String::new())
             };
             body += &format!(
                 "__device__ static void {name}_fetch_{letter}({}, float *stage_regs, const {it} bz, const {it} {fname}, const {it} k0) {{\n",
@@ -355,11 +353,7 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
             body += &format!(
                 "  #pragma unroll\n  for (int i = 0; i < {per}; ++i) {{\n    const int e = threadIdx.x + i * {nt};\n    {split_kk}\n"
             );
-            body += &element(&if guard.is_empty() {
-                String::new()
-            } else {
-                format!("e < {elems} && ")
-            });
+            body += &element(&inside);
             body += "    stage_regs[i] = v;\n  }\n}\n\n";
             body += &format!(
                 "__device__ static void {name}_put_{letter}(float (*s)[{row}], const float *stage_regs) {{\n  #pragma unroll\n  for (int i = 0; i < {per}; ++i) {{\n    const int e = threadIdx.x + i * {nt};\n    {guard}{{ {split_kk} s[kk][f] = stage_regs[i]; }}\n  }}\n}}\n\n"
@@ -498,25 +492,26 @@ fn cuda_with(g: &GemmSpec, c: &Config, it: &'static str) -> Result<Emitted, MapE
         body += &format!("    if (kt + 1 < {steps}) {{ {} }}\n", put("buf ^ 1"));
     }
     body += "    __syncthreads();\n  }\n";
+    // Thread `id`'s `k`-th row (column) of the block tile, of `threads` along it: strided,
+    // or in fours where the shared loads are 128-bit.
+    let micro = |id: &str, k: &str, threads: i64| {
+        if vec {
+            format!("{id} * 4 + ({k} % 4) + ({k} / 4) * {}", 4 * threads)
+        } else {
+            format!("{id} + {k} * {threads}")
+        }
+    };
     body += "  // Each accumulator rounded to the dot's type, through the epilogue, stored.\n";
     body += &format!("  for (int i = 0; i < {}; ++i) {{\n", sp.tm);
     body += &format!(
         "    const {it} gm = m0 + {};\n    if (gm >= {}) break;\n",
-        if vec {
-            format!("ty * 4 + (i % 4) + (i / 4) * {}", 4 * sp.ty)
-        } else {
-            format!("ty + i * {}", sp.ty)
-        },
+        micro("ty", "i", sp.ty),
         g.m
     );
     body += &format!("    for (int j = 0; j < {}; ++j) {{\n", sp.tn);
     body += &format!(
         "      const {it} gn = n0 + {};\n      if (gn >= {}) break;\n",
-        if vec {
-            format!("tx * 4 + (j % 4) + (j / 4) * {}", 4 * sp.tx)
-        } else {
-            format!("tx + j * {}", sp.tx)
-        },
+        micro("tx", "j", sp.tx),
         g.n
     );
     body += &format!(
