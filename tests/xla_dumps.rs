@@ -533,3 +533,39 @@ ENTRY main {\n  x = f32[16,64,64,32] parameter(0)\n\
         }
     }
 }
+
+/// A fusion timed by ixmap (`dump --bench` on a GPU) beside XLA's ncu time from the
+/// corpus's CSV: the time line names both methods, since a batch of launches and one
+/// kernel under Nsight Compute are not measured alike, and gives their ratio.
+#[test]
+fn the_time_line_names_both_methods() {
+    let r = survey();
+    let (m, i) = r
+        .modules
+        .iter()
+        .find_map(|m| {
+            let i = m.fusions.iter().position(|f| f.xla_time_us.is_some())?;
+            Some((m, i))
+        })
+        .expect("a fusion with XLA's ncu time");
+    let mut m = m.clone();
+    let (xla, _) = m.fusions[i].xla_time_us.unwrap();
+    m.fusions[i].ixmap_time_us = Some(2.0 * xla);
+    let text = ixmap::render::dump::text(
+        &DumpReport::new(vec![m], r.options.clone()),
+        ixmap::render::Style::Plain,
+    );
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("time: ixmap"))
+        .unwrap_or_else(|| panic!("a time line in\n{text}"));
+    assert!(line.contains("(bench: a batch of launches)"), "{line}");
+    assert!(
+        line.contains("(ncu") && line.contains("one kernel, caches flushed"),
+        "{line}"
+    );
+    assert!(
+        line.contains("ixmap / XLA 2.00 across the two methods"),
+        "{line}"
+    );
+}
