@@ -209,3 +209,111 @@ fn every_output_of_an_unrolled_variadic_reduce_window_is_one_vector_store() {
     check_inputs(&spec, &launch, false, false, Some(&inputs))
         .unwrap_or_else(|e| panic!("CUDA on the CPU: {e}"));
 }
+
+/// Whether the CUDA kernel of `spec` at `vector` elements a thread reads input 0 only in
+/// 128-bit vectors (no element-at-a-time `p0[`), after checking that it runs correctly on
+/// the CPU (32- and 64-bit indices) for the simplified and the naive kernel.
+fn vector_window_reads(spec: &KernelSpec, vector: i64) -> (bool, String) {
+    let config = LaunchConfig {
+        vector,
+        ..LaunchConfig::default()
+    };
+    let launch =
+        launch::choose(spec, config, None).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+    assert_eq!(launch.config.vector, vector, "{}", spec.name);
+    let inputs = make_inputs(spec).unwrap();
+    for naive in [false, true] {
+        for wide in [false, true] {
+            check_inputs(spec, &launch, naive, wide, Some(&inputs)).unwrap_or_else(|e| {
+                panic!(
+                    "{} CUDA on the CPU naive={naive} wide={wide}: {e}",
+                    spec.name
+                )
+            });
+        }
+    }
+    let cuda = emit::cuda::emit(spec, &launch, false)
+        .expect("emits")
+        .source;
+    let vt = if spec.inputs[0].elem.bytes() == 8 {
+        "double2"
+    } else {
+        "float4"
+    };
+    let vectors =
+        cuda.contains(&format!("*reinterpret_cast<const {vt} *>(p0 + ")) && !cuda.contains("p0[");
+    (vectors, cuda)
+}
+
+/// A window reduction at the root of an unrolled loop kernel folds its window with the
+/// window loop outside the loop over the thread's elements: each window position's
+/// elements come in one 128-bit load, in the order the element-at-a-time loop folds them.
+/// A variadic pooling (its three outputs from one fold), a plain sum pooling, a sum over a
+/// window padded in its spatial dimensions (each vector loaded where it lies inside the
+/// operand, the padding's value elsewhere),
+/// f64 at two elements a thread; where the window moves along the vector's dimension
+/// (a window of 3 along the last dimension, padded) the elements are not one vector and
+/// the kernel reads them one at a time. Every kernel agrees with the reference.
+#[test]
+fn an_unrolled_window_reduction_reads_each_window_position_as_one_vector() {
+    let (body, rw, shape) = pooling([2, 8, 8, 16]);
+    let spec = spec_of(
+        &format!("{ARGMAX3}vpool {{\n{body}  ROOT w = {shape} {rw}\n}}\n"),
+        "vpool",
+    );
+    let (vectors, cuda) = vector_window_reads(&spec, 4);
+    assert!(vectors, "one float4 load a window position in\n{cuda}");
+    assert_eq!(
+        cuda.matches(" s0 <= ").count(),
+        1,
+        "the window's loop once in\n{cuda}"
+    );
+    for store in ["(out + ", "(out1 + ", "(out2 + "] {
+        assert!(cuda.contains(store), "a vector store `{store}` in\n{cuda}");
+    }
+    let add = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n";
+    let spec = spec_of(
+        &format!(
+            "{add}sum {{\n  p0 = f32[2,8,8,16] parameter(0)\n  z = f32[] constant(0)\n\
+             ROOT r = f32[2,4,4,16] reduce-window(p0, z), window={{size=1x2x2x1 stride=1x2x2x1}}, to_apply=add\n}}\n"
+        ),
+        "sum",
+    );
+    let (vectors, cuda) = vector_window_reads(&spec, 4);
+    assert!(vectors, "one float4 load a window position in\n{cuda}");
+    let spec = spec_of(
+        &format!(
+            "{add}padded {{\n  p0 = f32[2,6,5,8] parameter(0)\n  z = f32[] constant(0)\n\
+             ROOT r = f32[2,6,5,8] reduce-window(p0, z), window={{size=1x3x3x1 pad=0_0x1_1x1_1x0_0}}, to_apply=add\n}}\n"
+        ),
+        "padded",
+    );
+    let (vectors, cuda) = vector_window_reads(&spec, 4);
+    assert!(vectors, "one float4 load a window position in\n{cuda}");
+    assert!(
+        cuda.contains("where they lie inside it"),
+        "the padding's positions skip the load in\n{cuda}"
+    );
+    let addd = "addd {\n  a = f64[] parameter(0)\n  b = f64[] parameter(1)\n  ROOT s = f64[] add(a, b)\n}\n";
+    let spec = spec_of(
+        &format!(
+            "{addd}sumd {{\n  p0 = f64[3,4,6,10] parameter(0)\n  z = f64[] constant(0)\n\
+             ROOT r = f64[3,2,3,10] reduce-window(p0, z), window={{size=1x2x2x1 stride=1x2x2x1}}, to_apply=addd\n}}\n"
+        ),
+        "sumd",
+    );
+    let (vectors, cuda) = vector_window_reads(&spec, 2);
+    assert!(vectors, "one double2 load a window position in\n{cuda}");
+    let spec = spec_of(
+        &format!(
+            "{add}along {{\n  p0 = f32[4,4,4,16] parameter(0)\n  z = f32[] constant(0)\n\
+             ROOT r = f32[4,4,4,16] reduce-window(p0, z), window={{size=1x1x1x3 pad=0_0x0_0x0_0x1_1}}, to_apply=add\n}}\n"
+        ),
+        "along",
+    );
+    let (vectors, cuda) = vector_window_reads(&spec, 4);
+    assert!(
+        !vectors,
+        "a window along the vector is read an element at a time in\n{cuda}"
+    );
+}

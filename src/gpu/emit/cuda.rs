@@ -412,6 +412,91 @@ fn straight_line_loads(
     })
 }
 
+/// Every load the body `b` makes at the scope `ctx`, as [`straight_line_loads`] finds them,
+/// and also inside guards (a `pad`'s) whose conditions do not move with variable `u`
+/// (`unroll_id`), each with the C condition under which it is skipped (None: it always
+/// happens): its vector can then be loaded before the loop over `u`, where the condition
+/// says. The branch taken outside a guard loads nothing. A function called under a guard
+/// is called there only (its registers, written in the guard's block, are not in scope
+/// elsewhere). Returns false where the body is not of that form.
+#[allow(clippy::too_many_arguments)]
+fn window_loads(
+    spec: &KernelSpec,
+    b: &Body,
+    ctx: &IndexingMap,
+    u: u32,
+    skip: Option<&str>,
+    out: &mut Vec<(usize, IndexingMap, Option<String>)>,
+    seen: &mut Vec<(usize, IndexingMap, Option<String>)>,
+    depth: usize,
+) -> Result<bool, MapError> {
+    if depth > 4096 {
+        return Ok(false);
+    }
+    let skip_s = skip.map(str::to_string);
+    Ok(match b {
+        Body::Const(_) | Body::Index { .. } => true,
+        Body::Load { input, map } => {
+            let at = super::substitute(ctx, map)?;
+            match out.iter().find(|(i, m, _)| i == input && *m == at) {
+                Some((_, _, c)) => *c == skip_s,
+                None => {
+                    out.push((*input, at, skip_s));
+                    true
+                }
+            }
+        }
+        Body::Call { func, map } => {
+            let at = super::substitute(ctx, map)?;
+            if let Some((_, _, c)) = seen.iter().find(|(f, m, _)| f == func && *m == at) {
+                // Written once, where it is in scope for both.
+                return Ok(c.is_none() && skip.is_none());
+            }
+            seen.push((*func, at.clone(), skip_s));
+            match spec.functions.get(*func) {
+                Some(f) => window_loads(spec, &f.body, &at, u, skip, out, seen, depth + 1)?,
+                None => false,
+            }
+        }
+        Body::Guard {
+            map,
+            then,
+            otherwise,
+        } => {
+            let gm = super::substitute(ctx, map)?;
+            let own = &gm.constraints[ctx.constraints.len().min(gm.constraints.len())..];
+            if own.iter().any(|(c, _)| c.uses_var(u)) {
+                return Ok(false);
+            }
+            let (names, bounds) = (gm.names(), gm.bounds());
+            let mut conds: Vec<String> = skip.map(|s| vec![s.to_string()]).unwrap_or_default();
+            conds.extend(
+                own.iter()
+                    .filter_map(|&(e, iv)| super::outside(e, iv, &names, &bounds))
+                    .map(|c| format!("({c})")),
+            );
+            let inner = (!conds.is_empty()).then(|| conds.join(" || "));
+            let mut none = Vec::new();
+            window_loads(spec, then, ctx, u, inner.as_deref(), out, seen, depth + 1)?
+                && window_loads(spec, otherwise, ctx, u, skip, &mut none, seen, depth + 1)?
+                && none.is_empty()
+        }
+        Body::Unary(_, a) | Body::Convert(_, a) => {
+            window_loads(spec, a, ctx, u, skip, out, seen, depth + 1)?
+        }
+        Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
+            window_loads(spec, a, ctx, u, skip, out, seen, depth + 1)?
+                && window_loads(spec, c, ctx, u, skip, out, seen, depth + 1)?
+        }
+        Body::Select(p, a, c) => {
+            window_loads(spec, p, ctx, u, skip, out, seen, depth + 1)?
+                && window_loads(spec, a, ctx, u, skip, out, seen, depth + 1)?
+                && window_loads(spec, c, ctx, u, skip, out, seen, depth + 1)?
+        }
+        _ => false,
+    })
+}
+
 /// A loop with `vector` elements per thread (`unroll_id`) whose loads and store of 16 bytes
 /// are contiguous and aligned ([`vector_base`]): each such operand read in one 128-bit load
 /// (`float4`, `int4`, `double2`, ..., `uint4` for 8- and 16-bit types) before the loop over
@@ -632,6 +717,329 @@ fn vector_loop(
     Ok(true)
 }
 
+/// A window reduction (a `reduce-window`, or a `reduce`, at the root of a loop kernel with
+/// `vector` elements per thread) folded for all elements of `unroll_id` together, with the
+/// window loop outside the loop over `unroll_id`: each window position's `vector` elements
+/// of an operand are contiguous and aligned ([`vector_base`] at every window position), so
+/// they come in one 128-bit load per position instead of one load per element. XLA's loop
+/// emitter writes the elements of `unroll_id` one after the other and LLVM, which knows its
+/// buffers' alignment, merges their loads into vectors; NVRTC does not know ours, so ixmap
+/// writes the vector itself. Each element of `unroll_id` keeps its accumulators (registers,
+/// the arrays being indexed only in unrolled loops) and folds the window in the same order
+/// as the element-at-a-time loop: the values are the same.
+///
+/// Taken where the root is the fold, every further output is the same variadic fold's
+/// accumulator at the same index (a reduce-window's argmax), every function the fold reads
+/// is straight-line or guarded by conditions that do not move with `unroll_id` (a `pad`
+/// of the spatial dimensions: the vector is loaded where it lies inside the operand,
+/// [`window_loads`]), no constraint of the window moves with `unroll_id` (a window along
+/// the vector's dimension is left to [`vector_loop`]), and at least one operand comes in
+/// vectors; else returns false, writing nothing.
+fn window_loop(
+    spec: &KernelSpec,
+    launch: &Launch,
+    w: &mut BodyWriter,
+    params: &str,
+) -> Result<bool, MapError> {
+    let wm = &launch.write_map;
+    let vector = launch.config.vector;
+    if vector < 2 || wm.ranges.last().is_none_or(|v| v.name != "unroll_id") {
+        return Ok(false);
+    }
+    let u = (wm.dims.len() + wm.ranges.len() - 1) as u32;
+    if wm.constraints.iter().any(|(c, _)| c.uses_var(u)) {
+        return Ok(false);
+    }
+    let root = &spec.functions[0].body;
+    let t = spec.elem_of(0, root);
+    // The fold as a variadic one: a plain reduction is one accumulator folded by its op.
+    let (inits, funcs, map, reducer, which) = match root {
+        Body::ReduceTuple {
+            inits,
+            funcs,
+            map,
+            reducer,
+            which,
+            ..
+        } => (inits.clone(), funcs.clone(), map, reducer.clone(), *which),
+        Body::Reduce {
+            op,
+            init,
+            func,
+            map,
+        } if spec.more_outputs.is_empty() => (
+            vec![Body::Const(*init)],
+            vec![*func],
+            map,
+            vec![Body::Binary(
+                *op,
+                Box::new(Body::Param(0, t)),
+                Box::new(Body::Param(1, t)),
+            )],
+            0,
+        ),
+        _ => return Ok(false),
+    };
+    let n = funcs.len();
+    if inits.len() != n || reducer.len() != n || which >= n || !inits.iter().all(super::index_free)
+    {
+        return Ok(false);
+    }
+    // Each further output: accumulator `k` of the same fold, at output 0's index.
+    let mut more_which = Vec::new();
+    for o in &spec.more_outputs {
+        if o.is_side_of_reduction() || !is_identity(&o.map, &spec.output.dims) {
+            return Ok(false);
+        }
+        match spec.functions.get(o.func).map(|f| &f.body) {
+            Some(Body::ReduceTuple {
+                inits: i2,
+                funcs: f2,
+                map: m2,
+                reducer: r2,
+                which: k,
+                ..
+            }) if *i2 == inits
+                && *f2 == funcs
+                && *r2 == reducer
+                && super::same_map(m2, map)
+                && *k < n =>
+            {
+                more_which.push(*k)
+            }
+            _ => return Ok(false),
+        }
+    }
+    let m = super::substitute(wm, map)?;
+    let shown = simplified(&m);
+    if shown.status != crate::map::Status::Defined {
+        return Ok(false);
+    }
+    if let Some(pos) = shown.ranges.iter().position(|v| v.name == "unroll_id") {
+        let su = (shown.dims.len() + pos) as u32;
+        if shown.constraints.iter().any(|(c, _)| c.uses_var(su)) {
+            return Ok(false);
+        }
+    }
+    // Every load the fold's functions make, and which of them are whole vectors.
+    let mut all = Vec::new();
+    let mut seen = Vec::new();
+    for &f in &funcs {
+        let call = Body::Call {
+            func: f,
+            map: map.clone(),
+        };
+        if !window_loads(spec, &call, wm, u, None, &mut all, &mut seen, 0)? {
+            return Ok(false);
+        }
+    }
+    let mut at_loads: Vec<(usize, IndexingMap, String, Option<String>)> = Vec::new();
+    for (input, at, skip) in all {
+        let ti = &spec.inputs[input];
+        if ti.elem.bytes() * vector != 16 {
+            continue;
+        }
+        if let Some(base) = vector_base_at(&at, &ti.strides()?, vector)? {
+            at_loads.push((input, at, base, skip));
+        }
+    }
+    if at_loads.is_empty() {
+        return Ok(false);
+    }
+    let wide = |e: ElemType| e.bytes() * vector == 16;
+    let out = &spec.output;
+    let out_base = if wide(out.elem) {
+        vector_base(
+            wm,
+            &IndexingMap::identity(&out.dims),
+            &out.strides()?,
+            vector,
+        )?
+    } else {
+        None
+    };
+    let mut more_bases: Vec<Option<String>> = Vec::new();
+    for o in &spec.more_outputs {
+        more_bases.push(if wide(o.tensor.elem) {
+            vector_base(wm, &o.map, &o.tensor.strides()?, vector)?
+        } else {
+            None
+        });
+    }
+    let elems: Vec<ElemType> = reducer.iter().map(|r| w.elem(r, t)).collect();
+
+    w.line(format!("// thread → output: {wm}"));
+    dim_guards(wm, launch, w, "return");
+    guards(wm, w, true);
+    let (outer, last) = wm.ranges.split_at(wm.ranges.len() - 1);
+    loops_open_vars(outer, w);
+    guards(wm, w, false);
+    let acc = w.fresh("acc");
+    w.line(format!(
+        "// the window folded for the {vector} elements of unroll_id together ({n} accumulator{} each), the window loop outside",
+        if n == 1 { "" } else { "s" }
+    ));
+    for (k, e) in elems.iter().enumerate() {
+        w.line(format!("{} {acc}_{k}[{vector}];", types::reg(*e)));
+    }
+    loops_open_vars(last, w);
+    for (k, init) in inits.iter().enumerate() {
+        let x = w.body_t(init, wm, params, elems[k])?;
+        w.line(format!("{acc}_{k}[unroll_id] = {x};"));
+    }
+    loops_close_n(1, w);
+    w.line(format!("// reduce ({n} values) over {shown}"));
+    let window = &m.ranges[wm.ranges.len()..];
+    loops_open_vars(window, w);
+    let (cn, cb) = (shown.names(), shown.bounds());
+    for &(e, iv) in &shown.constraints {
+        if let Some(cond) = super::outside(e, iv, &cn, &cb) {
+            w.line(format!("if ({cond}) continue;"));
+        }
+    }
+    // (one register per input, offset and condition, whichever maps reach it)
+    let replaced = w.replaced_at.len();
+    let mut regs: Vec<(usize, String, Option<String>, String)> = Vec::new();
+    for (input, at, base, skip) in &at_loads {
+        let e = match regs
+            .iter()
+            .find(|(i, b, c, _)| i == input && b == base && c == skip)
+        {
+            Some((.., e)) => e.clone(),
+            None => {
+                let reg = format!("v{}", regs.len());
+                let e = vector_load_unless(w, spec, *input, &reg, base, vector, skip.as_deref());
+                regs.push((*input, base.clone(), skip.clone(), e.clone()));
+                e
+            }
+        };
+        w.replaced_at.push((*input, at.clone(), e));
+    }
+    loops_open_vars(last, w);
+    let inlined = w.inlined.len();
+    w.inline_calls = true;
+    let mut args: Vec<String> = (0..n).map(|k| format!("{acc}_{k}[unroll_id]")).collect();
+    let mut failed = None;
+    for &f in &funcs {
+        let call = Body::Call {
+            func: f,
+            map: map.clone(),
+        };
+        match w.body_t(&call, wm, params, spec.function_elem(f)) {
+            Ok(v) => args.push(v),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    w.inline_calls = false;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    // Every new accumulator from the old ones, then all replaced at once.
+    let saved = std::mem::replace(&mut w.args, args);
+    let mut next = Vec::new();
+    for k in 0..n {
+        let x = match w.body_t(&reducer[k], wm, params, elems[k]) {
+            Ok(x) => x,
+            Err(e) => {
+                w.args = saved;
+                return Err(e);
+            }
+        };
+        let r = w.fresh("r");
+        w.line(format!("const {} {r} = {x};", types::reg(elems[k])));
+        next.push(r);
+    }
+    w.args = saved;
+    for (k, r) in next.iter().enumerate() {
+        w.line(format!("{acc}_{k}[unroll_id] = {r};"));
+    }
+    loops_close_n(1, w);
+    w.inlined.truncate(inlined);
+    w.replaced_at.truncate(replaced);
+    loops_close_n(window.len(), w);
+    // The outputs: each element's accumulator, into the output's vector or stored.
+    let ovt = vector_type(out.elem);
+    if out_base.is_some() {
+        w.line(format!("{ovt} ov;"));
+    }
+    for (k, b) in more_bases.iter().enumerate() {
+        if b.is_some() {
+            w.line(format!(
+                "{} ov{};",
+                vector_type(spec.more_outputs[k].tensor.elem),
+                k + 1
+            ));
+        }
+    }
+    loops_open_vars(last, w);
+    let stored = types::store(out.elem, &format!("{acc}_{which}[unroll_id]"), true);
+    match &out_base {
+        Some(_) => w.line(format!(
+            "reinterpret_cast<{} *>(&ov)[unroll_id] = {stored};",
+            types::mem(out.elem, true)
+        )),
+        None => {
+            let k = w.offset(
+                wm,
+                &IndexingMap::identity(&out.dims),
+                &out.strides()?,
+                "out",
+            )?;
+            w.line(format!("out[{k}] = {stored};"));
+        }
+    }
+    for (k, b) in more_bases.iter().enumerate() {
+        let o = &spec.more_outputs[k];
+        let stored = types::store(
+            o.tensor.elem,
+            &format!("{acc}_{}[unroll_id]", more_which[k]),
+            true,
+        );
+        match b {
+            Some(_) => w.line(format!(
+                "reinterpret_cast<{} *>(&ov{})[unroll_id] = {stored};",
+                types::mem(o.tensor.elem, true),
+                k + 1
+            )),
+            None => {
+                let ck = super::more_output_scope(wm, o)?;
+                let off = w.offset(
+                    &ck,
+                    &IndexingMap::identity(&o.tensor.dims),
+                    &o.tensor.strides()?,
+                    &format!("out{}", k + 1),
+                )?;
+                w.line(format!("out{}[{off}] = {stored};", k + 1));
+            }
+        }
+    }
+    loops_close_n(1, w);
+    if let Some(base) = &out_base {
+        w.line(format!(
+            "// out: {vector} elements in one 128-bit store ({ovt})"
+        ));
+        w.line(format!("*reinterpret_cast<{ovt} *>(out + {base}) = ov;"));
+    }
+    for (k, b) in more_bases.iter().enumerate() {
+        let Some(base) = b else { continue };
+        let vt = vector_type(spec.more_outputs[k].tensor.elem);
+        w.line(format!(
+            "// out{}: {vector} elements in one 128-bit store ({vt})",
+            k + 1
+        ));
+        w.line(format!(
+            "*reinterpret_cast<{vt} *>(out{} + {base}) = ov{};",
+            k + 1,
+            k + 1
+        ));
+    }
+    loops_close_n(outer.len(), w);
+    Ok(true)
+}
+
 /// Writes register `reg`, the `vector` elements of input `input` at offset `base` in one
 /// 128-bit load; returns the expression of the element of `unroll_id`.
 fn vector_load(
@@ -642,15 +1050,43 @@ fn vector_load(
     base: &str,
     vector: i64,
 ) -> String {
+    vector_load_unless(w, spec, input, reg, base, vector, None)
+}
+
+/// [`vector_load`], skipped (the register left zero) where C condition `skip` holds: the
+/// elements lie outside the operand there, and only a guard's branch that does not read
+/// them runs.
+fn vector_load_unless(
+    w: &mut BodyWriter,
+    spec: &KernelSpec,
+    input: usize,
+    reg: &str,
+    base: &str,
+    vector: i64,
+    skip: Option<&str>,
+) -> String {
     let t = &spec.inputs[input];
     let vt = vector_type(t.elem);
     w.line(format!(
-        "// p{input} ({}): {vector} elements of unroll_id in one 128-bit load ({vt})",
-        t.name
+        "// p{input} ({}): {vector} elements of unroll_id in one 128-bit load ({vt}){}",
+        t.name,
+        if skip.is_some() {
+            ", where they lie inside it"
+        } else {
+            ""
+        }
     ));
-    w.line(format!(
-        "const {vt} {reg} = *reinterpret_cast<const {vt} *>(p{input} + {base});"
-    ));
+    match skip {
+        None => w.line(format!(
+            "const {vt} {reg} = *reinterpret_cast<const {vt} *>(p{input} + {base});"
+        )),
+        Some(c) => {
+            w.line(format!("{vt} {reg} = {{}};"));
+            w.line(format!(
+                "if (!({c})) {reg} = *reinterpret_cast<const {vt} *>(p{input} + {base});"
+            ));
+        }
+    }
     let elem = format!(
         "reinterpret_cast<const {} *>(&{reg})[unroll_id]",
         types::mem(t.elem, true)
@@ -897,7 +1333,10 @@ fn emit_with(
                 spec.name
             )))
         }
-        Strategy::Loop if !naive && vector_loop(spec, launch, &mut w, &params)? => {}
+        Strategy::Loop
+            if !naive
+                && (window_loop(spec, launch, &mut w, &params)?
+                    || vector_loop(spec, launch, &mut w, &params)?) => {}
         Strategy::Loop => {
             w.line(format!("// thread → output: {wm}"));
             dim_guards(wm, launch, &mut w, "return");
