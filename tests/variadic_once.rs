@@ -294,6 +294,21 @@ fn an_unrolled_window_reduction_reads_each_window_position_as_one_vector() {
         cuda.contains("where they lie inside it"),
         "the padding's positions skip the load in\n{cuda}"
     );
+    // A window of 64 positions: its loop is not unrolled (the elements' loop still is).
+    let spec = spec_of(
+        &format!(
+            "{add}wide {{\n  p0 = f32[2,16,16,8] parameter(0)\n  z = f32[] constant(0)\n\
+             ROOT r = f32[2,2,2,8] reduce-window(p0, z), window={{size=1x8x8x1 stride=1x8x8x1}}, to_apply=add\n}}\n"
+        ),
+        "wide",
+    );
+    let (vectors, cuda) = vector_window_reads(&spec, 4);
+    assert!(vectors, "one float4 load a window position in\n{cuda}");
+    assert_eq!(
+        cuda.matches("#pragma unroll").count(),
+        3,
+        "only the elements' loops unrolled in\n{cuda}"
+    );
     let addd = "addd {\n  a = f64[] parameter(0)\n  b = f64[] parameter(1)\n  ROOT s = f64[] add(a, b)\n}\n";
     let spec = spec_of(
         &format!(

@@ -889,8 +889,30 @@ fn window_loop(
     }
     loops_close_n(1, w);
     w.line(format!("// reduce ({n} values) over {shown}"));
+    // A small window (at most 16 positions) unrolled, so its vectors load together; a
+    // larger one left to NVRTC's own choice.
     let window = &m.ranges[wm.ranges.len()..];
-    loops_open_vars(window, w);
+    let positions = window.iter().try_fold(1i64, |p, v| {
+        v.bounds
+            .hi
+            .checked_sub(v.bounds.lo)?
+            .checked_add(1)?
+            .checked_mul(p)
+    });
+    let unroll = positions.is_some_and(|p| p <= 16);
+    for v in window {
+        if !super::I32_INDEX.contains_interval(&v.bounds) {
+            super::index_width_needs_64();
+        }
+        if unroll {
+            w.line("#pragma unroll");
+        }
+        w.line(format!(
+            "for ({3} {0} = {1}; {0} <= {2}; ++{0}) {{",
+            v.name, v.bounds.lo, v.bounds.hi, w.index_ty
+        ));
+        w.indent += 1;
+    }
     let (cn, cb) = (shown.names(), shown.bounds());
     for &(e, iv) in &shown.constraints {
         if let Some(cond) = super::outside(e, iv, &cn, &cb) {
