@@ -294,6 +294,27 @@ fn an_unrolled_window_reduction_reads_each_window_position_as_one_vector() {
         cuda.contains("where they lie inside it"),
         "the padding's positions skip the load in\n{cuda}"
     );
+    // ResNet's max pooling: 3×3, stride 2, padded by 1 with -inf.
+    let max = "max {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT m = f32[] maximum(a, b)\n}\n";
+    let spec = spec_of(
+        &format!(
+            "{max}maxpool {{\n  p0 = f32[2,9,9,8] parameter(0)\n  ninf = f32[] constant(-inf)\n\
+             ROOT r = f32[2,5,5,8] reduce-window(p0, ninf), window={{size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0}}, to_apply=max\n}}\n"
+        ),
+        "maxpool",
+    );
+    let (vectors, cuda) = vector_window_reads(&spec, 4);
+    assert!(vectors, "one float4 load a window position in\n{cuda}");
+    // Dilated windows and a dilated base: positions between the base's elements skipped.
+    let spec = spec_of(
+        &format!(
+            "{add}dilated {{\n  p0 = f32[2,5,6,8] parameter(0)\n  z = f32[] constant(0)\n\
+             ROOT r = f32[2,9,9,8] reduce-window(p0, z), window={{size=1x2x2x1 pad=0_0x1_0x0_0x0_0 lhs_dilate=1x2x2x1 rhs_dilate=1x1x2x1}}, to_apply=add\n}}\n"
+        ),
+        "dilated",
+    );
+    let (vectors, cuda) = vector_window_reads(&spec, 4);
+    assert!(vectors, "one float4 load a window position in\n{cuda}");
     // A window of 64 positions: its loop is not unrolled (the elements' loop still is).
     let spec = spec_of(
         &format!(
