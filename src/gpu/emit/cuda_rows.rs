@@ -16,6 +16,11 @@
 //!   Nested reductions come first (the max before the sum of `exp(x - max)`, which reads
 //!   the max's register).
 //!   Then each lane computes and writes its elements of the row.
+//! - The row is read from memory once where the passes over it (the reductions', then the
+//!   elements') read an input at the same 16-byte vectors: the first pass keeps its vectors
+//!   in a register array (`uint4 x1[4]`, indexed by the fully unrolled loop counter), the
+//!   later passes take them from there ([`MAX_KEPT_VECTORS`]), as XLA's Triton kernels
+//!   keep the row's tile in registers.
 //! - A row reduction at the root whose operand reads reductions of its own row (the sum
 //!   of `exp(x - max)` as the output): the same warp computes the nested reductions in
 //!   order, then the root reduction, and lane 0 writes.
@@ -64,13 +69,119 @@ struct Coop<'a> {
     vector: i64,
     /// While a loop over `unroll_id` is written: its 16-byte loads, hoisted before it.
     vec: Option<VecLoads>,
+    /// The vectors kept in registers across the passes over the row ([`kept_vectors`]).
+    kept: Vec<Kept>,
+    /// Every pass's 16-byte loads, a key each, in the order the passes are written.
+    uses: Vec<RowKey>,
 }
 
-/// The 16-byte loads of one loop over `unroll_id`: the lines that read them (before the
-/// loop), and each load's input, offset at `unroll_id = 0` and register.
+/// Vectors of 16 bytes a lane keeps in registers for one input's reads of the row (the
+/// first pass over the row that reads them loads them, the later passes read the
+/// registers): up to 8 (32 registers a lane); over it, each pass reads the row from memory
+/// again, as without the budget. All kept inputs together: up to [`MAX_KEPT_TOTAL`]. The
+/// array is indexed by the passes' loop counters, constants once the loops are unrolled:
+/// with at most 8 steps (under 64) every pass's loop carries `#pragma unroll`, so NVRTC
+/// puts the array in registers rather than local memory.
+pub const MAX_KEPT_VECTORS: i64 = 8;
+/// Vectors of 16 bytes a lane keeps for all inputs together (64 registers a lane), of the
+/// 255 a thread may have, so the row kernel keeps its occupancy and does not spill.
+pub const MAX_KEPT_TOTAL: i64 = 16;
+
+/// What makes two passes' vector loads the same: the input, the offset at `unroll_id = 0`
+/// and the guards that skip a step (with the pass's loop counter, `j` or `col`, renamed
+/// alike), the steps and the elements a vector. Equal keys read the same 16 bytes at each
+/// step of each lane of each row, under the same conditions: a later pass may take the
+/// first pass's register for the step instead of loading again.
+#[derive(Clone, PartialEq)]
+struct RowKey {
+    input: usize,
+    base: String,
+    guards: Vec<String>,
+    steps: i64,
+    vector: i64,
+}
+
+/// A row's vectors of one input kept in a register array.
+struct Kept {
+    key: RowKey,
+    /// The array (named at its first use).
+    name: Option<String>,
+    /// Whether a pass written so far loads it: the later ones read it.
+    loaded: bool,
+}
+
+/// The loop counter's name in keys ([`RowKey`]), the same in every pass.
+const STEP: &str = "ix_step";
+
+/// The keys read by two passes or more, within the budget ([`MAX_KEPT_VECTORS`],
+/// [`MAX_KEPT_TOTAL`]), in the order of their first pass.
+fn kept_vectors(uses: &[RowKey]) -> Vec<Kept> {
+    let mut kept: Vec<Kept> = Vec::new();
+    let mut total = 0;
+    for (k, key) in uses.iter().enumerate() {
+        if uses[..k].contains(key) || !uses[k + 1..].contains(key) {
+            continue;
+        }
+        if key.steps > MAX_KEPT_VECTORS || total + key.steps > MAX_KEPT_TOTAL {
+            continue;
+        }
+        total += key.steps;
+        kept.push(Kept {
+            key: key.clone(),
+            name: None,
+            loaded: false,
+        });
+    }
+    kept
+}
+
+/// `m` with its variable `from` named `to`.
+fn renamed(m: &IndexingMap, from: &str, to: &str) -> IndexingMap {
+    let mut m = m.clone();
+    for v in m.dims.iter_mut().chain(m.ranges.iter_mut()) {
+        if v.name == from {
+            v.name = to.to_string();
+        }
+    }
+    m
+}
+
+/// The guards [`guard_lines`] writes before the vector loads of a pass over `orig`
+/// (simplified as `simp`), its loop counter `step` named [`STEP`]: part of [`RowKey`].
+fn step_guards(
+    orig: &IndexingMap,
+    simp: &IndexingMap,
+    step: &str,
+    spec: &KernelSpec,
+) -> Vec<String> {
+    let mut pre = BodyWriter::new(spec, false, 0);
+    let mut inner = BodyWriter::new(spec, false, 0);
+    guard_lines(
+        &renamed(orig, step, STEP),
+        &renamed(simp, step, STEP),
+        &mut pre,
+        &mut inner,
+    );
+    pre.lines
+}
+
+/// The 16-byte loads of one loop over `unroll_id` (of a pass over the row, its counter
+/// `step` running over `steps`, with the guards `guards` before its loads): each load's
+/// input, offset at `unroll_id = 0`, register and key, and its kept array ([`Kept`]).
 struct VecLoads {
-    pre: Vec<String>,
-    loads: Vec<(usize, String, String)>,
+    step: String,
+    steps: i64,
+    guards: Vec<String>,
+    loads: Vec<VecLoad>,
+}
+
+struct VecLoad {
+    input: usize,
+    base: String,
+    reg: String,
+    /// `None` where the offset is not written alike with the counter renamed (never kept).
+    key: Option<RowKey>,
+    kept: Option<usize>,
 }
 
 impl<'a> Coop<'a> {
@@ -99,26 +210,56 @@ impl<'a> Coop<'a> {
         else {
             return Ok(None);
         };
-        let vt = super::cuda::vector_type(tensor.elem);
-        let known = self.vec.as_ref().and_then(|v| {
-            v.loads
-                .iter()
-                .find(|(i, b, _)| *i == input && *b == base)
-                .map(|(_, _, r)| r.clone())
-        });
+        let Some(v) = self.vec.as_ref() else {
+            return Ok(None);
+        };
+        let known = v
+            .loads
+            .iter()
+            .find(|l| l.input == input && l.base == base)
+            .map(|l| l.reg.clone());
         let reg = match known {
             Some(r) => r,
             None => {
-                let r = self.fresh("x");
+                let step = v.step.clone();
+                let key = super::cuda::vector_base(
+                    &renamed(ctx, &step, STEP),
+                    map,
+                    &tensor.strides()?,
+                    self.vector,
+                )?
+                .map(|b| RowKey {
+                    input,
+                    base: b,
+                    guards: v.guards.clone(),
+                    steps: v.steps,
+                    vector: self.vector,
+                });
+                let kept = key
+                    .as_ref()
+                    .and_then(|key| self.kept.iter().position(|k| k.key == *key));
+                let r = match kept {
+                    Some(k) => {
+                        let name = match self.kept[k].name.clone() {
+                            Some(n) => n,
+                            None => {
+                                let n = self.fresh("x");
+                                self.kept[k].name = Some(n.clone());
+                                n
+                            }
+                        };
+                        format!("{name}[{step}]")
+                    }
+                    None => self.fresh("x"),
+                };
                 if let Some(v) = self.vec.as_mut() {
-                    v.pre.push(format!(
-                        "// p{input} ({}): {} elements of unroll_id in one 128-bit load ({vt})",
-                        tensor.name, self.vector
-                    ));
-                    v.pre.push(format!(
-                        "const {vt} {r} = *reinterpret_cast<const {vt} *>(p{input} + {base});"
-                    ));
-                    v.loads.push((input, base, r.clone()));
+                    v.loads.push(VecLoad {
+                        input,
+                        base,
+                        reg: r.clone(),
+                        key,
+                        kept,
+                    });
                 }
                 r
             }
@@ -128,6 +269,43 @@ impl<'a> Coop<'a> {
             types::mem(tensor.elem, true)
         );
         Ok(Some(types::load(tensor.elem, &elem, true)))
+    }
+
+    /// The lines that read a pass's vectors `v`, before its loop over `unroll_id`: a load
+    /// each, or none where an earlier pass over the row loaded it into registers kept for
+    /// this one. Written at the pass's end, when the passes before it are written.
+    fn load_lines(&mut self, v: &VecLoads) -> Vec<String> {
+        let mut out = Vec::new();
+        for l in &v.loads {
+            let tensor = &self.spec.inputs[l.input];
+            let vt = super::cuda::vector_type(tensor.elem);
+            let what = format!(
+                "// p{} ({}): {} elements of unroll_id",
+                l.input, tensor.name, self.vector
+            );
+            let load = format!("*reinterpret_cast<const {vt} *>(p{} + {})", l.input, l.base);
+            match l.kept {
+                None => {
+                    out.push(format!("{what} in one 128-bit load ({vt})"));
+                    out.push(format!("const {vt} {} = {load};", l.reg));
+                }
+                Some(k) if !self.kept[k].loaded => {
+                    self.kept[k].loaded = true;
+                    out.push(format!(
+                        "{what} in one 128-bit load ({vt}), kept in registers for the row's later passes"
+                    ));
+                    out.push(format!("{} = {load};", l.reg));
+                }
+                Some(_) => out.push(format!(
+                    "{what} from the registers {}, loaded by an earlier pass over the row (the row is read once)",
+                    l.reg
+                )),
+            }
+            if let Some(key) = &l.key {
+                self.uses.push(key.clone());
+            }
+        }
+        out
     }
 
     fn writer(&self, indent: usize) -> BodyWriter<'a> {
@@ -214,12 +392,6 @@ impl<'a> Coop<'a> {
                 } = crate::gpu::rows::lane_split(&canon, rt, self.vector)?;
                 let outer_vec = self.vec.take();
                 let saved_vector = std::mem::replace(&mut self.vector, vector);
-                if vector > 1 {
-                    self.vec = Some(VecLoads {
-                        pre: vec![],
-                        loads: vec![],
-                    });
-                }
                 // The loop body first: the reductions it reads are written before this one.
                 // Guards that do not move with `unroll_id` come before its loop (and its
                 // vector loads), the others inside it.
@@ -239,11 +411,21 @@ impl<'a> Coop<'a> {
                     }
                 };
                 guard_lines(&coop, &guard_map, &mut pre, &mut body);
+                if vector > 1 {
+                    // The lane's steps: `j`, the range variable before `unroll_id`.
+                    let step = coop.ranges[0].name.clone();
+                    self.vec = Some(VecLoads {
+                        guards: step_guards(&coop, &guard_map, &step, self.spec),
+                        step,
+                        steps,
+                        loads: vec![],
+                    });
+                }
                 let x = self.expr_t(&mut body, &f.body, &coop, t)?;
                 let acc = self.fresh("row");
                 body.line(format!("{acc} = {};", types::binary(*op, t, &acc, &x)));
                 if let Some(v) = self.vec.take() {
-                    for l in v.pre {
+                    for l in self.load_lines(&v) {
                         pre.line(l);
                     }
                     pre.line("#pragma unroll");
@@ -347,6 +529,11 @@ impl<'a> Coop<'a> {
 }
 
 /// Writes the kernel body of `launch` (see [`plan`]) into `w` (at its indent 1).
+///
+/// Written twice: the first time finds which vectors of the row more than one pass reads
+/// ([`kept_vectors`]), the second keeps those in registers. (A pass meets its loads while
+/// its body is written, and the elements' pass meets them before the reductions it reads,
+/// which are written above it: which passes share a vector is known only at the end.)
 pub fn emit(
     spec: &KernelSpec,
     launch: &Launch,
@@ -354,6 +541,23 @@ pub fn emit(
     w: &mut BodyWriter,
     params: &str,
 ) -> Result<(), MapError> {
+    let mut probe = BodyWriter::new(spec, naive, w.indent);
+    probe.index_ty = w.index_ty;
+    probe.cuda = w.cuda;
+    let uses = emit_with(spec, launch, naive, &mut probe, params, vec![])?;
+    emit_with(spec, launch, naive, w, params, kept_vectors(&uses))?;
+    Ok(())
+}
+
+/// [`emit`] with the vectors `kept` in registers; the keys of every pass's vector loads.
+fn emit_with(
+    spec: &KernelSpec,
+    launch: &Launch,
+    naive: bool,
+    w: &mut BodyWriter,
+    params: &str,
+    kept: Vec<Kept>,
+) -> Result<Vec<RowKey>, MapError> {
     let rt = launch.row_threads.max(1);
     let rows_per_block = launch.block[0] / rt;
     let root = launch.strategy == Strategy::RowReduction;
@@ -414,6 +618,8 @@ pub fn emit(
         count: 0,
         vector: launch.config.vector.max(1),
         vec: None,
+        kept,
+        uses: vec![],
     };
     let out_id = IndexingMap::identity(&out.dims);
     let strides = out.strides()?;
@@ -431,7 +637,7 @@ pub fn emit(
         w.lines.append(&mut ew.lines);
         let k = w.offset(&scope, &out_id, &strides, "out")?;
         w.line(format!("out[{k}] = {};", types::store(out.elem, &v, true)));
-        return Ok(());
+        return Ok(coop.uses);
     }
     // The row's elements: lane + col * rt along the minor dimension, or with `vector`
     // elements a lane, (lane + col * rt) * vector + unroll_id (the launch's own map).
@@ -460,7 +666,9 @@ pub fn emit(
     guard_lines(&scope, &guard_map, &mut pre, &mut ew);
     if vector > 1 {
         coop.vec = Some(VecLoads {
-            pre: vec![],
+            step: "col".into(),
+            steps,
+            guards: step_guards(&scope, &guard_map, "col", spec),
             loads: vec![],
         });
     }
@@ -484,7 +692,7 @@ pub fn emit(
         }
     }
     if let Some(vl) = coop.vec.take() {
-        for l in vl.pre {
+        for l in coop.load_lines(&vl) {
             pre.line(l);
         }
         if out_base.is_some() {
@@ -506,6 +714,20 @@ pub fn emit(
     } else {
         pre.lines.append(&mut ew.lines);
     }
+    // The arrays of the row's vectors kept in registers, before the passes that fill and
+    // read them (every index a constant once the loops are unrolled, so NVRTC keeps them in
+    // registers).
+    for k in &coop.kept {
+        if let Some(name) = &k.name {
+            let tensor = &spec.inputs[k.key.input];
+            let vt = super::cuda::vector_type(tensor.elem);
+            w.line(format!(
+                "// p{} ({}): the lane's {} vectors of the row, loaded once by the first pass over the row that reads them, kept in registers for the later ones",
+                k.key.input, tensor.name, k.key.steps
+            ));
+            w.line(format!("{vt} {name}[{}];", k.key.steps));
+        }
+    }
     w.lines.append(&mut coop.hoisted);
     w.line(if vector > 1 {
         format!("// then the row's elements, each lane its own {vector} at a time")
@@ -524,7 +746,7 @@ pub fn emit(
     ));
     w.lines.append(&mut pre.lines);
     w.line("}");
-    Ok(())
+    Ok(coop.uses)
 }
 
 /// The conditions under which a thread is outside `simp` (the simplified form of `orig`)
