@@ -171,7 +171,9 @@ def input_value(k, shape):
 
 
 def ixmap_bin():
-    p = os.environ.get("IXMAP", os.path.join(ROOT, "target", "release", "ixmap"))
+    # Where cargo put it: $CARGO_TARGET_DIR (as the .sh built it) or the repository's target/.
+    target = os.path.abspath(os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"))
+    p = os.environ.get("IXMAP", os.path.join(target, "release", "ixmap"))
     if not os.path.exists(p):
         sys.exit(f"{p} not found: run `cargo build --release --bins` first (or set IXMAP=)")
     return p
