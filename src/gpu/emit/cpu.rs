@@ -544,7 +544,6 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
             loads: vec![],
             prefetched: false,
             prefetch_left: PREFETCH_ROW_BYTES,
-            recip: vec![],
         };
         let mut w = BodyWriter::new(spec, false, 3);
         w.line(format!("// output index: {lm}"));
@@ -627,11 +626,7 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
     // benches/xla_cpu.py): a short kernel stays on one thread.
     src += &parallel_for(&[rows_n / block], 1, 1, spec.output.num_elements()?);
     let element_loop = |pad: &str| -> String {
-        let mut s = String::new();
-        for (acc, t) in &rows.recip {
-            s += &reciprocal(pad, acc, *t);
-        }
-        s += &format!("{pad}#pragma omp simd\n");
+        let mut s = format!("{pad}#pragma omp simd\n");
         s += &format!(
             "{pad}for (int64_t c = {}; c <= {}; ++c) {{\n",
             c.bounds.lo, c.bounds.hi
@@ -797,9 +792,6 @@ struct Rows<'a> {
     prefetched: bool,
     /// Bytes of the next row that may still be fetched ahead ([`PREFETCH_ROW_BYTES`]).
     prefetch_left: i64,
-    /// The row's float reductions its elements divide by (accumulator, type): each with
-    /// its reciprocal and whether to multiply by it, before the elements ([`reciprocal`]).
-    recip: Vec<(String, ElemType)>,
 }
 
 /// One hoisted reduction: its lines at row level (the accumulator's declaration, the loop,
@@ -828,30 +820,6 @@ fn column(v: &str, lo: i64) -> String {
 
 /// Columns a row buffer may hold (64 KiB of f64): a longer row recomputes its values.
 const ROW_BUFFER_MAX: i64 = 8192;
-
-/// A row's elements divided by a float reduction of the row (softmax's sum) are
-/// multiplied by its reciprocal, `ACC_inv = 1 / ACC`, where `ACC_recip` says
-/// `1 <= |ACC| <= 2^126` (2^1022 for f64), and divided otherwise: the flag is the same for
-/// the whole row, so the compiler makes two loops of the elements and the row runs one
-/// (gcc's unswitching), and the vector divide was 8 % of softmax f32[4096,1024] on one
-/// thread (2.4 ms of CPU time against 2.6). There the reciprocal is normal and at most 1,
-/// so `x * ACC_inv` is within 2 roundings of `x / ACC` (relative 2^-23, far inside a
-/// reduction-reading output's tolerance of 1e-4), never overflows where the quotient does
-/// not (|x * ACC_inv| <= |x|), and keeps inf, NaN and signed zeros as the division does; a
-/// NaN, infinite, zero, tiny or huge reduction takes the division. Softmax's sum is at
-/// least 1 (the row's max contributes exp(0)). These are the row-level lines for
-/// accumulator `acc` of type `t`, before the elements.
-fn reciprocal(pad: &str, acc: &str, t: ElemType) -> String {
-    let (ty, one, abs, hi) = if t == ElemType::F64 {
-        ("double", "1.0", "fabs", "0x1p1022")
-    } else {
-        ("float", "1.0f", "fabsf", "0x1p126f")
-    };
-    format!(
-        "{pad}const {ty} {acc}_inv = {one} / {acc};\n\
-         {pad}const int {acc}_recip = {abs}({acc}) >= {one} && {abs}({acc}) <= {hi};\n"
-    )
-}
 
 /// `IX_PREFETCH(address, for writing)`: a hint to fetch the address's cache line into the
 /// nearest cache (gcc's and clang's builtin; nothing elsewhere). A prefetch never faults
@@ -1061,31 +1029,6 @@ impl Rows<'_> {
             | Body::Opaque { .. }
             | Body::Param(..)
             | Body::ReduceTuple { .. } => w.body_t(b, ctx, &self.params.clone(), t)?,
-            // A row's elements divided by a float reduction of the row (softmax's sum): by
-            // its reciprocal where that is as good (see [`reciprocal`]).
-            Body::Binary(BinOp::Div, a, d)
-                if ctx.ranges.is_empty() && matches!(t, ElemType::F32 | ElemType::F64) =>
-            {
-                types::check_binary(BinOp::Div, t)?;
-                let x = self.expr_t(w, a, ctx, t)?;
-                let y = self.expr_t(w, d, ctx, t)?;
-                let v = self.fresh("v");
-                let reg = types::reg(t);
-                if self.hoisted.iter().any(|h| h.acc == y && h.ty == reg) {
-                    if !self.recip.iter().any(|(acc, _)| *acc == y) {
-                        self.recip.push((y.clone(), t));
-                    }
-                    w.line(format!(
-                        "const {reg} {v} = {y}_recip ? {x} * {y}_inv : {x} / {y};"
-                    ));
-                } else {
-                    w.line(format!(
-                        "const {reg} {v} = {};",
-                        types::binary(BinOp::Div, t, &x, &y)
-                    ));
-                }
-                v
-            }
             Body::Unary(..)
             | Body::Binary(..)
             | Body::Convert(..)
