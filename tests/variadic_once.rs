@@ -271,6 +271,20 @@ fn an_unrolled_window_reduction_reads_each_window_position_as_one_vector() {
     for store in ["(out + ", "(out1 + ", "(out2 + "] {
         assert!(cuda.contains(store), "a vector store `{store}` in\n{cuda}");
     }
+    // The same fold's outputs through a tuple in another order: each output stores its
+    // own accumulator.
+    let spec = spec_of(
+        &format!(
+            "{ARGMAX3}vpoolr {{\n{body}  w = {shape} {rw}\n\
+             a = f32[2,4,4,16] get-tuple-element(w), index=0\n\
+             b = s32[2,4,4,16] get-tuple-element(w), index=1\n\
+             e = s32[2,4,4,16] get-tuple-element(w), index=2\n\
+             ROOT t = (s32[2,4,4,16], f32[2,4,4,16], s32[2,4,4,16]) tuple(e, a, b)\n}}\n"
+        ),
+        "vpoolr",
+    );
+    let (vectors, cuda) = vector_window_reads(&spec, 4);
+    assert!(vectors, "one float4 load a window position in\n{cuda}");
     let add = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n";
     let spec = spec_of(
         &format!(
