@@ -567,35 +567,11 @@ fn vector_loop(
         return Err(e);
     }
     let shifted = shifted_vector_loads(spec, wm, vector)?;
-    let out = &spec.output;
-    let out_base = if wide(out.elem) {
-        vector_base(
-            wm,
-            &IndexingMap::identity(&out.dims),
-            &out.strides()?,
-            vector,
-        )?
-    } else {
-        None
-    };
-    // A tuple root's further outputs: each stored as one vector too where its elements
-    // of unroll_id are contiguous (a variadic reduce-window's argmax indices), else one
-    // element at a time in the loop.
-    // (per output: the vector's offset and type)
-    let mut more_bases: Vec<Option<(String, &str)>> = Vec::new();
-    for o in &spec.more_outputs {
-        let base = if wide(o.tensor.elem) && !o.is_side_of_reduction() {
-            vector_base(wm, &o.map, &o.tensor.strides()?, vector)?
-        } else {
-            None
-        };
-        more_bases.push(base.map(|b| (b, vector_type(o.tensor.elem))));
-    }
+    let bases = output_vector_bases(spec, wm, vector)?;
     if loads.is_empty()
         && at_loads.is_empty()
         && shifted.is_empty()
-        && out_base.is_none()
-        && more_bases.iter().all(Option::is_none)
+        && bases.iter().all(Option::is_none)
     {
         return Ok(false);
     }
@@ -649,72 +625,124 @@ fn vector_loop(
         w.replaced_dyn
             .push((sh.func, sh.map.clone(), types::load(t.elem, &elem, true)));
     }
-    let ovt = vector_type(out.elem);
-    if out_base.is_some() {
-        w.line(format!("{ovt} ov;"));
-    }
-    for (n, b) in more_bases.iter().enumerate() {
-        let Some((_, vt)) = b else { continue };
-        w.line(format!("{vt} ov{};", n + 1));
-    }
+    declare_output_vectors(w, spec, &bases);
     loops_open_vars(last, w);
     w.inline_calls = inline;
     let v = w.body(&spec.functions[0].body, wm, params);
     w.inline_calls = false;
-    let v = v?;
-    let stored = types::store(out.elem, &v, true);
-    match &out_base {
-        Some(_) => w.line(format!(
-            "reinterpret_cast<{} *>(&ov)[unroll_id] = {stored};",
-            types::mem(out.elem, true)
-        )),
-        None => {
-            let k = w.offset(
-                wm,
-                &IndexingMap::identity(&out.dims),
-                &out.strides()?,
-                "out",
-            )?;
-            w.line(format!("out[{k}] = {stored};"));
-        }
-    }
+    put_output_element(w, spec, wm, &bases, 0, &v?)?;
     // A tuple root's further outputs, in the same loop: into their vectors, or stored.
-    for (n, b) in more_bases.iter().enumerate() {
-        let o = &spec.more_outputs[n];
+    for (n, o) in spec.more_outputs.iter().enumerate() {
         let ck = super::more_output_scope(wm, o)?;
-        if b.is_some() {
-            let v = super::function_value(w, o.func, &ck, params)?;
-            let stored = types::store(o.tensor.elem, &v, true);
-            w.line(format!(
-                "reinterpret_cast<{} *>(&ov{})[unroll_id] = {stored};",
-                types::mem(o.tensor.elem, true),
-                n + 1
-            ));
-        } else {
-            super::store_more_output(w, n, &ck, params)?;
-        }
+        let v = super::function_value(w, o.func, &ck, params)?;
+        put_output_element(w, spec, wm, &bases, n + 1, &v)?;
     }
     loops_close_n(1, w);
-    if let Some(base) = &out_base {
-        w.line(format!(
-            "// out: {vector} elements in one 128-bit store ({ovt})"
-        ));
-        w.line(format!("*reinterpret_cast<{ovt} *>(out + {base}) = ov;"));
-    }
-    for (n, b) in more_bases.iter().enumerate() {
-        let Some((base, vt)) = b else { continue };
-        w.line(format!(
-            "// out{}: {vector} elements in one 128-bit store ({vt})",
-            n + 1
-        ));
-        w.line(format!(
-            "*reinterpret_cast<{vt} *>(out{} + {base}) = ov{};",
-            n + 1,
-            n + 1
-        ));
-    }
+    store_output_vectors(w, spec, &bases, vector);
     loops_close_n(outer.len(), w);
     Ok(true)
+}
+
+/// The tensor, the pointer's name and the vector register's name of output `n` (0 for
+/// `out`, `k` for the tuple root's further output `outk`).
+fn output_names(spec: &KernelSpec, n: usize) -> (&crate::gpu::spec::Tensor, String, String) {
+    match n {
+        0 => (&spec.output, "out".into(), "ov".into()),
+        _ => (
+            &spec.more_outputs[n - 1].tensor,
+            format!("out{n}"),
+            format!("ov{n}"),
+        ),
+    }
+}
+
+/// Per output of a loop with `vector` elements of `unroll_id` a thread (0 for `out`, then
+/// a tuple root's further outputs): the offset of its first element where the elements are
+/// one aligned 128-bit store ([`vector_base`]: a variadic reduce-window's argmax indices
+/// as well as its maximum), else None (written one element at a time in the loop).
+fn output_vector_bases(
+    spec: &KernelSpec,
+    wm: &IndexingMap,
+    vector: i64,
+) -> Result<Vec<Option<String>>, MapError> {
+    let wide = |t: ElemType| t.bytes() * vector == 16;
+    let out = &spec.output;
+    let mut bases = vec![if wide(out.elem) {
+        vector_base(
+            wm,
+            &IndexingMap::identity(&out.dims),
+            &out.strides()?,
+            vector,
+        )?
+    } else {
+        None
+    }];
+    for o in &spec.more_outputs {
+        bases.push(if wide(o.tensor.elem) && !o.is_side_of_reduction() {
+            vector_base(wm, &o.map, &o.tensor.strides()?, vector)?
+        } else {
+            None
+        });
+    }
+    Ok(bases)
+}
+
+/// The vector registers (`ov`, `ov1`, ..) of the outputs stored as vectors.
+fn declare_output_vectors(w: &mut BodyWriter, spec: &KernelSpec, bases: &[Option<String>]) {
+    for (n, b) in bases.iter().enumerate() {
+        if b.is_some() {
+            let (t, _, reg) = output_names(spec, n);
+            w.line(format!("{} {reg};", vector_type(t.elem)));
+        }
+    }
+}
+
+/// Output `n`'s element of `unroll_id`, of value `v`: into the output's vector register, or
+/// stored at its offset.
+fn put_output_element(
+    w: &mut BodyWriter,
+    spec: &KernelSpec,
+    wm: &IndexingMap,
+    bases: &[Option<String>],
+    n: usize,
+    v: &str,
+) -> Result<(), MapError> {
+    let (t, ptr, reg) = output_names(spec, n);
+    let stored = types::store(t.elem, v, true);
+    if bases.get(n).is_some_and(Option::is_some) {
+        w.line(format!(
+            "reinterpret_cast<{} *>(&{reg})[unroll_id] = {stored};",
+            types::mem(t.elem, true)
+        ));
+        return Ok(());
+    }
+    let ctx = match n {
+        0 => wm.clone(),
+        _ => super::more_output_scope(wm, &spec.more_outputs[n - 1])?,
+    };
+    let k = w.offset(&ctx, &IndexingMap::identity(&t.dims), &t.strides()?, &ptr)?;
+    w.line(format!("{ptr}[{k}] = {stored};"));
+    Ok(())
+}
+
+/// After the loop over `unroll_id`: each output's vector register in one 128-bit store.
+fn store_output_vectors(
+    w: &mut BodyWriter,
+    spec: &KernelSpec,
+    bases: &[Option<String>],
+    vector: i64,
+) {
+    for (n, b) in bases.iter().enumerate() {
+        let Some(base) = b else { continue };
+        let (t, ptr, reg) = output_names(spec, n);
+        let vt = vector_type(t.elem);
+        w.line(format!(
+            "// {ptr}: {vector} elements in one 128-bit store ({vt})"
+        ));
+        w.line(format!(
+            "*reinterpret_cast<{vt} *>({ptr} + {base}) = {reg};"
+        ));
+    }
 }
 
 /// A window reduction (a `reduce-window`, or a `reduce`, at the root of a loop kernel with
@@ -846,26 +874,7 @@ fn window_loop(
     if at_loads.is_empty() {
         return Ok(false);
     }
-    let wide = |e: ElemType| e.bytes() * vector == 16;
-    let out = &spec.output;
-    let out_base = if wide(out.elem) {
-        vector_base(
-            wm,
-            &IndexingMap::identity(&out.dims),
-            &out.strides()?,
-            vector,
-        )?
-    } else {
-        None
-    };
-    let mut more_bases: Vec<Option<String>> = Vec::new();
-    for o in &spec.more_outputs {
-        more_bases.push(if wide(o.tensor.elem) {
-            vector_base(wm, &o.map, &o.tensor.strides()?, vector)?
-        } else {
-            None
-        });
-    }
+    let bases = output_vector_bases(spec, wm, vector)?;
     let elems: Vec<ElemType> = reducer.iter().map(|r| w.elem(r, t)).collect();
 
     w.line(format!("// thread → output: {wm}"));
@@ -960,21 +969,7 @@ fn window_loop(
         return Err(e);
     }
     // Every new accumulator from the old ones, then all replaced at once.
-    let saved = std::mem::replace(&mut w.args, args);
-    let mut next = Vec::new();
-    for k in 0..n {
-        let x = match w.body_t(&reducer[k], wm, params, elems[k]) {
-            Ok(x) => x,
-            Err(e) => {
-                w.args = saved;
-                return Err(e);
-            }
-        };
-        let r = w.fresh("r");
-        w.line(format!("const {} {r} = {x};", types::reg(elems[k])));
-        next.push(r);
-    }
-    w.args = saved;
+    let next = w.fold_step(&reducer, &elems, args, wm, params)?;
     for (k, r) in next.iter().enumerate() {
         w.line(format!("{acc}_{k}[unroll_id] = {r};"));
     }
@@ -983,81 +978,21 @@ fn window_loop(
     w.replaced_at.truncate(replaced);
     loops_close_n(window.len(), w);
     // The outputs: each element's accumulator, into the output's vector or stored.
-    let ovt = vector_type(out.elem);
-    if out_base.is_some() {
-        w.line(format!("{ovt} ov;"));
-    }
-    for (k, b) in more_bases.iter().enumerate() {
-        if b.is_some() {
-            w.line(format!(
-                "{} ov{};",
-                vector_type(spec.more_outputs[k].tensor.elem),
-                k + 1
-            ));
-        }
-    }
+    declare_output_vectors(w, spec, &bases);
     loops_open_vars(last, w);
-    let stored = types::store(out.elem, &format!("{acc}_{which}[unroll_id]"), true);
-    match &out_base {
-        Some(_) => w.line(format!(
-            "reinterpret_cast<{} *>(&ov)[unroll_id] = {stored};",
-            types::mem(out.elem, true)
-        )),
-        None => {
-            let k = w.offset(
-                wm,
-                &IndexingMap::identity(&out.dims),
-                &out.strides()?,
-                "out",
-            )?;
-            w.line(format!("out[{k}] = {stored};"));
-        }
-    }
-    for (k, b) in more_bases.iter().enumerate() {
-        let o = &spec.more_outputs[k];
-        let stored = types::store(
-            o.tensor.elem,
-            &format!("{acc}_{}[unroll_id]", more_which[k]),
-            true,
-        );
-        match b {
-            Some(_) => w.line(format!(
-                "reinterpret_cast<{} *>(&ov{})[unroll_id] = {stored};",
-                types::mem(o.tensor.elem, true),
-                k + 1
-            )),
-            None => {
-                let ck = super::more_output_scope(wm, o)?;
-                let off = w.offset(
-                    &ck,
-                    &IndexingMap::identity(&o.tensor.dims),
-                    &o.tensor.strides()?,
-                    &format!("out{}", k + 1),
-                )?;
-                w.line(format!("out{}[{off}] = {stored};", k + 1));
-            }
-        }
+    put_output_element(w, spec, wm, &bases, 0, &format!("{acc}_{which}[unroll_id]"))?;
+    for (k, &which) in more_which.iter().enumerate() {
+        put_output_element(
+            w,
+            spec,
+            wm,
+            &bases,
+            k + 1,
+            &format!("{acc}_{which}[unroll_id]"),
+        )?;
     }
     loops_close_n(1, w);
-    if let Some(base) = &out_base {
-        w.line(format!(
-            "// out: {vector} elements in one 128-bit store ({ovt})"
-        ));
-        w.line(format!("*reinterpret_cast<{ovt} *>(out + {base}) = ov;"));
-    }
-    for (k, b) in more_bases.iter().enumerate() {
-        let Some(base) = b else { continue };
-        let vt = vector_type(spec.more_outputs[k].tensor.elem);
-        w.line(format!(
-            "// out{}: {vector} elements in one 128-bit store ({vt})",
-            k + 1
-        ));
-        w.line(format!(
-            "*reinterpret_cast<{vt} *>(out{} + {base}) = ov{};",
-            k + 1,
-            k + 1
-        ));
-    }
+    store_output_vectors(w, spec, &bases, vector);
     loops_close_n(outer.len(), w);
     Ok(true)
 }

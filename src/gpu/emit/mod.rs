@@ -684,6 +684,35 @@ impl<'a> BodyWriter<'a> {
 
     /// A C expression for `b` in scope `ctx`; `params` is the argument list passed to
     /// callees (the input pointers).
+    /// One step of a variadic fold: every new accumulator from `args` (the accumulators,
+    /// then the step's values) by `reducer`, each into a register of its own, so that all
+    /// are replaced at once after; returns the registers.
+    fn fold_step(
+        &mut self,
+        reducer: &[Body],
+        elems: &[ElemType],
+        args: Vec<String>,
+        ctx: &IndexingMap,
+        params: &str,
+    ) -> Result<Vec<String>, MapError> {
+        let saved = std::mem::replace(&mut self.args, args);
+        let mut next = Vec::new();
+        for (r, &t) in reducer.iter().zip(elems) {
+            let x = match self.body_t(r, ctx, params, t) {
+                Ok(x) => x,
+                Err(e) => {
+                    self.args = saved;
+                    return Err(e);
+                }
+            };
+            let reg = self.fresh("r");
+            self.line(format!("const {} {reg} = {x};", types::reg(t)));
+            next.push(reg);
+        }
+        self.args = saved;
+        Ok(next)
+    }
+
     pub fn body(&mut self, b: &Body, ctx: &IndexingMap, params: &str) -> Result<String, MapError> {
         let t = self.spec.elem_of(self.func, b);
         self.body_t(b, ctx, params, t)
@@ -1074,23 +1103,7 @@ impl<'a> BodyWriter<'a> {
                     ));
                     args.push(v);
                 }
-                // Every new accumulator from the old ones, then all replaced at once.
-                let saved = std::mem::replace(&mut self.args, args);
-                let mut next = Vec::new();
-                for k in 0..n {
-                    let x = self.body_t(&reducer[k], ctx, params, elems[k]);
-                    let x = match x {
-                        Ok(x) => x,
-                        Err(e) => {
-                            self.args = saved;
-                            return Err(e);
-                        }
-                    };
-                    let r = self.fresh("r");
-                    self.line(format!("const {} {r} = {x};", types::reg(elems[k])));
-                    next.push(r);
-                }
-                self.args = saved;
+                let next = self.fold_step(reducer, &elems, args, ctx, params)?;
                 for (k, r) in next.iter().enumerate() {
                     self.line(format!("{acc}_{k} = {r};"));
                 }
