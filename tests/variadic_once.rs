@@ -245,6 +245,31 @@ fn vector_window_reads(spec: &KernelSpec, vector: i64) -> (bool, String) {
     (vectors, cuda)
 }
 
+/// The fusion `name`: a `reduce-window` of a parameter of type `ty` and shape `shape` to
+/// `out` from `init` by `add`, or by `maximum` where `init` is `-inf`, over `window`.
+fn plain_window(
+    name: &str,
+    ty: &str,
+    shape: &str,
+    out: &str,
+    init: &str,
+    window: &str,
+) -> KernelSpec {
+    let (op, root) = if init == "-inf" {
+        ("maximum", "max")
+    } else {
+        ("add", "sum")
+    };
+    spec_of(
+        &format!(
+            "red {{\n  a = {ty}[] parameter(0)\n  b = {ty}[] parameter(1)\n  ROOT {root} = {ty}[] {op}(a, b)\n}}\n\
+             {name} {{\n  p0 = {ty}[{shape}] parameter(0)\n  z = {ty}[] constant({init})\n\
+             ROOT r = {ty}[{out}] reduce-window(p0, z), window={{{window}}}, to_apply=red\n}}\n"
+        ),
+        name,
+    )
+}
+
 /// A window reduction at the root of an unrolled loop kernel folds its window with the
 /// window loop outside the loop over the thread's elements: each window position's
 /// elements come in one 128-bit load, in the order the element-at-a-time loop folds them.
@@ -285,83 +310,78 @@ fn an_unrolled_window_reduction_reads_each_window_position_as_one_vector() {
     );
     let (vectors, cuda) = vector_window_reads(&spec, 4);
     assert!(vectors, "one float4 load a window position in\n{cuda}");
-    let add = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n";
-    let spec = spec_of(
-        &format!(
-            "{add}sum {{\n  p0 = f32[2,8,8,16] parameter(0)\n  z = f32[] constant(0)\n\
-             ROOT r = f32[2,4,4,16] reduce-window(p0, z), window={{size=1x2x2x1 stride=1x2x2x1}}, to_apply=add\n}}\n"
-        ),
+    let vectors_of = |name: &str, shape: &str, out: &str, init: &str, window: &str| {
+        vector_window_reads(&plain_window(name, "f32", shape, out, init, window), 4)
+    };
+    let (vectors, cuda) = vectors_of(
         "sum",
+        "2,8,8,16",
+        "2,4,4,16",
+        "0",
+        "size=1x2x2x1 stride=1x2x2x1",
     );
-    let (vectors, cuda) = vector_window_reads(&spec, 4);
     assert!(vectors, "one float4 load a window position in\n{cuda}");
-    let spec = spec_of(
-        &format!(
-            "{add}padded {{\n  p0 = f32[2,6,5,8] parameter(0)\n  z = f32[] constant(0)\n\
-             ROOT r = f32[2,6,5,8] reduce-window(p0, z), window={{size=1x3x3x1 pad=0_0x1_1x1_1x0_0}}, to_apply=add\n}}\n"
-        ),
+    let (vectors, cuda) = vectors_of(
         "padded",
+        "2,6,5,8",
+        "2,6,5,8",
+        "0",
+        "size=1x3x3x1 pad=0_0x1_1x1_1x0_0",
     );
-    let (vectors, cuda) = vector_window_reads(&spec, 4);
     assert!(vectors, "one float4 load a window position in\n{cuda}");
     assert!(
         cuda.contains("where they lie inside it"),
         "the padding's positions skip the load in\n{cuda}"
     );
     // ResNet's max pooling: 3×3, stride 2, padded by 1 with -inf.
-    let max = "max {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT m = f32[] maximum(a, b)\n}\n";
-    let spec = spec_of(
-        &format!(
-            "{max}maxpool {{\n  p0 = f32[2,9,9,8] parameter(0)\n  ninf = f32[] constant(-inf)\n\
-             ROOT r = f32[2,5,5,8] reduce-window(p0, ninf), window={{size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0}}, to_apply=max\n}}\n"
-        ),
+    let (vectors, cuda) = vectors_of(
         "maxpool",
+        "2,9,9,8",
+        "2,5,5,8",
+        "-inf",
+        "size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0",
     );
-    let (vectors, cuda) = vector_window_reads(&spec, 4);
     assert!(vectors, "one float4 load a window position in\n{cuda}");
     // Dilated windows and a dilated base: positions between the base's elements skipped.
-    let spec = spec_of(
-        &format!(
-            "{add}dilated {{\n  p0 = f32[2,5,6,8] parameter(0)\n  z = f32[] constant(0)\n\
-             ROOT r = f32[2,9,9,8] reduce-window(p0, z), window={{size=1x2x2x1 pad=0_0x1_0x0_0x0_0 lhs_dilate=1x2x2x1 rhs_dilate=1x1x2x1}}, to_apply=add\n}}\n"
-        ),
+    let (vectors, cuda) = vectors_of(
         "dilated",
+        "2,5,6,8",
+        "2,9,9,8",
+        "0",
+        "size=1x2x2x1 pad=0_0x1_0x0_0x0_0 lhs_dilate=1x2x2x1 rhs_dilate=1x1x2x1",
     );
-    let (vectors, cuda) = vector_window_reads(&spec, 4);
     assert!(vectors, "one float4 load a window position in\n{cuda}");
     // A window of 64 positions: its loop is not unrolled (the elements' loop still is).
-    let spec = spec_of(
-        &format!(
-            "{add}wide {{\n  p0 = f32[2,16,16,8] parameter(0)\n  z = f32[] constant(0)\n\
-             ROOT r = f32[2,2,2,8] reduce-window(p0, z), window={{size=1x8x8x1 stride=1x8x8x1}}, to_apply=add\n}}\n"
-        ),
+    let (vectors, cuda) = vectors_of(
         "wide",
+        "2,16,16,8",
+        "2,2,2,8",
+        "0",
+        "size=1x8x8x1 stride=1x8x8x1",
     );
-    let (vectors, cuda) = vector_window_reads(&spec, 4);
     assert!(vectors, "one float4 load a window position in\n{cuda}");
     assert_eq!(
         cuda.matches("#pragma unroll").count(),
         3,
         "only the elements' loops unrolled in\n{cuda}"
     );
-    let addd = "addd {\n  a = f64[] parameter(0)\n  b = f64[] parameter(1)\n  ROOT s = f64[] add(a, b)\n}\n";
-    let spec = spec_of(
-        &format!(
-            "{addd}sumd {{\n  p0 = f64[3,4,6,10] parameter(0)\n  z = f64[] constant(0)\n\
-             ROOT r = f64[3,2,3,10] reduce-window(p0, z), window={{size=1x2x2x1 stride=1x2x2x1}}, to_apply=addd\n}}\n"
-        ),
+    let sumd = plain_window(
         "sumd",
+        "f64",
+        "3,4,6,10",
+        "3,2,3,10",
+        "0",
+        "size=1x2x2x1 stride=1x2x2x1",
     );
-    let (vectors, cuda) = vector_window_reads(&spec, 2);
+    let (vectors, cuda) = vector_window_reads(&sumd, 2);
     assert!(vectors, "one double2 load a window position in\n{cuda}");
-    let spec = spec_of(
-        &format!(
-            "{add}along {{\n  p0 = f32[4,4,4,16] parameter(0)\n  z = f32[] constant(0)\n\
-             ROOT r = f32[4,4,4,16] reduce-window(p0, z), window={{size=1x1x1x3 pad=0_0x0_0x0_0x1_1}}, to_apply=add\n}}\n"
-        ),
+    let (vectors, cuda) = vectors_of(
         "along",
+        "4,4,4,16",
+        "4,4,4,16",
+        "0",
+        "size=1x1x1x3 pad=0_0x0_0x0_0x1_1",
     );
-    let (vectors, cuda) = vector_window_reads(&spec, 4);
     assert!(
         !vectors,
         "a window along the vector is read an element at a time in\n{cuda}"

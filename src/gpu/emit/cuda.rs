@@ -497,6 +497,19 @@ fn window_loads(
     })
 }
 
+/// The variable number of `unroll_id` in a loop launch's thread-id map where the launch
+/// has `vector` elements a thread (at least 2) in it, its last range variable, and no
+/// constraint of the thread moves with it (the thread's own guards are checked once for
+/// the whole vector); else None.
+fn unrolled_var(launch: &Launch) -> Option<u32> {
+    let wm = &launch.write_map;
+    if launch.config.vector < 2 || wm.ranges.last().is_none_or(|v| v.name != "unroll_id") {
+        return None;
+    }
+    let u = (wm.dims.len() + wm.ranges.len() - 1) as u32;
+    (!wm.constraints.iter().any(|(c, _)| c.uses_var(u))).then_some(u)
+}
+
 /// A loop with `vector` elements per thread (`unroll_id`) whose loads and store of 16 bytes
 /// are contiguous and aligned ([`vector_base`]): each such operand read in one 128-bit load
 /// (`float4`, `int4`, `double2`, ..., `uint4` for 8- and 16-bit types) before the loop over
@@ -511,12 +524,7 @@ fn vector_loop(
 ) -> Result<bool, MapError> {
     let wm = &launch.write_map;
     let vector = launch.config.vector;
-    if vector < 2 || wm.ranges.last().is_none_or(|v| v.name != "unroll_id") {
-        return Ok(false);
-    }
-    // The thread's own guards are checked once for the whole vector.
-    let u = (wm.dims.len() + wm.ranges.len() - 1) as u32;
-    if wm.constraints.iter().any(|(c, _)| c.uses_var(u)) {
+    if unrolled_var(launch).is_none() {
         return Ok(false);
     }
     let wide = |t: ElemType| t.bytes() * vector == 16;
@@ -771,13 +779,9 @@ fn window_loop(
 ) -> Result<bool, MapError> {
     let wm = &launch.write_map;
     let vector = launch.config.vector;
-    if vector < 2 || wm.ranges.last().is_none_or(|v| v.name != "unroll_id") {
+    let Some(u) = unrolled_var(launch) else {
         return Ok(false);
-    }
-    let u = (wm.dims.len() + wm.ranges.len() - 1) as u32;
-    if wm.constraints.iter().any(|(c, _)| c.uses_var(u)) {
-        return Ok(false);
-    }
+    };
     let root = &spec.functions[0].body;
     let t = spec.elem_of(0, root);
     // The fold as a variadic one: a plain reduction is one accumulator folded by its op.
