@@ -18,7 +18,7 @@ mod fixed_cases;
 use fixed_cases::run;
 #[path = "common/hlo_specs.rs"]
 mod hlo_specs;
-use hlo_specs::{spec, OPS};
+use hlo_specs::{layer_norm_text, rms_bf16_text, spec, OPS};
 
 #[derive(Copy, Clone, Debug)]
 enum Norm {
@@ -30,7 +30,6 @@ enum Norm {
 /// The fusion `k` over `rows` rows of `cols`, named `n`.
 fn norm(k: Norm, rows: i64, cols: i64) -> KernelSpec {
     let (r, c) = (rows, cols);
-    let inv = 1.0 / c as f64;
     let body = match k {
         Norm::Softmax => format!(
             "n {{\n  p0 = f32[{r},{c}] parameter(0)\n  ninf = f32[] constant(-inf)\n  \
@@ -40,31 +39,8 @@ fn norm(k: Norm, rows: i64, cols: i64) -> KernelSpec {
              sum = f32[{r}] reduce(e, z), dimensions={{1}}, to_apply=addf\n  \
              bs = f32[{r},{c}] broadcast(sum), dimensions={{0}}\n  ROOT d = f32[{r},{c}] divide(e, bs)\n}}\n"
         ),
-        Norm::LayerNorm => format!(
-            "n {{\n  x = f32[{r},{c}] parameter(0)\n  g = f32[{c}] parameter(1)\n  z = f32[] constant(0)\n  \
-             s = f32[{r}] reduce(x, z), dimensions={{1}}, to_apply=addf\n  \
-             kk = f32[] constant({inv})\n  kb = f32[{r}] broadcast(kk), dimensions={{}}\n  \
-             m = f32[{r}] multiply(s, kb)\n  mb = f32[{r},{c}] broadcast(m), dimensions={{0}}\n  \
-             d = f32[{r},{c}] subtract(x, mb)\n  sq = f32[{r},{c}] multiply(d, d)\n  \
-             v = f32[{r}] reduce(sq, z), dimensions={{1}}, to_apply=addf\n  \
-             vm = f32[{r}] multiply(v, kb)\n  e = f32[] constant(1e-05)\n  \
-             eb = f32[{r}] broadcast(e), dimensions={{}}\n  ve = f32[{r}] add(vm, eb)\n  \
-             q = f32[{r}] rsqrt(ve)\n  qb = f32[{r},{c}] broadcast(q), dimensions={{0}}\n  \
-             nn = f32[{r},{c}] multiply(d, qb)\n  gb = f32[{r},{c}] broadcast(g), dimensions={{1}}\n  \
-             ROOT y = f32[{r},{c}] multiply(nn, gb)\n}}\n"
-        ),
-        Norm::RmsBf16 => format!(
-            "n {{\n  x = bf16[{r},{c}] parameter(0)\n  g = bf16[{c}] parameter(1)\n  \
-             xf = f32[{r},{c}] convert(x)\n  sq = f32[{r},{c}] multiply(xf, xf)\n  z = f32[] constant(0)\n  \
-             s = f32[{r}] reduce(sq, z), dimensions={{1}}, to_apply=addf\n  \
-             kk = f32[] constant({inv})\n  kb = f32[{r}] broadcast(kk), dimensions={{}}\n  \
-             m = f32[{r}] multiply(s, kb)\n  e = f32[] constant(1e-06)\n  \
-             eb = f32[{r}] broadcast(e), dimensions={{}}\n  me = f32[{r}] add(m, eb)\n  \
-             q = f32[{r}] rsqrt(me)\n  qb = f32[{r},{c}] broadcast(q), dimensions={{0}}\n  \
-             nn = f32[{r},{c}] multiply(xf, qb)\n  gf = f32[{c}] convert(g)\n  \
-             gb = f32[{r},{c}] broadcast(gf), dimensions={{1}}\n  y = f32[{r},{c}] multiply(nn, gb)\n  \
-             ROOT o = bf16[{r},{c}] convert(y)\n}}\n"
-        ),
+        Norm::LayerNorm => layer_norm_text(r, c),
+        Norm::RmsBf16 => rms_bf16_text(r, c),
     };
     spec(&format!("{OPS}{body}"), "n")
 }

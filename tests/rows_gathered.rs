@@ -20,6 +20,7 @@ use proptest::prelude::*;
 mod fixed_cases;
 use fixed_cases::run;
 #[path = "common/hlo_specs.rs"]
+#[allow(dead_code)]
 mod hlo_specs;
 use hlo_specs::{spec, OPS as ADD};
 

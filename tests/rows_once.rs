@@ -15,7 +15,7 @@ use ixmap::gpu::spec::{KernelSpec, XlaTile};
 
 #[path = "common/hlo_specs.rs"]
 mod hlo_specs;
-use hlo_specs::{spec, OPS};
+use hlo_specs::{layer_norm_text, rms_bf16_text, spec, OPS};
 
 /// The row normalization launch with `w` warps a row, `rpb` rows a block and `vector`
 /// elements a lane at a time.
@@ -106,42 +106,11 @@ fn softmax(r: i64, c: i64) -> KernelSpec {
 }
 
 fn layer_norm(r: i64, c: i64) -> KernelSpec {
-    let inv = 1.0 / c as f64;
-    spec(
-        &format!(
-            "{OPS}n {{\n  x = f32[{r},{c}] parameter(0)\n  g = f32[{c}] parameter(1)\n  z = f32[] constant(0)\n  \
-             s = f32[{r}] reduce(x, z), dimensions={{1}}, to_apply=addf\n  \
-             kk = f32[] constant({inv})\n  kb = f32[{r}] broadcast(kk), dimensions={{}}\n  \
-             m = f32[{r}] multiply(s, kb)\n  mb = f32[{r},{c}] broadcast(m), dimensions={{0}}\n  \
-             d = f32[{r},{c}] subtract(x, mb)\n  sq = f32[{r},{c}] multiply(d, d)\n  \
-             v = f32[{r}] reduce(sq, z), dimensions={{1}}, to_apply=addf\n  \
-             vm = f32[{r}] multiply(v, kb)\n  e = f32[] constant(1e-05)\n  \
-             eb = f32[{r}] broadcast(e), dimensions={{}}\n  ve = f32[{r}] add(vm, eb)\n  \
-             q = f32[{r}] rsqrt(ve)\n  qb = f32[{r},{c}] broadcast(q), dimensions={{0}}\n  \
-             nn = f32[{r},{c}] multiply(d, qb)\n  gb = f32[{r},{c}] broadcast(g), dimensions={{1}}\n  \
-             ROOT y = f32[{r},{c}] multiply(nn, gb)\n}}\n"
-        ),
-        "n",
-    )
+    spec(&format!("{OPS}{}", layer_norm_text(r, c)), "n")
 }
 
 fn rms_bf16(r: i64, c: i64) -> KernelSpec {
-    let inv = 1.0 / c as f64;
-    spec(
-        &format!(
-            "{OPS}n {{\n  x = bf16[{r},{c}] parameter(0)\n  g = bf16[{c}] parameter(1)\n  \
-             xf = f32[{r},{c}] convert(x)\n  sq = f32[{r},{c}] multiply(xf, xf)\n  z = f32[] constant(0)\n  \
-             s = f32[{r}] reduce(sq, z), dimensions={{1}}, to_apply=addf\n  \
-             kk = f32[] constant({inv})\n  kb = f32[{r}] broadcast(kk), dimensions={{}}\n  \
-             m = f32[{r}] multiply(s, kb)\n  e = f32[] constant(1e-06)\n  \
-             eb = f32[{r}] broadcast(e), dimensions={{}}\n  me = f32[{r}] add(m, eb)\n  \
-             q = f32[{r}] rsqrt(me)\n  qb = f32[{r},{c}] broadcast(q), dimensions={{0}}\n  \
-             nn = f32[{r},{c}] multiply(xf, qb)\n  gf = f32[{c}] convert(g)\n  \
-             gb = f32[{r},{c}] broadcast(gf), dimensions={{1}}\n  y = f32[{r},{c}] multiply(nn, gb)\n  \
-             ROOT o = bf16[{r},{c}] convert(y)\n}}\n"
-        ),
-        "n",
-    )
+    spec(&format!("{OPS}{}", rms_bf16_text(r, c)), "n")
 }
 
 /// The dumps' bf16 RMS norm (fusion.3 of the H100 rmsnorm module, XLA's tile of 4 rows of
