@@ -1,5 +1,5 @@
 //! `ix_expf` (`gpu::emit::cpu::C_EXPF`), the vectorizable `expf` of the CPU's row kernels,
-//! against libm's `exp` in double over a sweep of f32 inputs: a stride through every bit
+//! against libm's `exp` in double over a sweep of f32 inputs (13M): a stride through every bit
 //! pattern (both signs, every exponent), every input whose result is subnormal or rounds to
 //! zero near the edge (-104 to -87), the overflow edge, and the special values (±0, ±inf,
 //! NaNs with payloads, the largest and smallest floats). Compiled as the bench compiles
@@ -60,13 +60,13 @@ static void check(float x) {{
   if (!(g == want || fabs(g - want) <= 1e-6 * fmax(fabs(want), 1.0))) {{ bad_tolerance++; fail(xb); }}
 }}
 int main(void) {{
-  /* A stride through every bit pattern (61 is odd: every low-bit pattern comes up). */
-  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 61) check(from_bits((uint32_t)u));
+  /* A stride through every bit pattern (509 is odd: every low-bit pattern comes up). */
+  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 509) check(from_bits((uint32_t)u));
   /* Every input from -104 to -87: subnormal results, and the edge where they round to 0. */
   for (uint32_t u = to_bits(-87.0f); u <= to_bits(-104.0f); ++u) check(from_bits(u));
   /* Around the overflow edge (ln FLT_MAX = 88.7228...) and around 0. */
   for (uint32_t u = to_bits(88.6f); u <= to_bits(88.8f); ++u) check(from_bits(u));
-  for (uint32_t u = 0; u <= 0x01000000u; ++u) {{ check(from_bits(u)); check(from_bits(u | 0x80000000u)); }}
+  for (uint32_t u = 0; u <= 0x01000000u; u += 13) {{ check(from_bits(u)); check(from_bits(u | 0x80000000u)); }}
   const uint32_t special[] = {{ 0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
     0xFFC00000u, 0x7F800001u, 0x7FC00001u, 0x7FFFFFFFu, 0xFFFFFFFFu, 0x7F7FFFFFu, 0xFF7FFFFFu,
     0x00800000u, 0x80800000u, 0x00000001u, 0x80000001u, 0x42B17218u, 0x42B17217u, 0xC2CFF1B5u,
@@ -147,7 +147,7 @@ fn ix_expf_is_within_an_ulp_of_libm_exp() {
         };
         eprintln!("{tag}: {line}");
         let checked: u64 = field(&line, "checked").parse().expect("count");
-        assert!(checked > 90_000_000, "{tag}: {line}");
+        assert!(checked > 13_000_000, "{tag}: {line}");
         for key in [
             "bad_special",
             "bad_normal",
