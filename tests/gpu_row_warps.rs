@@ -16,6 +16,9 @@ use proptest::prelude::*;
 #[path = "common/fixed_cases.rs"]
 mod fixed_cases;
 use fixed_cases::run;
+#[path = "common/row_launch.rs"]
+mod row_launch;
+use row_launch::launch_with;
 #[path = "common/hlo_specs.rs"]
 mod hlo_specs;
 use hlo_specs::{layer_norm_text, rms_bf16_text, spec, OPS};
@@ -43,28 +46,6 @@ fn norm(k: Norm, rows: i64, cols: i64) -> KernelSpec {
         Norm::RmsBf16 => rms_bf16_text(r, c),
     };
     spec(&format!("{OPS}{body}"), "n")
-}
-
-/// The row normalization launch with `w` warps a row, `rpb` rows a block, `vector`
-/// elements a lane at a time (halved until it divides the row).
-fn launch_with(s: &KernelSpec, w: i64, rpb: i64, vector: i64) -> Launch {
-    let cols = *s.output.dims.last().unwrap();
-    let mut v = vector;
-    while cols % v != 0 {
-        v /= 2;
-    }
-    let cfg = LaunchConfig {
-        block: 32 * w * rpb,
-        vector: v,
-        ..LaunchConfig::default()
-    };
-    let l = launch::row_normalization_launch_with(s, cfg, w)
-        .expect("launches")
-        .expect("a row normalization");
-    assert_eq!(l.strategy, Kernel::RowNormalization);
-    assert_eq!(l.row_threads, 32 * w, "{}", l.describe());
-    assert_eq!(l.block[0], 32 * w * rpb);
-    l
 }
 
 fn run_checked(s: &KernelSpec, l: &Launch, naive: bool) -> Result<(), String> {

@@ -10,28 +10,15 @@
 //! no spills.
 
 use ixmap::gpu::cuda_cpu::check_width;
-use ixmap::gpu::launch::{self, DeviceLimits, Launch, LaunchConfig, Strategy};
+use ixmap::gpu::launch::{self, DeviceLimits, Launch, Strategy};
 use ixmap::gpu::spec::{KernelSpec, XlaTile};
 
+#[path = "common/row_launch.rs"]
+mod row_launch;
+use row_launch::launch_with;
 #[path = "common/hlo_specs.rs"]
 mod hlo_specs;
 use hlo_specs::{layer_norm_text, rms_bf16_text, spec, OPS};
-
-/// The row normalization launch with `w` warps a row, `rpb` rows a block and `vector`
-/// elements a lane at a time.
-fn launch_with(s: &KernelSpec, w: i64, rpb: i64, vector: i64) -> Launch {
-    let cfg = LaunchConfig {
-        block: 32 * w * rpb,
-        vector,
-        ..LaunchConfig::default()
-    };
-    let l = launch::row_normalization_launch_with(s, cfg, w)
-        .expect("launches")
-        .expect("a row normalization");
-    assert_eq!(l.strategy, Strategy::RowNormalization);
-    assert_eq!(l.row_threads, 32 * w, "{}", l.describe());
-    l
-}
 
 /// The CUDA source of `s` under `l`.
 fn source(s: &KernelSpec, l: &Launch, naive: bool) -> String {

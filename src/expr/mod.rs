@@ -161,6 +161,17 @@ impl Expr {
             _ => Expr::bin(Op::Add, self, other),
         }
     }
+    /// `Σ terms[k] · coeffs[k]` (a tensor's linear offset from its index and strides),
+    /// built left to right from 0 with [`Expr::add`] and [`Expr::mul`]; pairs beyond the
+    /// shorter slice are ignored.
+    pub fn linear_combination(terms: &[Expr], coeffs: &[i64]) -> Expr {
+        terms
+            .iter()
+            .zip(coeffs)
+            .fold(Expr::constant(0), |acc, (&t, &c)| {
+                acc.add(t.mul(Expr::constant(c)))
+            })
+    }
     pub fn mul(self, other: Expr) -> Expr {
         match (self.kind(), other.kind()) {
             (ExprKind::Const(1), _) => other,

@@ -1638,11 +1638,7 @@ pub fn reads_one_vector(
     vector: i64,
 ) -> Result<bool, MapError> {
     let m = compose(&launch.write_map, access)?;
-    let lin = m
-        .results
-        .iter()
-        .zip(strides)
-        .fold(Expr::constant(0), |acc, (&r, &st)| acc.add(r.mul(c(st))));
+    let lin = Expr::linear_combination(&m.results, strides);
     let s = finish(IndexingMap::new(
         m.dims.clone(),
         m.ranges.clone(),

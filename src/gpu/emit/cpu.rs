@@ -924,7 +924,7 @@ fn contiguous_prefetch(
         .nth(1)
         .map(|v| v.bounds)
         .unwrap_or(Interval::new(0, 0));
-    let lin = linear(m, strides);
+    let lin = Expr::linear_combination(&m.results, strides);
     let at = |r: i64, c: i64| crate::expr::eval(lin, &[r, c]).ok();
     for r in [rows.lo, rows.hi] {
         for c in cols.lo..cols.hi.min(cols.lo + 2 * CACHE_LINE) {
@@ -943,16 +943,6 @@ fn contiguous_prefetch(
     Ok(Some((step, prefetch_offset(m, strides, rows, 0)?)))
 }
 
-/// `sum(result_k * stride_k)`: the element offset of `m`'s index.
-fn linear(m: &IndexingMap, strides: &[i64]) -> Expr {
-    m.results
-        .iter()
-        .zip(strides)
-        .fold(Expr::constant(0), |acc, (&r, &s)| {
-            acc.add(r.mul(Expr::constant(s)))
-        })
-}
-
 /// The C offset of `m`'s index at the next row (`r_next`) and the column variable plus
 /// `k` (`c + k` or `s0b + k`: see [`contiguous_prefetch`]), simplified.
 fn prefetch_offset(
@@ -961,7 +951,7 @@ fn prefetch_offset(
     rows: Interval,
     k: i64,
 ) -> Result<String, MapError> {
-    let lin = linear(m, strides).substitute(&mut |v| {
+    let lin = Expr::linear_combination(&m.results, strides).substitute(&mut |v| {
         if v == 1 && k != 0 {
             Expr::var(1).add(Expr::constant(k))
         } else {

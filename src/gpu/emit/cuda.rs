@@ -281,13 +281,7 @@ fn vector_base_at(
     strides: &[i64],
     vector: i64,
 ) -> Result<Option<String>, MapError> {
-    let lin = m
-        .results
-        .iter()
-        .zip(strides)
-        .fold(Expr::constant(0), |acc, (&r, &st)| {
-            acc.add(r.mul(Expr::constant(st)))
-        });
+    let lin = Expr::linear_combination(&m.results, strides);
     let mut lm = m.clone();
     lm.results = vec![lin];
     let s = simplified(&lm);

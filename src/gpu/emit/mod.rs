@@ -1490,13 +1490,7 @@ pub fn store_offset(
 /// `strides` and returns `kN`. Naive: the linearization of `m`'s results as they are; else
 /// the simplified linear offset (the linearization when it does not simplify).
 fn linear_offset(w: &mut BodyWriter, m: &IndexingMap, strides: &[i64]) -> String {
-    let lin = m
-        .results
-        .iter()
-        .zip(strides)
-        .fold(Expr::constant(0), |acc, (&r, &s)| {
-            acc.add(r.mul(Expr::constant(s)))
-        });
+    let lin = Expr::linear_combination(&m.results, strides);
     let code = if w.naive {
         c_expr(lin, &m.names(), &m.bounds())
     } else {
@@ -1675,12 +1669,7 @@ pub fn scatter_starts(w: &mut BodyWriter, ctx: &IndexingMap) -> Result<(), MapEr
     let strides = it.strides()?;
     for (k, &o) in g.starts.iter().enumerate() {
         let at = g.indices_index(&batch, Expr::constant(k as i64));
-        let lin = at
-            .iter()
-            .zip(&strides)
-            .fold(Expr::constant(0), |acc, (&e, &st)| {
-                acc.add(e.mul(Expr::constant(st)))
-            });
+        let lin = Expr::linear_combination(&at, &strides);
         let code = if w.naive {
             c_expr(lin, &names, &bounds)
         } else {
