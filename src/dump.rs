@@ -42,6 +42,9 @@ pub struct Options {
     /// Verify only GEMMs of at most this many multiply-adds (the reference contracts in f64
     /// on one core); `None`: up to [`GEMM_C_MACS`].
     pub verify_max_macs: Option<f64>,
+    /// Assemble each CUDA kernel (NVRTC, ptxas for `sm_90`) and report its registers and
+    /// occupancy beside XLA's (implies `emit`).
+    pub occupancy: bool,
 }
 
 impl Default for Options {
@@ -53,8 +56,40 @@ impl Default for Options {
             verify_c: true,
             verify_max_elements: None,
             verify_max_macs: None,
+            occupancy: false,
         }
     }
+}
+
+/// ixmap's kernel as ptxas assembled it for `sm_90`, and what an SM holds of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelOccupancy {
+    pub resources: crate::gpu::nvcc::KernelResources,
+    pub occupancy: crate::gpu::occupancy::Occupancy,
+    /// The launch's blocks (all three dimensions).
+    pub grid: i64,
+}
+
+/// The occupancy of `source`'s (first) kernel launched as `threads` threads a block and
+/// `grid` blocks: NVRTC, then ptxas for `sm_90`.
+pub fn kernel_occupancy(source: &str, threads: i64, grid: i64) -> Result<KernelOccupancy, String> {
+    if crate::gpu::nvcc::find_ptxas().is_none() || crate::gpu::nvcc::shared_nvrtc().is_none() {
+        return Err("NVRTC and ptxas not found (scripts/test-all installs them)".into());
+    }
+    let k = crate::gpu::nvcc::resources(source)
+        .and_then(|ks| ks.into_iter().next())
+        .ok_or_else(|| "NVRTC or ptxas rejected the kernel".to_string())?;
+    let occupancy = crate::gpu::occupancy::occupancy(
+        threads,
+        k.registers as i64,
+        k.shared_bytes as i64,
+        crate::gpu::occupancy::SmLimits::SM_90,
+    )?;
+    Ok(KernelOccupancy {
+        resources: k,
+        occupancy,
+        grid,
+    })
 }
 
 /// Whether a step worked, failed (with why), or was not tried (with why).
@@ -125,6 +160,11 @@ pub struct FusionReport {
     pub emit_cuda: Status,
     pub emit_cpu: Status,
     pub verify: Status,
+    /// XLA's registers and shared memory as Nsight Compute recorded them.
+    pub xla_resources: Option<XlaResources>,
+    /// ixmap's CUDA kernel's registers and shared memory (ptxas, `sm_90`) and the
+    /// occupancy they give, when `occupancy=true` asked; or why there is none.
+    pub occupancy: Option<Result<KernelOccupancy, String>>,
     /// XLA's kernel time in µs (median over the launches found), and how many launches.
     pub xla_time_us: Option<(f64, usize)>,
     /// ixmap's kernel time in µs on the GPU (`bench`).
@@ -358,6 +398,20 @@ pub struct KernelTimes {
     pub launches: Vec<(String, f64)>,
     /// Each launch's block and grid as ncu prints them (`(128, 1, 1)`), when it does.
     pub shapes: Vec<Option<(String, String)>>,
+    /// Each launch's registers and shared memory, when the CSV has them.
+    pub resources: Vec<Option<XlaResources>>,
+}
+
+/// What Nsight Compute recorded of one of XLA's launches: threads a block, registers a
+/// thread, shared memory a block (static and dynamic, without the system's reserve), and
+/// the theoretical occupancy it computed (`sm__maximum_warps_avg_per_active_cycle`, resident
+/// warps an SM) when the CSV has it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct XlaResources {
+    pub threads: i64,
+    pub registers: i64,
+    pub shared_bytes: i64,
+    pub ncu_warps: Option<f64>,
 }
 
 impl KernelTimes {
@@ -378,8 +432,15 @@ impl KernelTimes {
             Some("ms") | Some("msecond") => 1e3,
             _ => 1e-3,
         };
+        let col = |name: &str| header.iter().position(|h| h == name);
+        let threads_col = col("launch__block_size");
+        let regs_col = col("launch__registers_per_thread");
+        let static_col = col("launch__shared_mem_per_block_static");
+        let dynamic_col = col("launch__shared_mem_per_block_dynamic");
+        let warps_col = col("sm__maximum_warps_avg_per_active_cycle");
         let mut launches = Vec::new();
         let mut shapes = Vec::new();
+        let mut resources = Vec::new();
         for l in lines {
             let row = csv_row(l);
             let (Some(name), Some(t)) = (row.get(name_col), row.get(time_col)) else {
@@ -389,9 +450,26 @@ impl KernelTimes {
                 launches.push((name.clone(), v * scale));
                 let at = |c: Option<usize>| c.and_then(|c| row.get(c)).cloned();
                 shapes.push(at(block_col).zip(at(grid_col)));
+                let num = |c: Option<usize>| -> Option<f64> {
+                    at(c).and_then(|v| v.replace(',', "").parse::<f64>().ok())
+                };
+                let int = |c: Option<usize>| num(c).map(|v| v as i64);
+                resources.push(match (int(threads_col), int(regs_col)) {
+                    (Some(threads), Some(registers)) => Some(XlaResources {
+                        threads,
+                        registers,
+                        shared_bytes: int(static_col).unwrap_or(0) + int(dynamic_col).unwrap_or(0),
+                        ncu_warps: num(warps_col),
+                    }),
+                    _ => None,
+                });
             }
         }
-        Some(KernelTimes { launches, shapes })
+        Some(KernelTimes {
+            launches,
+            shapes,
+            resources,
+        })
     }
 
     /// The times of `fusions` (a module's fusions in schedule order, kernel names): every
@@ -400,15 +478,12 @@ impl KernelTimes {
     pub fn for_module(&self, fusions: &[String]) -> Vec<Option<(f64, usize)>> {
         self.matches(fusions)
             .into_iter()
-            .map(|m| m.map(|(t, n, _)| (t, n)))
+            .map(|m| m.map(|m| (m.us, m.launches)))
             .collect()
     }
 
-    /// [`KernelTimes::for_module`] with the block and grid of the first match.
-    pub fn matches(
-        &self,
-        fusions: &[String],
-    ) -> Vec<Option<(f64, usize, Option<(String, String)>)>> {
+    /// [`KernelTimes::for_module`] with the block, grid and resources of the first match.
+    pub fn matches(&self, fusions: &[String]) -> Vec<Option<KernelMatch>> {
         let want: Vec<String> = fusions.iter().map(|f| f.replace('.', "_")).collect();
         let mut none = vec![None; fusions.len()];
         if want.is_empty() {
@@ -421,16 +496,14 @@ impl KernelTimes {
             .filter(|(_, (n, _))| want.contains(n))
             .collect();
         let mut per: Vec<Vec<f64>> = vec![Vec::new(); want.len()];
-        let mut shape: Vec<Option<(String, String)>> = vec![None; want.len()];
+        let mut first: Vec<Option<usize>> = vec![None; want.len()];
         let mut i = 0;
         while i + want.len() <= seq.len() {
             if (0..want.len()).all(|k| seq[i + k].1 .0 == want[k]) {
                 for k in 0..want.len() {
                     let (at, (_, t)) = seq[i + k];
                     per[k].push(*t);
-                    if shape[k].is_none() {
-                        shape[k] = self.shapes.get(at).cloned().flatten();
-                    }
+                    first[k].get_or_insert(at);
                 }
                 i += want.len();
             } else {
@@ -438,18 +511,31 @@ impl KernelTimes {
             }
         }
         for (k, mut v) in per.into_iter().enumerate() {
-            if v.is_empty() {
-                continue;
-            }
+            let Some(at) = first[k] else { continue };
             v.sort_by(|a, b| a.total_cmp(b));
-            none[k] = Some((v[v.len() / 2], v.len(), shape[k].take()));
+            none[k] = Some(KernelMatch {
+                us: v[v.len() / 2],
+                launches: v.len(),
+                shape: self.shapes.get(at).cloned().flatten(),
+                resources: self.resources.get(at).copied().flatten(),
+            });
         }
         none
     }
 }
 
+/// One fusion's launches in the CSV: the median time in µs over `launches` of them, and
+/// the block and grid (as ncu prints them) and resources of the first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelMatch {
+    pub us: f64,
+    pub launches: usize,
+    pub shape: Option<(String, String)>,
+    pub resources: Option<XlaResources>,
+}
+
 /// One CSV line's fields (quoted fields may hold commas).
-fn csv_row(line: &str) -> Vec<String> {
+pub fn csv_row(line: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut quoted = false;
@@ -526,6 +612,8 @@ pub fn survey_fusion(
         launch: Status::Skipped(String::new()),
         xla_launch: xla_launch(ins),
         xla_ncu_launch: None,
+        xla_resources: None,
+        occupancy: None,
         coalescing: Err(String::new()),
         emit_cuda: Status::Skipped(String::new()),
         emit_cpu: Status::Skipped(String::new()),
@@ -802,6 +890,8 @@ fn verify_scaled(
         launch: Status::Skipped(String::new()),
         xla_launch: None,
         xla_ncu_launch: None,
+        xla_resources: None,
+        occupancy: None,
         coalescing: Err(String::new()),
         emit_cuda: Status::Skipped(String::new()),
         emit_cpu: Status::Skipped(String::new()),
@@ -874,7 +964,7 @@ fn survey_gemm(g: &crate::gpu::gemm::GemmSpec, opts: &Options, r: &mut FusionRep
         c.tiling.describe()
     ));
     r.coalescing = Err("a GEMM stages its tiles through shared memory".into());
-    if !opts.emit && !opts.verify {
+    if !opts.emit && !opts.verify && !opts.occupancy {
         r.emit_cuda = Status::Skipped("not asked".into());
         r.emit_cpu = Status::Skipped("not asked".into());
         r.verify = Status::Skipped("not asked".into());
@@ -883,6 +973,9 @@ fn survey_gemm(g: &crate::gpu::gemm::GemmSpec, opts: &Options, r: &mut FusionRep
     r.emit_cuda = match emit::cuda(g, &c) {
         Ok((e, _)) => {
             let n = e.source.lines().count();
+            if opts.occupancy {
+                r.occupancy = Some(kernel_occupancy(&e.source, block, gx.saturating_mul(gy)));
+            }
             r.cuda_source = Some(e.source);
             Status::Ok(format!("{n} lines"))
         }
@@ -965,7 +1058,7 @@ fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
                 .collect()
         })
         .map_err(|e| e.to_string());
-    if !opts.emit && !opts.verify {
+    if !opts.emit && !opts.verify && !opts.occupancy {
         r.emit_cuda = Status::Skipped("not asked".into());
         r.emit_cpu = Status::Skipped("not asked".into());
         r.verify = Status::Skipped("not asked".into());
@@ -974,6 +1067,11 @@ fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
     r.emit_cuda = match crate::gpu::emit::cuda::emit(spec, &l, false) {
         Ok(e) => {
             let n = e.source.lines().count();
+            if opts.occupancy {
+                let threads = l.block.iter().product::<i64>();
+                let grid = l.grid.iter().fold(1i64, |a, &b| a.saturating_mul(b));
+                r.occupancy = Some(kernel_occupancy(&e.source, threads, grid));
+            }
             r.cuda_source = Some(e.source);
             Status::Ok(format!("{n} lines"))
         }
@@ -1166,8 +1264,17 @@ pub fn survey_workspace(
     if let Some(t) = times {
         let names: Vec<String> = m.fusions.iter().map(|f| f.name.clone()).collect();
         for (f, t) in m.fusions.iter_mut().zip(t.matches(&names)) {
-            let Some((us, n, shape)) = t else { continue };
+            let Some(KernelMatch {
+                us,
+                launches: n,
+                shape,
+                resources,
+            }) = t
+            else {
+                continue;
+            };
             f.xla_time_us = Some((us, n));
+            f.xla_resources = resources;
             // The launch XLA made, as ncu saw it (shown where the config printed none).
             if let Some((block, grid)) = shape {
                 if f.xla_launch.is_none() {
@@ -1274,6 +1381,7 @@ mod tests {
                 ("loop_add_fusion".into(), 7.0),
             ],
             shapes: vec![],
+            resources: vec![],
         };
         let got = t.for_module(&[
             "input_reduce_fusion.1".into(),

@@ -65,6 +65,10 @@ enum Sub {
         /// Time each kernel on the GPU, beside XLA's time when the dump has it.
         #[arg(long)]
         bench: bool,
+        /// Assemble each CUDA kernel (NVRTC, ptxas) and show its registers and occupancy
+        /// on an H100 beside XLA's (from the dump's Nsight Compute CSV).
+        #[arg(long)]
+        occupancy: bool,
     },
     /// Help on a command or topic.
     Help { topic: Option<String> },
@@ -185,6 +189,7 @@ fn main() -> ExitCode {
                 no_emit,
                 no_check,
                 bench,
+                occupancy,
             }),
         ) => {
             // The statement `dump` with the same arguments, so the CLI, the REPL and the
@@ -206,6 +211,9 @@ fn main() -> ExitCode {
             }
             if bench {
                 src += " bench";
+            }
+            if occupancy {
+                src += " occupancy=true";
             }
             run_source(&mut Session::new(), &src, None, cli.json, false)
         }

@@ -16,6 +16,7 @@ pub mod gemm;
 pub mod launch;
 pub mod mapping;
 pub mod nvcc;
+pub mod occupancy;
 pub mod reference;
 pub mod rows;
 pub mod spec;

@@ -696,6 +696,13 @@ impl KernelResources {
 /// source: per kernel, ptxas's registers, spills and shared memory for `sm_90`; NVRTC's or
 /// ptxas's complaints if any. `None` when NVRTC or ptxas is not found.
 pub fn resource_comment(source: &str) -> Option<String> {
+    resource_comment_for(source, None)
+}
+
+/// [`resource_comment`], and for a kernel launched as `(threads a block, blocks)` what an
+/// H100's SM holds of it (`gpu::occupancy`): the blocks, the warps, what bounds them, the
+/// registers that would let one more block in, and the grid's waves.
+pub fn resource_comment_for(source: &str, launch: Option<(i64, i64)>) -> Option<String> {
     let nvrtc = shared_nvrtc()?;
     let pt = find_ptxas()?;
     let mut out = String::new();
@@ -728,6 +735,23 @@ pub fn resource_comment(source: &str) -> Option<String> {
                     k.name,
                     k.summary()
                 );
+                if let Some((threads, grid)) = launch {
+                    use super::occupancy::{occupancy, SmLimits};
+                    let sms = super::launch::DeviceLimits::H100.sms;
+                    out += &match occupancy(
+                        threads,
+                        k.registers as i64,
+                        k.shared_bytes as i64,
+                        SmLimits::SM_90,
+                    ) {
+                        Ok(o) => format!(
+                            "// occupancy (sm_90, an H100's {sms} SMs): {}; {}\n",
+                            o.summary(),
+                            o.waves_summary(grid, sms)
+                        ),
+                        Err(e) => format!("// occupancy (sm_90): cannot launch: {e}\n"),
+                    };
+                }
             }
             for d in &a.diagnostics {
                 out += &format!("// {d}\n");

@@ -99,6 +99,10 @@ fn fusion_text(f: &FusionReport, style: Style) -> String {
     if asked(&f.verify) {
         s += &format!("    verify: {}\n", status_line(&f.verify, style));
     }
+    if let Some(o) = &f.occupancy {
+        let xla_grid = f.xla_ncu_launch.as_ref().and_then(|(_, g)| ncu_dims(g));
+        s += &occupancy_line(o, f.xla_resources.as_ref(), xla_grid, style);
+    }
     if let Some(b) = &f.bench {
         s += &format!("    bench: {}\n", status_line(b, style));
     }
@@ -131,6 +135,72 @@ fn fusion_text(f: &FusionReport, style: Style) -> String {
         (None, None) => {}
     }
     s
+}
+
+/// `    occupancy: ixmap 51 registers, ..: 4 blocks of 256 threads an SM, .. · XLA 48
+/// registers, .. (ncu): 5 blocks ..`; XLA's figures from Nsight Compute's registers and
+/// shared memory, through the same rules (`gpu::occupancy`). Where XLA's kernel keeps more
+/// warps resident than ixmap's, the line says so.
+fn occupancy_line(
+    o: &Result<crate::dump::KernelOccupancy, String>,
+    xla: Option<&crate::dump::XlaResources>,
+    xla_grid: Option<i64>,
+    style: Style,
+) -> String {
+    use crate::gpu::occupancy::{occupancy, SmLimits};
+    let k = match o {
+        Ok(k) => k,
+        Err(e) => return format!("    occupancy: not found ({e})\n"),
+    };
+    let sms = crate::gpu::launch::DeviceLimits::H100.sms;
+    let mut s = format!(
+        "    occupancy ({} on an H100, {sms} SMs): ixmap {}: {}; {}",
+        k.occupancy.limits.arch,
+        k.resources.summary(),
+        k.occupancy.summary(),
+        k.occupancy.waves_summary(k.grid, sms)
+    );
+    if let Some(x) = xla {
+        match occupancy(x.threads, x.registers, x.shared_bytes, SmLimits::SM_90) {
+            Ok(xo) => {
+                s += &format!(
+                    " · XLA {} registers, {} bytes of shared memory (ncu): {}",
+                    x.registers,
+                    x.shared_bytes,
+                    xo.summary()
+                );
+                // Compared only where both split the work alike (the same threads a
+                // block and blocks; a GEMM's tiles differ), and by what each SM holds of
+                // the grid: a grid that does not fill the device leaves both below their
+                // occupancy, and then they do not differ.
+                let alike = x.threads == k.occupancy.threads_per_block && xla_grid == Some(k.grid);
+                let (mine, theirs) = (
+                    k.occupancy.resident_warps(k.grid, sms),
+                    xo.resident_warps(k.grid, sms),
+                );
+                if alike && theirs > mine {
+                    let w = format!(
+                        " · ixmap keeps fewer warps resident an SM than XLA ({mine} against {theirs})"
+                    );
+                    s += &match style {
+                        Style::Ansi => w.yellow().to_string(),
+                        _ => w,
+                    };
+                }
+            }
+            Err(e) => s += &format!(" · XLA: {e}"),
+        }
+    }
+    s.push('\n');
+    s
+}
+
+/// `(1024, 2, 1)` as ncu prints a grid: the product, 2048.
+fn ncu_dims(s: &str) -> Option<i64> {
+    s.trim_matches(|c| c == '(' || c == ')')
+        .split(',')
+        .map(|d| d.trim().replace(',', "").parse::<i64>().ok())
+        .try_fold(1i64, |a, d| d.map(|d| a.saturating_mul(d)))
 }
 
 /// The counts line: what a script or a CI log greps.
@@ -264,6 +334,25 @@ pub fn json(r: &DumpReport) -> Json {
                 "xla_launches": f.xla_time_us.map(|t| t.1),
                 "ixmap_time_us": f.ixmap_time_us,
                 "bench": f.bench.as_ref().map(status_json),
+                "occupancy": f.occupancy.as_ref().map(|o| match o {
+                    Ok(k) => json!({
+                        "registers": k.resources.registers,
+                        "spill_bytes": k.resources.spill_stores + k.resources.spill_loads,
+                        "shared_bytes": k.resources.shared_bytes,
+                        "threads_per_block": k.occupancy.threads_per_block,
+                        "blocks_per_sm": k.occupancy.blocks,
+                        "warps_per_sm": k.occupancy.warps(),
+                        "limited_by": k.occupancy.limiter().name(),
+                        "grid": k.grid,
+                    }),
+                    Err(e) => json!({ "error": e }),
+                }),
+                "xla_resources": f.xla_resources.map(|x| json!({
+                    "threads_per_block": x.threads,
+                    "registers": x.registers,
+                    "shared_bytes": x.shared_bytes,
+                    "ncu_warps_per_sm": x.ncu_warps,
+                })),
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })

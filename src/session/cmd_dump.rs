@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 pub static COMMANDS: [Command; 1] = [Command {
     name: "dump",
-    usage: "dump [DIR|FILE ...] [emit=false] [check=false] [bench]",
-    summary: "surveys an XLA dump (every *after_optimizations.txt under DIR, or the session's own module): each fusion's kind, source line, indexing, ixmap's and XLA's launch, coalescing, whether it emits and verifies; `bench` times each kernel beside a copy (on the GPU when one is found, else the C kernel on the CPU)",
+    usage: "dump [DIR|FILE ...] [emit=false] [check=false] [occupancy=true] [bench]",
+    summary: "surveys an XLA dump (every *after_optimizations.txt under DIR, or the session's own module): each fusion's kind, source line, indexing, ixmap's and XLA's launch, coalescing, whether it emits and verifies; `occupancy=true` assembles each kernel (NVRTC, ptxas) and sets its registers and occupancy on an H100 beside XLA's (Nsight Compute's CSV); `bench` times each kernel beside a copy (on the GPU when one is found, else the C kernel on the CPU)",
     example: "HloModule m\nfused { p = f32[64,32] parameter(0)\n ROOT e = f32[64,32] exponential(p) }\nENTRY main { x = f32[64,32] parameter(0)\n ROOT f = f32[64,32] fusion(x), kind=kLoop, calls=fused }; dump",
     run: dump_cmd,
 }];
@@ -37,9 +37,10 @@ pub fn options(a: &Args) -> Result<(Options, Vec<PathBuf>), Diagnostic> {
                 match k.as_str() {
                     "emit" => o.emit = b,
                     "check" | "verify" => o.verify = b,
+                    "occupancy" => o.occupancy = b,
                     _ => {
                         return Err(Diagnostic::at(format!("`dump` has no option `{k}=`"), *sp)
-                            .with_help("dump takes emit=true|false, check=true|false and bench"))
+                            .with_help("dump takes emit=true|false, check=true|false, occupancy=true|false and bench"))
                     }
                 }
             }

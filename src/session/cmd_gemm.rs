@@ -102,7 +102,9 @@ pub(super) fn emit(a: &Args, g: GemmSpec) -> Result<Value, Diagnostic> {
     };
     let e = if cuda {
         let (mut e, _) = emit::cuda(&g, &c).map_err(map_err(a))?;
-        if let Some(r) = crate::gpu::nvcc::resource_comment(&e.source) {
+        let ([gx, gy], block) = emit::launch_dims(&g, &c.tiling);
+        let at = (block, gx.saturating_mul(gy));
+        if let Some(r) = crate::gpu::nvcc::resource_comment_for(&e.source, Some(at)) {
             e.source += &r;
         }
         e

@@ -794,6 +794,12 @@ fn target(a: &Args, m: &Mapping) -> Result<Target, Diagnostic> {
     }
 }
 
+/// A launch's threads a block and blocks, each over all three dimensions.
+fn launch_size(l: &crate::gpu::launch::Launch) -> (i64, i64) {
+    let all = |d: &[i64; 3]| d.iter().fold(1i64, |a, &b| a.saturating_mul(b));
+    (all(&l.block), all(&l.grid))
+}
+
 fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     if let Some(g) = super::cmd_gemm::gemm_of(s, a)? {
         return super::cmd_gemm::emit(a, g);
@@ -807,7 +813,8 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             Target::Cuda => {
                 let mut e = emit::cuda::emit(&spec, &ll.launch, naive).map_err(err)?;
                 e.source = ll.source_header() + &e.source;
-                if let Some(c) = crate::gpu::nvcc::resource_comment(&e.source) {
+                let at = launch_size(&ll.launch);
+                if let Some(c) = crate::gpu::nvcc::resource_comment_for(&e.source, Some(at)) {
                     e.source += &c;
                 }
                 e
@@ -836,8 +843,10 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 .flat_map(|d| d.rules.iter().cloned())
                 .collect();
             e.source = l.source_header(words.as_deref(), &rules) + &e.source;
-            // Registers, spills and shared memory from ptxas, when NVRTC and ptxas are found.
-            if let Some(c) = crate::gpu::nvcc::resource_comment(&e.source) {
+            // Registers, spills and shared memory from ptxas, when NVRTC and ptxas are found,
+            // and the occupancy they give.
+            let at = launch_size(&l);
+            if let Some(c) = crate::gpu::nvcc::resource_comment_for(&e.source, Some(at)) {
                 e.source += &c;
             }
             e
