@@ -18,7 +18,7 @@ mod fixed_cases;
 use fixed_cases::run;
 #[path = "common/row_launch.rs"]
 mod row_launch;
-use row_launch::launch_with;
+use row_launch::{launch_rows, launch_with};
 #[path = "common/hlo_specs.rs"]
 mod hlo_specs;
 use hlo_specs::{layer_norm_text, rms_bf16_text, spec, OPS};
@@ -68,10 +68,11 @@ fn several_warps_a_row_run_and_match_the_reference() {
         1i64..3,
         1i64..6,
         prop_oneof![Just(1i64), Just(4), Just(8)],
+        prop_oneof![Just(1i64), Just(1), Just(2), Just(3), Just(4)],
     );
-    run(12, strategy, |(kind, cols, w, rpb, rows, vector)| {
+    run(12, strategy, |(kind, cols, w, rpb, rows, vector, per)| {
         let s = norm(kind, rows, cols);
-        let l = launch_with(&s, w, rpb, vector);
+        let l = launch_rows(&s, w, rpb, vector, per);
         run_checked(&s, &l, false).map_err(TestCaseError::fail)
     });
 }
@@ -96,6 +97,45 @@ fn fixed_row_lengths_and_warps_match_the_reference() {
     }
     let s = norm(Norm::Softmax, 3, 1000);
     let l = launch_with(&s, 4, 2, 1);
+    run_checked(&s, &l, true).unwrap_or_else(|e| panic!("naive: {e}"));
+}
+
+/// Several rows a thread (Triton's layout): every pass loops over the thread's rows, the
+/// warps of all of them meet at one barrier a reduction. Cases: the dump's RMS norm shape
+/// with a part-empty last block (5 rows on blocks of 4), a layer norm (scale and bias) of
+/// several vectors a lane, a warp a row (no shared memory) with 2 groups a block, 3 rows a
+/// thread (not a power of two), and the naive index arithmetic.
+#[test]
+fn several_rows_a_thread_match_the_reference() {
+    for &(kind, rows, cols, w, rpb, vector, per) in &[
+        (Norm::RmsBf16, 5, 2048, 8, 1, 8, 4),
+        (Norm::LayerNorm, 7, 4096, 4, 1, 4, 4),
+        (Norm::LayerNorm, 9, 1000, 1, 2, 4, 2),
+        (Norm::Softmax, 10, 600, 2, 2, 4, 3),
+        (Norm::RmsBf16, 2, 512, 2, 1, 8, 4),
+    ] {
+        let s = norm(kind, rows, cols);
+        let l = launch_rows(&s, w, rpb, vector, per);
+        assert!(l.describe().contains("rows per thread"), "{}", l.describe());
+        run_checked(&s, &l, false).unwrap_or_else(|e| panic!("{kind:?} {rows}x{cols}: {e}"));
+        let src = ixmap::gpu::emit::cuda::emit(&s, &l, false)
+            .expect("emits")
+            .source;
+        assert_eq!(
+            src.matches("__syncthreads();").count(),
+            if w > 1 {
+                match kind {
+                    Norm::Softmax | Norm::LayerNorm => 2,
+                    Norm::RmsBf16 => 1,
+                }
+            } else {
+                0
+            },
+            "one barrier a reduction, for all the thread's rows:\n{src}"
+        );
+    }
+    let s = norm(Norm::LayerNorm, 5, 1024);
+    let l = launch_rows(&s, 4, 1, 4, 4);
     run_checked(&s, &l, true).unwrap_or_else(|e| panic!("naive: {e}"));
 }
 
@@ -186,7 +226,9 @@ fn the_rule_gives_long_rows_more_warps() {
 }
 
 /// XLA's tiling from `backend_config` wins over the rule: its warps a block and rows a
-/// tile; a tile that is not whole rows is ignored.
+/// tile, in Triton's blocked layout where the fusion reads an operand broadcast along the
+/// rows (the RMS norm's scale), else shared among the tile's rows; a tile that is not
+/// whole rows is ignored.
 #[test]
 fn xla_tiling_gives_warps_and_rows() {
     let mut s = norm(Norm::RmsBf16, 6, 2048);
@@ -197,8 +239,8 @@ fn xla_tiling_gives_warps_and_rows() {
     });
     let (l, d) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
     assert_eq!(
-        (l.block[0], l.row_threads, l.grid[0]),
-        (256, 64, 2),
+        (l.block[0], l.row_threads, l.rows_per_thread, l.grid[0]),
+        (256, 256, 4, 2),
         "{}",
         l.describe()
     );
@@ -208,14 +250,44 @@ fn xla_tiling_gives_warps_and_rows() {
         d.rules
     );
     run_checked(&s, &l, false).unwrap_or_else(|e| panic!("{e}"));
-    // More rows in the tile than warps: a warp a row, XLA's block.
+    run_checked(&s, &l, true).unwrap_or_else(|e| panic!("{e}"));
+    // 2 warps on the tile: both along the row (each thread 4 vectors of each of 4 rows).
     s.xla_tile = Some(XlaTile {
         num_warps: 2,
         sizes: vec![4, 2048],
         num_stages: 1,
     });
     let (l, _) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
-    assert_eq!((l.block[0], l.row_threads), (64, 32), "{}", l.describe());
+    assert_eq!(
+        (l.block[0], l.row_threads, l.rows_per_thread),
+        (64, 64, 4),
+        "{}",
+        l.describe()
+    );
+    run_checked(&s, &l, false).unwrap_or_else(|e| panic!("{e}"));
+    // Another block than XLA's: the rows each their own.
+    let cfg = LaunchConfig {
+        block: 128,
+        vector: 8,
+        ..LaunchConfig::default()
+    };
+    let l = launch::choose(&s, cfg, None).unwrap();
+    assert_eq!(l.rows_per_thread, 1, "{}", l.describe());
+    // A softmax reads no operand broadcast along the rows: XLA's 4 warps share the tile's
+    // 4 rows, a warp a row (no shared memory), as before.
+    let mut sm = norm(Norm::Softmax, 8, 512);
+    sm.xla_tile = Some(XlaTile {
+        num_warps: 4,
+        sizes: vec![4, 512],
+        num_stages: 1,
+    });
+    let (l, _) = launch::choose_default(&sm, None, DeviceLimits::H100).unwrap();
+    assert_eq!(
+        (l.block[0], l.row_threads, l.rows_per_thread),
+        (128, 32, 1),
+        "{}",
+        l.describe()
+    );
     // Not whole rows: the rule (2 warps a row of 2048, blocks of 4 warps).
     s.xla_tile = Some(XlaTile {
         num_warps: 8,
@@ -233,22 +305,39 @@ fn xla_tiling_gives_warps_and_rows() {
 fn the_dumps_triton_normalizations_take_xlas_tiling() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/xla-dumps/h100-jax-0.11.2");
-    // (file, fusion, block, warps a row, grid)
+    // (file, fusion, block, warps a row, rows a thread, grid): the norms, which read a
+    // scale (and a bias) broadcast along the rows, in Triton's layout of the tile; the
+    // softmaxes a warp or two a row.
     let want = [
-        ("module_11916.jit_layernorm", "fusion.4", 128, 1, 1024),
-        ("module_12580.jit_rmsnorm_bf16", "fusion.3", 256, 2, 1024),
+        ("module_11916.jit_layernorm", "fusion.4", 128, 4, 4, 1024),
+        ("module_12580.jit_rmsnorm_bf16", "fusion.3", 256, 8, 4, 1024),
         (
             "module_13243.jit_attention",
             "triton_softmax.2",
             128,
             1,
+            1,
             4096,
         ),
-        ("module_15893.jit_block", "triton_softmax.8", 128, 1, 4096),
-        ("module_15893.jit_block", "fusion.23", 128, 2, 1024),
-        ("module_15893.jit_block", "triton_softmax.6", 128, 2, 1024),
+        (
+            "module_15893.jit_block",
+            "triton_softmax.8",
+            128,
+            1,
+            1,
+            4096,
+        ),
+        ("module_15893.jit_block", "fusion.23", 128, 4, 2, 1024),
+        (
+            "module_15893.jit_block",
+            "triton_softmax.6",
+            128,
+            2,
+            1,
+            1024,
+        ),
     ];
-    for (file, fusion, block, w, grid) in want {
+    for (file, fusion, block, w, per, grid) in want {
         let path = dir.join(format!("{file}.sm_9.0a_gpu_after_optimizations.txt"));
         let text = std::fs::read_to_string(&path).expect("the dump is in tests/data");
         let ws = ixmap::dump::load_module(&text).expect("loads");
@@ -259,8 +348,8 @@ fn the_dumps_triton_normalizations_take_xlas_tiling() {
         let (l, d) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
         assert_eq!(l.strategy, Kernel::RowNormalization, "{fusion}");
         assert_eq!(
-            (l.block[0], l.row_threads / 32, l.grid[0]),
-            (block, w, grid),
+            (l.block[0], l.row_threads / 32, l.rows_per_thread, l.grid[0]),
+            (block, w, per, grid),
             "{fusion}: {} {:?}",
             l.describe(),
             d.rules
@@ -269,6 +358,32 @@ fn the_dumps_triton_normalizations_take_xlas_tiling() {
             d.rules.iter().any(|r| r.contains("backend_config")),
             "{fusion}: {:?}",
             d.rules
+        );
+    }
+}
+
+/// Triton's blocked layout of a row-major tile (`launch::triton_row_layout`): a warp's 32
+/// threads along the row, then as many warps as the row has room for, the rest on other
+/// rows; each thread repeats over the tile's rows. The dumps' norms, and the edges.
+#[test]
+fn triton_layouts_of_row_tiles() {
+    // (cols, tile rows, warps, vector) -> (warps along the row, rows a thread)
+    for (cols, rows, warps, v, want) in [
+        (2048, 4, 8, 8, Some((8, 4))), // the RMS norm: 8 warps along a row of 2048 bf16
+        (1024, 4, 4, 4, Some((4, 4))), // the layer norm
+        (1024, 2, 4, 4, Some((4, 2))), // the transformer block's layer norm
+        (512, 4, 4, 4, Some((4, 4))),  // the attention softmax's tile
+        (128, 16, 4, 4, Some((1, 4))), // a row of one warp's accesses: 4 warps, 4 rows each
+        (2048, 3, 8, 8, Some((8, 3))), // rows a thread need not be a power of two
+        (256, 8, 8, 4, Some((2, 2))),  // 2 warps fill the row, 4 groups of them, 8 rows
+        (1000, 4, 4, 4, None),         // not a whole number of a warp's accesses
+        (64, 4, 4, 4, None),           // shorter than a warp's accesses
+        (256, 3, 8, 4, None),          // 4 row groups do not divide 3 rows
+    ] {
+        assert_eq!(
+            launch::triton_row_layout(cols, rows, warps, v),
+            want,
+            "{cols} x {rows} on {warps} warps, {v} a thread"
         );
     }
 }

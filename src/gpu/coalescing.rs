@@ -402,17 +402,26 @@ fn row_reads(
     } else {
         (rows::root_scope(spec, rt)?, spec.output.num_elements()?)
     };
-    let rows_per_block = launch.block[0] / rt;
+    let groups = launch.block[0] / rt;
+    let per_thread = launch.rows_per_thread.max(1);
+    let rows_per_block = groups * per_thread;
     // Thread ids → (row, lane), as the kernel numbers them; past the last row, nothing.
+    // With several rows a thread, its row `i` (a loop of the kernel) is a range.
     let th_x = Expr::var(0);
-    let row = Expr::var(3)
+    let dims = thread_dims(launch.block, launch.grid);
+    let mut row = Expr::var(3)
         .mul(Expr::constant(rows_per_block))
         .add(th_x.floordiv(Expr::constant(rt)));
+    let mut ranges = vec![];
+    if per_thread > 1 {
+        row = row.add(Expr::var(dims.len() as u32).mul(Expr::constant(groups)));
+        ranges.push(Variable::new("i", 0, per_thread - 1));
+    }
     // The launch's ids over their whole extents (the simplified write map may have narrowed
     // them to the threads that write: one lane where each output element is a row).
     let thread = IndexingMap::new(
-        thread_dims(launch.block, launch.grid),
-        vec![],
+        dims,
+        ranges,
         vec![],
         vec![row, th_x.modulo(Expr::constant(rt))],
         vec![(row, Interval::new(0, rows - 1))],

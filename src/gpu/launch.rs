@@ -132,6 +132,12 @@ pub struct Launch {
     /// for long rows, or fewer for short rows, which put several rows in a warp); 1 for
     /// the other strategies.
     pub row_threads: i64,
+    /// Row normalizations: the rows each thread takes (Triton's layout for a tile of
+    /// several rows whose warps all lie along the row: each thread holds its columns of R
+    /// rows), `r = bl_x * rows_per_block + i * groups + th_x / row_threads` for `i` in
+    /// [0, R - 1], `groups` the block's row groups (`block / row_threads`); 1 for the other
+    /// strategies.
+    pub rows_per_thread: i64,
     /// Launches that run several loops (concatenate, dynamic-update-slice): per loop, the
     /// function computed and its thread-id maps; empty for the other strategies.
     pub parts: Vec<PartLaunch>,
@@ -310,6 +316,7 @@ pub fn loop_launch(out: &Tensor, cfg: LaunchConfig) -> Result<Launch, MapError> 
         read_map: map,
         read_from: 0,
         row_threads: 1,
+        rows_per_thread: 1,
         parts: vec![],
     })
 }
@@ -361,12 +368,21 @@ impl Launch {
             s += &format!(", vector {}", l.config.vector);
         }
         if l.strategy == Strategy::RowNormalization && l.row_threads > WARP {
-            let rows = l.block[0] / l.row_threads;
+            let rows = l.block[0] / l.row_threads * l.rows_per_thread;
             s += &format!(
                 ", {} warps per row, {rows} row{} per block",
                 l.row_threads / WARP,
                 if rows == 1 { "" } else { "s" }
             );
+        }
+        if l.strategy == Strategy::RowNormalization && l.rows_per_thread > 1 {
+            if l.row_threads <= WARP {
+                s += &format!(
+                    ", {} rows per block",
+                    l.block[0] / l.row_threads * l.rows_per_thread
+                );
+            }
+            s += &format!(", {} rows per thread", l.rows_per_thread);
         }
         if (l.strategy == Strategy::RowReduction || l.strategy == Strategy::RowNormalization)
             && l.row_threads < 32
@@ -555,6 +571,7 @@ pub fn transpose_launch(out: &Tensor, a: usize, b: usize) -> Result<Launch, MapE
         read_map,
         read_from: 0,
         row_threads: 1,
+        rows_per_thread: 1,
         parts: vec![],
     })
 }
@@ -762,6 +779,7 @@ fn finish_reduction(
         read_map,
         read_from: callee,
         row_threads,
+        rows_per_thread: 1,
         parts: vec![],
     })
 }
@@ -1290,6 +1308,9 @@ pub const ROW_ELEMENTS_PER_THREAD: i64 = 32;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RowSplit {
     pub warps_per_row: i64,
+    /// Rows a thread takes ([`Launch::rows_per_thread`]): Triton's layout of XLA's tile,
+    /// on XLA's block; 1 otherwise.
+    pub rows_per_thread: i64,
     /// XLA's block (its `num_warps` × 32) when the fusion's backend_config gave the split.
     pub block: Option<i64>,
     pub rule: String,
@@ -1320,14 +1341,37 @@ pub fn row_split(spec: &KernelSpec, cols: i64) -> RowSplit {
                 .map(|s| s.to_string())
                 .collect::<Vec<_>>()
                 .join("x");
+            let block = t.num_warps * WARP;
+            // Triton's layout where the rows of a thread share an operand broadcast along
+            // the rows (a norm's scale or bias: one vector of it a thread, not one a row);
+            // without one, a warp or a few a row (no shared memory for a row of one warp).
+            let layout = if super::rows::reads_broadcast_along_rows(spec).unwrap_or(false) {
+                triton_row_layout(cols, tile_rows, t.num_warps, narrowest_vector(spec))
+            } else {
+                None
+            };
+            if let Some((along, rows_per_thread)) = layout.filter(|&(_, r)| r > 1) {
+                return RowSplit {
+                    warps_per_row: along,
+                    rows_per_thread,
+                    block: Some(block),
+                    rule: format!(
+                        "row normalization: XLA's tiling from backend_config (block_level_fusion_config: {} warps, output tile {shape}, {tile_rows} row{} of {cols}) in Triton's blocked layout, as the fusion reads an operand broadcast along the rows: {along} warp{} along the row, each thread holding its columns of {rows_per_thread} row{} (one vector of the broadcast operand for all of them), blocks of {block} threads",
+                        t.num_warps,
+                        if tile_rows == 1 { "" } else { "s" },
+                        if along == 1 { "" } else { "s" },
+                        if rows_per_thread == 1 { "" } else { "s" },
+                    ),
+                };
+            }
             let per_row = if t.num_warps % tile_rows == 0 {
                 t.num_warps / tile_rows
             } else {
                 1
             };
-            let block = t.num_warps * WARP;
             return RowSplit {
                 warps_per_row: per_row,
+                rows_per_thread: 1,
                 block: Some(block),
                 rule: format!(
                     "row normalization: XLA's tiling from backend_config (block_level_fusion_config: {} warps, output tile {shape}, {tile_rows} row{} of {cols}): {per_row} warp{} a row, blocks of {block} threads",
@@ -1344,6 +1388,7 @@ pub fn row_split(spec: &KernelSpec, cols: i64) -> RowSplit {
     }
     RowSplit {
         warps_per_row: w,
+        rows_per_thread: 1,
         block: None,
         rule: if w == 1 {
             format!(
@@ -1355,6 +1400,44 @@ pub fn row_split(spec: &KernelSpec, cols: i64) -> RowSplit {
             )
         },
     }
+}
+
+/// Triton's blocked layout (`triton::gpu::BlockedEncodingAttr`, as its `getDefaultBlocked`
+/// builds it for a 2-D tile in row-major order) of a tile of `tile_rows` rows of `cols` on
+/// `warps` warps, `vector` elements a thread in one access (`sizePerThread`): the warp's
+/// 32 threads along the row first, then the warps along the row while the row has room
+/// for them, the rest of the warps on other rows; each thread then repeats its columns
+/// over the tile's rows. `(warps along the row, rows a thread)`, for the layouts the row
+/// kernel writes: a row of whole warps of `vector`-element accesses (the threads of a warp
+/// all on one row), the warps along the row dividing `warps` and the tile's rows a whole
+/// number of the block's row groups. `None` otherwise (a row shorter than a warp's
+/// accesses, a tile whose rows the block's groups do not divide).
+pub fn triton_row_layout(cols: i64, tile_rows: i64, warps: i64, vector: i64) -> Option<(i64, i64)> {
+    let v = vector.max(1);
+    if cols % (v * WARP) != 0 || warps < 1 || tile_rows < 1 {
+        return None;
+    }
+    let room = cols / (v * WARP);
+    let mut along = 1;
+    while along * 2 <= warps.min(room) && warps % (along * 2) == 0 && room % (along * 2) == 0 {
+        along *= 2;
+    }
+    let groups = warps / along;
+    (tile_rows % groups == 0).then_some((along, tile_rows / groups))
+}
+
+/// The elements of 16 bytes of the narrowest type a fusion reads or writes (Triton's
+/// `sizePerThread` for a row-major tile).
+fn narrowest_vector(spec: &KernelSpec) -> i64 {
+    let narrowest = spec
+        .inputs
+        .iter()
+        .map(|t| t.elem.bytes())
+        .chain([spec.output.elem.bytes()])
+        .min()
+        .unwrap_or(4)
+        .max(1);
+    (16 / narrowest).max(1)
 }
 
 /// How a row normalization of rows of `cols` elements splits them: [`hero_split`] where
@@ -1392,6 +1475,7 @@ pub fn hero_split(spec: &KernelSpec) -> RowSplit {
         .max(threads);
     RowSplit {
         warps_per_row: warps,
+        rows_per_thread: 1,
         block: Some(block),
         rule: format!(
             "row normalization: each output element a row, its reduction of {n} elements under an elementwise epilogue: XLA's reduction emitter launch, {threads} threads along it (num_threads_x: 16 elements a thread, whole warps), blocks of {block}"
@@ -1410,7 +1494,14 @@ pub fn row_normalization_launch(
         return Ok(None);
     };
     let cols = lm.dims[1].bounds.hi + 1;
-    row_normalization_launch_with(spec, cfg, split_of(spec, cols).warps_per_row)
+    let split = split_of(spec, cols);
+    // Rows a thread only on the block the layout was made for (XLA's).
+    let per_thread = if split.block == Some(cfg.block) {
+        split.rows_per_thread
+    } else {
+        1
+    };
+    row_normalization_launch_rows(spec, cfg, split.warps_per_row, per_thread)
 }
 
 /// [`Strategy::RowNormalization`]'s launch with `warps_per_row` warps a row of the output
@@ -1424,6 +1515,18 @@ pub fn row_normalization_launch_with(
     spec: &KernelSpec,
     cfg: LaunchConfig,
     warps_per_row: i64,
+) -> Result<Option<Launch>, MapError> {
+    row_normalization_launch_rows(spec, cfg, warps_per_row, 1)
+}
+
+/// [`row_normalization_launch_with`], each thread taking `rows_per_thread` rows
+/// ([`Launch::rows_per_thread`]); one where the rows are shorter than a warp (several rows
+/// a warp already).
+pub fn row_normalization_launch_rows(
+    spec: &KernelSpec,
+    cfg: LaunchConfig,
+    warps_per_row: i64,
+    rows_per_thread: i64,
 ) -> Result<Option<Launch>, MapError> {
     check_config(&cfg)?;
     let Some(lm) = super::rows::rows_of(spec)? else {
@@ -1445,7 +1548,15 @@ pub fn row_normalization_launch_with(
         }
         WARP * w
     };
-    let rows_per_block = block / row_threads;
+    let groups = block / row_threads;
+    let per_thread = if row_threads < WARP {
+        1
+    } else {
+        rows_per_thread.clamp(1, rows.max(1))
+    };
+    let rows_per_block = groups
+        .checked_mul(per_thread)
+        .ok_or_else(|| MapError::Overflow("the rows of a block".into()))?;
     let grid = ceil_div(rows, rows_per_block);
     if grid > cfg.max_blocks {
         return Ok(None);
@@ -1461,22 +1572,31 @@ pub fn row_normalization_launch_with(
     }
     let dims = thread_dims([block, 1, 1], [grid, 1, 1]);
     let nd = dims.len() as u32;
-    let row = bl_x()
+    // With several rows a thread, `i` (the first range) is the thread's row.
+    let first = if per_thread > 1 { nd + 1 } else { nd };
+    let mut row = bl_x()
         .mul(c(rows_per_block))
         .add(th_x().floordiv(c(row_threads)));
+    if per_thread > 1 {
+        row = row.add(Expr::var(nd).mul(c(groups)));
+    }
     let lane_vec = th_x()
         .modulo(c(row_threads))
-        .add(Expr::var(nd).mul(c(row_threads)));
+        .add(Expr::var(first).mul(c(row_threads)));
     let col = if vector > 1 {
-        lane_vec.mul(c(vector)).add(Expr::var(nd + 1))
+        lane_vec.mul(c(vector)).add(Expr::var(first + 1))
     } else {
         lane_vec
     };
-    let mut ranges = vec![Variable::new(
+    let mut ranges = Vec::new();
+    if per_thread > 1 {
+        ranges.push(Variable::new("i", 0, per_thread - 1));
+    }
+    ranges.push(Variable::new(
         "col",
         0,
         ceil_div(cols / vector, row_threads) - 1,
-    )];
+    ));
     if vector > 1 {
         ranges.push(Variable::new("unroll_id", 0, vector - 1));
     }
@@ -1505,6 +1625,7 @@ pub fn row_normalization_launch_with(
         read_map: map,
         read_from: 0,
         row_threads,
+        rows_per_thread: per_thread,
         parts: vec![],
     }))
 }
@@ -1732,16 +1853,18 @@ pub fn xla_default(
             let block = split
                 .block
                 .unwrap_or_else(|| base.block.max(split.warps_per_row.saturating_mul(WARP)));
-            let probe = row_normalization_launch_with(
+            let probe = row_normalization_launch_rows(
                 spec,
                 LaunchConfig { block, ..base },
                 split.warps_per_row,
+                split.rows_per_thread,
             )?
             .unwrap_or(probe);
             rules.push(split.rule);
             let rt = probe.row_threads;
+            let block_rows = probe.block[0] / rt.max(1) * probe.rows_per_thread;
             rules.push(format!(
-                "row normalization: blocks of {} threads, {} a row, {} row{} a block{}",
+                "row normalization: blocks of {} threads, {} a row, {} row{} a block{}{}",
                 probe.block[0],
                 if rt < WARP {
                     format!("{rt} lanes")
@@ -1750,11 +1873,12 @@ pub fn xla_default(
                 } else {
                     format!("{} warps", rt / WARP)
                 },
-                probe.block[0] / rt.max(1),
-                if probe.block[0] / rt.max(1) == 1 {
-                    ""
+                block_rows,
+                if block_rows == 1 { "" } else { "s" },
+                if probe.rows_per_thread > 1 {
+                    format!(", {} a thread", probe.rows_per_thread)
                 } else {
-                    "s"
+                    String::new()
                 },
                 if split.block.is_some() {
                     " (XLA's)"

@@ -298,6 +298,7 @@ pub fn layout_launch(
             read_map: map,
             read_from: 0,
             row_threads: 1,
+            rows_per_thread: 1,
             parts: vec![],
         },
     })

@@ -317,6 +317,51 @@ pub fn rows_of(spec: &KernelSpec) -> Result<Option<IndexingMap>, MapError> {
     Ok((per_row(spec, &spec.functions[0].body, &em, &mut found, 0)? && found).then_some(em))
 }
 
+/// Whether the elements of a row normalization read an input at an index that moves with
+/// the column and not with the row: an operand broadcast along the rows (a norm's scale or
+/// bias), which the rows of one thread can share. Reads inside the row's reductions are
+/// not counted (those are per row).
+pub fn reads_broadcast_along_rows(spec: &KernelSpec) -> Result<bool, MapError> {
+    let Some(lm) = rows_of(spec)? else {
+        return Ok(false);
+    };
+    fn walk(
+        spec: &KernelSpec,
+        b: &Body,
+        ctx: &IndexingMap,
+        depth: usize,
+    ) -> Result<bool, MapError> {
+        if depth > spec.functions.len() + 64 {
+            return Err(MapError::Other(
+                "the functions of the kernel call each other in a cycle".into(),
+            ));
+        }
+        let mut items = Vec::new();
+        b.visit(&mut |x| match x {
+            Body::Load { input, map } => items.push((Some(*input), None, map.clone())),
+            Body::Call { func, map } => items.push((None, Some(*func), map.clone())),
+            _ => {}
+        });
+        for (input, func, map) in items {
+            let at = substitute(ctx, &map)?;
+            if input.is_some() {
+                let at = crate::simplify::simplify(&at, &Default::default()).map;
+                let by_row = at.results.iter().any(|e| e.uses_var(0));
+                let by_col = at.results.iter().any(|e| e.uses_var(1));
+                if by_col && !by_row {
+                    return Ok(true);
+                }
+            } else if let Some(f) = func.and_then(|f| spec.functions.get(f)) {
+                if walk(spec, &f.body, &at, depth + 1)? {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+    walk(spec, &spec.functions[0].body, &lm, 0)
+}
+
 /// Whether `spec` suits [`Strategy::RowNormalization`] ([`rows_of`]).
 pub fn applies(spec: &KernelSpec) -> Result<bool, MapError> {
     Ok(rows_of(spec)?.is_some())

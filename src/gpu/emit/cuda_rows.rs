@@ -16,6 +16,13 @@
 //!   Nested reductions come first (the max before the sum of `exp(x - max)`, which reads
 //!   the max's register).
 //!   Then each lane computes and writes its elements of the row.
+//! - Several rows a thread ([`Launch::rows_per_thread`], Triton's blocked layout of XLA's
+//!   tile where the fusion reads an operand broadcast along the rows): the row's lanes are
+//!   the whole block, and each pass runs over the thread's rows `i` in an unrolled loop,
+//!   each declaring its row `r`; the row's values are arrays indexed by `i`, and the
+//!   warps' values of all the thread's rows meet in shared memory at one barrier per
+//!   reduction. The thread's vector of the broadcast operand is the same for its rows:
+//!   NVRTC loads it once.
 //! - The row is read from memory once where the passes over it (the reductions', then the
 //!   elements') read an input at the same 16-byte vectors: the first pass keeps its vectors
 //!   in a register array (`uint4 x1[4]`, indexed by the fully unrolled loop counter), the
@@ -73,6 +80,16 @@ struct Coop<'a> {
     kept: Vec<Kept>,
     /// Every pass's 16-byte loads, a key each, in the order the passes are written.
     uses: Vec<RowKey>,
+    /// Rows a thread ([`Launch::rows_per_thread`]): above 1, every pass over the row runs
+    /// in a loop over the thread's rows `i`, each declaring its row `r` by `row_decl`, and
+    /// the row's values are arrays indexed by `i`.
+    rows_per_thread: i64,
+    row_decl: String,
+}
+
+/// `lines` indented by one more level.
+fn indented(lines: Vec<String>) -> Vec<String> {
+    lines.into_iter().map(|l| format!("  {l}")).collect()
 }
 
 /// Vectors of 16 bytes a lane keeps in registers for one input's reads of the row (the
@@ -114,18 +131,21 @@ struct Kept {
 const STEP: &str = "ix_step";
 
 /// The keys read by two passes or more, within the budget ([`MAX_KEPT_VECTORS`],
-/// [`MAX_KEPT_TOTAL`]), in the order of their first pass.
-fn kept_vectors(uses: &[RowKey]) -> Vec<Kept> {
+/// [`MAX_KEPT_TOTAL`], counting each of a thread's `rows_per_thread` rows), in the order of
+/// their first pass.
+fn kept_vectors(uses: &[RowKey], rows_per_thread: i64) -> Vec<Kept> {
     let mut kept: Vec<Kept> = Vec::new();
     let mut total = 0;
     for (k, key) in uses.iter().enumerate() {
         if uses[..k].contains(key) || !uses[k + 1..].contains(key) {
             continue;
         }
-        if key.steps > MAX_KEPT_VECTORS || total + key.steps > MAX_KEPT_TOTAL {
+        // A lane keeps the vectors of each of its rows.
+        let n = key.steps.saturating_mul(rows_per_thread.max(1));
+        if n > MAX_KEPT_VECTORS || total + n > MAX_KEPT_TOTAL {
             continue;
         }
-        total += key.steps;
+        total += n;
         kept.push(Kept {
             key: key.clone(),
             name: None,
@@ -248,7 +268,11 @@ impl<'a> Coop<'a> {
                                 n
                             }
                         };
-                        format!("{name}[{step}]")
+                        if self.rows_per_thread > 1 {
+                            format!("{name}[i][{step}]")
+                        } else {
+                            format!("{name}[{step}]")
+                        }
                     }
                     None => self.fresh("x"),
                 };
@@ -422,7 +446,15 @@ impl<'a> Coop<'a> {
                     });
                 }
                 let x = self.expr_t(&mut body, &f.body, &coop, t)?;
-                let acc = self.fresh("row");
+                // The accumulator: a register, or with several rows a thread an array of
+                // them, the thread's row `i`'s element read inside the loops over `i`.
+                let name = self.fresh("row");
+                let per = self.rows_per_thread;
+                let acc = if per > 1 {
+                    format!("{name}[i]")
+                } else {
+                    name.clone()
+                };
                 body.line(format!("{acc} = {};", types::binary(*op, t, &acc, &x)));
                 if let Some(v) = self.vec.take() {
                     for l in self.load_lines(&v) {
@@ -450,7 +482,7 @@ impl<'a> Coop<'a> {
                     o => format!("{o:?}").to_lowercase(),
                 };
                 h.line(format!(
-                    "// {acc} = {what} of {} over the row, once: each lane folds its part{}: {shown}",
+                    "// {name} = {what} of {} over the row, once: each lane folds its part{}: {shown}",
                     f.name,
                     if rt == 1 {
                         String::new()
@@ -458,36 +490,53 @@ impl<'a> Coop<'a> {
                         format!(", then the row's {rt} lanes exchange theirs")
                     }
                 ));
-                h.line(format!("{ty} {acc} = {};", types::constant(*init, t)));
                 if steps - 1 > I32_INDEX.hi {
                     super::index_width_needs_64();
                 }
+                // The fold over the lane's part of the row, then the exchange among the
+                // row's lanes of one warp (every lane ends with the warp's value).
+                let mut fold = Vec::new();
                 if steps < 64 {
-                    h.line("#pragma unroll");
+                    fold.push("  #pragma unroll".to_string());
                 }
-                h.line(format!(
-                    "for ({} j = 0; j <= {}; ++j) {{",
+                fold.push(format!(
+                    "  for ({} j = 0; j <= {}; ++j) {{",
                     self.index_ty,
                     steps - 1
                 ));
-                let mut lines = h.lines;
-                lines.extend(body.lines);
-                lines.push("  }".into());
+                fold.extend(body.lines);
+                fold.push("  }".into());
                 if rt > 1 {
                     // Every lane ends with the row's value (xor offsets stay in the row),
                     // or with its warp's part of it when the row has several warps.
-                    lines.push(format!(
+                    fold.push(format!(
                         "  for (int off = {}; off > 0; off /= 2) {{",
                         rt.min(WARP) / 2
                     ));
-                    lines.push(format!(
+                    fold.push(format!(
                         "    const {ty} other = __shfl_xor_sync(0xffffffffu, {acc}, off);"
                     ));
-                    lines.push(format!(
+                    fold.push(format!(
                         "    {acc} = {};",
                         types::binary(*op, t, &acc, "other")
                     ));
+                    fold.push("  }".into());
+                }
+                let init = types::constant(*init, t);
+                let mut lines = h.lines;
+                if per > 1 {
+                    // Each of the thread's rows in turn, its loads independent of the
+                    // others' (NVRTC unrolls the loop and overlaps them).
+                    lines.push(format!("  {ty} {name}[{per}];"));
+                    lines.push("  #pragma unroll".into());
+                    lines.push(format!("  for (int i = 0; i <= {}; ++i) {{", per - 1));
+                    lines.push(format!("    {}", self.row_decl));
+                    lines.push(format!("    {acc} = {init};"));
+                    lines.extend(indented(fold));
                     lines.push("  }".into());
+                } else {
+                    lines.push(format!("  {ty} {acc} = {init};"));
+                    lines.extend(fold);
                 }
                 if rt > WARP {
                     // Several warps a row: lane 0 of each warp leaves its warp's value in
@@ -496,29 +545,55 @@ impl<'a> Coop<'a> {
                     // thread of the row folds its row's warps in warp order: the same
                     // value in every thread, the same on every run. Every thread reaches
                     // the barrier: the row reductions come before any thread returns
-                    // (a row past the output's last only skips its loads).
+                    // (a row past the output's last only skips its loads). With several
+                    // rows a thread, one barrier for all of them.
                     let per_row = rt / WARP;
                     let warps = self.block / WARP;
                     lines.push(format!(
                         "  // the row's {per_row} warps: lane 0 of each leaves its warp's value in shared memory, every thread of the row folds them in order"
                     ));
-                    lines.push(format!("  __shared__ {ty} {acc}_warp[{warps}];"));
-                    lines.push(format!(
-                        "  if (th_x % {WARP} == 0) {acc}_warp[th_x / {WARP}] = {acc};"
-                    ));
-                    lines.push("  __syncthreads();".into());
-                    lines.push(format!("  {acc} = {acc}_warp[th_x / {rt} * {per_row}];"));
-                    lines.push(format!("  for (int k = 1; k < {per_row}; ++k) {{"));
-                    lines.push(format!(
-                        "    {acc} = {};",
-                        types::binary(
-                            *op,
-                            t,
-                            &acc,
-                            &format!("{acc}_warp[th_x / {rt} * {per_row} + k]")
-                        )
-                    ));
-                    lines.push("  }".into());
+                    let folded = |slot: &str| -> Vec<String> {
+                        vec![
+                            format!("{acc} = {slot}[th_x / {rt} * {per_row}];"),
+                            format!("for (int k = 1; k < {per_row}; ++k) {{"),
+                            format!(
+                                "  {acc} = {};",
+                                types::binary(
+                                    *op,
+                                    t,
+                                    &acc,
+                                    &format!("{slot}[th_x / {rt} * {per_row} + k]")
+                                )
+                            ),
+                            "}".into(),
+                        ]
+                    };
+                    if per > 1 {
+                        lines.push(format!("  __shared__ {ty} {name}_warp[{per}][{warps}];"));
+                        lines.push(format!("  if (th_x % {WARP} == 0) {{"));
+                        lines.push("    #pragma unroll".into());
+                        lines.push(format!(
+                            "    for (int i = 0; i <= {}; ++i) {name}_warp[i][th_x / {WARP}] = {acc};",
+                            per - 1
+                        ));
+                        lines.push("  }".into());
+                        lines.push("  __syncthreads();".into());
+                        lines.push("  #pragma unroll".into());
+                        lines.push(format!("  for (int i = 0; i <= {}; ++i) {{", per - 1));
+                        for l in folded(&format!("{name}_warp[i]")) {
+                            lines.push(format!("    {l}"));
+                        }
+                        lines.push("  }".into());
+                    } else {
+                        lines.push(format!("  __shared__ {ty} {name}_warp[{warps}];"));
+                        lines.push(format!(
+                            "  if (th_x % {WARP} == 0) {name}_warp[th_x / {WARP}] = {acc};"
+                        ));
+                        lines.push("  __syncthreads();".into());
+                        for l in folded(&format!("{name}_warp")) {
+                            lines.push(format!("  {l}"));
+                        }
+                    }
                 }
                 self.hoisted.extend(lines);
                 self.done.push((key, acc.clone()));
@@ -545,7 +620,19 @@ pub fn emit(
     probe.index_ty = w.index_ty;
     probe.cuda = w.cuda;
     let uses = emit_with(spec, launch, naive, &mut probe, params, vec![])?;
-    emit_with(spec, launch, naive, w, params, kept_vectors(&uses))?;
+    let per_thread = if launch.strategy == Strategy::RowNormalization {
+        launch.rows_per_thread.max(1)
+    } else {
+        1
+    };
+    emit_with(
+        spec,
+        launch,
+        naive,
+        w,
+        params,
+        kept_vectors(&uses, per_thread),
+    )?;
     Ok(())
 }
 
@@ -559,8 +646,15 @@ fn emit_with(
     kept: Vec<Kept>,
 ) -> Result<Vec<RowKey>, MapError> {
     let rt = launch.row_threads.max(1);
-    let rows_per_block = launch.block[0] / rt;
     let root = launch.strategy == Strategy::RowReduction;
+    // The block's row groups, each of `rt` lanes, and the rows each thread takes.
+    let groups = launch.block[0] / rt;
+    let per = if root {
+        1
+    } else {
+        launch.rows_per_thread.max(1)
+    };
+    let rows_per_block = groups * per;
     let out = &spec.output;
     // The rows: the output's, or each element its own (`rows::rows_of`).
     let lm = if root {
@@ -591,14 +685,30 @@ fn emit_with(
             String::new()
         }
     ));
-    let row = if rows_per_block == 1 {
+    let mut row = if rows_per_block == 1 {
         "bl_x".to_string()
     } else if rt == 1 {
         format!("bl_x * {rows_per_block} + th_x")
+    } else if groups == 1 {
+        format!("bl_x * {rows_per_block}")
     } else {
         format!("bl_x * {rows_per_block} + th_x / {rt}")
     };
-    w.line(format!("const {ity} r = {row};"));
+    if per > 1 {
+        // Triton's layout: the thread's rows `i` are the block's row groups apart.
+        row += &if groups == 1 {
+            " + i".to_string()
+        } else {
+            format!(" + i * {groups}")
+        };
+        w.line(format!(
+            "// each thread takes {per} rows, i = 0 .. {}: row r = {row}",
+            per - 1
+        ));
+    } else {
+        w.line(format!("const {ity} r = {row};"));
+    }
+    let row_decl = format!("const {ity} r = {row};");
     if rt > 1 {
         w.line(format!("const {ity} lane = th_x % {rt};"));
     } else {
@@ -620,6 +730,8 @@ fn emit_with(
         vec: None,
         kept,
         uses: vec![],
+        rows_per_thread: per,
+        row_decl: row_decl.clone(),
     };
     let out_id = IndexingMap::identity(&out.dims);
     let strides = out.strides()?;
@@ -725,7 +837,11 @@ fn emit_with(
                 "// p{} ({}): the lane's {} vectors of the row, loaded once by the first pass over the row that reads them, kept in registers for the later ones",
                 k.key.input, tensor.name, k.key.steps
             ));
-            w.line(format!("{vt} {name}[{}];", k.key.steps));
+            if per > 1 {
+                w.line(format!("{vt} {name}[{per}][{}];", k.key.steps));
+            } else {
+                w.line(format!("{vt} {name}[{}];", k.key.steps));
+            }
         }
     }
     w.lines.append(&mut coop.hoisted);
@@ -734,18 +850,41 @@ fn emit_with(
     } else {
         "// then the row's elements, each lane its own".to_string()
     });
-    if let Some(c) = &past_end {
-        w.line(format!("if ({c}) return;"));
-    }
+    let mut pass = Vec::new();
     if steps < 64 {
-        w.line("#pragma unroll");
+        pass.push("#pragma unroll".to_string());
     }
-    w.line(format!(
+    pass.push(format!(
         "for ({ity} col = 0; col <= {}; ++col) {{",
         steps - 1
     ));
-    w.lines.append(&mut pre.lines);
-    w.line("}");
+    // (`pre`'s lines carry the indent of the loop's body)
+    let base = "  ".repeat(w.indent);
+    pass.extend(
+        pre.lines
+            .drain(..)
+            .map(|l| l.strip_prefix(&base).map(str::to_string).unwrap_or(l)),
+    );
+    pass.push("}".into());
+    if per > 1 {
+        w.line("#pragma unroll");
+        w.line(format!("for (int i = 0; i <= {}; ++i) {{", per - 1));
+        w.line(format!("  {row_decl}"));
+        if let Some(c) = &past_end {
+            w.line(format!("  if ({c}) continue;"));
+        }
+        for l in indented(pass) {
+            w.line(l);
+        }
+        w.line("}");
+    } else {
+        if let Some(c) = &past_end {
+            w.line(format!("if ({c}) return;"));
+        }
+        for l in pass {
+            w.line(l);
+        }
+    }
     Ok(coop.uses)
 }
 
