@@ -225,6 +225,18 @@ fn the_rule_gives_long_rows_more_warps() {
     run_checked(&s, &l, false).unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// `s` with XLA's Triton tiling of `warps` warps and output tile `sizes`, and the default
+/// launch that takes it, with its rules.
+fn tiled(s: &mut KernelSpec, warps: i64, sizes: &[i64]) -> (Launch, Vec<String>) {
+    s.xla_tile = Some(XlaTile {
+        num_warps: warps,
+        sizes: sizes.to_vec(),
+        num_stages: 1,
+    });
+    let (l, d) = launch::choose_default(s, None, DeviceLimits::H100).unwrap();
+    (l, d.rules)
+}
+
 /// XLA's tiling from `backend_config` wins over the rule: its warps a block and rows a
 /// tile, in Triton's blocked layout where the fusion reads an operand broadcast along the
 /// rows (the RMS norm's scale), else shared among the tile's rows; a tile that is not
@@ -232,32 +244,18 @@ fn the_rule_gives_long_rows_more_warps() {
 #[test]
 fn xla_tiling_gives_warps_and_rows() {
     let mut s = norm(Norm::RmsBf16, 6, 2048);
-    s.xla_tile = Some(XlaTile {
-        num_warps: 8,
-        sizes: vec![4, 2048],
-        num_stages: 1,
-    });
-    let (l, d) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
+    let (l, d) = tiled(&mut s, 8, &[4, 2048]);
     assert_eq!(
         (l.block[0], l.row_threads, l.rows_per_thread, l.grid[0]),
         (256, 256, 4, 2),
         "{}",
         l.describe()
     );
-    assert!(
-        d.rules.iter().any(|r| r.contains("backend_config")),
-        "{:?}",
-        d.rules
-    );
+    assert!(d.iter().any(|r| r.contains("backend_config")), "{:?}", d);
     run_checked(&s, &l, false).unwrap_or_else(|e| panic!("{e}"));
     run_checked(&s, &l, true).unwrap_or_else(|e| panic!("{e}"));
     // 2 warps on the tile: both along the row (each thread 4 vectors of each of 4 rows).
-    s.xla_tile = Some(XlaTile {
-        num_warps: 2,
-        sizes: vec![4, 2048],
-        num_stages: 1,
-    });
-    let (l, _) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
+    let (l, _) = tiled(&mut s, 2, &[4, 2048]);
     assert_eq!(
         (l.block[0], l.row_threads, l.rows_per_thread),
         (64, 64, 4),
@@ -276,12 +274,7 @@ fn xla_tiling_gives_warps_and_rows() {
     // A softmax reads no operand broadcast along the rows: XLA's 4 warps share the tile's
     // 4 rows, a warp a row (no shared memory), as before.
     let mut sm = norm(Norm::Softmax, 8, 512);
-    sm.xla_tile = Some(XlaTile {
-        num_warps: 4,
-        sizes: vec![4, 512],
-        num_stages: 1,
-    });
-    let (l, _) = launch::choose_default(&sm, None, DeviceLimits::H100).unwrap();
+    let (l, _) = tiled(&mut sm, 4, &[4, 512]);
     assert_eq!(
         (l.block[0], l.row_threads, l.rows_per_thread),
         (128, 32, 1),
@@ -289,14 +282,9 @@ fn xla_tiling_gives_warps_and_rows() {
         l.describe()
     );
     // Not whole rows: the rule (2 warps a row of 2048, blocks of 4 warps).
-    s.xla_tile = Some(XlaTile {
-        num_warps: 8,
-        sizes: vec![4, 1000],
-        num_stages: 1,
-    });
-    let (l, d) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
+    let (l, d) = tiled(&mut s, 8, &[4, 1000]);
     assert_eq!((l.block[0], l.row_threads), (128, 64), "{}", l.describe());
-    assert!(!d.rules.iter().any(|r| r.contains("backend_config")));
+    assert!(!d.iter().any(|r| r.contains("backend_config")));
 }
 
 /// The six Triton normalization fusions of the H100 dumps: the launch takes XLA's warps

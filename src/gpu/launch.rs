@@ -1924,15 +1924,7 @@ fn row_normalization_vector(spec: &KernelSpec, probe: &Launch) -> Result<i64, Ma
     if spec.functions.iter().any(|f| f.body.has_conditional()) {
         return Ok(1);
     }
-    let narrowest = spec
-        .inputs
-        .iter()
-        .map(|t| t.elem.bytes())
-        .chain([spec.output.elem.bytes()])
-        .min()
-        .unwrap_or(4)
-        .max(1);
-    let mut v = 16 / narrowest;
+    let mut v = narrowest_vector(spec);
     while v > 1 && (cols % v != 0 || cols < v * probe.row_threads) {
         v /= 2;
     }
