@@ -254,16 +254,18 @@ fn xla_tiling_gives_warps_and_rows() {
     assert!(d.iter().any(|r| r.contains("backend_config")), "{:?}", d);
     run_checked(&s, &l, false).unwrap_or_else(|e| panic!("{e}"));
     run_checked(&s, &l, true).unwrap_or_else(|e| panic!("{e}"));
-    // 2 warps on the tile: both along the row (each thread 4 vectors of each of 4 rows).
+    // More rows in the tile than warps: a warp a row, XLA's block (a warp a row needs no
+    // shared memory, so not Triton's layout).
     let (l, _) = tiled(&mut s, 2, &[4, 2048]);
     assert_eq!(
         (l.block[0], l.row_threads, l.rows_per_thread),
-        (64, 64, 4),
+        (64, 32, 1),
         "{}",
         l.describe()
     );
     run_checked(&s, &l, false).unwrap_or_else(|e| panic!("{e}"));
-    // Another block than XLA's: the rows each their own.
+    // Another block than XLA's 8 warps: the rows each their own.
+    let _ = tiled(&mut s, 8, &[4, 2048]);
     let cfg = LaunchConfig {
         block: 128,
         vector: 8,
@@ -293,11 +295,12 @@ fn xla_tiling_gives_warps_and_rows() {
 fn the_dumps_triton_normalizations_take_xlas_tiling() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/xla-dumps/h100-jax-0.11.2");
-    // (file, fusion, block, warps a row, rows a thread, grid): the norms, which read a
-    // scale (and a bias) broadcast along the rows, in Triton's layout of the tile; the
-    // softmaxes a warp or two a row.
+    // (file, fusion, block, warps a row, rows a thread, grid): the norms whose rows take
+    // several warps, and read a scale (and a bias) broadcast along the rows, in Triton's
+    // layout of the tile; the layer norm's 4 warps on 4 rows a warp a row, as the
+    // softmaxes.
     let want = [
-        ("module_11916.jit_layernorm", "fusion.4", 128, 4, 4, 1024),
+        ("module_11916.jit_layernorm", "fusion.4", 128, 1, 1, 1024),
         ("module_12580.jit_rmsnorm_bf16", "fusion.3", 256, 8, 4, 1024),
         (
             "module_13243.jit_attention",
