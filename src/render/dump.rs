@@ -443,3 +443,71 @@ pub fn html(r: &DumpReport) -> String {
     s += &format!("<p>{}</p></div>", esc(&counts_line(r)));
     s
 }
+
+#[cfg(test)]
+mod occupancy_tests {
+    use super::occupancy_line;
+    use crate::dump::{KernelOccupancy, XlaResources};
+    use crate::gpu::nvcc::KernelResources;
+    use crate::gpu::occupancy::{occupancy, SmLimits};
+
+    fn ixmap(registers: u32, grid: i64) -> KernelOccupancy {
+        KernelOccupancy {
+            resources: KernelResources {
+                name: "k".into(),
+                registers,
+                shared_bytes: 32,
+                ..Default::default()
+            },
+            occupancy: occupancy(256, registers as i64, 32, SmLimits::SM_90).unwrap(),
+            grid,
+        }
+    }
+
+    const XLA: XlaResources = XlaResources {
+        threads: 256,
+        registers: 48,
+        shared_bytes: 128,
+        ncu_warps: Some(40.0),
+    };
+
+    /// The RMS norm as it was: 51 registers (4 blocks an SM) against XLA's 48 (5), on
+    /// XLA's block and grid: flagged. Not where the grids differ, nor where the grid does
+    /// not fill the SMs (132 blocks: one an SM either way), nor where ixmap holds as many.
+    #[test]
+    fn the_line_flags_fewer_resident_warps_on_the_same_split() {
+        let flag = "fewer warps resident an SM than XLA (32 against 40)";
+        let line = occupancy_line(
+            &Ok(ixmap(51, 1024)),
+            Some(&XLA),
+            Some(1024),
+            super::Style::Plain,
+        );
+        assert!(line.contains("ixmap 51 registers"), "{line}");
+        assert!(
+            line.contains("XLA 48 registers, 128 bytes of shared memory (ncu): 5 blocks"),
+            "{line}"
+        );
+        assert!(line.contains(flag), "{line}");
+        for (regs, grid, xla_grid) in [
+            (51, 1024, Some(2048)),
+            (51, 132, Some(132)),
+            (44, 1024, Some(1024)),
+        ] {
+            let line = occupancy_line(
+                &Ok(ixmap(regs, grid)),
+                Some(&XLA),
+                xla_grid,
+                super::Style::Plain,
+            );
+            assert!(!line.contains("fewer warps"), "{regs} {grid}: {line}");
+        }
+        let line = occupancy_line(
+            &Err("ptxas not found".into()),
+            Some(&XLA),
+            None,
+            super::Style::Plain,
+        );
+        assert_eq!(line, "    occupancy: not found (ptxas not found)\n");
+    }
+}
