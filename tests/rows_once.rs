@@ -101,8 +101,9 @@ fn rms_bf16(r: i64, c: i64) -> KernelSpec {
 }
 
 /// The dumps' bf16 RMS norm (fusion.3 of the H100 rmsnorm module, XLA's tile of 4 rows of
-/// 2048 on 8 warps), on 6 rows so the last block is part empty: the sum's pass loads the
-/// row, the elements' pass reads its registers.
+/// 2048 on 8 warps, in Triton's layout: each thread its vector of 4 rows), on 6 rows so the
+/// last block is part empty: the sum's pass loads the rows, the elements' pass reads its
+/// registers.
 #[test]
 fn rms_norm_reads_its_row_once() {
     let mut s = rms_bf16(6, 2048);
@@ -112,13 +113,18 @@ fn rms_norm_reads_its_row_once() {
         num_stages: 1,
     });
     let (l, _) = launch::choose_default(&s, None, DeviceLimits::H100).unwrap();
-    assert_eq!((l.block[0], l.row_threads), (256, 64), "{}", l.describe());
+    assert_eq!(
+        (l.block[0], l.row_threads, l.rows_per_thread),
+        (256, 256, 4),
+        "{}",
+        l.describe()
+    );
     for naive in [false, true] {
         let src = source(&s, &l, naive);
         assert_eq!(loads_of(&src, 0), 1, "the row of x, once:\n{src}");
         assert_eq!(loads_of(&src, 1), 1, "the scale, once:\n{src}");
         assert_eq!(kept_arrays(&src), 1, "{src}");
-        assert!(src.contains("uint4 x1[4];"), "{src}");
+        assert!(src.contains("uint4 x1[4][1];"), "{src}");
         assert!(src.contains("(the row is read once)"), "{src}");
     }
     verified(&s, &l);
