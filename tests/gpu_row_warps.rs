@@ -137,6 +137,10 @@ fn several_rows_a_thread_match_the_reference() {
     let s = norm(Norm::LayerNorm, 5, 1024);
     let l = launch_rows(&s, 4, 1, 4, 4);
     run_checked(&s, &l, true).unwrap_or_else(|e| panic!("naive: {e}"));
+    // 64-bit index arithmetic: each thread's rows declared in the wide type.
+    let s = norm(Norm::RmsBf16, 5, 2048);
+    let l = launch_rows(&s, 8, 1, 8, 4);
+    check_width(&s, &l, false, true).unwrap_or_else(|e| panic!("64-bit: {e}"));
 }
 
 /// The kernel's warps meet in shared memory through a barrier, and every thread of the
@@ -350,6 +354,17 @@ fn the_dumps_triton_normalizations_take_xlas_tiling() {
             "{fusion}: {:?}",
             d.rules
         );
+        // The thread's rows are a loop of the launch: each a load of every thread of the
+        // warp, none taken for a loop of the fusion; every read and the write coalesced.
+        let rep = ixmap::gpu::coalescing::analyse(&s, &l).unwrap();
+        for o in &rep.operands {
+            assert!(o.coalesced, "{fusion}: {} not coalesced", o.label);
+            assert!(
+                o.assumed.iter().all(|a| a.name != "i"),
+                "{fusion}: {} assumes the thread's row",
+                o.label
+            );
+        }
     }
 }
 

@@ -63,8 +63,9 @@ const BUDGET: u64 = 1 << 20;
 const FULL_VALUES: i64 = 16;
 
 /// The launch's own per-thread loops: every value is one load by every thread of the warp
-/// (`unroll_id`, the elements of one vector, is the exception: one load).
-const LAUNCH_LOOPS: [&str; 6] = ["chunk_id", "unroll_id", "row", "col", "entry", "step"];
+/// (`unroll_id`, the elements of one vector, is the exception: one load). `i` is a row
+/// normalization's row of the thread ([`super::launch::Launch::rows_per_thread`]).
+const LAUNCH_LOOPS: [&str; 7] = ["chunk_id", "unroll_id", "row", "col", "entry", "step", "i"];
 
 /// Whether a range variable is a start read at run time (`rt0`, `rt1_1`: the fusion's
 /// dynamic slices and gathers name their shifts so, see `spec::dyn_call_reach`).
