@@ -268,6 +268,15 @@ fn xla_tiling_gives_warps_and_rows() {
         l.describe()
     );
     run_checked(&s, &l, false).unwrap_or_else(|e| panic!("{e}"));
+    // A tile of 64 rows on 8 warps would give each thread 64 rows: past the most
+    // (launch::MAX_ROWS_PER_THREAD), the warps are shared among the rows instead.
+    let (l, _) = tiled(&mut s, 8, &[64, 2048]);
+    assert_eq!(
+        (l.block[0], l.row_threads, l.rows_per_thread),
+        (256, 32, 1),
+        "{}",
+        l.describe()
+    );
     // Another block than XLA's 8 warps: the rows each their own.
     let _ = tiled(&mut s, 8, &[4, 2048]);
     let cfg = LaunchConfig {

@@ -1360,7 +1360,9 @@ pub fn row_split(spec: &KernelSpec, cols: i64) -> RowSplit {
                 } else {
                     None
                 };
-            if let Some((along, rows_per_thread)) = layout.filter(|&(_, r)| r > 1) {
+            if let Some((along, rows_per_thread)) =
+                layout.filter(|&(_, r)| r > 1 && r <= MAX_ROWS_PER_THREAD)
+            {
                 return RowSplit {
                     warps_per_row: along,
                     rows_per_thread,
@@ -1406,6 +1408,11 @@ pub fn row_split(spec: &KernelSpec, cols: i64) -> RowSplit {
         },
     }
 }
+
+/// The most rows a thread takes in Triton's layout (the dumps' norms take 2 and 4): each
+/// pass unrolls a loop over them and keeps a register of each reduction for each; a tile
+/// of more rows a thread is split among the warps instead.
+pub const MAX_ROWS_PER_THREAD: i64 = 8;
 
 /// Triton's blocked layout (`triton::gpu::BlockedEncodingAttr`, as its `getDefaultBlocked`
 /// builds it for a 2-D tile in row-major order) of a tile of `tile_rows` rows of `cols` on
