@@ -79,15 +79,9 @@ pub fn kernel_occupancy(source: &str, threads: i64, grid: i64) -> Result<KernelO
     let k = crate::gpu::nvcc::resources(source)
         .and_then(|ks| ks.into_iter().next())
         .ok_or_else(|| "NVRTC or ptxas rejected the kernel".to_string())?;
-    let occupancy = crate::gpu::occupancy::occupancy(
-        threads,
-        k.registers as i64,
-        k.shared_bytes as i64,
-        crate::gpu::occupancy::SmLimits::SM_90,
-    )?;
     Ok(KernelOccupancy {
+        occupancy: k.occupancy(threads)?,
         resources: k,
-        occupancy,
         grid,
     })
 }
@@ -1068,8 +1062,7 @@ fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
         Ok(e) => {
             let n = e.source.lines().count();
             if opts.occupancy {
-                let threads = l.block.iter().product::<i64>();
-                let grid = l.grid.iter().fold(1i64, |a, &b| a.saturating_mul(b));
+                let (threads, grid) = l.size();
                 r.occupancy = Some(kernel_occupancy(&e.source, threads, grid));
             }
             r.cuda_source = Some(e.source);

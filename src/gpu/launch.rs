@@ -404,6 +404,12 @@ impl Launch {
         s
     }
 
+    /// Threads a block and blocks, each over all three dimensions.
+    pub fn size(&self) -> (i64, i64) {
+        let all = |d: &[i64; 3]| d.iter().fold(1i64, |a, &b| a.saturating_mul(b));
+        (all(&self.block), all(&self.grid))
+    }
+
     /// How many vectors each thread of a loop handles, a grid apart (`chunk_id`'s extent).
     pub fn chunks(&self) -> i64 {
         self.write_map

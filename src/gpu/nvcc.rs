@@ -672,6 +672,16 @@ pub fn shared_nvrtc() -> Option<&'static Nvrtc> {
 }
 
 impl KernelResources {
+    /// What an H100's SM (`sm_90`) holds of this kernel on blocks of `threads` threads.
+    pub fn occupancy(&self, threads: i64) -> Result<super::occupancy::Occupancy, String> {
+        super::occupancy::occupancy(
+            threads,
+            self.registers as i64,
+            self.shared_bytes as i64,
+            super::occupancy::SmLimits::SM_90,
+        )
+    }
+
     /// `30 registers, no spills, 4224 bytes of shared memory` (spills and stack only when
     /// there are some).
     pub fn summary(&self) -> String {
@@ -736,14 +746,8 @@ pub fn resource_comment_for(source: &str, launch: Option<(i64, i64)>) -> Option<
                     k.summary()
                 );
                 if let Some((threads, grid)) = launch {
-                    use super::occupancy::{occupancy, SmLimits};
                     let sms = super::launch::DeviceLimits::H100.sms;
-                    out += &match occupancy(
-                        threads,
-                        k.registers as i64,
-                        k.shared_bytes as i64,
-                        SmLimits::SM_90,
-                    ) {
+                    out += &match k.occupancy(threads) {
                         Ok(o) => format!(
                             "// occupancy (sm_90, an H100's {sms} SMs): {}; {}\n",
                             o.summary(),

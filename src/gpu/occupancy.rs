@@ -174,7 +174,7 @@ fn blocks_by_registers(warps: i64, registers: i64, l: SmLimits) -> i64 {
     if registers == 0 {
         return l.max_blocks_per_sm;
     }
-    let per_warp = round_up(registers * 32, l.register_unit);
+    let per_warp = allocated_registers(registers, l) * 32;
     if per_warp * warps > l.max_registers_per_block {
         return 0;
     }

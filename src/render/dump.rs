@@ -199,7 +199,7 @@ fn occupancy_line(
 fn ncu_dims(s: &str) -> Option<i64> {
     s.trim_matches(|c| c == '(' || c == ')')
         .split(',')
-        .map(|d| d.trim().replace(',', "").parse::<i64>().ok())
+        .map(|d| d.trim().parse::<i64>().ok())
         .try_fold(1i64, |a, d| d.map(|d| a.saturating_mul(d)))
 }
 
@@ -449,17 +449,17 @@ mod occupancy_tests {
     use super::occupancy_line;
     use crate::dump::{KernelOccupancy, XlaResources};
     use crate::gpu::nvcc::KernelResources;
-    use crate::gpu::occupancy::{occupancy, SmLimits};
 
     fn ixmap(registers: u32, grid: i64) -> KernelOccupancy {
+        let resources = KernelResources {
+            name: "k".into(),
+            registers,
+            shared_bytes: 32,
+            ..Default::default()
+        };
         KernelOccupancy {
-            resources: KernelResources {
-                name: "k".into(),
-                registers,
-                shared_bytes: 32,
-                ..Default::default()
-            },
-            occupancy: occupancy(256, registers as i64, 32, SmLimits::SM_90).unwrap(),
+            occupancy: resources.occupancy(256).unwrap(),
+            resources,
             grid,
         }
     }

@@ -794,12 +794,6 @@ fn target(a: &Args, m: &Mapping) -> Result<Target, Diagnostic> {
     }
 }
 
-/// A launch's threads a block and blocks, each over all three dimensions.
-fn launch_size(l: &crate::gpu::launch::Launch) -> (i64, i64) {
-    let all = |d: &[i64; 3]| d.iter().fold(1i64, |a, &b| a.saturating_mul(b));
-    (all(&l.block), all(&l.grid))
-}
-
 fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     if let Some(g) = super::cmd_gemm::gemm_of(s, a)? {
         return super::cmd_gemm::emit(a, g);
@@ -813,7 +807,7 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             Target::Cuda => {
                 let mut e = emit::cuda::emit(&spec, &ll.launch, naive).map_err(err)?;
                 e.source = ll.source_header() + &e.source;
-                let at = launch_size(&ll.launch);
+                let at = ll.launch.size();
                 if let Some(c) = crate::gpu::nvcc::resource_comment_for(&e.source, Some(at)) {
                     e.source += &c;
                 }
@@ -845,7 +839,7 @@ fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             e.source = l.source_header(words.as_deref(), &rules) + &e.source;
             // Registers, spills and shared memory from ptxas, when NVRTC and ptxas are found,
             // and the occupancy they give.
-            let at = launch_size(&l);
+            let at = l.size();
             if let Some(c) = crate::gpu::nvcc::resource_comment_for(&e.source, Some(at)) {
                 e.source += &c;
             }

@@ -92,6 +92,17 @@ fn indented(lines: Vec<String>) -> Vec<String> {
     lines.into_iter().map(|l| format!("  {l}")).collect()
 }
 
+/// `body` (at its own indent) inside the unrolled loop over the thread's `per` rows `i`.
+fn over_rows(per: i64, body: Vec<String>) -> Vec<String> {
+    let mut out = vec![
+        "#pragma unroll".to_string(),
+        format!("for (int i = 0; i <= {}; ++i) {{", per - 1),
+    ];
+    out.extend(indented(body));
+    out.push("}".into());
+    out
+}
+
 /// Vectors of 16 bytes a lane keeps in registers for one input's reads of the row (the
 /// first pass over the row that reads them loads them, the later passes read the
 /// registers): up to 8 (32 registers a lane); over it, each pass reads the row from memory
@@ -528,12 +539,12 @@ impl<'a> Coop<'a> {
                     // Each of the thread's rows in turn, its loads independent of the
                     // others' (NVRTC unrolls the loop and overlaps them).
                     lines.push(format!("  {ty} {name}[{per}];"));
-                    lines.push("  #pragma unroll".into());
-                    lines.push(format!("  for (int i = 0; i <= {}; ++i) {{", per - 1));
-                    lines.push(format!("    {}", self.row_decl));
-                    lines.push(format!("    {acc} = {init};"));
-                    lines.extend(indented(fold));
-                    lines.push("  }".into());
+                    let mut each = vec![self.row_decl.clone(), format!("{acc} = {init};")];
+                    each.extend(
+                        fold.into_iter()
+                            .map(|l| l.strip_prefix("  ").map(str::to_string).unwrap_or(l)),
+                    );
+                    lines.extend(indented(over_rows(per, each)));
                 } else {
                     lines.push(format!("  {ty} {acc} = {init};"));
                     lines.extend(fold);
@@ -578,12 +589,7 @@ impl<'a> Coop<'a> {
                         ));
                         lines.push("  }".into());
                         lines.push("  __syncthreads();".into());
-                        lines.push("  #pragma unroll".into());
-                        lines.push(format!("  for (int i = 0; i <= {}; ++i) {{", per - 1));
-                        for l in folded(&format!("{name}_warp[i]")) {
-                            lines.push(format!("    {l}"));
-                        }
-                        lines.push("  }".into());
+                        lines.extend(indented(over_rows(per, folded(&format!("{name}_warp[i]")))));
                     } else {
                         lines.push(format!("  __shared__ {ty} {name}_warp[{warps}];"));
                         lines.push(format!(
@@ -867,16 +873,14 @@ fn emit_with(
     );
     pass.push("}".into());
     if per > 1 {
-        w.line("#pragma unroll");
-        w.line(format!("for (int i = 0; i <= {}; ++i) {{", per - 1));
-        w.line(format!("  {row_decl}"));
+        let mut each = vec![row_decl];
         if let Some(c) = &past_end {
-            w.line(format!("  if ({c}) continue;"));
+            each.push(format!("if ({c}) continue;"));
         }
-        for l in indented(pass) {
+        each.extend(pass);
+        for l in over_rows(per, each) {
             w.line(l);
         }
-        w.line("}");
     } else {
         if let Some(c) = &past_end {
             w.line(format!("if ({c}) return;"));
