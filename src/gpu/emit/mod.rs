@@ -1605,6 +1605,12 @@ pub fn dus_starts(spec: &KernelSpec, index_ty: &str) -> Vec<String> {
 /// of the index vector, `rt<o>` read from the indices (operand dimension `o`), and a
 /// `continue` that skips the update unless its window fits (XLA's semantics). The scope
 /// must be inside a loop (or a `do { } while (0)`).
+///
+/// Every entry is read before any is checked, and one `continue` checks them all: a check
+/// between two reads makes the second wait for the first (a branch the compiler does not
+/// hoist a load over), so a 4-entry index vector took four trips to memory in a row.
+/// Reading an entry is safe whatever the others hold: its place in the indices depends
+/// only on the update's index, and a computed entry's function is total.
 pub fn scatter_starts(w: &mut BodyWriter, ctx: &IndexingMap) -> Result<(), MapError> {
     let spec = w.spec;
     let (
@@ -1621,6 +1627,10 @@ pub fn scatter_starts(w: &mut BodyWriter, ctx: &IndexingMap) -> Result<(), MapEr
     let names = ctx.names();
     let bounds = ctx.bounds();
     let batch: Vec<Expr> = g.batch.iter().map(|&j| ctx.results[j]).collect();
+    // The conditions that skip the update, and the starts' declarations, written after
+    // every entry is read.
+    let mut outside: Vec<String> = Vec::new();
+    let mut starts: Vec<String> = Vec::new();
     if let Some(f) = *indices_func {
         // Computed indices: the function's value at the index vector's entry, checked in
         // its own type (a large one could wrap into the bounds once narrowed).
@@ -1650,19 +1660,18 @@ pub fn scatter_starts(w: &mut BodyWriter, ctx: &IndexingMap) -> Result<(), MapEr
                     et.hlo_name()
                 )));
             }
-            let below = if et.is_unsigned_int() {
-                String::new()
-            } else {
-                format!("{v} < 0 || ")
-            };
+            if !et.is_unsigned_int() {
+                outside.push(format!("{v} < 0"));
+            }
             let hi_c = if et.is_unsigned_int() {
                 format!("(uint64_t){hi}")
             } else {
                 format!("(int64_t){hi}")
             };
-            w.line(format!("if ({below}{v} > {hi_c}) continue;"));
-            w.line(format!("const {} rt{o} = ({}){v};", w.index_ty, w.index_ty));
+            outside.push(format!("{v} > {hi_c}"));
+            starts.push(format!("const {} rt{o} = ({}){v};", w.index_ty, w.index_ty));
         }
+        check_starts(w, &outside, &starts);
         return Ok(());
     }
     let it = &spec.inputs[*indices];
@@ -1697,22 +1706,32 @@ pub fn scatter_starts(w: &mut BodyWriter, ctx: &IndexingMap) -> Result<(), MapEr
                 "const {} rtv{o} = p{indices}[{code}];",
                 it.elem.c_name()
             ));
-            let below = if it.elem.is_unsigned_int() {
-                String::new()
-            } else {
-                format!("rtv{o} < 0 || ")
-            };
-            w.line(format!("if ({below}rtv{o} > {hi}) continue;"));
-            w.line(format!(
+            if !it.elem.is_unsigned_int() {
+                outside.push(format!("rtv{o} < 0"));
+            }
+            outside.push(format!("rtv{o} > {hi}"));
+            starts.push(format!(
                 "const {} rt{o} = ({})rtv{o};",
                 w.index_ty, w.index_ty
             ));
         } else {
             w.line(format!("const {} rt{o} = p{indices}[{code}];", w.index_ty));
-            w.line(format!("if (rt{o} < 0 || rt{o} > {hi}) continue;"));
+            outside.push(format!("rt{o} < 0 || rt{o} > {hi}"));
         }
     }
+    check_starts(w, &outside, &starts);
     Ok(())
+}
+
+/// One `continue` for all of a scatter's start conditions, then the starts that need the
+/// check first (a narrowing from the indices' own type).
+fn check_starts(w: &mut BodyWriter, outside: &[String], starts: &[String]) {
+    if !outside.is_empty() {
+        w.line(format!("if ({}) continue;", outside.join(" || ")));
+    }
+    for s in starts {
+        w.line(s.clone());
+    }
 }
 
 /// The statement combining `v` (a register value of `elem`, see [`types`]) into `target`
