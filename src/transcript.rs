@@ -430,6 +430,9 @@ pub fn requirement_met(req: &str) -> bool {
         "ptxas" => {
             crate::gpu::nvcc::find_ptxas().is_some() && crate::gpu::nvcc::shared_nvrtc().is_some()
         }
+        // SASS instruction counts: NVRTC, ptxas and cuobjdump (with nvdisasm) that lists
+        // a cubin.
+        "cuobjdump" => crate::gpu::nvcc::sass_available(),
         _ => false,
     }
 }

@@ -431,11 +431,16 @@ pub fn ptx_instructions(ptx: &str) -> usize {
         .count()
 }
 
-/// `cuobjdump` (CUDA's SASS disassembler): `IXMAP_CUOBJDUMP`, else next to ptxas, else on
-/// the `PATH`. The PyPI wheels do not ship it; a CUDA toolkit does.
+/// `cuobjdump` (CUDA's SASS disassembler): `IXMAP_CUOBJDUMP`, else in a venv's
+/// `nvidia-cuda-cuobjdump` wheel (CUDA 13's, `nvidia/cu13/bin`, with `nvidia-cuda-nvdisasm`
+/// beside it: cuobjdump runs nvdisasm for `-sass`), else next to ptxas, else on the `PATH`.
+/// CUDA 13's cuobjdump lists the `sm_90` cubins of CUDA 12.9's ptxas.
 pub fn find_cuobjdump() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("IXMAP_CUOBJDUMP").map(PathBuf::from) {
         return p.is_file().then_some(p);
+    }
+    if let Some(p) = in_wheels("cu13", "bin/cuobjdump").into_iter().next() {
+        return Some(p);
     }
     if let Some(dir) = find_ptxas().as_deref().and_then(Path::parent) {
         let p = dir.join("cuobjdump");
@@ -450,7 +455,8 @@ pub fn find_cuobjdump() -> Option<PathBuf> {
 }
 
 /// Instructions in `cuobjdump -sass` output: lines `/*ADDR*/ OPCODE ... ;` (the encoding
-/// lines `/* 0x... */` beside them are not counted).
+/// lines `/* 0x... */` beside them are not counted, nor the `NOP`s that pad a kernel's
+/// end to its alignment).
 pub fn sass_instructions(listing: &str) -> usize {
     listing
         .lines()
@@ -463,9 +469,11 @@ pub fn sass_instructions(listing: &str) -> usize {
                 return false;
             };
             let addr = &rest[..end];
+            let op = rest[end + 2..].trim();
             !addr.is_empty()
                 && addr.chars().all(|c| c.is_ascii_hexdigit())
-                && !rest[end + 2..].trim().is_empty()
+                && !op.is_empty()
+                && !op.starts_with("NOP")
         })
         .count()
 }
@@ -516,6 +524,25 @@ pub fn code_stats(source: &str) -> Option<CodeStats> {
     Some(st)
 }
 
+/// Whether SASS can be counted here: NVRTC, ptxas and a cuobjdump that lists a small
+/// kernel (cuobjdump without nvdisasm lists nothing). Tried once a process.
+pub fn sass_available() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| {
+        let (Some(nvrtc), Some(pt), Some(dump)) = (shared_nvrtc(), find_ptxas(), find_cuobjdump())
+        else {
+            return false;
+        };
+        let src = "extern \"C\" __global__ void k(float *p) { p[threadIdx.x] += 1.0f; }\n";
+        nvrtc
+            .compile(src, "probe.cu", &["--gpu-architecture=compute_90"])
+            .ok()
+            .and_then(|c| c.ptx)
+            .and_then(|ptx| sass_of(&pt, &dump, &ptx))
+            .is_some_and(|n| n > 0)
+    })
+}
+
 /// SASS instructions of `ptx` assembled for `sm_90` into a cubin and listed by cuobjdump.
 fn sass_of(pt: &Path, dump: &Path, ptx: &str) -> Option<usize> {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -533,7 +560,18 @@ fn sass_of(pt: &Path, dump: &Path, ptx: &str) -> Option<usize> {
         .map(|o| o.status.success())
         .unwrap_or(false);
     let listing = if ok {
-        Command::new(dump).arg("-sass").arg(&bin).output().ok()
+        let mut c = Command::new(dump);
+        // nvdisasm beside cuobjdump (the wheels' layout) comes first on its PATH.
+        if let Some(dir) = dump.parent().filter(|d| d.join("nvdisasm").is_file()) {
+            let mut path = vec![dir.to_path_buf()];
+            if let Some(p) = std::env::var_os("PATH") {
+                path.extend(std::env::split_paths(&p));
+            }
+            if let Ok(p) = std::env::join_paths(path) {
+                c.env("PATH", p);
+            }
+        }
+        c.arg("-sass").arg(&bin).output().ok()
     } else {
         None
     };
@@ -636,8 +674,8 @@ mod tests {
     fn counts_ptx_and_sass_instructions() {
         let ptx = ".version 8.0\n.target sm_90\n.visible .entry k(\n.param .u64 k_param_0\n)\n{\n\t.reg .b32 %r<5>;\n\tld.param.u64 %rd1, [k_param_0];\n\tmov.u32 %r1, %tid.x;\n$L__BB0_1:\n\tst.global.f32 [%rd1], %f1;\n\t// a comment;\n\tret;\n}\n";
         assert_eq!(ptx_instructions(ptx), 4);
-        let sass = "\t\tFunction : k\n        /*0000*/                   LDC R1, c[0x0][0x28] ;   /* 0x00000a00ff017b82 */\n                                                            /* 0x000fe20000000800 */\n        /*0010*/                   S2R R0, SR_TID.X ;       /* 0x0000000000007919 */\n        /*0020*/                   EXIT ;                   /* 0x000000000000794d */\n";
-        assert_eq!(sass_instructions(sass), 3);
+        let sass = "\t\tFunction : k\n        /*0000*/                   LDC R1, c[0x0][0x28] ;   /* 0x00000a00ff017b82 */\n                                                            /* 0x000fe20000000800 */\n        /*0010*/                   S2R R0, SR_TID.X ;       /* 0x0000000000007919 */\n        /*0020*/                   EXIT ;                   /* 0x000000000000794d */\n        /*0030*/                   BRA 0x30;                /* 0xfffffffc00fc7947 */\n        /*0040*/                   NOP;                     /* 0x0000000000007918 */\n";
+        assert_eq!(sass_instructions(sass), 4);
     }
 
     #[test]
