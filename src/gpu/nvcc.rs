@@ -545,42 +545,129 @@ pub fn sass_available() -> bool {
 
 /// SASS instructions of `ptx` assembled for `sm_90` into a cubin and listed by cuobjdump.
 fn sass_of(pt: &Path, dump: &Path, ptx: &str) -> Option<usize> {
+    cuobjdump_sass(pt, dump, ptx)
+        .ok()
+        .map(|listing| sass_instructions(&listing))
+}
+
+/// `cuobjdump -sass` of `ptx` assembled by ptxas for `sm_90` (its raw listing), or what
+/// failed.
+fn cuobjdump_sass(pt: &Path, dump: &Path, ptx: &str) -> Result<String, String> {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let dir = std::env::temp_dir();
     let src = dir.join(format!("ixmap-sass-{}-{n}.ptx", std::process::id()));
     let bin = src.with_extension("cubin");
-    std::fs::write(&src, ptx).ok()?;
-    let ok = Command::new(pt)
+    std::fs::write(&src, ptx).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
+    let assembled = Command::new(pt)
         .arg("-arch=sm_90")
         .arg(&src)
         .arg("-o")
         .arg(&bin)
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    let listing = if ok {
-        let mut c = Command::new(dump);
-        // nvdisasm beside cuobjdump (the wheels' layout) comes first on its PATH.
-        if let Some(dir) = dump.parent().filter(|d| d.join("nvdisasm").is_file()) {
-            let mut path = vec![dir.to_path_buf()];
-            if let Some(p) = std::env::var_os("PATH") {
-                path.extend(std::env::split_paths(&p));
+        .output();
+    let listing = match assembled {
+        Ok(o) if o.status.success() => {
+            let mut c = Command::new(dump);
+            // nvdisasm beside cuobjdump (the wheels' layout) comes first on its PATH.
+            if let Some(dir) = dump.parent().filter(|d| d.join("nvdisasm").is_file()) {
+                let mut path = vec![dir.to_path_buf()];
+                if let Some(p) = std::env::var_os("PATH") {
+                    path.extend(std::env::split_paths(&p));
+                }
+                if let Ok(p) = std::env::join_paths(path) {
+                    c.env("PATH", p);
+                }
             }
-            if let Ok(p) = std::env::join_paths(path) {
-                c.env("PATH", p);
-            }
+            c.arg("-sass")
+                .arg(&bin)
+                .output()
+                .map_err(|e| format!("cannot run {}: {e}", dump.display()))
         }
-        c.arg("-sass").arg(&bin).output().ok()
-    } else {
-        None
+        Ok(o) => Err(format!(
+            "ptxas failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Err(format!("cannot run {}: {e}", pt.display())),
     };
     let _ = std::fs::remove_file(&src);
     let _ = std::fs::remove_file(&bin);
     let out = listing?;
-    out.status
-        .success()
-        .then(|| sass_instructions(&String::from_utf8_lossy(&out.stdout)))
+    if !out.status.success() {
+        return Err(format!(
+            "{} failed: {}",
+            dump.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The SASS of a cuobjdump listing, a kernel at a time: `(kernel, instructions)`, each
+/// instruction its address and text (`/*0040*/`, `LDG.E.128.CONSTANT R8, desc[UR4][R8.64]`),
+/// without the encodings and the `NOP`s that pad a kernel's end.
+pub fn sass_kernels(listing: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let mut out: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for l in listing.lines().map(str::trim) {
+        if let Some(name) = l.strip_prefix("Function : ") {
+            out.push((name.trim().to_string(), Vec::new()));
+            continue;
+        }
+        let Some(rest) = l.strip_prefix("/*") else {
+            continue;
+        };
+        let Some(end) = rest.find("*/") else {
+            continue;
+        };
+        let addr = &rest[..end];
+        if addr.is_empty() || !addr.chars().all(|c| c.is_ascii_hexdigit()) {
+            continue;
+        }
+        // `OPCODE operands ;   /* 0x... */`: the text up to the `;`.
+        let text = rest[end + 2..].split(';').next().unwrap_or("").trim();
+        if text.is_empty() || text.starts_with("NOP") {
+            continue;
+        }
+        if out.is_empty() {
+            out.push((String::new(), Vec::new()));
+        }
+        if let Some((_, ins)) = out.last_mut() {
+            ins.push((format!("/*{addr}*/"), text.to_string()));
+        }
+    }
+    out
+}
+
+/// The SASS a CUDA source assembles to for `sm_90` (NVRTC, ptxas, cuobjdump with
+/// nvdisasm), as `//` lines for the end of the source: per kernel its instruction count,
+/// then an instruction a line. An error says which tool is missing or what failed.
+pub fn sass_comment(source: &str) -> Result<String, String> {
+    let nvrtc = shared_nvrtc().ok_or("NVRTC (libnvrtc) is not found")?;
+    let pt = find_ptxas().ok_or("ptxas is not found")?;
+    let dump = find_cuobjdump().ok_or(
+        "cuobjdump is not found (the nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels, \
+         or IXMAP_CUOBJDUMP)",
+    )?;
+    let c = nvrtc.compile(source, "kernel.cu", &["--gpu-architecture=compute_90"])?;
+    let ptx = c.ptx.ok_or("NVRTC gave no PTX")?;
+    let listing = cuobjdump_sass(&pt, &dump, &ptx)?;
+    let kernels = sass_kernels(&listing);
+    if kernels.iter().all(|(_, ins)| ins.is_empty()) {
+        return Err(format!(
+            "{} listed no instructions (is nvdisasm beside it or on the PATH?)",
+            dump.display()
+        ));
+    }
+    let mut out = String::new();
+    for (name, ins) in kernels {
+        out += &format!(
+            "// SASS of {name} (cuobjdump, sm_90): {} instructions\n",
+            ins.len()
+        );
+        for (addr, text) in ins {
+            out += &format!("//   {addr} {text}\n");
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

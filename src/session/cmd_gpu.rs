@@ -30,8 +30,8 @@ pub static COMMANDS: [Command; 6] = [
     },
     Command {
         name: "emit",
-        usage: "emit FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [target=cuda|cpu] [naive] [warps=N] [stages=N]",
-        summary: "the kernel source for that mapping: CUDA C, or C for the host compiler; mapping= may name a layout (its threads the block, a block per tile)",
+        usage: "emit FUSION [mapping=NAME] [block=N] [vector=N] [unroll=N] [max_blocks=N] [tiled=true|false] [tile=(n, ...)] [target=cuda|cpu] [naive] [sass] [warps=N] [stages=N]",
+        summary: "the kernel source for that mapping: CUDA C, or C for the host compiler; mapping= may name a layout (its threads the block, a block per tile); `sass` adds the CUDA kernel's machine code for sm_90 (ptxas, cuobjdump)",
         example: "p0 = f32[20, 40, 300] parameter(0); p1 = f32[20, 40, 300] parameter(1); add0 = f32[20, 40, 300] add(p0, p1); emit add0 target=cpu",
         run: emit_cmd,
     },
@@ -794,7 +794,35 @@ fn target(a: &Args, m: &Mapping) -> Result<Target, Diagnostic> {
     }
 }
 
+/// `emit`, and with `sass` the kernel's SASS for `sm_90` after its source (CUDA only).
 fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
+    let v = emit_kernel(s, a)?;
+    if !a.flag("sass") {
+        return Ok(v);
+    }
+    let where_ = a
+        .items()
+        .find_map(|x| match x {
+            crate::syntax::Arg::Word(w, sp) if w == "sass" => Some(*sp),
+            _ => None,
+        })
+        .unwrap_or(a.span());
+    let Value::Kernel(mut k) = v else {
+        return Ok(v);
+    };
+    if k.target != "cuda" {
+        return Err(Diagnostic::at(
+            "`sass` lists the machine code of a CUDA kernel: it takes target=cuda",
+            where_,
+        ));
+    }
+    let listing = crate::gpu::nvcc::sass_comment(&k.source)
+        .map_err(|e| Diagnostic::at(format!("no SASS: {e}"), where_))?;
+    k.source += &listing;
+    Ok(Value::Kernel(k))
+}
+
+fn emit_kernel(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     if let Some(g) = super::cmd_gemm::gemm_of(s, a)? {
         return super::cmd_gemm::emit(a, g);
     }

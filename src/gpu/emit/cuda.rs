@@ -32,6 +32,41 @@ fn ids(it: &str) -> Vec<String> {
     v
 }
 
+/// After each thread and block id the kernel keeps, the range the launch gives it, as
+/// `__builtin_assume(th_x >= 0 && th_x <= 127);`. The kernel is written for that launch
+/// (its maps' domains are these ranges, and the bounds checks they make needless are left
+/// out), so the assumption holds; told it, NVRTC divides and takes remainders of the ids by
+/// powers of two with unsigned shifts and masks instead of the signed sequence (a shift of
+/// the sign, an add, a shift for each `th_x / 8`), as the simplified maps mean them.
+/// The CPU's CUDA runner (`cuda_on_cpu.h`) reads it as nothing where the compiler has no
+/// `__builtin_assume`.
+fn assume_ids(lines: Vec<String>, launch: &Launch) -> Vec<String> {
+    let mut out = Vec::with_capacity(lines.len() + 6);
+    for l in lines {
+        let id = declared(&l).filter(|n| {
+            ["th_", "bl_"].iter().any(|p| n.starts_with(p))
+                && (l.contains("= threadIdx.") || l.contains("= blockIdx."))
+        });
+        let range = id.and_then(|n| {
+            let axis = ["x", "y", "z"].iter().position(|c| n.ends_with(c))?;
+            let size = if n.starts_with("th_") {
+                launch.block[axis]
+            } else {
+                launch.grid[axis]
+            };
+            Some((n.to_string(), size))
+        });
+        out.push(l);
+        if let Some((n, size)) = range.filter(|(_, size)| *size >= 1) {
+            out.push(format!(
+                "  __builtin_assume({n} >= 0 && {n} <= {});",
+                size - 1
+            ));
+        }
+    }
+    out
+}
+
 /// `NAME` when `line` is `const TYPE NAME = ...;`: emitted expressions have no side effects
 /// (index arithmetic, loads, calls of the partitions' pure functions), but intrinsics
 /// (`__shfl_down_sync`) are kept.
@@ -1629,7 +1664,7 @@ fn emit_with(
     );
     let mut body = ids(index_ty);
     body.append(&mut w.lines);
-    for l in prune_unused(body) {
+    for l in assume_ids(prune_unused(body), launch) {
         src += &l;
         src += "\n";
     }
