@@ -763,6 +763,28 @@ mod tests {
         assert_eq!(ptx_instructions(ptx), 4);
         let sass = "\t\tFunction : k\n        /*0000*/                   LDC R1, c[0x0][0x28] ;   /* 0x00000a00ff017b82 */\n                                                            /* 0x000fe20000000800 */\n        /*0010*/                   S2R R0, SR_TID.X ;       /* 0x0000000000007919 */\n        /*0020*/                   EXIT ;                   /* 0x000000000000794d */\n        /*0030*/                   BRA 0x30;                /* 0xfffffffc00fc7947 */\n        /*0040*/                   NOP;                     /* 0x0000000000007918 */\n";
         assert_eq!(sass_instructions(sass), 4);
+        // The listing a kernel at a time, each instruction its address and text.
+        let two = format!("{sass}\t\tFunction : k2\n        /*0000*/                   EXIT ;                   /* 0x000000000000794d */\n");
+        let ks = sass_kernels(&two);
+        assert_eq!(ks.len(), 2);
+        assert_eq!(ks[0].0, "k");
+        assert_eq!(
+            ks[0].1.first(),
+            Some(&("/*0000*/".to_string(), "LDC R1, c[0x0][0x28]".to_string()))
+        );
+        assert_eq!(
+            ks[0].1.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>(),
+            [
+                "LDC R1, c[0x0][0x28]",
+                "S2R R0, SR_TID.X",
+                "EXIT",
+                "BRA 0x30"
+            ]
+        );
+        assert_eq!(
+            ks[1],
+            ("k2".to_string(), vec![("/*0000*/".into(), "EXIT".into())])
+        );
     }
 
     #[test]
