@@ -68,10 +68,12 @@ pub struct KernelOccupancy {
     pub occupancy: crate::gpu::occupancy::Occupancy,
     /// The launch's blocks (all three dimensions).
     pub grid: i64,
+    /// Its SASS instructions, where cuobjdump is found (`gpu::nvcc::sass_available`).
+    pub sass_instructions: Option<usize>,
 }
 
 /// The occupancy of `source`'s (first) kernel launched as `threads` threads a block and
-/// `grid` blocks: NVRTC, then ptxas for `sm_90`.
+/// `grid` blocks: NVRTC, then ptxas for `sm_90` (and its SASS count, with cuobjdump).
 pub fn kernel_occupancy(source: &str, threads: i64, grid: i64) -> Result<KernelOccupancy, String> {
     if crate::gpu::nvcc::find_ptxas().is_none() || crate::gpu::nvcc::shared_nvrtc().is_none() {
         return Err("NVRTC and ptxas not found (scripts/test-all installs them)".into());
@@ -83,6 +85,9 @@ pub fn kernel_occupancy(source: &str, threads: i64, grid: i64) -> Result<KernelO
         occupancy: k.occupancy(threads)?,
         resources: k,
         grid,
+        sass_instructions: crate::gpu::nvcc::sass_available()
+            .then(|| crate::gpu::nvcc::code_stats(source).and_then(|c| c.sass_instructions))
+            .flatten(),
     })
 }
 

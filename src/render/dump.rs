@@ -153,8 +153,12 @@ fn occupancy_line(
         Err(e) => return format!("    occupancy: not found ({e})\n"),
     };
     let sms = crate::gpu::launch::DeviceLimits::H100.sms;
+    let sass = k
+        .sass_instructions
+        .map(|n| format!(", {n} SASS instructions"))
+        .unwrap_or_default();
     let mut s = format!(
-        "    occupancy ({} on an H100, {sms} SMs): ixmap {}: {}; {}",
+        "    occupancy ({} on an H100, {sms} SMs): ixmap {}{sass}: {}; {}",
         k.occupancy.limits.arch,
         k.resources.summary(),
         k.occupancy.summary(),
@@ -344,6 +348,7 @@ pub fn json(r: &DumpReport) -> Json {
                         "warps_per_sm": k.occupancy.warps(),
                         "limited_by": k.occupancy.limiter().name(),
                         "grid": k.grid,
+                        "sass_instructions": k.sass_instructions,
                     }),
                     Err(e) => json!({ "error": e }),
                 }),
@@ -461,6 +466,7 @@ mod occupancy_tests {
             occupancy: resources.occupancy(256).unwrap(),
             resources,
             grid,
+            sass_instructions: None,
         }
     }
 
@@ -489,6 +495,14 @@ mod occupancy_tests {
             "{line}"
         );
         assert!(line.contains(flag), "{line}");
+        // With cuobjdump, the kernel's SASS count after its resources.
+        let mut counted = ixmap(51, 1024);
+        counted.sass_instructions = Some(665);
+        let line = occupancy_line(&Ok(counted), None, None, super::Style::Plain);
+        assert!(
+            line.contains("shared memory, 665 SASS instructions: 4 blocks"),
+            "{line}"
+        );
         for (regs, grid, xla_grid) in [
             (51, 1024, Some(2048)),
             (51, 132, Some(132)),
