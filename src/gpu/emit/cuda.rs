@@ -124,6 +124,68 @@ fn prune_unused(mut lines: Vec<String>) -> Vec<String> {
     }
 }
 
+/// Drops the rounding of a 16-bit float value whose one use is its store:
+/// `const float v = ix_rbf(E);` read only by `__float2bfloat16_rn(v)` becomes
+/// `const float v = E;` (`ix_rh` and `__float2half_rn` alike). The store rounds to the
+/// nearest even 16-bit value, and rounding a value already rounded gives it back, so the
+/// stored bits are the same for every `E` (NaN included: both give the type's NaN); the
+/// kernel loses a conversion and a shift an element.
+fn drop_rounding_before_stores(mut lines: Vec<String>) -> Vec<String> {
+    for (round, store) in [
+        ("ix_rbf(", "__float2bfloat16_rn("),
+        ("ix_rh(", "__float2half_rn("),
+    ] {
+        let mut i = 0;
+        while i < lines.len() {
+            let line = lines[i].clone();
+            let Some(name) = line
+                .trim_start()
+                .strip_prefix("const float ")
+                .and_then(|r| r.split_once(" = "))
+                .map(|(n, _)| n.to_string())
+                .filter(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            else {
+                i += 1;
+                continue;
+            };
+            let indent = &line[..line.len() - line.trim_start().len()];
+            let head = format!("const float {name} = {round}");
+            let Some(inner) = line
+                .trim_start()
+                .strip_prefix(head.as_str())
+                .and_then(|r| r.strip_suffix(");"))
+            else {
+                i += 1;
+                continue;
+            };
+            // `inner` must be the whole argument: its parentheses balance and never close
+            // the call early.
+            let mut depth = 0i64;
+            let balanced = inner.chars().all(|c| {
+                depth += match c {
+                    '(' => 1,
+                    ')' => -1,
+                    _ => 0,
+                };
+                depth >= 0
+            }) && depth == 0;
+            let uses: Vec<usize> = (i + 1..lines.len())
+                .filter(|&j| mentions(&lines[j], &name))
+                .collect();
+            let stored = format!("{store}{name})");
+            let only_stored = uses.len() == 1 && {
+                let l = &lines[uses[0]];
+                l.matches(&stored).count() == 1 && !mentions(&l.replacen(&stored, "", 1), &name)
+            };
+            if balanced && only_stored {
+                lines[i] = format!("{indent}const float {name} = {inner};");
+            }
+            i += 1;
+        }
+    }
+    lines
+}
+
 /// The further outputs of a tuple root, each its function at the scope's index (the same
 /// index as output 0), stored through its own layout.
 fn store_more_outputs(w: &mut BodyWriter, ctx: &IndexingMap, params: &str) -> Result<(), MapError> {
@@ -1664,7 +1726,7 @@ fn emit_with(
     );
     let mut body = ids(index_ty);
     body.append(&mut w.lines);
-    for l in assume_ids(prune_unused(body), launch) {
+    for l in assume_ids(drop_rounding_before_stores(prune_unused(body)), launch) {
         src += &l;
         src += "\n";
     }
@@ -1986,5 +2048,57 @@ fn column_transpose(w: &mut BodyWriter, ty: &str, tile: &str, acc: &str, nv: i64
         w.line(format!("{tile}[th_x / {TILE}][th_x % {TILE}] = {acc};"));
         w.line("__syncthreads();");
         w.line(format!("{acc} = {tile}[th_x % {TILE}][th_x / {TILE}];"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::drop_rounding_before_stores;
+
+    fn lines(s: &[&str]) -> Vec<String> {
+        s.iter().map(|l| l.to_string()).collect()
+    }
+
+    /// The rounding goes only where the store is the value's one use and the rounding is
+    /// the whole initializer.
+    #[test]
+    fn a_rounding_the_store_repeats_is_dropped() {
+        let out = drop_rounding_before_stores(lines(&[
+            "  const float v8 = ix_rbf(ix_rbf(v6) * g);",
+            "  // v8 in a comment is not a use",
+            "  o[u] = __float2bfloat16_rn(v8);",
+            "  const float h = ix_rh(a * b);",
+            "  oh[u] = __float2half_rn(h);",
+        ]));
+        assert_eq!(out[0], "  const float v8 = ix_rbf(v6) * g;");
+        assert_eq!(out[3], "  const float h = a * b;");
+        // Read elsewhere too, stored twice, not the whole initializer, or stored as the
+        // other type: kept.
+        for kept in [
+            vec![
+                "const float v = ix_rbf(a * b);",
+                "o[0] = __float2bfloat16_rn(v);",
+                "s = s + v;",
+            ],
+            vec![
+                "const float v = ix_rbf(a * b);",
+                "o[0] = __float2bfloat16_rn(v); o[1] = __float2bfloat16_rn(v);",
+            ],
+            vec![
+                "const float v = ix_rbf(a) + ix_rbf(b);",
+                "o[0] = __float2bfloat16_rn(v);",
+            ],
+            vec![
+                "const float v = ix_rbf(a * b);",
+                "o[0] = __float2half_rn(v);",
+            ],
+            vec![
+                "const float v = ix_rbf(a * b);",
+                "o[0] = __float2bfloat16_rn(v * 2.0f);",
+            ],
+        ] {
+            let l = lines(&kept);
+            assert_eq!(drop_rounding_before_stores(l.clone()), l);
+        }
     }
 }
