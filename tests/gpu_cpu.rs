@@ -32,7 +32,7 @@ fn every_kind_matches_the_reference_simplified_and_naive() {
 #[test]
 fn cuda_source_is_cplusplus() {
     use ixmap::gpu::launch::{choose, LaunchConfig};
-    let prelude = "#define __global__\n#define __device__\n#define __shared__ static\n#define __restrict__\n#define __launch_bounds__(n)\nstruct D { long long x, y, z; }; static D threadIdx, blockIdx;\nstatic void __syncthreads() {}\nstatic float __shfl_down_sync(unsigned, float v, int) { return v; }\n#include <math.h>\n#include <stdint.h>\n";
+    let prelude = "#define __global__\n#define __device__\n#define __shared__ static\n#define __restrict__\n#define __launch_bounds__(n)\n#ifndef __clang__\n#define __builtin_assume(c) ((void)0)\n#endif\nstruct D { long long x, y, z; }; static D threadIdx, blockIdx;\nstatic void __syncthreads() {}\nstatic float __shfl_down_sync(unsigned, float v, int) { return v; }\n#include <math.h>\n#include <stdint.h>\n";
     let Ok(out) = std::process::Command::new("c++").arg("--version").output() else {
         return;
     };
