@@ -124,68 +124,6 @@ fn prune_unused(mut lines: Vec<String>) -> Vec<String> {
     }
 }
 
-/// Drops the rounding of a 16-bit float value whose one use is its store:
-/// `const float v = ix_rbf(E);` read only by `__float2bfloat16_rn(v)` becomes
-/// `const float v = E;` (`ix_rh` and `__float2half_rn` alike). The store rounds to the
-/// nearest even 16-bit value, and rounding a value already rounded gives it back, so the
-/// stored bits are the same for every `E` (NaN included: both give the type's NaN); the
-/// kernel loses a conversion and a shift an element.
-fn drop_rounding_before_stores(mut lines: Vec<String>) -> Vec<String> {
-    for (round, store) in [
-        ("ix_rbf(", "__float2bfloat16_rn("),
-        ("ix_rh(", "__float2half_rn("),
-    ] {
-        let mut i = 0;
-        while i < lines.len() {
-            let line = lines[i].clone();
-            let Some(name) = line
-                .trim_start()
-                .strip_prefix("const float ")
-                .and_then(|r| r.split_once(" = "))
-                .map(|(n, _)| n.to_string())
-                .filter(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-            else {
-                i += 1;
-                continue;
-            };
-            let indent = &line[..line.len() - line.trim_start().len()];
-            let head = format!("const float {name} = {round}");
-            let Some(inner) = line
-                .trim_start()
-                .strip_prefix(head.as_str())
-                .and_then(|r| r.strip_suffix(");"))
-            else {
-                i += 1;
-                continue;
-            };
-            // `inner` must be the whole argument: its parentheses balance and never close
-            // the call early.
-            let mut depth = 0i64;
-            let balanced = inner.chars().all(|c| {
-                depth += match c {
-                    '(' => 1,
-                    ')' => -1,
-                    _ => 0,
-                };
-                depth >= 0
-            }) && depth == 0;
-            let uses: Vec<usize> = (i + 1..lines.len())
-                .filter(|&j| mentions(&lines[j], &name))
-                .collect();
-            let stored = format!("{store}{name})");
-            let only_stored = uses.len() == 1 && {
-                let l = &lines[uses[0]];
-                l.matches(&stored).count() == 1 && !mentions(&l.replacen(&stored, "", 1), &name)
-            };
-            if balanced && only_stored {
-                lines[i] = format!("{indent}const float {name} = {inner};");
-            }
-            i += 1;
-        }
-    }
-    lines
-}
-
 /// The further outputs of a tuple root, each its function at the scope's index (the same
 /// index as output 0), stored through its own layout.
 fn store_more_outputs(w: &mut BodyWriter, ctx: &IndexingMap, params: &str) -> Result<(), MapError> {
@@ -1726,7 +1664,10 @@ fn emit_with(
     );
     let mut body = ids(index_ty);
     body.append(&mut w.lines);
-    for l in assume_ids(drop_rounding_before_stores(prune_unused(body)), launch) {
+    for l in assume_ids(
+        super::drop_rounding_before_stores(prune_unused(body), super::CUDA_STORES),
+        launch,
+    ) {
         src += &l;
         src += "\n";
     }
@@ -2053,7 +1994,11 @@ fn column_transpose(w: &mut BodyWriter, ty: &str, tile: &str, acc: &str, nv: i64
 
 #[cfg(test)]
 mod tests {
-    use super::drop_rounding_before_stores;
+    use crate::gpu::emit::CUDA_STORES;
+
+    fn drop_rounding_before_stores(l: Vec<String>) -> Vec<String> {
+        crate::gpu::emit::drop_rounding_before_stores(l, CUDA_STORES)
+    }
 
     fn lines(s: &[&str]) -> Vec<String> {
         s.iter().map(|l| l.to_string()).collect()
@@ -2100,5 +2045,11 @@ mod tests {
             let l = lines(&kept);
             assert_eq!(drop_rounding_before_stores(l.clone()), l);
         }
+        // The host C kernels' stores (the formats by hand) alike.
+        let c = crate::gpu::emit::drop_rounding_before_stores(
+            lines(&["const float t3 = ix_rbf(a * b);", "out[k] = ix_f2bf(t3);"]),
+            crate::gpu::emit::C_STORES,
+        );
+        assert_eq!(c[0], "const float t3 = a * b;");
     }
 }

@@ -304,12 +304,92 @@ pub fn mentions_word(src: &str, word: &str) -> bool {
     })
 }
 
+/// The roundings to bf16 and f16 and the stores that round the same way: CUDA's.
+pub const CUDA_STORES: [(&str, &str); 2] = [
+    ("ix_rbf(", "__float2bfloat16_rn("),
+    ("ix_rh(", "__float2half_rn("),
+];
+
+/// The host C kernels' ([`types`]: the formats by hand, bit-exact).
+pub const C_STORES: [(&str, &str); 2] = [("ix_rbf(", "ix_f2bf("), ("ix_rh(", "ix_f2h(")];
+
+/// Drops the rounding of a 16-bit float value whose one use is its store:
+/// `const float v = ix_rbf(E);` read only by `__float2bfloat16_rn(v)` becomes
+/// `const float v = E;` (`ix_rh` and `__float2half_rn` alike; `stores` names the pairs,
+/// [`CUDA_STORES`] or [`C_STORES`]). The store rounds to the nearest even 16-bit value, and
+/// rounding a value already rounded gives it back, so the stored bits are the same for
+/// every `E` (NaN included: both give the type's NaN); the kernel loses a conversion and a
+/// shift an element (on the CPU, a rounding by hand). A name declared again further on
+/// (another function of a host source) counts as another use, so it is left alone.
+pub fn drop_rounding_before_stores(
+    mut lines: Vec<String>,
+    stores: [(&str, &str); 2],
+) -> Vec<String> {
+    let mentions = |line: &str, name: &str| {
+        let code = line.split("//").next().unwrap_or("");
+        mentions_word(code, name)
+    };
+    for (round, store) in stores {
+        let mut i = 0;
+        while i < lines.len() {
+            let line = lines[i].clone();
+            let Some(name) = line
+                .trim_start()
+                .strip_prefix("const float ")
+                .and_then(|r| r.split_once(" = "))
+                .map(|(n, _)| n.to_string())
+                .filter(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            else {
+                i += 1;
+                continue;
+            };
+            let indent = &line[..line.len() - line.trim_start().len()];
+            let head = format!("const float {name} = {round}");
+            let Some(inner) = line
+                .trim_start()
+                .strip_prefix(head.as_str())
+                .and_then(|r| r.strip_suffix(");"))
+            else {
+                i += 1;
+                continue;
+            };
+            // `inner` must be the whole argument: its parentheses balance and never close
+            // the call early.
+            let mut depth = 0i64;
+            let balanced = inner.chars().all(|c| {
+                depth += match c {
+                    '(' => 1,
+                    ')' => -1,
+                    _ => 0,
+                };
+                depth >= 0
+            }) && depth == 0;
+            let uses: Vec<usize> = (i + 1..lines.len())
+                .filter(|&j| mentions(&lines[j], &name))
+                .collect();
+            let stored = format!("{store}{name})");
+            let only_stored = uses.len() == 1 && {
+                let l = &lines[uses[0]];
+                l.matches(&stored).count() == 1 && !mentions(&l.replacen(&stored, "", 1), &name)
+            };
+            if balanced && only_stored {
+                lines[i] = format!("{indent}const float {name} = {inner};");
+            }
+            i += 1;
+        }
+    }
+    lines
+}
+
 /// Host C source finished for its element types: `<stdbool.h>` when it names `bool`, and
 /// the type helpers it calls ([`types::helpers`]) after the includes; without the functions
 /// nothing calls (an output of a variadic reduction read from the accumulators another
 /// output's loop left).
 pub fn finish_types(src: String) -> String {
-    let mut src = drop_unreferenced(src, "static ");
+    let src = drop_unreferenced(src, "static ");
+    let lines: Vec<String> = src.lines().map(str::to_string).collect();
+    let mut src = drop_rounding_before_stores(lines, C_STORES).join("\n");
+    src.push('\n');
     let helpers = types::helpers(&src, false);
     let mut head = String::new();
     if mentions_word(&src, "bool") {
