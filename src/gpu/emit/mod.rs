@@ -1944,7 +1944,7 @@ pub fn more_output_scope(
 
 #[cfg(test)]
 mod tests {
-    use super::still_in_scope;
+    use super::{drop_rounding_before_stores, still_in_scope, CUDA_STORES, C_STORES};
 
     fn lines(s: &[&str]) -> Vec<String> {
         s.iter().map(|l| l.to_string()).collect()
@@ -1979,5 +1979,55 @@ mod tests {
         );
         assert!(!still_in_scope(&open, 1, "acc1_0"), "moved declarations");
         assert!(!still_in_scope(&open, 7, "acc1_0"));
+    }
+
+    /// The rounding goes only where the store is the value's one use and the rounding is
+    /// the whole initializer.
+    #[test]
+    fn a_rounding_the_store_repeats_is_dropped() {
+        let cuda = |l: Vec<String>| drop_rounding_before_stores(l, CUDA_STORES);
+        let out = cuda(lines(&[
+            "  const float v8 = ix_rbf(ix_rbf(v6) * g);",
+            "  // v8 in a comment is not a use",
+            "  o[u] = __float2bfloat16_rn(v8);",
+            "  const float h = ix_rh(a * b);",
+            "  oh[u] = __float2half_rn(h);",
+        ]));
+        assert_eq!(out[0], "  const float v8 = ix_rbf(v6) * g;");
+        assert_eq!(out[3], "  const float h = a * b;");
+        // Read elsewhere too, stored twice, not the whole initializer, or stored as the
+        // other type: kept.
+        for kept in [
+            vec![
+                "const float v = ix_rbf(a * b);",
+                "o[0] = __float2bfloat16_rn(v);",
+                "s = s + v;",
+            ],
+            vec![
+                "const float v = ix_rbf(a * b);",
+                "o[0] = __float2bfloat16_rn(v); o[1] = __float2bfloat16_rn(v);",
+            ],
+            vec![
+                "const float v = ix_rbf(a) + ix_rbf(b);",
+                "o[0] = __float2bfloat16_rn(v);",
+            ],
+            vec![
+                "const float v = ix_rbf(a * b);",
+                "o[0] = __float2half_rn(v);",
+            ],
+            vec![
+                "const float v = ix_rbf(a * b);",
+                "o[0] = __float2bfloat16_rn(v * 2.0f);",
+            ],
+        ] {
+            let l = lines(&kept);
+            assert_eq!(cuda(l.clone()), l);
+        }
+        // The host C kernels' stores (the formats by hand) alike.
+        let c = drop_rounding_before_stores(
+            lines(&["const float t3 = ix_rbf(a * b);", "out[k] = ix_f2bf(t3);"]),
+            C_STORES,
+        );
+        assert_eq!(c[0], "const float t3 = a * b;");
     }
 }
