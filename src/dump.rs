@@ -68,7 +68,7 @@ pub struct KernelOccupancy {
     pub occupancy: crate::gpu::occupancy::Occupancy,
     /// The launch's blocks (all three dimensions).
     pub grid: i64,
-    /// Its SASS instructions, where cuobjdump is found (`gpu::nvcc::sass_available`).
+    /// Its SASS instructions, where cuobjdump is found (`gpu::nvcc::code_stats`).
     pub sass_instructions: Option<usize>,
 }
 
@@ -78,16 +78,17 @@ pub fn kernel_occupancy(source: &str, threads: i64, grid: i64) -> Result<KernelO
     if crate::gpu::nvcc::find_ptxas().is_none() || crate::gpu::nvcc::shared_nvrtc().is_none() {
         return Err("NVRTC and ptxas not found (scripts/test-all installs them)".into());
     }
-    let k = crate::gpu::nvcc::resources(source)
-        .and_then(|ks| ks.into_iter().next())
+    // One NVRTC compile for the resources and the SASS count.
+    let stats = crate::gpu::nvcc::code_stats(source);
+    let sass_instructions = stats.as_ref().and_then(|c| c.sass_instructions);
+    let k = stats
+        .and_then(|c| c.resources.into_iter().next())
         .ok_or_else(|| "NVRTC or ptxas rejected the kernel".to_string())?;
     Ok(KernelOccupancy {
         occupancy: k.occupancy(threads)?,
         resources: k,
         grid,
-        sass_instructions: crate::gpu::nvcc::sass_available()
-            .then(|| crate::gpu::nvcc::code_stats(source).and_then(|c| c.sass_instructions))
-            .flatten(),
+        sass_instructions,
     })
 }
 

@@ -454,28 +454,11 @@ pub fn find_cuobjdump() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Instructions in `cuobjdump -sass` output: lines `/*ADDR*/ OPCODE ... ;` (the encoding
-/// lines `/* 0x... */` beside them are not counted, nor the `NOP`s that pad a kernel's
-/// end to its alignment).
+/// Instructions in `cuobjdump -sass` output ([`sass_kernels`], all kernels): lines
+/// `/*ADDR*/ OPCODE ... ;`, not the encoding lines `/* 0x... */` beside them nor the `NOP`s
+/// that pad a kernel's end to its alignment.
 pub fn sass_instructions(listing: &str) -> usize {
-    listing
-        .lines()
-        .map(str::trim)
-        .filter(|l| {
-            let Some(rest) = l.strip_prefix("/*") else {
-                return false;
-            };
-            let Some(end) = rest.find("*/") else {
-                return false;
-            };
-            let addr = &rest[..end];
-            let op = rest[end + 2..].trim();
-            !addr.is_empty()
-                && addr.chars().all(|c| c.is_ascii_hexdigit())
-                && !op.is_empty()
-                && !op.starts_with("NOP")
-        })
-        .count()
+    sass_kernels(listing).iter().map(|(_, ins)| ins.len()).sum()
 }
 
 /// What a variant's code is: PTX instructions (NVRTC), ptxas's resources for `sm_90`, and

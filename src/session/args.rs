@@ -45,6 +45,13 @@ impl<'a> Args<'a> {
         self.items()
             .any(|a| matches!(a, Arg::Word(w, _) if w == word))
     }
+    /// Where the bare word `word` stands, if given.
+    pub fn flag_span(&self, word: &str) -> Option<Span> {
+        self.items().find_map(|a| match a {
+            Arg::Word(w, sp) if w == word => Some(*sp),
+            _ => None,
+        })
+    }
     /// The value of `key=value`, if given.
     pub fn kv(&self, key: &str) -> Option<&'a Arg> {
         self.items().find_map(|a| match a {

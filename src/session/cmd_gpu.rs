@@ -797,16 +797,9 @@ fn target(a: &Args, m: &Mapping) -> Result<Target, Diagnostic> {
 /// `emit`, and with `sass` the kernel's SASS for `sm_90` after its source (CUDA only).
 fn emit_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let v = emit_kernel(s, a)?;
-    if !a.flag("sass") {
+    let Some(where_) = a.flag_span("sass") else {
         return Ok(v);
-    }
-    let where_ = a
-        .items()
-        .find_map(|x| match x {
-            crate::syntax::Arg::Word(w, sp) if w == "sass" => Some(*sp),
-            _ => None,
-        })
-        .unwrap_or(a.span());
+    };
     let Value::Kernel(mut k) = v else {
         return Ok(v);
     };

@@ -332,24 +332,19 @@ pub fn drop_rounding_before_stores(
     for (round, store) in stores {
         let mut i = 0;
         while i < lines.len() {
-            let line = lines[i].clone();
-            let Some(name) = line
+            // `const float NAME = ROUND(INNER);`
+            let line = &lines[i];
+            let indent = &line[..line.len() - line.trim_start().len()];
+            let parsed = line
                 .trim_start()
                 .strip_prefix("const float ")
                 .and_then(|r| r.split_once(" = "))
-                .map(|(n, _)| n.to_string())
-                .filter(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-            else {
-                i += 1;
-                continue;
-            };
-            let indent = &line[..line.len() - line.trim_start().len()];
-            let head = format!("const float {name} = {round}");
-            let Some(inner) = line
-                .trim_start()
-                .strip_prefix(head.as_str())
-                .and_then(|r| r.strip_suffix(");"))
-            else {
+                .filter(|(n, _)| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                .and_then(|(n, init)| {
+                    let inner = init.strip_prefix(round)?.strip_suffix(");")?;
+                    Some((n.to_string(), indent.to_string(), inner.to_string()))
+                });
+            let Some((name, indent, inner)) = parsed else {
                 i += 1;
                 continue;
             };
