@@ -37,6 +37,7 @@ pub fn input_value(k: usize, i: i64) -> f64 {
 /// converted to each input's type ([`Scalar::from_f64`]: integers truncate and wrap, so an
 /// unsigned input also holds large values; `pred` is the value's parity, `bf16` rounds).
 pub fn make_inputs(spec: &KernelSpec) -> Result<Vec<Vec<u8>>, MapError> {
+    fits_in_host_memory(spec, host_memory_available())?;
     spec.inputs
         .iter()
         .enumerate()
@@ -55,6 +56,71 @@ pub fn make_inputs(spec: &KernelSpec) -> Result<Vec<Vec<u8>>, MapError> {
             Ok(buf)
         })
         .collect()
+}
+
+/// The host memory a verified run of `spec` holds at once, in bytes (an estimate, from
+/// below): the inputs twice (made, and copied for the kernel), and for each output its
+/// bytes twice (the kernel's, and the device's copied back) and the reference's
+/// [`Scalar`] and tolerance for each element.
+pub fn host_bytes_needed(spec: &KernelSpec) -> Result<u128, MapError> {
+    let mut total: u128 = 0;
+    for t in &spec.inputs {
+        total += 2 * t.num_bytes()? as u128;
+    }
+    for t in spec.outputs() {
+        let per_element = 2 * t.elem.bytes() as u128
+            + std::mem::size_of::<Scalar>() as u128
+            + std::mem::size_of::<f64>() as u128;
+        total += per_element * t.num_elements()? as u128;
+    }
+    Ok(total)
+}
+
+/// The memory this machine has free for a new allocation, in bytes: Linux's
+/// `MemAvailable`; `None` where it cannot be read (no limit is applied then).
+pub fn host_memory_available() -> Option<u128> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u128 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// An error, before anything is allocated, where running `spec` on made-up inputs and
+/// checking it would need more host memory than `available` (a huge but valid shape
+/// would otherwise abort the process when an allocation fails, or swap it to a halt).
+pub fn fits_in_host_memory(spec: &KernelSpec, available: Option<u128>) -> Result<(), MapError> {
+    let need = host_bytes_needed(spec)?;
+    match available {
+        Some(have) if need > have => Err(MapError::Other(format!(
+            "running `{}` on made-up inputs and checking it needs at least {} of host memory \
+             (its inputs, outputs and the reference), and this machine has {} available; \
+             `emit` and `threads` work at any size",
+            spec.name,
+            human_bytes(need),
+            human_bytes(have)
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Bytes in binary units, three significant figures: `4.00 TiB`, `21.3 GiB`, `512 B`.
+pub fn human_bytes(b: u128) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut x = b as f64;
+    let mut u = 0;
+    while x >= 1024.0 && u + 1 < UNITS.len() {
+        x /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else if x >= 100.0 {
+        format!("{x:.0} {}", UNITS[u])
+    } else if x >= 10.0 {
+        format!("{x:.1} {}", UNITS[u])
+    } else {
+        format!("{x:.2} {}", UNITS[u])
+    }
 }
 
 /// A value of some element type: floats as `f64` (already rounded to their type), integers
@@ -1283,6 +1349,36 @@ pub fn matches(got: f64, want: f64, tol: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn negate_spec(dims: &str) -> KernelSpec {
+        let mut s = crate::session::Session::new();
+        s.execute(&format!(
+            "p = f32[{dims}] parameter(0)\nt = f32[{dims}] negate(p)\n"
+        ));
+        crate::gpu::sweep::spec_for(&s.hlo, "t")
+            .expect("t is defined")
+            .expect("t adapts")
+    }
+
+    /// A huge but valid shape is refused before anything is allocated, with the sizes in
+    /// words; a small one passes, as does any shape where the memory is unknown.
+    #[test]
+    fn a_run_that_does_not_fit_in_host_memory_is_an_error() {
+        let small = negate_spec("64,8");
+        // 512 f32 in, 512 out: 2 * 2048 + 512 * (2 * 4 + 16 + 8).
+        assert_eq!(host_bytes_needed(&small).unwrap(), 4096 + 512 * 32);
+        assert!(fits_in_host_memory(&small, Some(1 << 20)).is_ok());
+        let huge = negate_spec("1099511627776");
+        let e = fits_in_host_memory(&huge, Some(21 << 30))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs at least 40.0 TiB"), "{e}");
+        assert!(e.contains("21.0 GiB available"), "{e}");
+        assert!(fits_in_host_memory(&huge, None).is_ok());
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.50 KiB");
+        assert_eq!(human_bytes(300 << 20), "300 MiB");
+    }
 
     /// A softmax: the row max is a reduction inside `exp(x - max)` and the row sum one
     /// inside the root, so both are memoized by row. The memoized reference agrees with
