@@ -807,8 +807,11 @@ pub fn parse_layout(text: &str) -> Result<Layout> {
     Ok(c.layout)
 }
 
-/// Reads a tiler: a layout, or a parenthesised tuple of layouts (`(2:1,4:1)`; an integer
-/// `n` in it is `n:1`).
+/// Reads a tiler: a layout (`4:2`, `(2,4):(1,2)`), or a parenthesised tuple of layouts,
+/// one a mode (`(2:1,4:1)`), where a mode without strides is compact (`n` is `n:1`). So a
+/// shape alone, `(2,4)`, tiles by mode, as CuTe reads a `Shape` tiler ("a tiler of
+/// Layouts with stride-1", CuTe's layout-algebra tutorial), not as the layout
+/// `(2,4):(1,2)`.
 pub fn parse_tiler(text: &str) -> Result<Tiler> {
     let mut p = Parser {
         s: text.as_bytes(),
@@ -1005,9 +1008,8 @@ impl Parser<'_> {
     fn tiler_tuple(&mut self) -> Result<Vec<Layout>> {
         self.expect(b'(', "")?;
         let mut v = Vec::new();
-        let mut any_colon = false;
         loop {
-            let l = self.layout_or_int(&mut any_colon)?;
+            let l = self.layout_or_int()?;
             v.push(l);
             match self.peek() {
                 Some(b',') => self.i += 1,
@@ -1018,16 +1020,12 @@ impl Parser<'_> {
                 _ => return Err(self.error("expected `,` or `)`".into())),
             }
         }
-        if !any_colon {
-            return Err(self.error("not a tuple of layouts".into()));
-        }
         Ok(v)
     }
-    fn layout_or_int(&mut self, any_colon: &mut bool) -> Result<Layout> {
+    fn layout_or_int(&mut self) -> Result<Layout> {
         let (shape, _) = self.tuple()?;
         if self.peek() == Some(b':') {
             self.i += 1;
-            *any_colon = true;
             let (stride, _) = self.tuple()?;
             Layout::new(shape, stride)
         } else {
@@ -1099,6 +1097,25 @@ mod tests {
         check(
             logical_product(&l("(2,2):(4,1)"), &l("6:1")),
             "((2,2),(2,3)):((4,1),(2,8))",
+        );
+    }
+
+    /// A shape as a tiler tiles by mode, each mode compact, as CuTe reads `Shape<_2,_4>`;
+    /// with strides it is one layout.
+    #[test]
+    fn a_shape_tiler_tiles_by_mode() {
+        let t = |s: &str| parse_tiler(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+        assert_eq!(t("(2,4)"), Tiler::ByMode(vec![l("2:1"), l("4:1")]));
+        assert_eq!(t("(2,4)"), t("(2:1,4:1)"));
+        assert_eq!(
+            t("((2,2),4)"),
+            Tiler::ByMode(vec![l("(2,2):(1,2)"), l("4:1")])
+        );
+        assert_eq!(t("(2,4):(1,2)"), Tiler::Layout(l("(2,4):(1,2)")));
+        assert_eq!(t("4"), Tiler::Layout(l("4:1")));
+        check(
+            logical_divide(&l("(8,8):(1,8)"), &t("(2,4)")),
+            "((2,4),(4,2)):((1,2),(8,32))",
         );
     }
 }

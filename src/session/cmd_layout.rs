@@ -66,7 +66,7 @@ pub static COMMANDS: [Command; 17] = [
     Command {
         name: "logical_divide",
         usage: "logical_divide A, TILER",
-        summary: "CuTe's logical_divide: A ∘ (T, complement(T, size A)), by mode for a tuple of tilers",
+        summary: "CuTe's logical_divide: A ∘ (T, complement(T, size A)), by mode for a tuple of tilers or a shape (\"(2,4)\" is \"(2:1,4:1)\")",
         example: "logical_divide \"24:1\", \"4:2\"",
         run: logical_divide,
     },
