@@ -531,6 +531,19 @@ impl Signature {
         let usage_help = || format!("usage: {usage}");
         let mut slot = 0usize;
         let mut list_open = false;
+        // Each key once: with two, one would be silently dropped.
+        let mut seen: Vec<&str> = Vec::new();
+        for item in call.groups.iter().flat_map(|g| g.items.iter()) {
+            if let Arg::Kv(k, _, sp) = item {
+                if seen.contains(&k.as_str()) {
+                    let key_span = Span::new(sp.start, sp.start + k.len());
+                    return Err(Diagnostic::at(format!("`{k}=` is given twice"), key_span)
+                        .with_label("given again here")
+                        .with_help(format!("keep one `{k}=`: the command reads one value")));
+                }
+                seen.push(k.as_str());
+            }
+        }
         for (gi, group) in call.groups.iter().enumerate() {
             let mut positional_here = false;
             let mut items = group.items.iter().enumerate();
