@@ -326,7 +326,16 @@ pub unsafe fn run_verified_against(
 /// compiler and run on `given` inputs (else [`make_inputs`]'s), every element of every
 /// output checked against the reference.
 pub fn check_c(spec: &KernelSpec, naive: bool, given: Option<&[Vec<u8>]>) -> Result<(), MapError> {
-    let e = emit::cpu::emit(spec, naive)?;
+    check_c_kernel(spec, &emit::cpu::emit(spec, naive)?, given)
+}
+
+/// A C kernel of `spec` (the plain one, a tiled loop nest, a layout's walk), compiled, run
+/// on [`make_inputs`]'s inputs (or `given`) and checked element by element.
+pub fn check_c_kernel(
+    spec: &KernelSpec,
+    e: &emit::Emitted,
+    given: Option<&[Vec<u8>]>,
+) -> Result<(), MapError> {
     let k = super::bench::cpu::compile(&e.source, &e.entry)?;
     let inputs = match given {
         Some(i) => i.to_vec(),

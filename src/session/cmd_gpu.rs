@@ -76,20 +76,37 @@ fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 .join(", ")
         ),
     };
-    // `target=cpu`: the C kernel `emit ... target=cpu` writes, compiled and run, checked
-    // against the same reference (it was taken and ignored: the CUDA kernel was checked).
-    if let Target::Cpu = target(a, &Mapping::default())? {
-        if let Some((key, span)) = launch_option_given(a) {
-            return Err(Diagnostic::at(
-                format!("`{key}=` sets a CUDA launch; the C kernel of `target=cpu` has none"),
-                span,
-            ));
-        }
-        let spec = spec(s, a)?;
-        crate::gpu::cuda_cpu::check_c(&spec, naive, None)
+    let spec = spec(s, a)?;
+    no_gemm_keys(&spec, a)?;
+    // `target=cpu` (or a mapping that tiles the CPU loop nest): the C kernel `emit` writes
+    // for the same arguments, compiled and run, checked against the same reference.
+    let layout = layout_of(s, a, &spec)?;
+    let m = match layout {
+        Some(_) => Mapping::default(),
+        None => mapping_of(s, a)?,
+    };
+    if let Target::Cpu = target(a, &m)? {
+        let (e, how) = match &layout {
+            Some(ll) => (
+                ll.emit_cpu(&spec, naive)
+                    .map_err(|e| Diagnostic::at(e.to_string(), a.span()))?,
+                format!(
+                    " (walking layout `{}`)",
+                    a.kv_word("mapping")?.unwrap_or_default()
+                ),
+            ),
+            None => (
+                c_kernel(&spec, &m, a, naive)?,
+                match &m.tile {
+                    Some(t) => format!(" (loop nest tiled ({}))", join(t)),
+                    None => String::new(),
+                },
+            ),
+        };
+        crate::gpu::cuda_cpu::check_c_kernel(&spec, &e, None)
             .map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
         return Ok(Value::Text(format!(
-            "{}: the C kernel{} ran; every element of {} matches the reference",
+            "{}: the C kernel{how}{} ran; every element of {} matches the reference",
             spec.name,
             if naive {
                 " (naive index arithmetic)"
@@ -99,6 +116,7 @@ fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             outputs(&spec)
         )));
     }
+    no_tile_here(a, "the CUDA kernel runs the GPU launch")?;
     let (spec, l, words) = launch_for(s, a)?;
     let bits = crate::gpu::cuda_cpu::check(&spec, &l, naive)
         .map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
@@ -821,6 +839,7 @@ fn emit_kernel(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     }
     let naive = a.flag("naive");
     let spec = spec(s, a)?;
+    no_gemm_keys(&spec, a)?;
     let err = |e: crate::MapError| Diagnostic::at(e.to_string(), a.span());
     if let Some(ll) = layout_of(s, a, &spec)? {
         let tgt = target(a, &Mapping::default())?;
@@ -866,29 +885,7 @@ fn emit_kernel(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             }
             e
         }
-        Target::Cpu => match &m.tile {
-            // A column reduction reads `vector` adjacent columns per step on the CPU too.
-            None if gpu_only_keys(a) == ["vector="] && emit::cpu::is_column_reduction(&spec) => {
-                emit::cpu::emit_column(&spec, naive, m.config.vector)
-                    .map_err(|e| Diagnostic::at(e.to_string(), span_of(a, "vector")))?
-            }
-            _ if !gpu_only_keys(a).is_empty() => {
-                let keys = gpu_only_keys(a);
-                let key = keys[0].trim_end_matches('=');
-                return Err(Diagnostic::at(
-                    format!(
-                        "`{key}=` does not apply: a CPU kernel runs the loop nest, not a GPU launch"
-                    ),
-                    span_of(a, key),
-                )
-                .with_help("`tile=` tiles the CPU loop nest; target=cuda takes block=, vector=, unroll= and tiled="));
-            }
-            Some(tile) => {
-                check_tile(&spec, &m, a)?;
-                crate::tile::tune::emit_tiled_with(&spec, tile, naive).map_err(err)?
-            }
-            None => emit::cpu::emit(&spec, naive).map_err(err)?,
-        },
+        Target::Cpu => c_kernel(&spec, &m, a, naive)?,
     };
     Ok(Value::Kernel(crate::value::Kernel {
         name: e.name,
@@ -897,11 +894,65 @@ fn emit_kernel(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     }))
 }
 
+/// The C kernel of `target=cpu` for mapping `m` (no layout): the CPU loop nest tiled by
+/// the mapping's `tile=`, a column reduction's `vector=` adjacent columns, or the plain
+/// loop; a GPU launch key is an error. `emit` writes it and `check` runs it.
+fn c_kernel(
+    spec: &KernelSpec,
+    m: &Mapping,
+    a: &Args,
+    naive: bool,
+) -> Result<crate::gpu::emit::Emitted, Diagnostic> {
+    let err = |e: crate::MapError| Diagnostic::at(e.to_string(), a.span());
+    match &m.tile {
+        // A column reduction reads `vector` adjacent columns per step on the CPU too.
+        None if gpu_only_keys(a) == ["vector="] && emit::cpu::is_column_reduction(spec) => {
+            emit::cpu::emit_column(spec, naive, m.config.vector)
+                .map_err(|e| Diagnostic::at(e.to_string(), span_of(a, "vector")))
+        }
+        _ if !gpu_only_keys(a).is_empty() => {
+            let keys = gpu_only_keys(a);
+            let key = keys[0].trim_end_matches('=');
+            Err(Diagnostic::at(
+                format!(
+                    "`{key}=` does not apply: a CPU kernel runs the loop nest, not a GPU launch"
+                ),
+                span_of(a, key),
+            )
+            .with_help("`tile=` tiles the CPU loop nest; target=cuda takes block=, vector=, unroll= and tiled="))
+        }
+        Some(tile) => {
+            check_tile(spec, m, a)?;
+            crate::tile::tune::emit_tiled_with(spec, tile, naive).map_err(err)
+        }
+        None => emit::cpu::emit(spec, naive).map_err(err),
+    }
+}
+
+/// `warps=` and `stages=` set a GEMM's tiling: an error at the key for any other fusion
+/// (they were taken and ignored).
+fn no_gemm_keys(spec: &KernelSpec, a: &Args) -> Result<(), Diagnostic> {
+    for key in ["warps", "stages"] {
+        if let Some(v) = a.kv(key) {
+            return Err(Diagnostic::at(
+                format!(
+                    "`{key}=` does not apply: {} is not a dot fusion; `{key}=` sets a GEMM kernel's tiling",
+                    spec.name
+                ),
+                v.span(),
+            )
+            .with_help("its launch takes mapping=, block=, vector=, unroll= and tiled= (tile= on the CPU)"));
+        }
+    }
+    Ok(())
+}
+
 fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     if let Some(g) = super::cmd_gemm::gemm_of(s, a)? {
         return super::cmd_gemm::bench(a, g);
     }
     let spec = spec(s, a)?;
+    no_gemm_keys(&spec, a)?;
     let device = match a.kv_word("device")?.as_deref() {
         None | Some("auto") => Device::Auto,
         Some("gpu") | Some("cuda") => Device::Gpu,
