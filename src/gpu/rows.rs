@@ -73,7 +73,13 @@ pub fn substitute(ctx: &IndexingMap, map: &IndexingMap) -> Result<IndexingMap, M
         results,
         constraints,
         is_simplified: false,
-        status: ctx.status,
+        // Empty where either is: a pad's operand map over an empty operand is KNOWN EMPTY
+        // with no constraint left to say so, and the guard built from it must never load.
+        status: if map.is_known_empty() {
+            map.status
+        } else {
+            ctx.status
+        },
     };
     out.is_simplified = false;
     Ok(out)

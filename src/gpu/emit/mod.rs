@@ -475,6 +475,10 @@ pub use super::rows::substitute;
 
 /// The map with canonical results and its simplification, keeping variable names.
 pub fn simplified(m: &IndexingMap) -> IndexingMap {
+    if m.is_known_empty() {
+        // Its emptiness may rest on nothing the constraints say (an extent of 0).
+        return m.clone();
+    }
     let canon = IndexingMap::new(
         m.dims.clone(),
         m.ranges.clone(),
@@ -923,6 +927,13 @@ impl<'a> BodyWriter<'a> {
                 let shown = simplified(&m);
                 let acc = self.fresh("acc");
                 let ty = types::reg(t);
+                if m.is_known_empty() {
+                    // Nothing to reduce (a dimension of extent 0): XLA's result is the
+                    // initial value, and no element is read.
+                    self.line(format!("// reduce f{func} over nothing: {shown}"));
+                    self.line(format!("const {ty} {acc} = {};", types::constant(*init, t)));
+                    return Ok(acc);
+                }
                 let memo = if self.memo {
                     self.memo_key(ctx, map, &m)?
                 } else {
@@ -1033,6 +1044,12 @@ impl<'a> BodyWriter<'a> {
                 let ty = types::reg(t);
                 self.line(format!("// in the domain of {}", simplified(&m)));
                 self.line(format!("{ty} {v};"));
+                if m.is_known_empty() {
+                    // Never inside (an empty operand): the load is not even written.
+                    let y = self.body_t(otherwise, ctx, params, t)?;
+                    self.line(format!("{v} = {y};"));
+                    return Ok(v);
+                }
                 let cond = if conds.is_empty() {
                     "1".to_string()
                 } else {
@@ -1139,6 +1156,11 @@ impl<'a> BodyWriter<'a> {
                 for k in 0..n {
                     let x = self.body_t(&inits[k], ctx, params, elems[k])?;
                     self.line(format!("{} {acc}_{k} = {x};", types::reg(elems[k])));
+                }
+                if m.is_known_empty() {
+                    // Nothing to reduce: the initial values, and no element read.
+                    self.line(format!("// reduce ({n} values) over nothing: {shown}"));
+                    return Ok(format!("{acc}_{which}"));
                 }
                 self.line(format!("// reduce ({n} values) over {shown}"));
                 for v in &m.ranges[ctx.ranges.len()..] {
