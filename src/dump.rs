@@ -1329,10 +1329,9 @@ pub fn survey(
     let mut slots: Vec<Option<ModuleReport>> = vec![None; files.len()];
     std::thread::scope(|sc| {
         let (tx, rx) = std::sync::mpsc::channel::<(usize, ModuleReport)>();
-        for _ in 0..workers {
-            let tx = tx.clone();
-            let (files, next, times_for) = (&files, &next, &times_for);
-            sc.spawn(move || loop {
+        let (files, next, times_for) = (&files, &next, &times_for);
+        let worker = |tx: std::sync::mpsc::Sender<(usize, ModuleReport)>| {
+            move || loop {
                 let k = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let Some(f) = files.get(k) else { break };
                 if crate::interrupted() {
@@ -1342,7 +1341,20 @@ pub fn survey(
                 if tx.send((k, m)).is_err() {
                     break;
                 }
-            });
+            }
+        };
+        // A deep fusion recurses deeply, so each worker gets `crate::STACK_BYTES` of stack;
+        // where no such thread can be made, this thread does the work.
+        let started = (0..workers)
+            .filter(|_| {
+                std::thread::Builder::new()
+                    .stack_size(crate::STACK_BYTES)
+                    .spawn_scoped(sc, worker(tx.clone()))
+                    .is_ok()
+            })
+            .count();
+        if started == 0 {
+            worker(tx.clone())();
         }
         drop(tx);
         let mut done = 0;

@@ -59,6 +59,38 @@ pub fn interrupted() -> bool {
     INTERRUPT.load(Ordering::Relaxed)
 }
 
+/// The stack of the threads that interpret input: the command line's, the notebook
+/// engine's and a dump's workers. A fusion's body is a tree walked recursively (adapting,
+/// simplifying, emitting, the reference), as deep as its longest chain of instructions, so
+/// the default 2-8 MiB overflowed (and aborted the process) at a few hundred chained
+/// instructions. This is address space reserved, touched only as deep as the recursion goes.
+pub const STACK_BYTES: usize = 1 << 30;
+
+/// Runs `f` on a thread with a [`STACK_BYTES`] stack and returns its result (a panic in it
+/// goes on in the caller). Where such a thread cannot be made (address space limited), `f`
+/// runs here.
+pub fn on_big_stack<T: Send, F: FnOnce() -> T + Send>(f: F) -> T {
+    let job = std::sync::Mutex::new(Some(f));
+    let take = || job.lock().ok().and_then(|mut j| j.take());
+    let spawned = std::thread::scope(|s| {
+        let handle = std::thread::Builder::new()
+            .name("ixmap".into())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(s, || take().map(|f| f()));
+        match handle {
+            Ok(h) => match h.join() {
+                Ok(r) => r,
+                Err(panic) => std::panic::resume_unwind(panic),
+            },
+            Err(_) => None,
+        }
+    });
+    match spawned {
+        Some(r) => r,
+        None => take().expect("the job runs once, here or on the big stack")(),
+    }
+}
+
 /// Who watches the progress of long work (the notebook's progress display): called with
 /// (done, total, what) as work proceeds.
 pub type ProgressHook = Box<dyn Fn(u64, u64, &str) + Send + Sync>;

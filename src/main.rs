@@ -101,6 +101,11 @@ enum KernelAction {
 }
 
 fn main() -> ExitCode {
+    // Deep fusions recurse deeply: the work runs on a thread with a large stack.
+    ixmap::on_big_stack(cli_main)
+}
+
+fn cli_main() -> ExitCode {
     // Writing to a closed pipe (`ixmap ... | head`) ends the process quietly, as Unix tools do.
     #[cfg(unix)]
     // SAFETY: restoring the default disposition of a signal.

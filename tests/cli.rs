@@ -997,3 +997,23 @@ fn test_reads_a_transcripts_paths_from_its_project_root() {
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert_eq!(std::fs::read_to_string(&f).expect("read"), case);
 }
+
+/// A fusion of 3000 chained instructions: its body is a tree walked recursively (adapting,
+/// emitting, the reference), which overflowed the default stacks and aborted the process
+/// at a few hundred, in `dump`'s workers and on the command line's thread.
+#[test]
+fn a_deep_fusion_does_not_overflow_the_stack() {
+    let mut text = String::from("HloModule deep\nfused {\n  n0 = f32[8] parameter(0)\n");
+    for i in 1..3000 {
+        text += &format!("  n{i} = f32[8] negate(n{})\n", i - 1);
+    }
+    text += "  ROOT r = f32[8] negate(n2999)\n}\nENTRY main {\n  x = f32[8] parameter(0)\n  ROOT f = f32[8] fusion(x), kind=kLoop, calls=fused\n}\n";
+    let file = scratch_file("deep_fusion", "deep.txt", &text);
+    let path = file.to_str().expect("a UTF-8 path");
+    let o = run(&["dump", path]);
+    assert!(o.status.success(), "dump: {}", stderr(&o));
+    assert!(stdout(&o).contains("1 for C, 1 verified"), "{}", stdout(&o));
+    let o = run(&["-c", &format!("load \"{path}\"; emit fused target=cpu")]);
+    assert!(o.status.success(), "emit: {}", stderr(&o));
+    assert!(stdout(&o).contains("kernel fused (cpu)"), "{}", stdout(&o));
+}

@@ -42,6 +42,7 @@ impl EngineHandle {
         let (tx, rx) = std_mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("ixmap-engine".into())
+            .stack_size(crate::STACK_BYTES)
             .spawn(move || {
                 let mut engine = Engine::new();
                 while let Ok(job) = rx.recv() {
