@@ -62,6 +62,11 @@ const BUDGET: u64 = 1 << 20;
 /// fusion) is checked at every value up to this many; a wider range is sampled.
 const FULL_VALUES: i64 = 16;
 
+/// The launch's own loop is checked at every value up to this many; a longer one (a
+/// grid capped at its maximum, whose threads loop over millions of chunks) is sampled as
+/// the others are, with this many values.
+const OWN_VALUES: i64 = 1024;
+
 /// The launch's own per-thread loops: every value is one load by every thread of the warp
 /// (`unroll_id`, the elements of one vector, is the exception: one load). `i` is a row
 /// normalization's row of the thread ([`super::launch::Launch::rows_per_thread`]).
@@ -130,6 +135,8 @@ pub struct OperandReport {
     pub th_x_stride: Option<i64>,
     /// The variables taken as one value per warp (see [`Assumed`]).
     pub assumed: Vec<Assumed>,
+    /// Whether a loop of the launch's own was sampled, not checked at every value.
+    pub loops_sampled: bool,
 }
 
 impl OperandReport {
@@ -216,6 +223,7 @@ pub fn analyse(spec: &KernelSpec, launch: &Launch) -> Result<Report, MapError> {
                 xla: Some(true),
                 th_x_stride: None,
                 assumed: vec![],
+                loops_sampled: false,
             },
         };
         if a.operand.is_none() {
@@ -227,6 +235,7 @@ pub fn analyse(spec: &KernelSpec, launch: &Launch) -> Result<Report, MapError> {
         blocks_checked: blocks.len() as i64 * groups,
         warps_checked: blocks.len() as i64 * groups * nwarps,
         sampled: (blocks.len() as i64) < launch.grid[0]
+            || operands.iter().any(|o| o.loops_sampled)
             || operands.iter().any(|o| {
                 o.assumed
                     .iter()
@@ -712,6 +721,8 @@ struct Loop {
     /// may have lost a launch loop it does not depend on, and has the fusion's own).
     in_from: Option<usize>,
     in_offsets: Option<usize>,
+    /// Some of its values, not all ([`values`]).
+    sampled: bool,
 }
 
 /// How one access is enumerated: its offset map, the launch map it came from, the vector
@@ -734,17 +745,26 @@ struct Plan {
 /// indices repeat their pattern shifted; the first values cover every alignment of a
 /// small stride).
 fn values(b: Interval, full: bool) -> Vec<i64> {
-    if full || b.hi - b.lo < FULL_VALUES {
+    if !sampled(b, full) {
         return (b.lo..=b.hi).collect();
     }
+    let most = if full { OWN_VALUES } else { FULL_VALUES };
     let mut v: Vec<i64> = (b.lo..b.lo + 8).collect();
-    for i in 1..FULL_VALUES - 8 {
-        v.push(b.lo + i * (b.hi - b.lo) / (FULL_VALUES - 8));
+    for i in 1..most - 8 {
+        // in i128: (hi - lo) * i may pass 2^63; the sum lies in [lo, hi]
+        let step = i as i128 * (b.hi as i128 - b.lo as i128) / (most - 8) as i128;
+        v.push((b.lo as i128 + step) as i64);
     }
     v.push(b.hi);
     v.sort_unstable();
     v.dedup();
     v
+}
+
+/// Whether [`values`] samples the range rather than listing it.
+fn sampled(b: Interval, full: bool) -> bool {
+    let most = if full { OWN_VALUES } else { FULL_VALUES };
+    b.hi as i128 - b.lo as i128 >= most as i128
 }
 
 impl Plan {
@@ -776,6 +796,7 @@ impl Plan {
                 values: values(fb[s], own),
                 in_from: Some(s),
                 in_offsets: position(&offsets, &v.name),
+                sampled: sampled(fb[s], own),
             });
             if !own {
                 let l = loops.last().expect("pushed");
@@ -798,6 +819,7 @@ impl Plan {
                 values: values(ob[s], false),
                 in_from: None,
                 in_offsets: Some(s),
+                sampled: sampled(ob[s], false),
             });
             let l = loops.last().expect("pushed");
             assumed.push(Assumed {
@@ -887,6 +909,7 @@ fn count(
         xla: Some(xla_indexing_coalesced(&offsets, bytes, t.rank() == 0)?),
         th_x_stride: None,
         assumed,
+        loops_sampled: loops.iter().any(|l| l.sampled),
     };
     let mut pf = vec![0i64; from.num_vars()];
     let mut po = vec![0i64; offsets.num_vars()];
@@ -1258,6 +1281,25 @@ fn sum_terms(e: Expr, out: &mut Vec<Expr>) {
 mod tests {
     use super::*;
     use crate::expr::Expr;
+
+    /// A launch's own loop is listed in full up to `OWN_VALUES` values and sampled past
+    /// that (a capped grid's chunk loop had millions: the analysis took minutes), first
+    /// and last values kept; a full 64-bit range neither overflows nor lists.
+    #[test]
+    fn long_own_loops_are_sampled() {
+        let short = values(Interval::new(0, OWN_VALUES - 1), true);
+        assert_eq!(short.len() as i64, OWN_VALUES);
+        assert!(!sampled(Interval::new(0, OWN_VALUES - 1), true));
+        let long = Interval::new(0, 4_194_304);
+        let v = values(long, true);
+        assert!(sampled(long, true) && v.len() as i64 <= OWN_VALUES);
+        assert_eq!((v[0], v[v.len() - 1]), (0, 4_194_304));
+        assert!(v.windows(2).all(|w| w[0] < w[1]));
+        let all = Interval::new(i64::MIN, i64::MAX);
+        let v = values(all, false);
+        assert_eq!((v[0], v[v.len() - 1]), (i64::MIN, i64::MAX));
+        assert!(v.len() as i64 <= FULL_VALUES);
+    }
     use crate::gpu::launch::{loop_launch, transpose_launch, LaunchConfig};
     use crate::gpu::spec::{Body, ElemType, Function};
     use crate::map::IndexingMap;
