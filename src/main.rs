@@ -276,7 +276,8 @@ fn run_source(
                     }
                 }
             }
-            if o.result.is_err() {
+            // (a `load` whose file stopped at an error fails too)
+            if o.failed() {
                 failed = true;
                 if !keep_going {
                     return 1;

@@ -23,6 +23,17 @@ pub struct Outcome {
     pub notes: Vec<String>,
 }
 
+impl Outcome {
+    /// Whether the statement failed: an error, or a `load` whose file stopped at one.
+    pub fn failed(&self) -> bool {
+        match &self.result {
+            Err(_) => true,
+            Ok(Value::Loaded(l)) => l.error().is_some(),
+            Ok(_) => false,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum Value {
     /// Nothing to print (a definition such as an HLO instruction).
@@ -276,6 +287,13 @@ pub struct Loaded {
     /// The statements run (a transcript's inputs, or the script itself).
     pub source: String,
     pub outcomes: Vec<Outcome>,
+}
+
+impl Loaded {
+    /// The error the file stopped at, if it did.
+    pub fn error(&self) -> Option<&Diagnostic> {
+        self.outcomes.iter().find_map(|o| o.result.as_ref().err())
+    }
 }
 
 /// `coalescing FUSION`: the analysis of one launch of a fusion.

@@ -1017,3 +1017,38 @@ fn a_deep_fusion_does_not_overflow_the_stack() {
     assert!(o.status.success(), "emit: {}", stderr(&o));
     assert!(stdout(&o).contains("kernel fused (cpu)"), "{}", stdout(&o));
 }
+
+/// A `load` whose file stops at an error fails: `-c` stops there with exit code 1, and
+/// `--json` says `ok: false` with the error and its place in the file (it printed the
+/// error, went on and exited 0, and the JSON said `ok: true`).
+#[test]
+fn a_load_that_stops_at_an_error_fails() {
+    let file = scratch_file(
+        "load_fails",
+        "bad.hlo",
+        "HloModule m\nENTRY main {\n  x = f32[4] parameter(0)\n  ROOT y = f32[5] negate(x)\n}\n",
+    );
+    let path = file.to_str().expect("a UTF-8 path");
+    let o = run(&["-c", &format!("load \"{path}\"; 40 + 2 + 1000")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("stopped after"), "{}", stdout(&o));
+    assert!(
+        !stdout(&o).contains("1042"),
+        "the next statement ran: {}",
+        stdout(&o)
+    );
+    let o = run(&["--json", "-c", &format!("load \"{path}\"")]);
+    assert_eq!(o.status.code(), Some(1));
+    let j = &json_lines(&o)[0];
+    assert_eq!(j["ok"], false, "{j}");
+    assert_eq!(j["kind"], "loaded", "{j}");
+    assert!(
+        j["error"].as_str().is_some_and(|e| e.contains("f32[5]")),
+        "{j}"
+    );
+    assert_eq!(
+        (j["file_line"].as_i64(), j["file_column"].as_i64()),
+        (Some(4), Some(19)),
+        "{j}"
+    );
+}

@@ -32,6 +32,19 @@ pub fn outcome_in(o: &Outcome, source: &str, stmt: usize, file: Option<&str>) ->
                 obj.insert("notes".into(), json!(o.notes));
             }
             fields(v, &mut obj);
+            if let Value::Loaded(l) = v {
+                // The file stopped at an error: the statement failed, with the error and
+                // where it is in the file.
+                if let Some(d) = l.error() {
+                    obj.insert("ok".into(), json!(false));
+                    obj.insert("error".into(), json!(d.message));
+                    obj.insert("file".into(), json!(l.file));
+                    if let Some((line, col)) = d.line_col(&l.source) {
+                        obj.insert("file_line".into(), json!(line));
+                        obj.insert("file_column".into(), json!(col));
+                    }
+                }
+            }
             Json::Object(obj)
         }
         Err(d) => {

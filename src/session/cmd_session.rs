@@ -24,8 +24,8 @@ pub static COMMANDS: [Command; 4] = [
     Command {
         name: "load",
         usage: "load FILE",
-        summary: "runs a script, or the statements of a transcript, in this session",
-        example: "load sessions/tour/first-steps.ixm",
+        summary: "runs a script, or the statements of a transcript, in this session; it stops at the first statement that fails, and fails with it",
+        example: "load sessions/map/commands.ixm",
         run: load,
     },
     Command {
