@@ -1052,3 +1052,30 @@ fn a_load_that_stops_at_an_error_fails() {
         "{j}"
     );
 }
+
+/// A bracket left open is named at its line in the file, not in its statement (the help
+/// said 3:25 for a `(` at 4:25: lines were counted from the statement's start).
+#[test]
+fn an_open_bracket_is_named_at_its_line_in_the_file() {
+    let file = scratch_file(
+        "open_bracket",
+        "open.hlo",
+        "HloModule m\nENTRY main {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] negate(x\n",
+    );
+    let o = run(&["run", file.to_str().expect("a UTF-8 path")]);
+    assert_fails_saying(&o, "the `(` at 4:25 is never closed");
+    let file = scratch_file(
+        "wrong_bracket",
+        "wrong.ixm",
+        "m = (d0) -> (d0)\nx = (d0) -> (d0,\n  d0]\n",
+    );
+    let o = run(&["run", file.to_str().expect("a UTF-8 path")]);
+    assert_fails_saying(&o, "the `(` at 2:13 is still open");
+    let o = run(&["--json", "run", file.to_str().expect("a UTF-8 path")]);
+    let j = json_lines(&o);
+    assert!(
+        j.iter()
+            .any(|j| j["help"] == "the `(` at 2:13 is still open"),
+        "{j:?}"
+    );
+}

@@ -56,7 +56,7 @@ pub fn outcome_in(o: &Outcome, source: &str, stmt: usize, file: Option<&str>) ->
                 obj.insert("line".into(), json!(line));
                 obj.insert("column".into(), json!(col));
             }
-            if let Some(h) = &d.help {
+            if let Some(h) = d.help_text(source) {
                 obj.insert("help".into(), json!(h));
             }
             obj.insert(

@@ -18,6 +18,10 @@ pub struct Diagnostic {
     pub span: Option<Span>,
     pub label: Option<String>,
     pub help: Option<String>,
+    /// A place in the source that `help` names as `{at}`, written `LINE:COLUMN` of the
+    /// whole source when the diagnostic is shown (the parser sees one statement at a time,
+    /// so it cannot count the lines before it).
+    pub help_at: Option<usize>,
 }
 
 impl Diagnostic {
@@ -27,6 +31,7 @@ impl Diagnostic {
             span: None,
             label: None,
             help: None,
+            help_at: None,
         }
     }
     pub fn at(message: impl Into<String>, span: Span) -> Diagnostic {
@@ -35,6 +40,7 @@ impl Diagnostic {
             span: Some(span),
             label: None,
             help: None,
+            help_at: None,
         }
     }
     pub fn with_label(mut self, label: impl Into<String>) -> Diagnostic {
@@ -44,6 +50,23 @@ impl Diagnostic {
     pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
         self
+    }
+    /// A help that names the place `at` (a byte offset of the source) as `{at}`.
+    pub fn with_help_at(mut self, help: impl Into<String>, at: usize) -> Diagnostic {
+        self.help = Some(help.into());
+        self.help_at = Some(at);
+        self
+    }
+    /// The help as shown for `source`: `{at}` made `LINE:COLUMN`.
+    pub fn help_text(&self, source: &str) -> Option<String> {
+        let help = self.help.as_ref()?;
+        Some(match self.help_at {
+            Some(at) => {
+                let (l, c) = line_col(source, at);
+                help.replace("{at}", &format!("{l}:{c}"))
+            }
+            None => help.clone(),
+        })
     }
     /// Attaches a span if the diagnostic has none yet.
     pub fn or_at(mut self, span: Span) -> Diagnostic {
@@ -83,7 +106,7 @@ impl Diagnostic {
                 out += &format!(" {label}");
             }
         }
-        if let Some(help) = &self.help {
+        if let Some(help) = self.help_text(source) {
             out += &format!("\n  = help: {help}");
         }
         out

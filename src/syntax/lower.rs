@@ -221,13 +221,12 @@ fn bracket_check(text: &str) -> Result<Option<(usize, char)>, Diagnostic> {
                 match stack.pop() {
                     Some((_, open)) if open == want => {}
                     Some((at, open)) => {
-                        let (l, col) = super::diagnostic::line_col(text, at);
                         return Err(Diagnostic::at(
                             format!("`{c}` does not close `{open}`"),
                             Span::new(i, i + 1),
                         )
                         .with_label(format!("expected `{}` here", closer(open)))
-                        .with_help(format!("the `{open}` at {l}:{col} is still open")));
+                        .with_help_at(format!("the `{open}` at {{at}} is still open"), at));
                     }
                     None => {
                         return Err(
@@ -317,8 +316,10 @@ fn pest_error(e: pest::error::Error<Rule>, offset: usize, text: &str) -> Diagnos
     let mut d = Diagnostic::at(message, Span::new(offset + pos, offset + end)).with_label(label);
     if found.is_none() {
         if let Ok(Some((at, open))) = bracket_check(text) {
-            let (l, col) = super::diagnostic::line_col(text, at);
-            d = d.with_help(format!("the `{open}` at {l}:{col} is never closed"));
+            d = d.with_help_at(
+                format!("the `{open}` at {{at}} is never closed"),
+                offset + at,
+            );
         }
     }
     d
@@ -338,12 +339,10 @@ fn detailed_error(text: &str) -> Option<pest::error::Error<Rule>> {
 
 /// Errors found before the grammar runs: unbalanced brackets, input too deep or too long.
 fn precheck(text: &str, offset: usize) -> Result<(), Diagnostic> {
-    let shift = |d: Diagnostic| match d.span {
-        Some(s) => Diagnostic {
-            span: Some(Span::new(s.start + offset, s.end + offset)),
-            ..d
-        },
-        None => d,
+    let shift = |d: Diagnostic| Diagnostic {
+        span: d.span.map(|s| Span::new(s.start + offset, s.end + offset)),
+        help_at: d.help_at.map(|at| at + offset),
+        ..d
     };
     bracket_check(text).map_err(shift)?;
     let ops = text
