@@ -76,9 +76,50 @@ pub static FAMILY: Family = Family {
     approximate: None,
 };
 
+/// How many operands an opcode takes (XLA's operation semantics): `None` for `map`, which
+/// takes one for each parameter of its computation.
+fn arity(opcode: &str) -> Option<usize> {
+    const BINARY: &[&str] = &[
+        "add",
+        "and",
+        "atan2",
+        "compare",
+        "complex",
+        "divide",
+        "maximum",
+        "minimum",
+        "multiply",
+        "or",
+        "power",
+        "remainder",
+        "shift-left",
+        "shift-right-arithmetic",
+        "shift-right-logical",
+        "stochastic-convert",
+        "subtract",
+        "xor",
+    ];
+    match opcode {
+        "map" => None,
+        "select" | "clamp" => Some(3),
+        o if BINARY.contains(&o) => Some(2),
+        _ => Some(1),
+    }
+}
+
 fn check(cx: &Cx) -> Result<(), String> {
     if cx.n_operands() == 0 {
         return Err(format!("`{}` needs at least one operand", cx.instr.opcode));
+    }
+    if let Some(n) = arity(&cx.instr.opcode) {
+        if cx.n_operands() != n {
+            return Err(format!(
+                "`{}` takes {n} operand{}, not {}",
+                cx.instr.opcode,
+                if n == 1 { "" } else { "s" },
+                cx.n_operands()
+            ));
+        }
     }
     for k in 0..cx.n_operands() {
         let o = cx.opd(k);
