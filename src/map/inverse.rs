@@ -231,15 +231,21 @@ pub fn inverse(m: &IndexingMap, limits: &Limits) -> Result<IndexingMap, MapError
             .chain(&m.runtimes)
             .map(|v| v.bounds.lo)
             .collect();
-        let sub = |e: Expr| {
-            e.substitute(&mut |v| {
-                if (v as usize) < nd {
-                    Expr::var(v)
-                } else {
-                    Expr::constant(fixed[v as usize - nd])
-                }
-            })
+        let by = |v: u32| {
+            if (v as usize) < nd {
+                Expr::var(v)
+            } else {
+                Expr::constant(fixed[v as usize - nd])
+            }
         };
+        if let Some(term) = super::zeroed_division(m, &by) {
+            return Err(MapError::Other(format!(
+                "`{}` divides by zero at every point (its symbols have one value each), so \
+                 the map has no value to invert",
+                m.show_expr(term)
+            )));
+        }
+        let sub = |e: Expr| e.substitute(&mut |v| by(v));
         let plain = IndexingMap::new(
             m.dims.clone(),
             vec![],
