@@ -43,15 +43,19 @@ pub fn is_permutation(m: &IndexingMap) -> bool {
 /// result, and no two have the same. Decided exactly: by the closed-form inverse when one
 /// is found, by a dimension that no result uses on a box domain, else by enumeration (one
 /// sortable key per point: memory grows by 16 bytes a point, not by a hash entry).
+///
+/// An empty domain is a bijection (the empty function, onto the empty image), whether it
+/// is KNOWN EMPTY or found empty by enumeration: the answer depends on the relation, not on
+/// how much the simplifier saw. [`inverse`] agrees: it returns the empty inverse.
 pub fn is_bijection(m: &IndexingMap, limits: &Limits) -> Result<bool, MapError> {
     match m.status {
         super::Status::Undefined => return Err(MapError::Undefined),
-        super::Status::KnownEmpty => return Ok(false),
+        super::Status::KnownEmpty => return Ok(true),
         super::Status::Defined => {}
     }
     let (m, _) = super::remove_unused_symbols(m);
     if m.status == super::Status::KnownEmpty {
-        return Ok(false);
+        return Ok(true);
     }
     if m.constraints.is_empty() && dropped_dim(&m).is_some() {
         return Ok(false);
@@ -193,23 +197,45 @@ fn fmt_point(p: &[i64]) -> String {
     )
 }
 
+/// The inverse of an empty map (a bijection, [`is_bijection`]): the empty map from the
+/// results' space back to the dimensions, KNOWN EMPTY.
+fn empty_inverse(m: &IndexingMap) -> IndexingMap {
+    let dims = (0..m.results.len())
+        .map(|k| Variable::new(format!("d{k}"), 0, 0))
+        .collect();
+    let mut out = IndexingMap::new(
+        dims,
+        vec![],
+        vec![],
+        vec![Expr::constant(0); m.dims.len()],
+        vec![],
+    );
+    out.status = super::Status::KnownEmpty;
+    out
+}
+
+/// Whether enumeration finds the domain empty (`false` when it has a point or is too
+/// large to walk).
+fn no_point(m: &IndexingMap, limits: &Limits) -> bool {
+    let mut any = false;
+    let walk = DomainPoints::for_each(m, limits, &mut |_, _| {
+        any = true;
+        Ok(false)
+    });
+    walk.is_ok() && !any
+}
+
 pub fn inverse(m: &IndexingMap, limits: &Limits) -> Result<IndexingMap, MapError> {
     match m.status {
         super::Status::Undefined => return Err(MapError::Undefined),
-        super::Status::KnownEmpty => {
-            return Err(not_bijective(
-                "the map is KNOWN EMPTY: there is nothing to invert",
-            ))
-        }
+        super::Status::KnownEmpty => return Ok(empty_inverse(m)),
         super::Status::Defined => {}
     }
     // A symbol no result uses changes nothing: (d0)[s0] -> (d0) is (d0) -> (d0).
     let (m, _) = super::remove_unused_symbols(m);
     let m = &m;
-    if m.is_known_empty() {
-        return Err(not_bijective(
-            "the domain is empty: there is nothing to invert",
-        ));
+    if m.is_known_empty() || (!m.constraints.is_empty() && no_point(m, limits)) {
+        return Ok(empty_inverse(m));
     }
     let nd = m.dims.len();
     for (i, v) in m.ranges.iter().chain(&m.runtimes).enumerate() {
@@ -1087,6 +1113,43 @@ mod tests {
             refused_one_to_one <= 1,
             "{refused_one_to_one} one-to-one maps refused"
         );
+    }
+
+    /// An empty domain is a bijection however its emptiness shows (KNOWN EMPTY, or found
+    /// by enumeration, with or without symbols), and its inverse is the empty map back.
+    #[test]
+    fn an_empty_domain_is_a_bijection_with_the_empty_inverse() {
+        let tight = |con: (Expr, Interval)| {
+            IndexingMap::new(
+                vec![Variable::new("d0", 0, 3)],
+                vec![],
+                vec![],
+                vec![v(0), v(0).add(c(1))],
+                vec![con],
+            )
+        };
+        let mut maps = vec![
+            tight((v(0), Interval::new(5, 8))),
+            tight((v(0).mul(v(0)), Interval::new(5, 8))),
+        ];
+        maps.push(IndexingMap::new(
+            vec![Variable::new("d0", 0, 3)],
+            vec![Variable::new("s0", 0, 3)],
+            vec![],
+            vec![v(0).add(v(1))],
+            vec![(v(0).mul(v(0)).add(v(1).mul(v(1))), Interval::new(19, 20))],
+        ));
+        assert!(maps[0].is_known_empty() && !maps[1].is_known_empty());
+        for m in &maps {
+            assert!(relation(m).is_empty(), "{m}");
+            assert!(is_bijection(m, &Limits::default()).expect("small"), "{m}");
+            let inv = inverse(m, &Limits::default()).expect("the empty inverse");
+            assert_eq!(inv.status, Status::KnownEmpty, "{m}");
+            assert_eq!(
+                (inv.dims.len(), inv.results.len()),
+                (m.results.len(), m.dims.len())
+            );
+        }
     }
 
     /// Refusals name two points with one image, and they do collide.

@@ -61,7 +61,7 @@ pub static COMMANDS: [Command; 14] = [
     Command {
         name: "is_bijection",
         usage: "is_bijection MAP",
-        summary: "true when MAP maps its domain one-to-one onto its image (decided exactly: by a closed-form inverse, or point by point)",
+        summary: "true when MAP maps its domain one-to-one onto its image (decided exactly: by a closed-form inverse, or point by point); an empty domain is a bijection (the empty function), and `inverse` gives the empty inverse",
         example: "is_bijection (d0, d1) -> (d0 * 8 + d1), domain: d0 in [0, 3], d1 in [0, 7]",
         run: is_bijection,
     },
