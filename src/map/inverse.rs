@@ -65,6 +65,8 @@ pub fn is_bijection(m: &IndexingMap, limits: &Limits) -> Result<bool, MapError> 
         // Too large to walk: a closed-form inverse still proves it.
         Err(e @ (MapError::TooLarge { .. } | MapError::Other(_))) => match inverse(&m, limits) {
             Ok(_) => Ok(true),
+            // A result past 64 bits: say so, rather than that the domain is large.
+            Err(o @ MapError::Overflow(_)) => Err(o),
             Err(_) => Err(e),
         },
         Err(e) => Err(e),
@@ -426,7 +428,7 @@ fn relation_candidate(m: &IndexingMap, limits: &Limits) -> Result<Option<Indexin
         .iter()
         .map(|&(e, iv)| (e.substitute(&mut |v| z_of_y[v as usize]), iv))
         .collect();
-    Ok(Some(assemble(m, x_exprs, constraints, None)))
+    Ok(Some(assemble(m, x_exprs, constraints, None)?))
 }
 
 /// `dp·v - dv·p`, divided by the gcd of its entries (`None` on overflow).
@@ -566,11 +568,16 @@ fn mixed_radix_inverse(m: &IndexingMap) -> Result<Option<IndexingMap>, MapError>
             });
         }
     }
-    Ok(Some(assemble(m, x_exprs, constraints, None)))
+    Ok(Some(assemble(m, x_exprs, constraints, None)?))
 }
 
-/// Result bounds: exact by enumeration when small, else by intervals.
-fn result_bounds(m: &IndexingMap, limits: &Limits) -> Vec<Interval> {
+/// Result bounds: exact by enumeration when small, else by intervals (exact for a result
+/// linear in the dimensions, over their box).
+///
+/// The inverse's dimensions range over these bounds, so a result that takes a value past
+/// 64 bits is an error here: its image has a point no dimension can hold, and saturating
+/// the bound would drop it silently (`(d0) -> (-d0)` on `[-2^63, 0]` reaches 2^63).
+fn result_bounds(m: &IndexingMap, limits: &Limits) -> Result<Vec<Interval>, MapError> {
     let mut exact: Vec<Interval> = vec![Interval::new(1, 0); m.results.len()];
     let ok = DomainPoints::for_each(m, limits, &mut |_, r| {
         for (b, &v) in exact.iter_mut().zip(r) {
@@ -579,9 +586,61 @@ fn result_bounds(m: &IndexingMap, limits: &Limits) -> Vec<Interval> {
         Ok(true)
     });
     match ok {
-        Ok(()) => exact,
-        Err(_) => m.results.iter().map(|&r| m.range_of(r)).collect(),
+        Ok(()) => return Ok(exact),
+        Err(MapError::Eval(e)) => {
+            return Err(MapError::Other(format!(
+                "a result has no 64-bit value at a point of the domain ({e}), so the image \
+                 cannot be the inverse's domain"
+            )))
+        }
+        Err(MapError::Interrupted) => return Err(MapError::Interrupted),
+        Err(_) => {}
     }
+    let bounds = m.bounds();
+    let nd = m.dims.len();
+    let mut out = Vec::with_capacity(m.results.len());
+    for (k, &r) in m.results.iter().enumerate() {
+        let Some((lo, hi)) = linear_box_range(r, &bounds[..nd]) else {
+            out.push(m.range_of(r));
+            continue;
+        };
+        let fits = |x: i128| i64::try_from(x).is_ok();
+        if !fits(lo) || !fits(hi) {
+            let past = if fits(hi) { lo } else { hi };
+            let why = if m.constraints.is_empty() {
+                "reaches"
+            } else {
+                "may reach (over the dimensions' bounds)"
+            };
+            return Err(MapError::Overflow(format!(
+                "result {k} (`{}`): it {why} {past}, which does not fit in 64 bits, so no \
+                 dimension of the inverse can hold its image",
+                m.show_expr(r)
+            )));
+        }
+        out.push(Interval::new(lo as i64, hi as i64));
+    }
+    Ok(out)
+}
+
+/// The exact range of `e` over the box `bounds` when `e` is linear in the variables of
+/// the box, in 128 bits (a linear form takes its extremes at the box's corners).
+fn linear_box_range(e: Expr, bounds: &[Interval]) -> Option<(i128, i128)> {
+    let lin = Linear::of(e)?;
+    let (mut lo, mut hi) = (i128::from(lin.constant), i128::from(lin.constant));
+    for &(atom, k) in &lin.terms {
+        let b = bounds.get(atom.as_var()? as usize)?;
+        if b.is_empty() {
+            return None;
+        }
+        let (x, y) = (
+            i128::from(k) * i128::from(b.lo),
+            i128::from(k) * i128::from(b.hi),
+        );
+        lo += x.min(y);
+        hi += x.max(y);
+    }
+    Some((lo, hi))
 }
 
 /// Case 1: affine results. `None` when some result is not affine.
@@ -689,7 +748,7 @@ fn affine_inverse(m: &IndexingMap) -> Result<Option<IndexingMap>, MapError> {
         let at_x = m.results[k].substitute(&mut |v| x_exprs[v as usize]);
         constraints.push((at_x.sub(Expr::var(k as u32)), Interval::point(0)));
     }
-    Ok(Some(assemble(m, x_exprs, constraints, None)))
+    Ok(Some(assemble(m, x_exprs, constraints, None)?))
 }
 
 /// Builds the inverse map: new dims over the result ranges, results `x_exprs`, and the
@@ -699,8 +758,11 @@ fn assemble(
     x_exprs: Vec<Expr>,
     mut constraints: Vec<(Expr, Interval)>,
     bounds: Option<Vec<Interval>>,
-) -> IndexingMap {
-    let bounds = bounds.unwrap_or_else(|| result_bounds(m, &Limits::default()));
+) -> Result<IndexingMap, MapError> {
+    let bounds = match bounds {
+        Some(b) => b,
+        None => result_bounds(m, &Limits::default())?,
+    };
     let dims: Vec<Variable> = bounds
         .iter()
         .enumerate()
@@ -725,12 +787,12 @@ fn assemble(
     let b = out.bounds();
     out.constraints
         .retain(|&(e, iv)| !iv.contains_interval(&crate::interval::range_of(e, &b)));
-    out
+    Ok(out)
 }
 
 /// Case 2: linearize over the result box, delinearize over the dimension box.
 fn reshape_candidate(m: &IndexingMap, limits: &Limits) -> Result<IndexingMap, MapError> {
-    let rb = result_bounds(m, limits);
+    let rb = result_bounds(m, limits)?;
     for (d, b) in m.dims.iter().zip(&rb) {
         if d.bounds.is_full() || b.is_full() {
             return Err(MapError::Unbounded(d.name.clone()));
@@ -773,7 +835,7 @@ fn reshape_candidate(m: &IndexingMap, limits: &Limits) -> Result<IndexingMap, Ma
             .checked_mul(extent)
             .ok_or_else(|| MapError::Overflow("delinearized index".into()))?;
     }
-    Ok(assemble(m, x_exprs, vec![], Some(rb)))
+    assemble(m, x_exprs, vec![], Some(rb))
 }
 
 /// Checks a candidate inverse `inv` against `m` and completes its domain to exactly the
@@ -1150,6 +1212,40 @@ mod tests {
                 (m.results.len(), m.dims.len())
             );
         }
+    }
+
+    /// At the 64-bit limit the image is kept whole or the inverse is an error: `-d0` on
+    /// `[-2^63, 0]` reaches 2^63, which no dimension holds (the inverse used to drop it,
+    /// answering `[0, 2^63 - 1]`); on `[-2^63 + 1, 0]` the inverse is exact at both ends.
+    #[test]
+    fn an_image_past_64_bits_is_an_error_not_a_lost_point() {
+        let lim = Limits::default();
+        for (lo, r) in [(i64::MIN, v(0).neg()), (i64::MIN + 1, v(0).neg())] {
+            let m = map1(lo, 0, vec![r]);
+            let got = inverse(&m, &lim);
+            if lo == i64::MIN {
+                let Err(MapError::Overflow(why)) = got else {
+                    panic!("{m}: {got:?}");
+                };
+                assert!(why.contains("9223372036854775808"), "{why}");
+                assert!(matches!(is_bijection(&m, &lim), Err(MapError::Overflow(_))));
+            } else {
+                let inv = got.expect("fits");
+                assert_eq!(inv.dims[0].bounds, Interval::new(0, i64::MAX), "{inv}");
+                for x in [lo, lo + 1, -1, 0] {
+                    let y = crate::expr::eval(m.results[0], &[x]).expect("fits");
+                    assert_eq!(crate::expr::eval(inv.results[0], &[y]), Ok(x), "{inv}");
+                }
+            }
+        }
+        let m = map1(0, i64::MAX, vec![v(0).add(c(1))]);
+        assert!(matches!(inverse(&m, &lim), Err(MapError::Overflow(_))));
+        let m = map2(
+            (0, 1 << 32),
+            (0, (1 << 32) - 1),
+            vec![v(0).mul(c(1 << 32)).add(v(1))],
+        );
+        assert!(matches!(inverse(&m, &lim), Err(MapError::Overflow(_))));
     }
 
     /// Refusals name two points with one image, and they do collide.
