@@ -353,6 +353,30 @@ impl Expr {
     pub fn divisors_are_positive_constants(self) -> bool {
         intern::meta(self.0).positive_divisors
     }
+    /// The first division (`floordiv`, `ceildiv`, `mod`) whose divisor is the constant 0
+    /// once canonical, as the parser sees it: such a term has no value at any point and
+    /// cannot be read back ("the divisor of `floordiv` is zero"). Substituting a constant
+    /// for a variable (`fold`, `compose`, pinned variables) can make one out of a divisor
+    /// that was a variable. `None` when there is none (always for positive constants).
+    pub fn zero_divisor(self) -> Option<Expr> {
+        if !self.has_div() || self.divisors_are_positive_constants() {
+            return None;
+        }
+        let mut seen = std::collections::HashSet::new();
+        self.zero_divisor_in(&mut seen)
+    }
+    fn zero_divisor_in(self, seen: &mut std::collections::HashSet<Expr>) -> Option<Expr> {
+        let ExprKind::Bin(op, a, b) = self.kind() else {
+            return None;
+        };
+        if !self.has_div() || !seen.insert(self) {
+            return None;
+        }
+        if let Some(z) = a.zero_divisor_in(seen).or_else(|| b.zero_divisor_in(seen)) {
+            return Some(z);
+        }
+        (op.is_div_like() && canonical(b).as_const() == Some(0)).then_some(self)
+    }
     /// Structural order, independent of interning history: variables (by index) first,
     /// then compound expressions, then constants. Used wherever order is printed.
     pub fn structural_cmp(self, other: Expr) -> Ordering {

@@ -60,6 +60,16 @@ pub fn compose(a: &IndexingMap, b: &IndexingMap) -> Result<IndexingMap, MapError
             Expr::var(na + rb + ra + (v - nb - rb))
         }
     };
+    // A divisor of b that a's results make the constant 0 (`(d0) -> (d0, 0)` then
+    // `(d0, d1) -> (d0 floordiv d1)`): the composition has no value at any point, and
+    // a map holding `floordiv 0` would not read back.
+    if let Some(term) = super::zeroed_division(b, &|v| b_sub(v)) {
+        return Err(MapError::Other(format!(
+            "cannot compose: the first map's results make the divisor of the second's `{}` \
+             zero, so the composition has no value at any point",
+            b.show_expr(term)
+        )));
+    }
     let results: Vec<Expr> = b.results.iter().map(|r| r.substitute(&mut b_sub)).collect();
     let mut constraints: Vec<_> = a
         .constraints

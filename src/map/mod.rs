@@ -98,6 +98,37 @@ pub struct IndexingMap {
     pub status: Status,
 }
 
+/// The first division among `m`'s results and constraints whose divisor was not the
+/// constant 0 but is once each variable `w` is replaced by `by(w)`: the term as written in
+/// `m`. Substituting a constant for a variable (`fold`, `compose`, a pinned variable) can
+/// turn `d0 floordiv r0` into a term with no value at any point, which no map may hold.
+pub fn zeroed_division(m: &IndexingMap, by: &dyn Fn(u32) -> Expr) -> Option<Expr> {
+    fn walk(
+        e: Expr,
+        by: &dyn Fn(u32) -> Expr,
+        seen: &mut std::collections::HashSet<Expr>,
+    ) -> Option<Expr> {
+        let expr::ExprKind::Bin(op, a, b) = e.kind() else {
+            return None;
+        };
+        if !e.has_div() || e.divisors_are_positive_constants() || !seen.insert(e) {
+            return None;
+        }
+        walk(a, by, seen).or_else(|| walk(b, by, seen)).or_else(|| {
+            let zero = |x: Expr| expr::canonical(x).as_const() == Some(0);
+            (op.is_div_like() && !zero(b) && zero(b.substitute(&mut |w| by(w)))).then_some(e)
+        })
+    }
+    if m.status != Status::Defined {
+        return None;
+    }
+    let mut seen = std::collections::HashSet::new();
+    m.results
+        .iter()
+        .chain(m.constraints.iter().map(|(e, _)| e))
+        .find_map(|&e| walk(e, by, &mut seen))
+}
+
 impl IndexingMap {
     /// A map with the given variables and results, canonicalized.
     pub fn new(
@@ -187,6 +218,18 @@ impl IndexingMap {
     /// Prints an expression of this map with its variable names.
     pub fn show_expr(&self, e: Expr) -> String {
         expr::display(e, &self.names()).to_string()
+    }
+
+    /// The first result or constraint term that divides by a constant 0
+    /// ([`Expr::zero_divisor`]): such a map has no value anywhere and does not read back.
+    pub fn zero_divisor(&self) -> Option<Expr> {
+        if self.status != Status::Defined {
+            return None;
+        }
+        self.results
+            .iter()
+            .chain(self.constraints.iter().map(|(e, _)| e))
+            .find_map(|e| e.zero_divisor())
     }
 
     /// Brings the map to canonical form: canonical results and constraints, constraints
@@ -406,5 +449,71 @@ mod tests {
             m.to_multiline(),
             "(d0, d1) -> (d0, d1),\ndomain:\nd0 in [0, 9],\nd1 in [0, 19]"
         );
+    }
+
+    /// A divisor that becomes the constant 0 once variables are replaced is found (in
+    /// results and constraints, for each of floordiv, ceildiv and mod), and what is found
+    /// reads back as zero exactly as the parser's check sees it; other maps are left alone,
+    /// and every map `compose` returns holds no zero divisor.
+    #[test]
+    fn divisors_made_zero_by_a_substitution_are_found() {
+        let (d0, d1) = (Expr::var(0), Expr::var(1));
+        let two = |r: Vec<Expr>, c: Vec<(Expr, Interval)>| {
+            IndexingMap::new(
+                vec![Variable::new("d0", 0, 3), Variable::new("d1", 0, 3)],
+                vec![],
+                vec![],
+                r,
+                c,
+            )
+        };
+        let zero_d1 = |v: u32| {
+            if v == 1 {
+                Expr::constant(0)
+            } else {
+                Expr::var(v)
+            }
+        };
+        let one_d1 = |v: u32| {
+            if v == 1 {
+                Expr::constant(1)
+            } else {
+                Expr::var(v)
+            }
+        };
+        for op in [expr::Op::FloorDiv, expr::Op::CeilDiv, expr::Op::Mod] {
+            let term = Expr::bin(op, d0, d1.mul(Expr::constant(3)));
+            for m in [
+                two(vec![d0.add(term)], vec![]),
+                two(vec![d0], vec![(term, Interval::new(0, 1))]),
+            ] {
+                assert_eq!(m.zero_divisor(), None, "{m}");
+                assert_eq!(zeroed_division(&m, &zero_d1), Some(term), "{m}");
+                assert_eq!(zeroed_division(&m, &one_d1), None, "{m}");
+                let after = term.substitute(&mut |v| zero_d1(v));
+                assert_eq!(after.zero_divisor(), Some(after));
+                // compose puts a's results in for b's dimensions: (d0) -> (d0, 0) then m.
+                let a = IndexingMap::new(
+                    vec![Variable::new("d0", 0, 3)],
+                    vec![],
+                    vec![],
+                    vec![d0, Expr::constant(0)],
+                    vec![],
+                );
+                assert!(compose(&a, &m).is_err(), "{m}");
+                let a1 = IndexingMap::new(
+                    vec![Variable::new("d0", 0, 3)],
+                    vec![],
+                    vec![],
+                    vec![d0, Expr::constant(1)],
+                    vec![],
+                );
+                let c = compose(&a1, &m).expect("a divisor of 3");
+                assert_eq!(c.zero_divisor(), None, "{c}");
+            }
+        }
+        // A divisor that is zero already, or a positive constant, is not "made" zero.
+        let m = two(vec![d0.floordiv(Expr::constant(4))], vec![]);
+        assert_eq!(zeroed_division(&m, &zero_d1), None);
     }
 }

@@ -61,7 +61,7 @@ pub static COMMANDS: [Command; 14] = [
     Command {
         name: "is_bijection",
         usage: "is_bijection MAP",
-        summary: "true when MAP maps its domain one-to-one onto its image (decided exactly: by a closed-form inverse, or point by point)",
+        summary: "true when MAP maps its domain one-to-one onto its image (decided exactly: by a closed-form inverse, or point by point); an empty domain is a bijection (the empty function), and `inverse` gives the empty inverse",
         example: "is_bijection (d0, d1) -> (d0 * 8 + d1), domain: d0 in [0, 3], d1 in [0, 7]",
         run: is_bijection,
     },
@@ -594,6 +594,20 @@ fn fold(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             )
             .with_help("folding follows constants, iota, broadcast, reshape, transpose, slice, reverse, convert, add, subtract, multiply and negate"));
         };
+        // A divisor that the value makes zero (`d0 floordiv r0` with r0 = 0) has no value
+        // at any point, and the map would print as one that does not read back.
+        let by = |w: u32| if w == v { e } else { crate::expr::Expr::var(w) };
+        if let Some(term) = map::zeroed_division(&m, &by) {
+            return Err(Diagnostic::at(
+                format!(
+                    "`{key}` is {} there (`{name}`), which makes the divisor of `{}` zero: the map would have no value at any point",
+                    m.show_expr(e),
+                    m.show_expr(term)
+                ),
+                vspan,
+            )
+            .with_label("division by zero"));
+        }
         // Substitute, then drop the variable and renumber those after it.
         let sub = |x: crate::expr::Expr| {
             x.substitute(&mut |w| if w == v { e } else { crate::expr::Expr::var(w) })
