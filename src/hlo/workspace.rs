@@ -99,6 +99,7 @@ impl Workspace {
             HloItem::Computation(mut rc) => {
                 expand_tuple_refs(&mut rc.instrs, &[]);
                 let comp = build_computation(&rc)?;
+                check_calls(&self.module, &comp)?;
                 let name = comp.name.clone();
                 self.module.computations.retain(|c| c.name != name);
                 self.module.computations.push(comp);
@@ -116,6 +117,7 @@ impl Workspace {
                 }
                 let id = add_instr(&mut scratch, &ri)?;
                 check_instr(&scratch, id, &ri)?;
+                check_call(&self.module, &scratch, id)?;
                 scratch.root = id;
                 let name = ri.name.clone();
                 self.scratch = scratch;
@@ -426,6 +428,80 @@ fn check_instr(comp: &Computation, id: InstrId, ri: &RawInstr) -> Result<(), Dia
         )
         .with_label("this instruction")
     })
+}
+
+/// Shapes equal but for their layouts (a fusion's operand may be laid out otherwise than
+/// the parameter it feeds: the layouts are the caller's business).
+fn same_but_layout(a: &Shape, b: &Shape) -> bool {
+    match (a, b) {
+        (
+            Shape::Array { elem, dims, .. },
+            Shape::Array {
+                elem: e2, dims: d2, ..
+            },
+        ) => elem == e2 && dims == d2,
+        (Shape::Tuple(x), Shape::Tuple(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_but_layout(a, b))
+        }
+        (Shape::Token, Shape::Token) => true,
+        _ => false,
+    }
+}
+
+/// Each `fusion`/`call` of `comp` against the computation it calls, where the module has
+/// it: one operand for each parameter, of its shape, and the result the root's shape
+/// (XLA's semantics of a call; a mismatch was taken, and its kernel wrote the callee's
+/// shape into the caller's buffer).
+fn check_calls(module: &Module, comp: &Computation) -> Result<(), Diagnostic> {
+    (0..comp.instrs.len()).try_for_each(|id| check_call(module, comp, id))
+}
+
+fn check_call(module: &Module, comp: &Computation, id: InstrId) -> Result<(), Diagnostic> {
+    let ins = &comp.instrs[id];
+    if !matches!(ins.opcode.as_str(), "fusion" | "call") {
+        return Ok(());
+    }
+    let Some(callee) = ins
+        .attrs
+        .calls
+        .as_deref()
+        .or(ins.attrs.to_apply.as_deref())
+        .and_then(|c| module.computation(c))
+    else {
+        return Ok(());
+    };
+    let err = |msg: String| {
+        Diagnostic::at(format!("`{}` ({}): {msg}", ins.name, ins.opcode), ins.span)
+            .with_label("this instruction")
+    };
+    let params = callee.parameters();
+    if params.len() != ins.operands.len() {
+        return Err(err(format!(
+            "it passes {} operand{} to `{}`, which has {} parameter{}",
+            ins.operands.len(),
+            if ins.operands.len() == 1 { "" } else { "s" },
+            callee.name,
+            params.len(),
+            if params.len() == 1 { "" } else { "s" }
+        )));
+    }
+    for (k, (&o, &p)) in ins.operands.iter().zip(&params).enumerate() {
+        let (have, want) = (&comp.instrs[o].shape, &callee.instrs[p].shape);
+        if !same_but_layout(have, want) {
+            return Err(err(format!(
+                "operand {k} (`{}`) is {have}, but parameter {k} of `{}` (`{}`) is {want}",
+                comp.instrs[o].name, callee.name, callee.instrs[p].name
+            )));
+        }
+    }
+    let root = &callee.instrs[callee.root].shape;
+    if !same_but_layout(&ins.shape, root) {
+        return Err(err(format!(
+            "it is {}, but `{}` returns {root}",
+            ins.shape, callee.name
+        )));
+    }
+    Ok(())
 }
 
 /// A computation from its parsed block; operands may only refer to earlier instructions.
