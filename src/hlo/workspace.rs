@@ -553,6 +553,19 @@ fn definition_order(rc: &RawComputation) -> Result<Vec<usize>, Diagnostic> {
     let n = rc.instrs.len();
     let mut names: HashMap<&str, usize> = HashMap::new();
     for (k, i) in rc.instrs.iter().enumerate() {
+        // One instruction a name in a computation (XLA's rule): with two, every use of the
+        // name is ambiguous.
+        if let Some(&first) = names.get(i.name.as_str()) {
+            return Err(Diagnostic::at(
+                format!("`{}` is defined twice in computation `{}`", i.name, rc.name),
+                i.name_span,
+            )
+            .with_label("defined again here")
+            .with_help_at(
+                "the first definition is at {at}; give this one another name",
+                rc.instrs[first].name_span.start,
+            ));
+        }
         names.insert(i.name.as_str(), k);
     }
     let index = |name: &str| names.get(name).copied();

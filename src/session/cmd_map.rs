@@ -680,8 +680,7 @@ fn simplify_file(_s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             ))
         }
     };
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| Diagnostic::at(format!("cannot read {path}: {e}"), a.span()))?;
+    let text = crate::syntax::read_source(&path).map_err(|e| Diagnostic::at(e, a.span()))?;
     let limits = SimplifyLimits::default();
     let mut rows = Vec::new();
     let mut times = Vec::new();

@@ -154,8 +154,7 @@ pub fn transcript_statements(src: &str) -> Option<String> {
 
 fn load(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let (path, span) = file_arg(a, "load")?;
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| Diagnostic::at(format!("cannot read {path}: {e}"), span))?;
+    let text = crate::syntax::read_source(&path).map_err(|e| Diagnostic::at(e, span))?;
     let source = transcript_statements(&text).unwrap_or(text);
     let mut outcomes = Vec::new();
     for (i, piece) in crate::syntax::split(&source).iter().enumerate() {

@@ -145,6 +145,13 @@ pub fn decode_utf8(bytes: Vec<u8>) -> Result<String, String> {
     }
 }
 
+/// A source file's text: `cannot read PATH: why`, or `PATH: invalid UTF-8 at LINE:COL
+/// (byte 0x..)` naming the place ([`decode_utf8`]).
+pub fn read_source(path: &str) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    decode_utf8(bytes).map_err(|e| format!("{path}: {e}"))
+}
+
 /// Whether `src` is a complete input: no open bracket, no line ending in `,`, `->` or `:`.
 /// The REPL's validator and the Jupyter `is_complete` request ask this.
 pub fn is_complete(src: &str) -> bool {
