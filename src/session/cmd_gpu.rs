@@ -117,7 +117,17 @@ fn check_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         )));
     }
     no_tile_here(a, "the CUDA kernel runs the GPU launch")?;
-    let (spec, l, words) = launch_for(s, a)?;
+    let (l, words) = match layout {
+        Some(ll) => {
+            let words = ll.describe();
+            (ll.launch, words)
+        }
+        None => {
+            let l = launch_with(&spec, &m, a)?;
+            let words = describe(&l);
+            (l, words)
+        }
+    };
     let bits = crate::gpu::cuda_cpu::check(&spec, &l, naive)
         .map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
     Ok(Value::Text(format!(
