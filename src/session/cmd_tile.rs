@@ -527,18 +527,17 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             ))
         }
     };
-    let reps = a.kv_int("reps")?.unwrap_or(5);
-    let max = a.kv_int("max")?.unwrap_or(12);
-    if !(1..=1000).contains(&reps) || !(1..=1000).contains(&max) {
-        return Err(Diagnostic::at(
-            "`reps=` and `max=` take 1 to 1000",
-            a.span(),
-        ));
+    let reps = a.kv_int_in("reps", 1, 1000)?.unwrap_or(5);
+    let max = a.kv_int_in("max", 1, 1000)?.unwrap_or(12);
+    // Sizes to try: a size under 1 is no tiling, an error where it stands rather than a
+    // candidate dropped unsaid.
+    let user_tiles = a.kv_tuple_positive("tile")?;
+    for key in ["block", "vector"] {
+        a.kv_tuple_positive(key)?;
     }
     if on_gpu {
         return tune_gpu(s, a, &name, &spec, reps as usize);
     }
-    let user_tiles = a.kv_tuple("tile")?;
     let mut notes = Vec::new();
     if a.kv("block").is_some() || a.kv("vector").is_some() {
         notes.push(
@@ -557,7 +556,7 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             });
         return Err(Diagnostic::at(
             format!("no valid tiling of `{name}` to try: {why}"),
-            a.span(),
+            kv_span(a, "tile"),
         ));
     }
     let threads = a.kv_int("threads")?.unwrap_or(0);
@@ -929,17 +928,17 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         if v < 1 {
             return Err(Diagnostic::at(
                 "`volume=` takes a positive number",
-                a.span(),
+                kv_span(a, "volume"),
             ));
         }
         rules.max_volume = Some(v);
     }
     rules.divide = a.flag("divide");
-    rules.only = a.kv_tuple("try")?;
+    rules.only = a.kv_tuple_positive("try")?;
     if rules.only.is_some() {
         rules.power_of_two = false;
     }
-    let shown = a.kv_int("max")?.unwrap_or(20).clamp(1, 100_000) as usize;
+    let shown = a.kv_int_in("max", 1, 100_000)?.unwrap_or(20) as usize;
     let (what, extents, n_out, targets): (
         String,
         Vec<i64>,
@@ -949,11 +948,23 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Some((name, sp)) => {
             let (comp, root) = hlo_root(s, &name)
                 .ok_or_else(|| Diagnostic::at(format!("no computation `{name}`"), sp))?;
-            let reaches_dot = crate::hlo::fusion::reverse_topological(comp, &[root])
+            let dots = crate::hlo::fusion::reverse_topological(comp, &[root])
                 .iter()
                 .filter(|&&i| matches!(comp.instrs[i].opcode.as_str(), "dot" | "scaled-dot"))
-                .count()
-                == 1;
+                .count();
+            let reaches_dot = dots == 1;
+            // A fusion's one dot adds its contraction with or without `k`; `k` where there
+            // is no one dot to contract is an error, as `k=` is for `tile` and `schedule`.
+            if let (Some(ksp), false) = (a.flag_span("k"), reaches_dot) {
+                return Err(Diagnostic::at(
+                    if dots == 0 {
+                        format!("`k` tiles a dot's contraction, and `{name}` reaches no dot (a dot inside a nested fusion is not looked into)")
+                    } else {
+                        format!("`k` tiles one dot's contraction, and `{name}` reaches {dots} dots")
+                    },
+                    ksp,
+                ));
+            }
             let (space, reached) =
                 tile::fusion::instruction_maps(&s.hlo.module, comp, root, reaches_dot)
                     .map_err(|e| Diagnostic::at(e, sp))?;
@@ -965,7 +976,16 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
         None => {
             let m = a.map(s, 0)?;
-            let c = if a.flag("k") { m.ranges.len() } else { 0 };
+            let c = match a.flag_span("k") {
+                Some(ksp) if m.ranges.is_empty() => {
+                    return Err(Diagnostic::at(
+                        "`k` makes the map's range variables a contraction, and it has none",
+                        ksp,
+                    ))
+                }
+                Some(_) => m.ranges.len(),
+                None => 0,
+            };
             let pm = tile::fusion::promote(&m, c).map_err(|e| Diagnostic::at(e, a.span()))?;
             (
                 "the map".to_string(),
