@@ -65,8 +65,22 @@ fn operands(s: &mut Session, a: &Args) -> Result<(Vec<Operand>, Option<Vec<i64>>
     if let Some((w, wspan)) = hlo_name(s, a) {
         return hlo_operands(s, a, &w, wspan);
     }
+    let from = match a.after("from") {
+        Some(Arg::Int(k, ks)) => Some((*k, *ks)),
+        _ => None,
+    };
     match a.value(s, 0)? {
         Value::Map(m) | Value::Explained { map: m, .. } => {
+            // A bare map is one operand's: `from 0` walks it, any other K names nothing.
+            if let Some((k, ks)) = from.filter(|&(k, _)| k != 0) {
+                return Err(Diagnostic::at(
+                    format!("a map has one operand, so there is no operand {k}"),
+                    ks,
+                )
+                .with_help(
+                    "`from 0` tiles the map's operand; `from K` on a fusion tiles its operand K",
+                ));
+            }
             let out = extents(&m);
             Ok((
                 vec![Operand {
@@ -77,17 +91,35 @@ fn operands(s: &mut Session, a: &Args) -> Result<(Vec<Operand>, Option<Vec<i64>>
                 Some(out),
             ))
         }
-        Value::Indexing(ix) => Ok((
-            ix.operands
-                .iter()
-                .map(|o| Operand {
-                    label: o.index.to_string(),
-                    maps: o.maps.clone(),
-                    shape: None,
-                })
-                .collect(),
-            None,
-        )),
+        Value::Indexing(ix) => {
+            // `from K` labels the maps as operand K's: they must start from it.
+            if let Some((k, ks)) = from {
+                let want = format!("operand {k} of ");
+                if !ix.title.starts_with(&want) {
+                    return Err(Diagnostic::at(
+                        format!(
+                            "these maps start from the {}, not from operand {k}",
+                            ix.title
+                        ),
+                        ks,
+                    )
+                    .with_help(format!(
+                        "`indexing NAME from {k}` gives the maps from operand {k}"
+                    )));
+                }
+            }
+            Ok((
+                ix.operands
+                    .iter()
+                    .map(|o| Operand {
+                        label: o.index.to_string(),
+                        maps: o.maps.clone(),
+                        shape: None,
+                    })
+                    .collect(),
+                None,
+            ))
+        }
         v => Err(Diagnostic::at(
             format!("expected an indexing map or a fusion, found a {}", v.kind()),
             span,
