@@ -478,7 +478,21 @@ fn map_label(label: &str, i: usize, n: usize) -> String {
 fn run_utilization(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     use crate::value::tile::Utilized;
     let (ops, _) = operands(s, a)?;
-    let shape_arg = a.kv_tuple("shape")?;
+    let shape_arg = a.kv_tuple_positive("shape")?;
+    // shape= is the one operand's shape where nothing else gives it (a bare map): where the
+    // operands have their shapes, or there are several, it would be ignored.
+    if shape_arg.is_some() && !(ops.len() == 1 && ops[0].shape.is_none()) {
+        let why = if ops.iter().all(|o| o.shape.is_some()) {
+            "the operands have their shapes (from the HLO)".to_string()
+        } else {
+            format!("it gives one operand's shape, and there are {}", ops.len())
+        };
+        return Err(Diagnostic::at(
+            format!("`shape=` does not apply: {why}"),
+            kv_span(a, "shape"),
+        )
+        .with_help("shape= gives the shape of a bare map's operand"));
+    }
     let mut rows = Vec::new();
     for op in &ops {
         if op.maps.is_empty() || op.maps.iter().any(|m| m.is_undefined()) {
@@ -513,8 +527,12 @@ fn run_utilization(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 (sh, true)
             }
         };
-        let u = tile::utilization(&op.maps, &shape, &Limits::default())
-            .map_err(|e| super::cmd_map::map_err(e, a))?;
+        let given = !implied && op.shape.is_none();
+        let u = tile::utilization(&op.maps, &shape, &Limits::default()).map_err(|e| match e {
+            // The shape given does not fit the map (its rank, or what the map reads).
+            crate::MapError::Other(m) if given => Diagnostic::at(m, kv_span(a, "shape")),
+            e => super::cmd_map::map_err(e, a),
+        })?;
         rows.push(Utilized::Measured {
             label: op.label.clone(),
             utilization: u,
