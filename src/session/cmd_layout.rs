@@ -435,6 +435,15 @@ fn composition(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 fn complement(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let (l, span) = plain_arg(s, a, 0)?;
     let m = match a.kv_int("cotarget")? {
+        // CuTe's complement(A, M) fills the codomain [0, M): M is a size, at least 1
+        // (ceil_div(M, ...) of zero or a negative M is no layout of offsets).
+        Some(m) if m < 1 => {
+            return Err(Diagnostic::at(
+                format!("`cotarget=` is the size of the codomain to fill, a positive integer, not {m}"),
+                a.kv("cotarget").map_or(a.span(), |v| v.span()),
+            )
+            .with_help("complement(A, M) gives the offsets in [0, M) that A leaves out; M defaults to cosize A"))
+        }
         Some(m) => m,
         None => l.cosize().map_err(|e| op_err(e, span))?,
     };
