@@ -236,6 +236,54 @@ fn tile_opt(a: &Args) -> Result<Option<(i64, i64)>, Diagnostic> {
     }
 }
 
+/// Where `tile=` stands (its value), else the whole command.
+fn tile_span(a: &Args) -> Span {
+    a.kv("tile").map_or(a.span(), |x| x.span())
+}
+
+/// With `tile=(M, N)`, every offset of a CuTe layout must fall in the tile: offset `o` is
+/// drawn at (o mod M, o floordiv M), so the tile holds the offsets [0, M·N). An offset past
+/// it would widen the tile unsaid (tile=(2, 2) drawn 2 x 4), so it is an error at `tile=`.
+fn check_tile(c: &Composed, tile: Option<(i64, i64)>, a: &Args) -> Result<(), Diagnostic> {
+    let Some((m, n)) = tile else {
+        return Ok(());
+    };
+    let size = c.layout.size();
+    if size > 1 << 20 {
+        // Too many to check here; the picture and the access analysis have their limits.
+        return Ok(());
+    }
+    let cells = m.saturating_mul(n);
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    let mut first_out = None;
+    for x in 0..size {
+        let o = c.eval(x).map_err(|e| op_err(e, a.span()))?;
+        lo = lo.min(o);
+        hi = hi.max(o);
+        if !(0..cells).contains(&o) && first_out.is_none() {
+            first_out = Some((x, o));
+        }
+    }
+    let Some((x, o)) = first_out else {
+        return Ok(());
+    };
+    let d = Diagnostic::at(
+        format!(
+            "tile=({m}, {n}) holds the offsets 0 to {}, and the layout puts index {x} at offset {o}, outside the tile",
+            cells - 1
+        ),
+        tile_span(a),
+    );
+    Err(if lo >= 0 {
+        d.with_help(format!(
+            "the offsets reach {hi}: tile=({m}, {}) holds them all",
+            hi / m + 1
+        ))
+    } else {
+        d
+    })
+}
+
 /// A linear layout argument: Triton's printed text, a TTGIR attribute (with `shape=`), a
 /// bound layout, or an F2-linear map.
 fn linear_arg(
@@ -390,6 +438,7 @@ fn layout(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         ));
     }
     let (c, _) = cute_arg(s, a, 0)?;
+    check_tile(&c, tile, a)?;
     let mut v = LayoutValue {
         notation: Notation::Cute,
         text: c.to_string(),
@@ -517,8 +566,9 @@ fn linear_inverse(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     Ok(linear_value(&r, false, vec![]))
 }
 
-/// The layout argument of `picture` and `access`, as a value with a (thread, value) map.
-fn tv_layout(s: &mut Session, a: &Args) -> Result<LayoutValue, Diagnostic> {
+/// The layout argument of `picture` and `access`, as a value with a (thread, value) map,
+/// and whether `tile=` laid out its offsets (a CuTe layout's; checked to fit the tile).
+fn tv_layout(s: &mut Session, a: &Args) -> Result<(LayoutValue, bool), Diagnostic> {
     let tile = tile_opt(a)?;
     let g = a
         .groups()
@@ -527,44 +577,58 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<LayoutValue, Diagnostic> {
     let linear_text = matches!(g.items.first(), Some(Arg::Str(t, _)) if ttgir::is_attribute(t) || t.contains("->"));
     if linear_text {
         let (ll, _) = linear_arg(s, a, 0)?;
-        return Ok(LayoutValue {
-            notation: Notation::LinearLayout,
-            text: ll.to_text(),
-            map: ll.to_map(),
-            notes: vec![],
-            picture: None,
-            shape: linear_shape(&ll),
-        });
+        return Ok((
+            LayoutValue {
+                notation: Notation::LinearLayout,
+                text: ll.to_text(),
+                map: ll.to_map(),
+                notes: vec![],
+                picture: None,
+                shape: linear_shape(&ll),
+            },
+            false,
+        ));
     }
     if let Some(Arg::Str(_, _)) = g.items.first() {
         let (c, _) = cute_arg(s, a, 0)?;
-        return Ok(LayoutValue {
-            notation: Notation::Cute,
-            text: c.to_string(),
-            map: c.mode_map(tile),
-            notes: vec![],
-            picture: None,
-            shape: cute_shape(&c.layout, tile),
-        });
+        check_tile(&c, tile, a)?;
+        return Ok((
+            LayoutValue {
+                notation: Notation::Cute,
+                text: c.to_string(),
+                map: c.mode_map(tile),
+                notes: vec![],
+                picture: None,
+                shape: cute_shape(&c.layout, tile),
+            },
+            tile.is_some(),
+        ));
     }
     match a.value(s, 0)? {
         Value::Layout(l) if l.notation == Notation::Cute && tile.is_some() => {
             let c = cute::parse(&l.text).map_err(|e| op_err(e, g.span))?;
-            Ok(LayoutValue {
-                map: c.mode_map(tile),
-                shape: cute_shape(&c.layout, tile),
-                ..*l
-            })
+            check_tile(&c, tile, a)?;
+            Ok((
+                LayoutValue {
+                    map: c.mode_map(tile),
+                    shape: cute_shape(&c.layout, tile),
+                    ..*l
+                },
+                true,
+            ))
         }
-        Value::Layout(l) => Ok(*l),
-        Value::Map(m) | Value::Explained { map: m, .. } => Ok(LayoutValue {
-            notation: Notation::Cute,
-            text: String::new(),
-            map: m,
-            notes: vec![],
-            picture: None,
-            shape: None,
-        }),
+        Value::Layout(l) => Ok((*l, false)),
+        Value::Map(m) | Value::Explained { map: m, .. } => Ok((
+            LayoutValue {
+                notation: Notation::Cute,
+                text: String::new(),
+                map: m,
+                notes: vec![],
+                picture: None,
+                shape: None,
+            },
+            false,
+        )),
         v => Err(Diagnostic::at(
             format!("expected a layout or a map, found a {}", v.kind()),
             g.span,
@@ -573,10 +637,60 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<LayoutValue, Diagnostic> {
 }
 
 fn picture_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    let mut l = tv_layout(s, a)?;
+    let (mut l, _) = tv_layout(s, a)?;
     let tile = tile_opt(a)?;
+    if let Some((m, n)) = tile {
+        if m.saturating_mul(n) > picture::MAX_CELLS {
+            return Err(Diagnostic::at(
+                format!(
+                    "tile=({m}, {n}) has more than {} cells, the most a picture draws",
+                    picture::MAX_CELLS
+                ),
+                tile_span(a),
+            ));
+        }
+    }
+    let full = picture::picture(&l.map, tile, None).map_err(|e| op_err(e, a.span()))?;
+    // The tile is the picture: an element drawn past it (a map's, a linear layout's) would
+    // widen it unsaid.
+    if let Some((m, n)) = tile {
+        if full.rows as i64 > m || full.cols as i64 > n {
+            return Err(Diagnostic::at(
+                format!(
+                    "tile=({m}, {n}): the layout has elements outside the tile, which its picture draws {} x {}",
+                    full.rows, full.cols
+                ),
+                tile_span(a),
+            ));
+        }
+    }
     let warp = a.kv_int("warp")?;
-    let p = picture::picture(&l.map, tile, warp).map_err(|e| op_err(e, a.span()))?;
+    if let Some(w) = warp {
+        let span = a.kv("warp").map_or(a.span(), |x| x.span());
+        if !full.has_threads {
+            return Err(Diagnostic::at(
+                "`warp=` keeps one warp's elements, and the layout has no threads",
+                span,
+            ));
+        }
+        let ws = picture::roles(&l.map).warp_size.max(1);
+        let warps = ((full.threads + ws - 1) / ws).max(1);
+        if !(0..warps).contains(&w) {
+            return Err(Diagnostic::at(
+                format!(
+                    "`warp=` takes 0 to {}: the layout's {} threads make {warps} warp{} of {ws}, not {w}",
+                    warps - 1,
+                    full.threads,
+                    if warps == 1 { "" } else { "s" }
+                ),
+                span,
+            ));
+        }
+    }
+    let p = match warp {
+        Some(_) => picture::picture(&l.map, tile, warp).map_err(|e| op_err(e, a.span()))?,
+        None => full,
+    };
     if let Some(w) = warp {
         l.notes.push(format!(
             "warp {w} only: `.` where another warp (or none) holds the element"
@@ -597,12 +711,19 @@ fn picture_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 }
 
 fn access_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    let l = tv_layout(s, a)?;
+    let (l, tiled) = tv_layout(s, a)?;
     let bytes = a.kv_int("bytes")?.unwrap_or(4);
-    let shape = if l.notation == Notation::LinearLayout {
-        shape_opt(a)?
-    } else {
-        None
+    let shape = match tile_opt(a)? {
+        // The tensor is the tile, every offset checked to fall in it.
+        Some((m, n)) if tiled => Some(vec![m, n]),
+        Some(_) => {
+            return Err(Diagnostic::at(
+                "`tile=` lays out a CuTe layout's offsets over (M, N); this layout's results are coordinates already",
+                tile_span(a),
+            ))
+        }
+        None if l.notation == Notation::LinearLayout => shape_opt(a)?,
+        None => None,
     };
     let r = access::analyse(&l.map, bytes, shape).map_err(|e| op_err(e, a.span()))?;
     let rows: Vec<Vec<String>> = r
