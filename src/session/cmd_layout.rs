@@ -303,7 +303,24 @@ fn linear_arg(
                 )
                 .with_help("add shape=(M, N)"));
             };
-            let ll = ttgir::parse(t, &shape).map_err(|e| text_err(e, *span, t.len()))?;
+            // The tensor's extents are powers of two: an error at the entry that is not.
+            if let Some(d) = shape
+                .iter()
+                .position(|&x| x < 1 || x & (x - 1) != 0 || x > 1 << 24)
+            {
+                return Err(Diagnostic::at(
+                    format!(
+                        "shape[{d}] = {}: a TTGIR layout's tensor dimensions are powers of two (up to 2^24)",
+                        shape[d]
+                    ),
+                    a.kv_item_span("shape", d),
+                ));
+            }
+            let ll = ttgir::parse(t, &shape).map_err(|e| match e.at {
+                Some(_) => text_err(e, *span, t.len()),
+                // What has no place in the text is about the shape.
+                None => op_err(e, a.kv("shape").map_or(*span, |x| x.span())),
+            })?;
             let dims: Vec<String> = shape.iter().map(|x| x.to_string()).collect();
             return Ok((
                 ll,
@@ -712,7 +729,7 @@ fn picture_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 
 fn access_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let (l, tiled) = tv_layout(s, a)?;
-    let bytes = a.kv_int("bytes")?.unwrap_or(4);
+    let bytes = a.kv_int_in("bytes", 1, 16)?.unwrap_or(4);
     let shape = match tile_opt(a)? {
         // The tensor is the tile, every offset checked to fall in it.
         Some((m, n)) if tiled => Some(vec![m, n]),
