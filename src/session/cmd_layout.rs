@@ -222,8 +222,37 @@ fn tiler_arg(s: &mut Session, a: &Args, i: usize) -> Result<Tiler, Diagnostic> {
 }
 
 fn shape_opt(a: &Args) -> Result<Option<Vec<i64>>, Diagnostic> {
-    a.kv_tuple("shape")
+    a.kv_tuple_positive("shape")
 }
+
+/// `shape=` where nothing reads it (it is a TTGIR attribute's tensor shape, and the shape
+/// `access` addresses a linear layout's tensor by): an error at it saying why, after the
+/// checks every shape= gets.
+fn shape_unused(a: &Args, why: &str) -> Result<(), Diagnostic> {
+    if a.kv("shape").is_none() {
+        return Ok(());
+    }
+    shape_opt(a)?;
+    Err(Diagnostic::at(
+        format!("`shape=` does not apply: {why}"),
+        a.kv("shape").map_or(a.span(), |x| x.span()),
+    )
+    .with_help(
+        "shape=(M, N) gives a TTGIR layout attribute (\"#ttg.blocked<{...}>\") its tensor's shape",
+    ))
+}
+
+/// Why shape= does not apply to a linear layout written out.
+fn linear_has_shape(ll: &LinearLayout) -> String {
+    let outs: Vec<String> = ll.outs.iter().map(|(_, n)| n.to_string()).collect();
+    format!(
+        "a linear layout's out dims are in its text ([{}])",
+        outs.join(", ")
+    )
+}
+
+const CUTE_HAS_SHAPE: &str =
+    "a CuTe layout's shape is in its text (tile=(M, N) lays its offsets out over a tile)";
 
 fn tile_opt(a: &Args) -> Result<Option<(i64, i64)>, Diagnostic> {
     match a.kv_tuple("tile")? {
@@ -442,12 +471,16 @@ fn layout(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         _ => {
             // A bound layout or a map: as a CuTe layout when it is one, else linear.
             let v = a.value(s, 0)?;
+            shape_unused(a, "a bound layout or map has its shape")?;
             return Ok(v);
         }
     };
     let looks_linear = ttgir::is_attribute(&text) || text.contains("->");
     if looks_linear {
         let (ll, from) = linear_arg(s, a, 0)?;
+        if from.is_none() {
+            shape_unused(a, &linear_has_shape(&ll))?;
+        }
         return Ok(linear_value(
             &ll,
             tv,
@@ -455,6 +488,7 @@ fn layout(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         ));
     }
     let (c, _) = cute_arg(s, a, 0)?;
+    shape_unused(a, CUTE_HAS_SHAPE)?;
     check_tile(&c, tile, a)?;
     let mut v = LayoutValue {
         notation: Notation::Cute,
@@ -571,21 +605,31 @@ fn raked_product(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 }
 
 fn linear_compose(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    let (x, _) = linear_arg(s, a, 0)?;
-    let (y, _) = linear_arg(s, a, 1)?;
+    let (x, fx) = linear_arg(s, a, 0)?;
+    let (y, fy) = linear_arg(s, a, 1)?;
+    if fx.is_none() && fy.is_none() {
+        shape_unused(
+            a,
+            "neither layout is a TTGIR attribute, and a linear layout's out dims are in its text",
+        )?;
+    }
     let r = LinearLayout::compose(&x, &y).map_err(|e| op_err(e, a.span()))?;
     Ok(linear_value(&r, false, vec![]))
 }
 
 fn linear_inverse(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    let (x, _) = linear_arg(s, a, 0)?;
+    let (x, from) = linear_arg(s, a, 0)?;
+    if from.is_none() {
+        shape_unused(a, &linear_has_shape(&x))?;
+    }
     let r = x.inverse().map_err(|e| op_err(e, a.span()))?;
     Ok(linear_value(&r, false, vec![]))
 }
 
 /// The layout argument of `picture` and `access`, as a value with a (thread, value) map,
-/// and whether `tile=` laid out its offsets (a CuTe layout's; checked to fit the tile).
-fn tv_layout(s: &mut Session, a: &Args) -> Result<(LayoutValue, bool), Diagnostic> {
+/// whether `tile=` laid out its offsets (a CuTe layout's; checked to fit the tile), and
+/// whether it is a TTGIR attribute (which read `shape=`).
+fn tv_layout(s: &mut Session, a: &Args) -> Result<(LayoutValue, bool, bool), Diagnostic> {
     let tile = tile_opt(a)?;
     let g = a
         .groups()
@@ -593,7 +637,7 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<(LayoutValue, bool), Diagnosti
         .ok_or_else(|| Diagnostic::at(format!("`{}` needs a layout", a.call.name), a.span()))?;
     let linear_text = matches!(g.items.first(), Some(Arg::Str(t, _)) if ttgir::is_attribute(t) || t.contains("->"));
     if linear_text {
-        let (ll, _) = linear_arg(s, a, 0)?;
+        let (ll, from) = linear_arg(s, a, 0)?;
         return Ok((
             LayoutValue {
                 notation: Notation::LinearLayout,
@@ -604,6 +648,7 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<(LayoutValue, bool), Diagnosti
                 shape: linear_shape(&ll),
             },
             false,
+            from.is_some(),
         ));
     }
     if let Some(Arg::Str(_, _)) = g.items.first() {
@@ -619,6 +664,7 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<(LayoutValue, bool), Diagnosti
                 shape: cute_shape(&c.layout, tile),
             },
             tile.is_some(),
+            false,
         ));
     }
     match a.value(s, 0)? {
@@ -632,9 +678,10 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<(LayoutValue, bool), Diagnosti
                     ..*l
                 },
                 true,
+                false,
             ))
         }
-        Value::Layout(l) => Ok((*l, false)),
+        Value::Layout(l) => Ok((*l, false, false)),
         Value::Map(m) | Value::Explained { map: m, .. } => Ok((
             LayoutValue {
                 notation: Notation::Cute,
@@ -645,6 +692,7 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<(LayoutValue, bool), Diagnosti
                 shape: None,
             },
             false,
+            false,
         )),
         v => Err(Diagnostic::at(
             format!("expected a layout or a map, found a {}", v.kind()),
@@ -654,7 +702,13 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<(LayoutValue, bool), Diagnosti
 }
 
 fn picture_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    let (mut l, _) = tv_layout(s, a)?;
+    let (mut l, _, ttgir) = tv_layout(s, a)?;
+    if !ttgir {
+        shape_unused(
+            a,
+            "the picture spans the layout's own coordinates; shape= is read by a TTGIR attribute",
+        )?;
+    }
     let tile = tile_opt(a)?;
     if let Some((m, n)) = tile {
         if m.saturating_mul(n) > picture::MAX_CELLS {
@@ -728,7 +782,13 @@ fn picture_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 }
 
 fn access_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    let (l, tiled) = tv_layout(s, a)?;
+    let (l, tiled, _) = tv_layout(s, a)?;
+    if l.notation != Notation::LinearLayout {
+        shape_unused(
+            a,
+            "the tensor of a CuTe layout or a map is what it reaches, or tile=(M, N)",
+        )?;
+    }
     let bytes = a.kv_int_in("bytes", 1, 16)?.unwrap_or(4);
     let shape = match tile_opt(a)? {
         // The tensor is the tile, every offset checked to fall in it.
