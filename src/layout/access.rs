@@ -105,6 +105,21 @@ pub fn analyse(m: &IndexingMap, bytes: i64, shape: Option<Vec<i64>>) -> Result<R
             if *x < 0 {
                 return Err(LayoutError::new(format!("a result is negative ({x})")));
             }
+            if x >= s {
+                // Past its extent an element would alias one of the next row.
+                return Err(LayoutError::new(format!(
+                    "the element ({}) is outside the tensor [{}]",
+                    res.iter()
+                        .map(i64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    shape
+                        .iter()
+                        .map(i64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
             e = e
                 .checked_mul(*s)
                 .and_then(|e| e.checked_add(*x))
@@ -161,7 +176,10 @@ fn vector_width(by: &BTreeMap<i64, BTreeMap<i64, i64>>, bytes: i64) -> i64 {
             vals.iter().all(|(v, a)| {
                 let g = v - v % k2;
                 let Some(a0) = vals.get(&g) else { return false };
-                a0 % (k2 * bytes) == 0 && *a == a0 + (v - g) * bytes
+                // A vector of k2 needs k2 values: a thread holding 2 moves no 4-vector.
+                (g..g + k2).all(|w| vals.contains_key(&w))
+                    && a0 % (k2 * bytes) == 0
+                    && *a == a0 + (v - g) * bytes
             })
         });
         if ok {

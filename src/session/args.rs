@@ -95,6 +95,39 @@ impl<'a> Args<'a> {
             )),
         }
     }
+    /// Where entry `i` of `key=(...)` stands (the value itself for a single integer), else
+    /// the value, else the whole command.
+    pub fn kv_item_span(&self, key: &str, i: usize) -> Span {
+        match self.kv(key) {
+            Some(Arg::Tuple(items, sp)) => items.get(i).map_or(*sp, Arg::span),
+            Some(a) => a.span(),
+            None => self.span(),
+        }
+    }
+    /// `key=N` within `lo..=hi`: an error at the value otherwise, naming the range.
+    pub fn kv_int_in(&self, key: &str, lo: i64, hi: i64) -> Result<Option<i64>, Diagnostic> {
+        match self.kv_int(key)? {
+            Some(v) if v < lo || v > hi => Err(Diagnostic::at(
+                format!("`{key}=` takes {lo} to {hi}, not {v}"),
+                self.kv(key).map_or(self.span(), Arg::span),
+            )),
+            v => Ok(v),
+        }
+    }
+    /// `key=(n, ...)` whose every entry is at least 1 (sizes, extents): an error at the
+    /// first entry that is not.
+    pub fn kv_tuple_positive(&self, key: &str) -> Result<Option<Vec<i64>>, Diagnostic> {
+        let t = self.kv_tuple(key)?;
+        if let Some(v) = &t {
+            if let Some(i) = v.iter().position(|&z| z < 1) {
+                return Err(Diagnostic::at(
+                    format!("`{key}=` takes positive sizes, not {}", v[i]),
+                    self.kv_item_span(key, i),
+                ));
+            }
+        }
+        Ok(t)
+    }
     /// The word after `word` (as in `show m as mlir`, `plot m to f.svg`).
     pub fn after(&self, word: &str) -> Option<&'a Arg> {
         let items: Vec<&Arg> = self.items().collect();

@@ -222,8 +222,37 @@ fn tiler_arg(s: &mut Session, a: &Args, i: usize) -> Result<Tiler, Diagnostic> {
 }
 
 fn shape_opt(a: &Args) -> Result<Option<Vec<i64>>, Diagnostic> {
-    a.kv_tuple("shape")
+    a.kv_tuple_positive("shape")
 }
+
+/// `shape=` where nothing reads it (it is a TTGIR attribute's tensor shape, and the shape
+/// `access` addresses a linear layout's tensor by): an error at it saying why, after the
+/// checks every shape= gets.
+fn shape_unused(a: &Args, why: &str) -> Result<(), Diagnostic> {
+    if a.kv("shape").is_none() {
+        return Ok(());
+    }
+    shape_opt(a)?;
+    Err(Diagnostic::at(
+        format!("`shape=` does not apply: {why}"),
+        a.kv("shape").map_or(a.span(), |x| x.span()),
+    )
+    .with_help(
+        "shape=(M, N) gives a TTGIR layout attribute (\"#ttg.blocked<{...}>\") its tensor's shape",
+    ))
+}
+
+/// Why shape= does not apply to a linear layout written out.
+fn linear_has_shape(ll: &LinearLayout) -> String {
+    let outs: Vec<String> = ll.outs.iter().map(|(_, n)| n.to_string()).collect();
+    format!(
+        "a linear layout's out dims are in its text ([{}])",
+        outs.join(", ")
+    )
+}
+
+const CUTE_HAS_SHAPE: &str =
+    "a CuTe layout's shape is in its text (tile=(M, N) lays its offsets out over a tile)";
 
 fn tile_opt(a: &Args) -> Result<Option<(i64, i64)>, Diagnostic> {
     match a.kv_tuple("tile")? {
@@ -234,6 +263,54 @@ fn tile_opt(a: &Args) -> Result<Option<(i64, i64)>, Diagnostic> {
             a.kv("tile").map_or(a.span(), |x| x.span()),
         )),
     }
+}
+
+/// Where `tile=` stands (its value), else the whole command.
+fn tile_span(a: &Args) -> Span {
+    a.kv("tile").map_or(a.span(), |x| x.span())
+}
+
+/// With `tile=(M, N)`, every offset of a CuTe layout must fall in the tile: offset `o` is
+/// drawn at (o mod M, o floordiv M), so the tile holds the offsets [0, M·N). An offset past
+/// it would widen the tile unsaid (tile=(2, 2) drawn 2 x 4), so it is an error at `tile=`.
+fn check_tile(c: &Composed, tile: Option<(i64, i64)>, a: &Args) -> Result<(), Diagnostic> {
+    let Some((m, n)) = tile else {
+        return Ok(());
+    };
+    let size = c.layout.size();
+    if size > 1 << 20 {
+        // Too many to check here; the picture and the access analysis have their limits.
+        return Ok(());
+    }
+    let cells = m.saturating_mul(n);
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    let mut first_out = None;
+    for x in 0..size {
+        let o = c.eval(x).map_err(|e| op_err(e, a.span()))?;
+        lo = lo.min(o);
+        hi = hi.max(o);
+        if !(0..cells).contains(&o) && first_out.is_none() {
+            first_out = Some((x, o));
+        }
+    }
+    let Some((x, o)) = first_out else {
+        return Ok(());
+    };
+    let d = Diagnostic::at(
+        format!(
+            "tile=({m}, {n}) holds the offsets 0 to {}, and the layout puts index {x} at offset {o}, outside the tile",
+            cells - 1
+        ),
+        tile_span(a),
+    );
+    Err(if lo >= 0 {
+        d.with_help(format!(
+            "the offsets reach {hi}: tile=({m}, {}) holds them all",
+            hi / m + 1
+        ))
+    } else {
+        d
+    })
 }
 
 /// A linear layout argument: Triton's printed text, a TTGIR attribute (with `shape=`), a
@@ -255,7 +332,24 @@ fn linear_arg(
                 )
                 .with_help("add shape=(M, N)"));
             };
-            let ll = ttgir::parse(t, &shape).map_err(|e| text_err(e, *span, t.len()))?;
+            // The tensor's extents are powers of two: an error at the entry that is not.
+            if let Some(d) = shape
+                .iter()
+                .position(|&x| x < 1 || x & (x - 1) != 0 || x > 1 << 24)
+            {
+                return Err(Diagnostic::at(
+                    format!(
+                        "shape[{d}] = {}: a TTGIR layout's tensor dimensions are powers of two (up to 2^24)",
+                        shape[d]
+                    ),
+                    a.kv_item_span("shape", d),
+                ));
+            }
+            let ll = ttgir::parse(t, &shape).map_err(|e| match e.at {
+                Some(_) => text_err(e, *span, t.len()),
+                // What has no place in the text is about the shape.
+                None => op_err(e, a.kv("shape").map_or(*span, |x| x.span())),
+            })?;
             let dims: Vec<String> = shape.iter().map(|x| x.to_string()).collect();
             return Ok((
                 ll,
@@ -377,12 +471,16 @@ fn layout(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         _ => {
             // A bound layout or a map: as a CuTe layout when it is one, else linear.
             let v = a.value(s, 0)?;
+            shape_unused(a, "a bound layout or map has its shape")?;
             return Ok(v);
         }
     };
     let looks_linear = ttgir::is_attribute(&text) || text.contains("->");
     if looks_linear {
         let (ll, from) = linear_arg(s, a, 0)?;
+        if from.is_none() {
+            shape_unused(a, &linear_has_shape(&ll))?;
+        }
         return Ok(linear_value(
             &ll,
             tv,
@@ -390,6 +488,8 @@ fn layout(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         ));
     }
     let (c, _) = cute_arg(s, a, 0)?;
+    shape_unused(a, CUTE_HAS_SHAPE)?;
+    check_tile(&c, tile, a)?;
     let mut v = LayoutValue {
         notation: Notation::Cute,
         text: c.to_string(),
@@ -435,6 +535,15 @@ fn composition(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 fn complement(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let (l, span) = plain_arg(s, a, 0)?;
     let m = match a.kv_int("cotarget")? {
+        // CuTe's complement(A, M) fills the codomain [0, M): M is a size, at least 1
+        // (ceil_div(M, ...) of zero or a negative M is no layout of offsets).
+        Some(m) if m < 1 => {
+            return Err(Diagnostic::at(
+                format!("`cotarget=` is the size of the codomain to fill, a positive integer, not {m}"),
+                a.kv("cotarget").map_or(a.span(), |v| v.span()),
+            )
+            .with_help("complement(A, M) gives the offsets in [0, M) that A leaves out; M defaults to cosize A"))
+        }
         Some(m) => m,
         None => l.cosize().map_err(|e| op_err(e, span))?,
     };
@@ -496,20 +605,31 @@ fn raked_product(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 }
 
 fn linear_compose(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    let (x, _) = linear_arg(s, a, 0)?;
-    let (y, _) = linear_arg(s, a, 1)?;
+    let (x, fx) = linear_arg(s, a, 0)?;
+    let (y, fy) = linear_arg(s, a, 1)?;
+    if fx.is_none() && fy.is_none() {
+        shape_unused(
+            a,
+            "neither layout is a TTGIR attribute, and a linear layout's out dims are in its text",
+        )?;
+    }
     let r = LinearLayout::compose(&x, &y).map_err(|e| op_err(e, a.span()))?;
     Ok(linear_value(&r, false, vec![]))
 }
 
 fn linear_inverse(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    let (x, _) = linear_arg(s, a, 0)?;
+    let (x, from) = linear_arg(s, a, 0)?;
+    if from.is_none() {
+        shape_unused(a, &linear_has_shape(&x))?;
+    }
     let r = x.inverse().map_err(|e| op_err(e, a.span()))?;
     Ok(linear_value(&r, false, vec![]))
 }
 
-/// The layout argument of `picture` and `access`, as a value with a (thread, value) map.
-fn tv_layout(s: &mut Session, a: &Args) -> Result<LayoutValue, Diagnostic> {
+/// The layout argument of `picture` and `access`, as a value with a (thread, value) map,
+/// whether `tile=` laid out its offsets (a CuTe layout's; checked to fit the tile), and
+/// whether it is a TTGIR attribute (which read `shape=`).
+fn tv_layout(s: &mut Session, a: &Args) -> Result<(LayoutValue, bool, bool), Diagnostic> {
     let tile = tile_opt(a)?;
     let g = a
         .groups()
@@ -517,45 +637,63 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<LayoutValue, Diagnostic> {
         .ok_or_else(|| Diagnostic::at(format!("`{}` needs a layout", a.call.name), a.span()))?;
     let linear_text = matches!(g.items.first(), Some(Arg::Str(t, _)) if ttgir::is_attribute(t) || t.contains("->"));
     if linear_text {
-        let (ll, _) = linear_arg(s, a, 0)?;
-        return Ok(LayoutValue {
-            notation: Notation::LinearLayout,
-            text: ll.to_text(),
-            map: ll.to_map(),
-            notes: vec![],
-            picture: None,
-            shape: linear_shape(&ll),
-        });
+        let (ll, from) = linear_arg(s, a, 0)?;
+        return Ok((
+            LayoutValue {
+                notation: Notation::LinearLayout,
+                text: ll.to_text(),
+                map: ll.to_map(),
+                notes: vec![],
+                picture: None,
+                shape: linear_shape(&ll),
+            },
+            false,
+            from.is_some(),
+        ));
     }
     if let Some(Arg::Str(_, _)) = g.items.first() {
         let (c, _) = cute_arg(s, a, 0)?;
-        return Ok(LayoutValue {
-            notation: Notation::Cute,
-            text: c.to_string(),
-            map: c.mode_map(tile),
-            notes: vec![],
-            picture: None,
-            shape: cute_shape(&c.layout, tile),
-        });
+        check_tile(&c, tile, a)?;
+        return Ok((
+            LayoutValue {
+                notation: Notation::Cute,
+                text: c.to_string(),
+                map: c.mode_map(tile),
+                notes: vec![],
+                picture: None,
+                shape: cute_shape(&c.layout, tile),
+            },
+            tile.is_some(),
+            false,
+        ));
     }
     match a.value(s, 0)? {
         Value::Layout(l) if l.notation == Notation::Cute && tile.is_some() => {
             let c = cute::parse(&l.text).map_err(|e| op_err(e, g.span))?;
-            Ok(LayoutValue {
-                map: c.mode_map(tile),
-                shape: cute_shape(&c.layout, tile),
-                ..*l
-            })
+            check_tile(&c, tile, a)?;
+            Ok((
+                LayoutValue {
+                    map: c.mode_map(tile),
+                    shape: cute_shape(&c.layout, tile),
+                    ..*l
+                },
+                true,
+                false,
+            ))
         }
-        Value::Layout(l) => Ok(*l),
-        Value::Map(m) | Value::Explained { map: m, .. } => Ok(LayoutValue {
-            notation: Notation::Cute,
-            text: String::new(),
-            map: m,
-            notes: vec![],
-            picture: None,
-            shape: None,
-        }),
+        Value::Layout(l) => Ok((*l, false, false)),
+        Value::Map(m) | Value::Explained { map: m, .. } => Ok((
+            LayoutValue {
+                notation: Notation::Cute,
+                text: String::new(),
+                map: m,
+                notes: vec![],
+                picture: None,
+                shape: None,
+            },
+            false,
+            false,
+        )),
         v => Err(Diagnostic::at(
             format!("expected a layout or a map, found a {}", v.kind()),
             g.span,
@@ -564,10 +702,66 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<LayoutValue, Diagnostic> {
 }
 
 fn picture_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    let mut l = tv_layout(s, a)?;
+    let (mut l, _, ttgir) = tv_layout(s, a)?;
+    if !ttgir {
+        shape_unused(
+            a,
+            "the picture spans the layout's own coordinates; shape= is read by a TTGIR attribute",
+        )?;
+    }
     let tile = tile_opt(a)?;
+    if let Some((m, n)) = tile {
+        if m.saturating_mul(n) > picture::MAX_CELLS {
+            return Err(Diagnostic::at(
+                format!(
+                    "tile=({m}, {n}) has more than {} cells, the most a picture draws",
+                    picture::MAX_CELLS
+                ),
+                tile_span(a),
+            ));
+        }
+    }
+    let full = picture::picture(&l.map, tile, None).map_err(|e| op_err(e, a.span()))?;
+    // The tile is the picture: an element drawn past it (a map's, a linear layout's) would
+    // widen it unsaid.
+    if let Some((m, n)) = tile {
+        if full.rows as i64 > m || full.cols as i64 > n {
+            return Err(Diagnostic::at(
+                format!(
+                    "tile=({m}, {n}): the layout has elements outside the tile, which its picture draws {} x {}",
+                    full.rows, full.cols
+                ),
+                tile_span(a),
+            ));
+        }
+    }
     let warp = a.kv_int("warp")?;
-    let p = picture::picture(&l.map, tile, warp).map_err(|e| op_err(e, a.span()))?;
+    if let Some(w) = warp {
+        let span = a.kv("warp").map_or(a.span(), |x| x.span());
+        if !full.has_threads {
+            return Err(Diagnostic::at(
+                "`warp=` keeps one warp's elements, and the layout has no threads",
+                span,
+            ));
+        }
+        let ws = picture::roles(&l.map).warp_size.max(1);
+        let warps = ((full.threads + ws - 1) / ws).max(1);
+        if !(0..warps).contains(&w) {
+            return Err(Diagnostic::at(
+                format!(
+                    "`warp=` takes 0 to {}: the layout's {} threads make {warps} warp{} of {ws}, not {w}",
+                    warps - 1,
+                    full.threads,
+                    if warps == 1 { "" } else { "s" }
+                ),
+                span,
+            ));
+        }
+    }
+    let p = match warp {
+        Some(_) => picture::picture(&l.map, tile, warp).map_err(|e| op_err(e, a.span()))?,
+        None => full,
+    };
     if let Some(w) = warp {
         l.notes.push(format!(
             "warp {w} only: `.` where another warp (or none) holds the element"
@@ -588,12 +782,25 @@ fn picture_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 }
 
 fn access_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
-    let l = tv_layout(s, a)?;
-    let bytes = a.kv_int("bytes")?.unwrap_or(4);
-    let shape = if l.notation == Notation::LinearLayout {
-        shape_opt(a)?
-    } else {
-        None
+    let (l, tiled, _) = tv_layout(s, a)?;
+    if l.notation != Notation::LinearLayout {
+        shape_unused(
+            a,
+            "the tensor of a CuTe layout or a map is what it reaches, or tile=(M, N)",
+        )?;
+    }
+    let bytes = a.kv_int_in("bytes", 1, 16)?.unwrap_or(4);
+    let shape = match tile_opt(a)? {
+        // The tensor is the tile, every offset checked to fall in it.
+        Some((m, n)) if tiled => Some(vec![m, n]),
+        Some(_) => {
+            return Err(Diagnostic::at(
+                "`tile=` lays out a CuTe layout's offsets over (M, N); this layout's results are coordinates already",
+                tile_span(a),
+            ))
+        }
+        None if l.notation == Notation::LinearLayout => shape_opt(a)?,
+        None => None,
     };
     let r = access::analyse(&l.map, bytes, shape).map_err(|e| op_err(e, a.span()))?;
     let rows: Vec<Vec<String>> = r

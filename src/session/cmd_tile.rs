@@ -65,8 +65,22 @@ fn operands(s: &mut Session, a: &Args) -> Result<(Vec<Operand>, Option<Vec<i64>>
     if let Some((w, wspan)) = hlo_name(s, a) {
         return hlo_operands(s, a, &w, wspan);
     }
+    let from = match a.after("from") {
+        Some(Arg::Int(k, ks)) => Some((*k, *ks)),
+        _ => None,
+    };
     match a.value(s, 0)? {
         Value::Map(m) | Value::Explained { map: m, .. } => {
+            // A bare map is one operand's: `from 0` walks it, any other K names nothing.
+            if let Some((k, ks)) = from.filter(|&(k, _)| k != 0) {
+                return Err(Diagnostic::at(
+                    format!("a map has one operand, so there is no operand {k}"),
+                    ks,
+                )
+                .with_help(
+                    "`from 0` tiles the map's operand; `from K` on a fusion tiles its operand K",
+                ));
+            }
             let out = extents(&m);
             Ok((
                 vec![Operand {
@@ -77,17 +91,35 @@ fn operands(s: &mut Session, a: &Args) -> Result<(Vec<Operand>, Option<Vec<i64>>
                 Some(out),
             ))
         }
-        Value::Indexing(ix) => Ok((
-            ix.operands
-                .iter()
-                .map(|o| Operand {
-                    label: o.index.to_string(),
-                    maps: o.maps.clone(),
-                    shape: None,
-                })
-                .collect(),
-            None,
-        )),
+        Value::Indexing(ix) => {
+            // `from K` labels the maps as operand K's: they must start from it.
+            if let Some((k, ks)) = from {
+                let want = format!("operand {k} of ");
+                if !ix.title.starts_with(&want) {
+                    return Err(Diagnostic::at(
+                        format!(
+                            "these maps start from the {}, not from operand {k}",
+                            ix.title
+                        ),
+                        ks,
+                    )
+                    .with_help(format!(
+                        "`indexing NAME from {k}` gives the maps from operand {k}"
+                    )));
+                }
+            }
+            Ok((
+                ix.operands
+                    .iter()
+                    .map(|o| Operand {
+                        label: o.index.to_string(),
+                        maps: o.maps.clone(),
+                        shape: None,
+                    })
+                    .collect(),
+                None,
+            ))
+        }
         v => Err(Diagnostic::at(
             format!("expected an indexing map or a fusion, found a {}", v.kind()),
             span,
@@ -446,7 +478,21 @@ fn map_label(label: &str, i: usize, n: usize) -> String {
 fn run_utilization(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     use crate::value::tile::Utilized;
     let (ops, _) = operands(s, a)?;
-    let shape_arg = a.kv_tuple("shape")?;
+    let shape_arg = a.kv_tuple_positive("shape")?;
+    // shape= is the one operand's shape where nothing else gives it (a bare map): where the
+    // operands have their shapes, or there are several, it would be ignored.
+    if shape_arg.is_some() && !(ops.len() == 1 && ops[0].shape.is_none()) {
+        let why = if ops.iter().all(|o| o.shape.is_some()) {
+            "the operands have their shapes (from the HLO)".to_string()
+        } else {
+            format!("it gives one operand's shape, and there are {}", ops.len())
+        };
+        return Err(Diagnostic::at(
+            format!("`shape=` does not apply: {why}"),
+            kv_span(a, "shape"),
+        )
+        .with_help("shape= gives the shape of a bare map's operand"));
+    }
     let mut rows = Vec::new();
     for op in &ops {
         if op.maps.is_empty() || op.maps.iter().any(|m| m.is_undefined()) {
@@ -481,8 +527,12 @@ fn run_utilization(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 (sh, true)
             }
         };
-        let u = tile::utilization(&op.maps, &shape, &Limits::default())
-            .map_err(|e| super::cmd_map::map_err(e, a))?;
+        let given = !implied && op.shape.is_none();
+        let u = tile::utilization(&op.maps, &shape, &Limits::default()).map_err(|e| match e {
+            // The shape given does not fit the map (its rank, or what the map reads).
+            crate::MapError::Other(m) if given => Diagnostic::at(m, kv_span(a, "shape")),
+            e => super::cmd_map::map_err(e, a),
+        })?;
         rows.push(Utilized::Measured {
             label: op.label.clone(),
             utilization: u,
@@ -527,18 +577,17 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             ))
         }
     };
-    let reps = a.kv_int("reps")?.unwrap_or(5);
-    let max = a.kv_int("max")?.unwrap_or(12);
-    if !(1..=1000).contains(&reps) || !(1..=1000).contains(&max) {
-        return Err(Diagnostic::at(
-            "`reps=` and `max=` take 1 to 1000",
-            a.span(),
-        ));
+    let reps = a.kv_int_in("reps", 1, 1000)?.unwrap_or(5);
+    let max = a.kv_int_in("max", 1, 1000)?.unwrap_or(12);
+    // Sizes to try: a size under 1 is no tiling, an error where it stands rather than a
+    // candidate dropped unsaid.
+    let user_tiles = a.kv_tuple_positive("tile")?;
+    for key in ["block", "vector"] {
+        a.kv_tuple_positive(key)?;
     }
     if on_gpu {
         return tune_gpu(s, a, &name, &spec, reps as usize);
     }
-    let user_tiles = a.kv_tuple("tile")?;
     let mut notes = Vec::new();
     if a.kv("block").is_some() || a.kv("vector").is_some() {
         notes.push(
@@ -557,7 +606,7 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             });
         return Err(Diagnostic::at(
             format!("no valid tiling of `{name}` to try: {why}"),
-            a.span(),
+            kv_span(a, "tile"),
         ));
     }
     let threads = a.kv_int("threads")?.unwrap_or(0);
@@ -929,17 +978,17 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         if v < 1 {
             return Err(Diagnostic::at(
                 "`volume=` takes a positive number",
-                a.span(),
+                kv_span(a, "volume"),
             ));
         }
         rules.max_volume = Some(v);
     }
     rules.divide = a.flag("divide");
-    rules.only = a.kv_tuple("try")?;
+    rules.only = a.kv_tuple_positive("try")?;
     if rules.only.is_some() {
         rules.power_of_two = false;
     }
-    let shown = a.kv_int("max")?.unwrap_or(20).clamp(1, 100_000) as usize;
+    let shown = a.kv_int_in("max", 1, 100_000)?.unwrap_or(20) as usize;
     let (what, extents, n_out, targets): (
         String,
         Vec<i64>,
@@ -949,11 +998,23 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Some((name, sp)) => {
             let (comp, root) = hlo_root(s, &name)
                 .ok_or_else(|| Diagnostic::at(format!("no computation `{name}`"), sp))?;
-            let reaches_dot = crate::hlo::fusion::reverse_topological(comp, &[root])
+            let dots = crate::hlo::fusion::reverse_topological(comp, &[root])
                 .iter()
                 .filter(|&&i| matches!(comp.instrs[i].opcode.as_str(), "dot" | "scaled-dot"))
-                .count()
-                == 1;
+                .count();
+            let reaches_dot = dots == 1;
+            // A fusion's one dot adds its contraction with or without `k`; `k` where there
+            // is no one dot to contract is an error, as `k=` is for `tile` and `schedule`.
+            if let (Some(ksp), false) = (a.flag_span("k"), reaches_dot) {
+                return Err(Diagnostic::at(
+                    if dots == 0 {
+                        format!("`k` tiles a dot's contraction, and `{name}` reaches no dot (a dot inside a nested fusion is not looked into)")
+                    } else {
+                        format!("`k` tiles one dot's contraction, and `{name}` reaches {dots} dots")
+                    },
+                    ksp,
+                ));
+            }
             let (space, reached) =
                 tile::fusion::instruction_maps(&s.hlo.module, comp, root, reaches_dot)
                     .map_err(|e| Diagnostic::at(e, sp))?;
@@ -965,7 +1026,16 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         }
         None => {
             let m = a.map(s, 0)?;
-            let c = if a.flag("k") { m.ranges.len() } else { 0 };
+            let c = match a.flag_span("k") {
+                Some(ksp) if m.ranges.is_empty() => {
+                    return Err(Diagnostic::at(
+                        "`k` makes the map's range variables a contraction, and it has none",
+                        ksp,
+                    ))
+                }
+                Some(_) => m.ranges.len(),
+                None => 0,
+            };
             let pm = tile::fusion::promote(&m, c).map_err(|e| Diagnostic::at(e, a.span()))?;
             (
                 "the map".to_string(),
