@@ -1079,3 +1079,20 @@ fn an_open_bracket_is_named_at_its_line_in_the_file() {
         "{j:?}"
     );
 }
+
+/// A loaded file that is not UTF-8 names the place of the first bad byte (as `run` does),
+/// not only the file.
+#[test]
+fn load_names_the_place_of_invalid_utf8() {
+    let f = scratch("load_utf8").join("bad.hlo");
+    std::fs::write(
+        &f,
+        b"HloModule m\nENTRY main {\n  x\xff\xfe = f32[4] parameter(0)\n}\n",
+    )
+    .expect("write");
+    let o = run(&[
+        "-c",
+        &format!("load \"{}\"", f.to_str().expect("a UTF-8 path")),
+    ]);
+    assert_fails_saying(&o, "invalid UTF-8 at 3:4 (byte 0xff)");
+}

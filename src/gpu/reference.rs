@@ -928,7 +928,7 @@ impl<'a> Reference<'a> {
         let Some(f) = spec.functions.get(func) else {
             return Ok(None);
         };
-        let b = super::bench::under_exact_epilogue(&f.body);
+        let b = f.body.under_exact_epilogue();
         let Body::Reduce {
             op: BinOp::Add,
             init,

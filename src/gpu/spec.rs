@@ -653,6 +653,20 @@ pub enum Body {
 }
 
 impl Body {
+    /// What this computes under an exact epilogue: converts, negations and absolute
+    /// values. Neither of the last two rounds, and each keeps two values at most as far
+    /// apart (`|f(a) - f(b)| <= |a - b|`), so a sum's slack bounds the output's difference
+    /// too (a convert's own rounding is the output type's tolerance).
+    pub fn under_exact_epilogue(&self) -> &Body {
+        let mut b = self;
+        loop {
+            match b {
+                Body::Convert(_, inner) | Body::Unary(UnOp::Neg | UnOp::Abs, inner) => b = inner,
+                _ => return b,
+            }
+        }
+    }
+
     /// Every indexing map in the body, with what it reads.
     pub fn visit(&self, f: &mut dyn FnMut(&Body)) {
         f(self);

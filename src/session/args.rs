@@ -17,6 +17,10 @@ impl<'a> Args<'a> {
     pub fn span(&self) -> Span {
         self.call.span
     }
+    /// Where an error about `key=` points: its value, else the whole command.
+    pub fn kv_span(&self, key: &str) -> Span {
+        self.kv(key).map_or(self.span(), Arg::span)
+    }
     pub fn groups(&self) -> &'a [ArgGroup] {
         &self.call.groups
     }

@@ -22,8 +22,6 @@ pub(super) fn gemm_of(s: &Session, a: &Args) -> Result<Option<GemmSpec>, Diagnos
     }
 }
 
-use super::cmd_gpu::span_of;
-
 /// The tiling from `tile=`, `warps=`, `stages=` over the fusion's default, checked, and
 /// `naive`; with where the tiling came from.
 fn config(g: &GemmSpec, a: &Args) -> Result<(Config, &'static str), Diagnostic> {
@@ -37,7 +35,7 @@ fn config(g: &GemmSpec, a: &Args) -> Result<(Config, &'static str), Diagnostic> 
         )
         .with_help("a GEMM takes tile=(BM, BN, BK), warps=N and stages=N"));
     }
-    let bad = |key: &str, m: String| Err(Diagnostic::at(m, span_of(a, key)));
+    let bad = |key: &str, m: String| Err(Diagnostic::at(m, a.kv_span(key)));
     let (base, _, origin) = g.tiling(None).map_err(|m| Diagnostic::at(m, a.span()))?;
     let mut t = base;
     let mut given = false;
@@ -70,7 +68,7 @@ fn config(g: &GemmSpec, a: &Args) -> Result<(Config, &'static str), Diagnostic> 
             .into_iter()
             .find(|k| a.kv(k).is_some())
             .unwrap_or("tile");
-        Diagnostic::at(m, span_of(a, key))
+        Diagnostic::at(m, a.kv_span(key))
     })?;
     let origin = if given && t != base { "given" } else { origin };
     Ok((
@@ -96,7 +94,7 @@ pub(super) fn emit(a: &Args, g: GemmSpec) -> Result<Value, Diagnostic> {
         Some(w) => {
             return Err(Diagnostic::at(
                 format!("`target=` takes cuda or cpu, not `{w}`"),
-                span_of(a, "target"),
+                a.kv_span("target"),
             ))
         }
     };
@@ -138,7 +136,7 @@ pub(super) fn check(a: &Args, g: GemmSpec) -> Result<Value, Diagnostic> {
         Some(w) => {
             return Err(Diagnostic::at(
                 format!("`target=` takes cuda or cpu, not `{w}`"),
-                span_of(a, "target"),
+                a.kv_span("target"),
             ))
         }
     }
@@ -165,7 +163,7 @@ pub(super) fn bench(a: &Args, g: GemmSpec) -> Result<Value, Diagnostic> {
         Some(w) => {
             return Err(Diagnostic::at(
                 format!("`device=` takes auto, gpu or cpu, not `{w}`"),
-                span_of(a, "device"),
+                a.kv_span("device"),
             ))
         }
     };
@@ -175,7 +173,7 @@ pub(super) fn bench(a: &Args, g: GemmSpec) -> Result<Value, Diagnostic> {
         Some(n) => {
             return Err(Diagnostic::at(
                 format!("reps={n} is not in [1, 10000]"),
-                span_of(a, "reps"),
+                a.kv_span("reps"),
             ))
         }
     };
@@ -184,14 +182,14 @@ pub(super) fn bench(a: &Args, g: GemmSpec) -> Result<Value, Diagnostic> {
         Some(n) if on_gpu => {
             return Err(Diagnostic::at(
                 format!("`threads={n}` is the CPU kernels' thread count; on the GPU a GEMM block has warps="),
-                span_of(a, "threads"),
+                a.kv_span("threads"),
             ))
         }
         Some(n) if (1..=1024).contains(&n) => n as usize,
         Some(n) => {
             return Err(Diagnostic::at(
                 format!("threads={n} is not in [1, 1024]"),
-                span_of(a, "threads"),
+                a.kv_span("threads"),
             ))
         }
     };
@@ -205,7 +203,7 @@ pub(super) fn bench(a: &Args, g: GemmSpec) -> Result<Value, Diagnostic> {
         Diagnostic::at(
             e.to_string(),
             if on_gpu {
-                span_of(a, "device")
+                a.kv_span("device")
             } else {
                 a.span()
             },

@@ -173,10 +173,6 @@ pub(super) fn spec(s: &Session, a: &Args) -> Result<KernelSpec, Diagnostic> {
     r.map_err(|m| Diagnostic::at(m, span))
 }
 
-pub(super) fn span_of(a: &Args, key: &str) -> Span {
-    a.kv(key).map_or(a.span(), |v| v.span())
-}
-
 /// The options that set a CUDA launch: a mapping, its launch keys, `tiled=`.
 const LAUNCH_OPTIONS: [&str; 6] = [
     "mapping",
@@ -246,7 +242,7 @@ fn mapping_of(s: &Session, a: &Args) -> Result<Mapping, Diagnostic> {
             if v < 1 {
                 return Err(Diagnostic::at(
                     format!("`{key}=` must be at least 1, not {v}"),
-                    span_of(a, key),
+                    a.kv_span(key),
                 ));
             }
             *field = v;
@@ -259,7 +255,7 @@ fn mapping_of(s: &Session, a: &Args) -> Result<Mapping, Diagnostic> {
         Some(w) => {
             return Err(Diagnostic::at(
                 format!("`tiled=` takes true or false, not `{w}`"),
-                span_of(a, "tiled"),
+                a.kv_span("tiled"),
             ))
         }
     }
@@ -394,7 +390,7 @@ fn resolve(
         return Ok((m.clone(), None));
     }
     let d = launch::xla_default(spec, m.tiled, dev).map_err(|e| {
-        let span = a.kv("tiled").map_or(a.span(), |v| v.span());
+        let span = a.kv_span("tiled");
         Diagnostic::at(e.to_string(), span)
     })?;
     let mut out = m.clone();
@@ -455,7 +451,7 @@ fn options_apply(spec: &KernelSpec, l: &Launch, a: &Args) -> Result<(), Diagnost
     let unused = |key: &str, why: String, help: &str| {
         Err(Diagnostic::at(
             format!("`{key}=` does not apply: {} is {what}; {why}", spec.name),
-            span_of(a, key),
+            a.kv_span(key),
         )
         .with_help(help.to_string()))
     };
@@ -707,7 +703,7 @@ fn tiled_coalescing(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Some(w) => {
             return Err(Diagnostic::at(
                 format!("`verdict=` takes xla or ratio, not `{w}`"),
-                span_of(a, "verdict"),
+                a.kv_span("verdict"),
             ))
         }
     };
@@ -817,7 +813,7 @@ fn target(a: &Args, m: &Mapping) -> Result<Target, Diagnostic> {
         Some("cpu") => Ok(Target::Cpu),
         Some(w) => Err(Diagnostic::at(
             format!("`target=` takes cuda or cpu, not `{w}`"),
-            span_of(a, "target"),
+            a.kv_span("target"),
         )),
     }
 }
@@ -918,7 +914,7 @@ fn c_kernel(
         // A column reduction reads `vector` adjacent columns per step on the CPU too.
         None if gpu_only_keys(a) == ["vector="] && emit::cpu::is_column_reduction(spec) => {
             emit::cpu::emit_column(spec, naive, m.config.vector)
-                .map_err(|e| Diagnostic::at(e.to_string(), span_of(a, "vector")))
+                .map_err(|e| Diagnostic::at(e.to_string(), a.kv_span("vector")))
         }
         _ if !gpu_only_keys(a).is_empty() => {
             let keys = gpu_only_keys(a);
@@ -927,7 +923,7 @@ fn c_kernel(
                 format!(
                     "`{key}=` does not apply: a CPU kernel runs the loop nest, not a GPU launch"
                 ),
-                span_of(a, key),
+                a.kv_span(key),
             )
             .with_help("`tile=` tiles the CPU loop nest; target=cuda takes block=, vector=, unroll= and tiled="))
         }
@@ -970,7 +966,7 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Some(w) => {
             return Err(Diagnostic::at(
                 format!("`device=` takes auto, gpu or cpu, not `{w}`"),
-                span_of(a, "device"),
+                a.kv_span("device"),
             ))
         }
     };
@@ -980,7 +976,7 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Some(n) => {
             return Err(Diagnostic::at(
                 format!("reps={n} is not in [1, 10000]"),
-                span_of(a, "reps"),
+                a.kv_span("reps"),
             ))
         }
     };
@@ -1025,14 +1021,14 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Some(n) => {
             return Err(Diagnostic::at(
                 format!("threads={n} is not in [1, 1024]"),
-                span_of(a, "threads"),
+                a.kv_span("threads"),
             ))
         }
     };
     if on_gpu && a.kv("threads").is_some() {
         return Err(Diagnostic::at(
             "`threads=` is the CPU kernels' thread count; on the GPU the launch is block=",
-            span_of(a, "threads"),
+            a.kv_span("threads"),
         ));
     }
     let req = bench::measure::Request {
@@ -1049,7 +1045,7 @@ fn bench_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Diagnostic::at(
             e.to_string(),
             if device == Device::Gpu {
-                span_of(a, "device")
+                a.kv_span("device")
             } else {
                 a.span()
             },
@@ -1077,13 +1073,13 @@ fn bench_layout(
         Some(n) if on_gpu => {
             return Err(Diagnostic::at(
                 format!("`threads={n}` is the CPU kernels' thread count; on the GPU the layout's threads make the block"),
-                span_of(a, "threads"),
+                a.kv_span("threads"),
             ))
         }
         Some(n) => {
             return Err(Diagnostic::at(
                 format!("threads={n} is not in [1, 1024]"),
-                span_of(a, "threads"),
+                a.kv_span("threads"),
             ))
         }
     };
@@ -1097,7 +1093,7 @@ fn bench_layout(
         Diagnostic::at(
             e.to_string(),
             if device == Device::Gpu {
-                span_of(a, "device")
+                a.kv_span("device")
             } else {
                 a.span()
             },
@@ -1158,7 +1154,7 @@ fn mapping_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         if let Some(z) = t.iter().find(|&&z| z < 1) {
             return Err(Diagnostic::at(
                 format!("tile sizes are at least 1, not {z}"),
-                span_of(a, "tile"),
+                a.kv_span("tile"),
             ));
         }
     }

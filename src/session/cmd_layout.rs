@@ -235,7 +235,7 @@ fn shape_unused(a: &Args, why: &str) -> Result<(), Diagnostic> {
     shape_opt(a)?;
     Err(Diagnostic::at(
         format!("`shape=` does not apply: {why}"),
-        a.kv("shape").map_or(a.span(), |x| x.span()),
+        a.kv_span("shape"),
     )
     .with_help(
         "shape=(M, N) gives a TTGIR layout attribute (\"#ttg.blocked<{...}>\") its tensor's shape",
@@ -260,14 +260,9 @@ fn tile_opt(a: &Args) -> Result<Option<(i64, i64)>, Diagnostic> {
         Some(v) if v.len() == 2 && v[0] > 0 && v[1] > 0 => Ok(Some((v[0], v[1]))),
         Some(_) => Err(Diagnostic::at(
             "`tile=` takes two positive sizes, (M, N)",
-            a.kv("tile").map_or(a.span(), |x| x.span()),
+            a.kv_span("tile"),
         )),
     }
-}
-
-/// Where `tile=` stands (its value), else the whole command.
-fn tile_span(a: &Args) -> Span {
-    a.kv("tile").map_or(a.span(), |x| x.span())
 }
 
 /// With `tile=(M, N)`, every offset of a CuTe layout must fall in the tile: offset `o` is
@@ -301,7 +296,7 @@ fn check_tile(c: &Composed, tile: Option<(i64, i64)>, a: &Args) -> Result<(), Di
             "tile=({m}, {n}) holds the offsets 0 to {}, and the layout puts index {x} at offset {o}, outside the tile",
             cells - 1
         ),
-        tile_span(a),
+        a.kv_span("tile"),
     );
     Err(if lo >= 0 {
         d.with_help(format!(
@@ -401,15 +396,19 @@ fn linear_shape(ll: &LinearLayout) -> Option<Vec<i64>> {
     Some(ll.outs.iter().map(|(_, s)| *s).collect())
 }
 
-fn linear_value(ll: &LinearLayout, tv: bool, notes: Vec<String>) -> Value {
-    Value::Layout(Box::new(LayoutValue {
+fn linear_layout(ll: &LinearLayout, tv: bool, notes: Vec<String>) -> LayoutValue {
+    LayoutValue {
         notation: Notation::LinearLayout,
         text: ll.to_text(),
         map: if tv { tv_map(ll) } else { ll.to_map() },
         notes,
         picture: None,
         shape: linear_shape(ll),
-    }))
+    }
+}
+
+fn linear_value(ll: &LinearLayout, tv: bool, notes: Vec<String>) -> Value {
+    Value::Layout(Box::new(linear_layout(ll, tv, notes)))
 }
 
 /// `(thread, value) -> outputs`: thread `lane + lanes · (warp + warps · block)`, value the
@@ -540,7 +539,7 @@ fn complement(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Some(m) if m < 1 => {
             return Err(Diagnostic::at(
                 format!("`cotarget=` is the size of the codomain to fill, a positive integer, not {m}"),
-                a.kv("cotarget").map_or(a.span(), |v| v.span()),
+                a.kv_span("cotarget"),
             )
             .with_help("complement(A, M) gives the offsets in [0, M) that A leaves out; M defaults to cosize A"))
         }
@@ -638,18 +637,7 @@ fn tv_layout(s: &mut Session, a: &Args) -> Result<(LayoutValue, bool, bool), Dia
     let linear_text = matches!(g.items.first(), Some(Arg::Str(t, _)) if ttgir::is_attribute(t) || t.contains("->"));
     if linear_text {
         let (ll, from) = linear_arg(s, a, 0)?;
-        return Ok((
-            LayoutValue {
-                notation: Notation::LinearLayout,
-                text: ll.to_text(),
-                map: ll.to_map(),
-                notes: vec![],
-                picture: None,
-                shape: linear_shape(&ll),
-            },
-            false,
-            from.is_some(),
-        ));
+        return Ok((linear_layout(&ll, false, vec![]), false, from.is_some()));
     }
     if let Some(Arg::Str(_, _)) = g.items.first() {
         let (c, _) = cute_arg(s, a, 0)?;
@@ -717,7 +705,7 @@ fn picture_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                     "tile=({m}, {n}) has more than {} cells, the most a picture draws",
                     picture::MAX_CELLS
                 ),
-                tile_span(a),
+                a.kv_span("tile"),
             ));
         }
     }
@@ -731,13 +719,13 @@ fn picture_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                     "tile=({m}, {n}): the layout has elements outside the tile, which its picture draws {} x {}",
                     full.rows, full.cols
                 ),
-                tile_span(a),
+                a.kv_span("tile"),
             ));
         }
     }
     let warp = a.kv_int("warp")?;
     if let Some(w) = warp {
-        let span = a.kv("warp").map_or(a.span(), |x| x.span());
+        let span = a.kv_span("warp");
         if !full.has_threads {
             return Err(Diagnostic::at(
                 "`warp=` keeps one warp's elements, and the layout has no threads",
@@ -796,7 +784,7 @@ fn access_cmd(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Some(_) => {
             return Err(Diagnostic::at(
                 "`tile=` lays out a CuTe layout's offsets over (M, N); this layout's results are coordinates already",
-                tile_span(a),
+                a.kv_span("tile"),
             ))
         }
         None if l.notation == Notation::LinearLayout => shape_opt(a)?,

@@ -262,7 +262,7 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         for op in &mut ops {
             for m in &mut op.maps {
                 *m = tile::fusion::promote(m, k.len())
-                    .map_err(|e| Diagnostic::at(e, kv_span(a, "k")))?;
+                    .map_err(|e| Diagnostic::at(e, a.kv_span("k")))?;
             }
         }
         out_shape = None;
@@ -347,7 +347,7 @@ fn run_tile_symbolic(
     ops: &[Operand],
     out_shape: Option<Vec<i64>>,
 ) -> Result<Value, Diagnostic> {
-    let span = kv_span(a, "sizes");
+    let span = a.kv_span("sizes");
     let first = first_map(a, ops)?;
     let n = first.dims.len();
     if n != given.len() {
@@ -429,11 +429,6 @@ fn tiled_what(a: &Args) -> String {
     }
 }
 
-/// Where to point at `key=`: its value, else the whole command.
-fn kv_span(a: &Args, key: &str) -> crate::syntax::Span {
-    a.kv(key).map_or(a.span(), Arg::span)
-}
-
 /// `sizes=` gives `given` sizes for `what`, which has `n` dimensions.
 fn sizes_mismatch(a: &Args, what: &str, n: usize, given: usize) -> Diagnostic {
     Diagnostic::at(
@@ -441,7 +436,7 @@ fn sizes_mismatch(a: &Args, what: &str, n: usize, given: usize) -> Diagnostic {
             "{what} has {n} dimension{} but sizes has {given}",
             if n == 1 { "" } else { "s" }
         ),
-        kv_span(a, "sizes"),
+        a.kv_span("sizes"),
     )
 }
 
@@ -489,7 +484,7 @@ fn run_utilization(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         };
         return Err(Diagnostic::at(
             format!("`shape=` does not apply: {why}"),
-            kv_span(a, "shape"),
+            a.kv_span("shape"),
         )
         .with_help("shape= gives the shape of a bare map's operand"));
     }
@@ -530,7 +525,7 @@ fn run_utilization(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         let given = !implied && op.shape.is_none();
         let u = tile::utilization(&op.maps, &shape, &Limits::default()).map_err(|e| match e {
             // The shape given does not fit the map (its rank, or what the map reads).
-            crate::MapError::Other(m) if given => Diagnostic::at(m, kv_span(a, "shape")),
+            crate::MapError::Other(m) if given => Diagnostic::at(m, a.kv_span("shape")),
             e => super::cmd_map::map_err(e, a),
         })?;
         rows.push(Utilized::Measured {
@@ -557,7 +552,7 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     use crate::tile::tune;
     let (name, spec) = kernel_spec(s, a)?;
     let device = a.kv_word("device")?;
-    let device_span = kv_span(a, "device");
+    let device_span = a.kv_span("device");
     let on_gpu = match device.as_deref() {
         None | Some("auto") => crate::gpu::bench::cuda::available().is_ok(),
         Some("cpu") => false,
@@ -606,14 +601,14 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             });
         return Err(Diagnostic::at(
             format!("no valid tiling of `{name}` to try: {why}"),
-            kv_span(a, "tile"),
+            a.kv_span("tile"),
         ));
     }
     let threads = a.kv_int("threads")?.unwrap_or(0);
     if !(0..=1024).contains(&threads) {
         return Err(Diagnostic::at(
             format!("threads={threads} is not in [1, 1024]"),
-            kv_span(a, "threads"),
+            a.kv_span("threads"),
         ));
     }
     let opts = Options {
@@ -777,7 +772,7 @@ fn k_sizes(a: &Args) -> Result<Option<Vec<i64>>, Diagnostic> {
         if let Some(z) = k.iter().find(|&&z| z < 1) {
             return Err(Diagnostic::at(
                 format!("K step {z} is not positive"),
-                kv_span(a, "k"),
+                a.kv_span("k"),
             ));
         }
     }
@@ -792,7 +787,7 @@ fn fixed_sizes(a: &Args) -> Result<Vec<i64>, Diagnostic> {
             Size::Fixed(v) => Ok(v),
             Size::Symbol(w) => Err(Diagnostic::at(
                 format!("`{w}`: this command takes numbers as sizes; `tile` takes names"),
-                kv_span(a, "sizes"),
+                a.kv_span("sizes"),
             )),
         })
         .collect()
@@ -900,7 +895,7 @@ fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Some(w) => {
             return Err(Diagnostic::at(
                 format!("`order=` takes major-to-minor or transposed, not `{w}`"),
-                kv_span(a, "order"),
+                a.kv_span("order"),
             ))
         }
     };
@@ -978,7 +973,7 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         if v < 1 {
             return Err(Diagnostic::at(
                 "`volume=` takes a positive number",
-                kv_span(a, "volume"),
+                a.kv_span("volume"),
             ));
         }
         rules.max_volume = Some(v);

@@ -19,7 +19,7 @@ pub mod gemm;
 pub mod measure;
 
 use super::reference::{matches, read_scalar, Reference, Scalar};
-use super::spec::{Body, ElemType, KernelSpec, Root, UnOp};
+use super::spec::{Body, ElemType, KernelSpec, Root};
 use crate::MapError;
 
 /// Where to run.
@@ -364,31 +364,16 @@ fn slack_of(spec: &KernelSpec, r: &Reference, k: usize) -> Result<Option<Vec<f64
     )))
 }
 
-/// What an output computes under an exact epilogue: converts, negations and absolute
-/// values. Neither of the last two rounds, and each keeps two values at most as far apart
-/// (`|f(a) - f(b)| <= |a - b|`), so a sum's slack bounds the output's difference too (a
-/// convert's own rounding is the output type's tolerance). A reduction followed by `negate`
-/// or `abs` was checked against a relative tolerance alone, which a sum of terms that
-/// cancel does not meet in another order.
-pub(crate) fn under_exact_epilogue(mut b: &Body) -> &Body {
-    loop {
-        match b {
-            Body::Convert(_, inner) | Body::Unary(UnOp::Neg | UnOp::Abs, inner) => b = inner,
-            _ => return b,
-        }
-    }
-}
-
 /// The type a reduction computing output `k` accumulates in (f32 for
 /// `convert(reduce(...))` of f16), `None` when output `k` is not a reduction (under an exact
-/// epilogue: [`under_exact_epilogue`]; output 0 a reduction of whole dimensions, not of
+/// epilogue: [`Body::under_exact_epilogue`]; output 0 a reduction of whole dimensions, not of
 /// windows).
 fn accumulation(spec: &KernelSpec, k: usize) -> Option<ElemType> {
     if k == 0 {
         if spec.root != Root::Elementwise {
             return None;
         }
-        match under_exact_epilogue(&spec.functions.first()?.body) {
+        match spec.functions.first()?.body.under_exact_epilogue() {
             Body::Reduce { map, func, .. } if map.results.iter().all(|r| r.as_var().is_some()) => {
                 Some(spec.function_elem(*func))
             }
@@ -396,7 +381,7 @@ fn accumulation(spec: &KernelSpec, k: usize) -> Option<ElemType> {
         }
     } else {
         let f = spec.functions.get(spec.more_outputs.get(k - 1)?.func)?;
-        match under_exact_epilogue(&f.body) {
+        match f.body.under_exact_epilogue() {
             Body::Reduce { func, .. } => Some(spec.function_elem(*func)),
             _ => None,
         }
@@ -422,7 +407,7 @@ fn reads_reductions(spec: &KernelSpec) -> bool {
     spec.functions.iter().enumerate().any(|(i, f)| {
         let mut b = &f.body;
         if roots.contains(&i) {
-            b = under_exact_epilogue(b);
+            b = b.under_exact_epilogue();
             // A root reduction's operand is a function of its own.
             if matches!(b, Body::Reduce { .. }) {
                 return false;
