@@ -150,7 +150,7 @@ pub fn check_cuda_and_c(
         let k = super::bench::cpu::compile(&e.source, &e.entry).map_err(|e| (C, e))?;
         // SAFETY: the CPU entry takes the inputs then the outputs, as `run_verified`
         // passes them.
-        unsafe { run_verified_against(spec, inputs, &want, &mut |args| k.call_args(args)) }
+        unsafe { run_verified_against(spec, &inputs, &want, &mut |args| k.call_args(args)) }
             .map_err(|e| (C, e))?;
     }
     Ok(bits)
@@ -187,24 +187,25 @@ fn check_against(
             Some(i) => i.to_vec(),
             None => make_inputs(spec)?,
         };
-        let computed;
-        let want = match want {
-            Some(w) => w,
-            None => {
-                computed = super::bench::expected_outputs(spec, &inputs)?;
-                &computed
-            }
-        };
         // SAFETY: the arguments are as `run_verified` requires (`ix_launch` takes the
         // inputs then the outputs, as the kernel's parameters are declared).
         let mut stopped = None;
-        let verified = unsafe {
-            run_verified_against(spec, inputs, want, &mut |args| {
-                let m = f(args.as_mut_ptr());
-                if !m.is_null() {
-                    stopped = Some(std::ffi::CStr::from_ptr(m).to_string_lossy().into_owned());
-                }
-            })
+        let mut call = |args: &mut Vec<*mut std::ffi::c_void>| {
+            let m = unsafe { f(args.as_mut_ptr()) };
+            if !m.is_null() {
+                stopped = Some(
+                    unsafe { std::ffi::CStr::from_ptr(m) }
+                        .to_string_lossy()
+                        .into_owned(),
+                );
+            }
+        };
+        let verified = match want {
+            Some(w) => unsafe { run_verified_against(spec, &inputs, w, &mut call) },
+            None => {
+                let w = super::bench::expected_outputs(spec, &inputs)?;
+                unsafe { run_verified_against(spec, &inputs, &w, &mut call) }
+            }
         };
         match stopped {
             Some(m) => Err(err(format!("the kernel did not run to its end: {m}"))),
@@ -251,7 +252,7 @@ pub unsafe fn run_verified(
         }
     }
     let want = super::bench::expected_outputs(spec, &inputs)?;
-    run_verified_against(spec, inputs, &want, call)
+    run_verified_against(spec, &inputs, &want, call)
 }
 
 /// [`run_verified`] against reference outputs already computed for these inputs (one
@@ -261,7 +262,7 @@ pub unsafe fn run_verified(
 /// As [`run_verified`].
 pub unsafe fn run_verified_against(
     spec: &KernelSpec,
-    inputs: Vec<Vec<u8>>,
+    inputs: &[Vec<u8>],
     want: &[super::bench::Expected],
     call: &mut dyn FnMut(&mut Vec<*mut std::ffi::c_void>),
 ) -> Result<(), MapError> {
@@ -313,8 +314,12 @@ pub unsafe fn run_verified_against(
         // SAFETY: `buf` holds at least `sizes[k]` initialised bytes.
         let got = unsafe { std::slice::from_raw_parts(buf.as_ptr() as *const u8, sizes[k]) };
         if let Some((i, g, w)) = super::bench::first_mismatch(spec, k, got, want) {
+            let why = match want.why_undetermined(k, i) {
+                Some(why) => format!(": {why}"),
+                None => String::new(),
+            };
             return Err(err(format!(
-                "output {k} ({}) element {i} (physical offset) is {g} but the reference says {w}",
+                "output {k} ({}) element {i} (physical offset) is {g} but the reference says {w}{why}",
                 t.name
             )));
         }

@@ -23,6 +23,9 @@ use crate::MapError;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+mod bound;
+pub use bound::Ball;
+
 /// The known contents of input `k`, element at physical offset `i`: small exact values
 /// (multiples of 1/64 in [-8, 8)) that differ between neighbours and between inputs.
 pub fn input_value(k: usize, i: i64) -> f64 {
@@ -406,6 +409,8 @@ pub struct Reference<'a> {
     types: HashMap<usize, ElemType>,
     /// The arguments of the reducer of a variadic reduction while it runs.
     args: RefCell<Vec<Scalar>>,
+    /// The rounding bounds computed so far ([`Reference::ball`]).
+    balls: RefCell<bound::Balls>,
 }
 
 /// Values of one function, filled on demand: `known[k]` says `values[k]` is computed.
@@ -496,6 +501,7 @@ impl<'a> Reference<'a> {
             reduce_memo,
             types,
             args: RefCell::new(Vec::new()),
+            balls: RefCell::new(bound::Balls::default()),
         })
     }
 
@@ -646,24 +652,7 @@ impl<'a> Reference<'a> {
                 map,
                 starts,
                 limits,
-            } => {
-                let mut at = self.at(map, idx)?;
-                if at.len() != starts.len() || at.len() != limits.len() {
-                    return Err(MapError::Other(format!(
-                        "a dynamic slice of rank {} has {} start indices",
-                        at.len(),
-                        starts.len()
-                    )));
-                }
-                for ((a, s), &l) in at.iter_mut().zip(starts).zip(limits) {
-                    let t = self.spec.elem_opt(s).unwrap_or(ElemType::S64);
-                    let v = index_value(self.body(s, idx)?, t).clamp(0, l.max(0));
-                    *a = a
-                        .checked_add(v)
-                        .ok_or_else(|| MapError::Overflow("a dynamic-slice index".into()))?;
-                }
-                self.eval(*func, &at)?
-            }
+            } => self.eval(*func, &self.dyn_at(map, starts, limits, idx)?)?,
             Body::Opaque { op, name, .. } => {
                 return Err(MapError::Other(no_emitter(op, name)));
             }
@@ -715,6 +704,33 @@ impl<'a> Reference<'a> {
                 }
             }
         })
+    }
+
+    /// Where a [`Body::DynCall`] reads its function at `idx`: `map(idx)` moved by the
+    /// start indices, each clamped to `[0, limit]`.
+    fn dyn_at(
+        &self,
+        map: &IndexingMap,
+        starts: &[Body],
+        limits: &[i64],
+        idx: &[i64],
+    ) -> Result<Vec<i64>, MapError> {
+        let mut at = self.at(map, idx)?;
+        if at.len() != starts.len() || at.len() != limits.len() {
+            return Err(MapError::Other(format!(
+                "a dynamic slice of rank {} has {} start indices",
+                at.len(),
+                starts.len()
+            )));
+        }
+        for ((a, s), &l) in at.iter_mut().zip(starts).zip(limits) {
+            let t = self.spec.elem_opt(s).unwrap_or(ElemType::S64);
+            let v = index_value(self.body(s, idx)?, t).clamp(0, l.max(0));
+            *a = a
+                .checked_add(v)
+                .ok_or_else(|| MapError::Overflow("a dynamic-slice index".into()))?;
+        }
+        Ok(at)
     }
 
     /// Every element of every output (output 0, then a tuple root's further outputs), each
