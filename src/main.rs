@@ -324,10 +324,14 @@ fn xml_escape(s: &str) -> String {
             '>' => o.push_str("&gt;"),
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&apos;"),
-            // XML 1.0 has no other control characters
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {
+            // A carriage return as a reference, or a parser reads it as a line end.
+            '\r' => o.push_str("&#13;"),
+            // XML 1.0's Char excludes the other C0 controls, the surrogates and U+FFFE,
+            // U+FFFF: written as `\xNN` / `\u{NNNN}` text.
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t') => {
                 o.push_str(&format!("\\x{:02x}", c as u32))
             }
+            '\u{fffe}' | '\u{ffff}' => o.push_str(&format!("\\u{{{:04x}}}", c as u32)),
             c => o.push(c),
         }
     }
@@ -478,7 +482,13 @@ fn test_files(
     } else {
         paths
     };
-    let files = ixmap::transcript::collect_files(&paths);
+    let files = match ixmap::transcript::collect_files(&paths) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return (1, reports);
+        }
+    };
     if files.is_empty() {
         eprintln!(
             "error: no .ixm transcripts under {}",
@@ -521,7 +531,7 @@ fn test_files(
         let moved = root
             .as_ref()
             .is_some_and(|r| std::env::set_current_dir(r).is_ok());
-        let replayed = ixmap::transcript::replay(&src);
+        let replayed = ixmap::transcript::replay_with(&src, bless);
         if let (true, Some(h)) = (moved, &here) {
             let _ = std::env::set_current_dir(h);
         }
@@ -744,8 +754,7 @@ fn file_error(f: &std::path::Path, message: String) -> CaseReport {
 /// "FILE:LINE: expected `...` not found" (or: the output goes on past the expected end).
 fn first_difference(file: &str, m: &ixmap::transcript::Mismatch) -> String {
     let (line, j) = m.first_unmatched;
-    let i = line.saturating_sub(m.line + m.input.lines().count().max(1));
-    match m.expected.get(i) {
+    match m.expected.get(m.expected_index) {
         Some(e) => format!("{file}:{line}: expected line not found: {e}"),
         None => format!(
             "{file}:{line}: the expected output ends here, but the output goes on at line {}: {}",

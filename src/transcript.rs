@@ -29,7 +29,16 @@ pub struct Case {
 
 #[derive(Clone, Debug)]
 pub struct Transcript {
+    /// The file's lines, trailing white space trimmed (what cases are read from).
     pub lines: Vec<String>,
+    /// The same lines as the file has them (trailing white space kept), which `--bless`
+    /// writes back wherever it changes nothing.
+    pub raw: Vec<String>,
+    /// How the file ends its lines (`"\r\n"` or `"\n"`), whether it starts with a byte
+    /// order mark and ends with a line end: kept by `--bless`.
+    pub newline: &'static str,
+    pub bom: bool,
+    pub final_newline: bool,
     pub cases: Vec<Case>,
     pub requires: Vec<String>,
     /// `#! xfail` or `#! xfail: why`: the file is known to fail (a known bug); it fails
@@ -45,13 +54,31 @@ pub struct FormatError {
     pub message: String,
 }
 
+/// The requirements a transcript may name (`#! requires: ...`), as [`requirement_met`]
+/// checks them.
+pub const REQUIREMENTS: [&str; 5] = ["cuda", "no-cuda", "cc", "ptxas", "cuobjdump"];
+
 impl Transcript {
     pub fn parse(src: &str) -> Result<Transcript, FormatError> {
-        let lines: Vec<String> = src
-            .replace("\r\n", "\n")
-            .lines()
-            .map(|l| l.trim_end().to_string())
+        // A byte order mark is not part of the first line (it would hide its prompt).
+        let bom = src.starts_with('\u{feff}');
+        let body = src.strip_prefix('\u{feff}').unwrap_or(src);
+        let final_newline = body.ends_with('\n');
+        let newline = if body.split('\n').next().is_some_and(|l| l.ends_with('\r'))
+            && body.contains("\r\n")
+        {
+            "\r\n"
+        } else {
+            "\n"
+        };
+        let mut raw: Vec<String> = body
+            .split('\n')
+            .map(|l| l.strip_suffix('\r').unwrap_or(l).to_string())
             .collect();
+        if final_newline || body.is_empty() {
+            raw.pop();
+        }
+        let lines: Vec<String> = raw.iter().map(|l| l.trim_end().to_string()).collect();
         let mut cases = Vec::new();
         let mut requires = Vec::new();
         let mut xfail = None;
@@ -71,11 +98,15 @@ impl Transcript {
                     });
                 }
                 if let Some(req) = rest.strip_prefix("requires:") {
-                    requires.extend(
-                        req.split(',')
-                            .map(|s| s.trim().to_string())
-                            .filter(|s| !s.is_empty()),
-                    );
+                    for r in req.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                        if !REQUIREMENTS.contains(&r) {
+                            return Err(FormatError {
+                                line: i + 1,
+                                message: unknown_requirement(r),
+                            });
+                        }
+                        requires.push(r.to_string());
+                    }
                 }
                 i += 1;
                 continue;
@@ -102,6 +133,16 @@ impl Transcript {
                 while out_end > out_start && lines[out_end - 1].is_empty() {
                     out_end -= 1;
                 }
+                // A check that is not a regular expression is the author's mistake, said
+                // where it is (it would compare as text and `--bless` would drop it).
+                for (k, e) in lines[out_start..out_end].iter().enumerate() {
+                    if let Err((col, why)) = check_pattern(e) {
+                        return Err(FormatError {
+                            line: out_start + k + 1,
+                            message: format!("column {col}: {why}"),
+                        });
+                    }
+                }
                 cases.push(Case {
                     line,
                     input: text,
@@ -111,15 +152,83 @@ impl Transcript {
                 });
                 continue;
             }
+            // Outside a case only prose, directives and blank lines: a line that is none
+            // (a mistyped prompt after prose, `ixamp> ...`) would be skipped unsaid.
+            if !l.is_empty() && !l.starts_with('#') {
+                return Err(FormatError {
+                    line: i + 1,
+                    message: format!(
+                        "`{}` is neither a prompt (`ixmap> `) nor `#` prose, and no case's output (output follows its prompt, before any prose)",
+                        short(l)
+                    ),
+                });
+            }
             i += 1;
         }
         Ok(Transcript {
             lines,
+            raw,
+            newline,
+            bom,
+            final_newline,
             cases,
             requires,
             xfail,
         })
     }
+}
+
+/// Why a `#! requires:` name is unknown, with the nearest known one.
+fn unknown_requirement(r: &str) -> String {
+    let known = REQUIREMENTS.join(", ");
+    let hint = if r.contains(char::is_whitespace) {
+        " (requirements are separated by commas)".to_string()
+    } else {
+        REQUIREMENTS
+            .iter()
+            .map(|k| (strsim::normalized_levenshtein(k, r), k))
+            .filter(|(d, _)| *d >= 0.5)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map_or(String::new(), |(_, k)| format!("; did you mean `{k}`?"))
+    };
+    format!("unknown requirement `{r}` (the requirements are {known}){hint}")
+}
+
+/// A line for a message: at most 60 characters.
+fn short(l: &str) -> String {
+    if l.chars().count() <= 60 {
+        l.to_string()
+    } else {
+        format!("{}…", l.chars().take(59).collect::<String>())
+    }
+}
+
+/// Whether every `{{...}}` of an expected line is a valid regular expression (or a
+/// numeric range): else the 1-based column of the `{{` and why.
+fn check_pattern(expected: &str) -> Result<(), (usize, String)> {
+    let mut from = 0;
+    while let Some(k) = expected[from..].find("{{") {
+        let at = from + k;
+        let after = &expected[at + 2..];
+        let Some(close) = after.find("}}") else {
+            return Ok(());
+        };
+        let inner = &after[..close];
+        if numeric_range(inner).is_none() {
+            if let Err(e) = regex::Regex::new(inner) {
+                let col = expected[..at].chars().count() + 1;
+                let why = e.to_string();
+                let why = why.lines().last().unwrap_or("").trim();
+                let why = why.strip_prefix("error: ").unwrap_or(why).to_string();
+                return Err((
+                    col,
+                    format!("`{{{{{inner}}}}}` is not a valid regular expression ({why})"),
+                ));
+            }
+        }
+        from = at + 2 + close + 2;
+    }
+    Ok(())
 }
 
 /// What a session prints for one input, colour off, as transcripts record it.
@@ -214,15 +323,20 @@ fn is_pattern(expected: &str) -> bool {
 /// The new expected output of a mismatching case: the actual lines, except that every
 /// expected line that still matches its actual line keeps its elisions and checks, and every
 /// `...` that still has a place is kept (the fewest lines rewritten: a changed line costs
-/// 1000 to 1999 by how unlike its new text it is, a line gone or new 2000, what `...`
-/// swallows nothing).
+/// 1000 to 1999 by how unlike its new text it is, a line gone 2000, a new line 999, what
+/// `...` swallows nothing). A new line costs less than any change, so a line that still
+/// matches is kept and the new one inserted beside it, rather than a `...` swallowing the
+/// match and the line after it rewritten into the new one.
 pub fn bless_case(expected: &[String], actual: &[String]) -> Vec<String> {
     let (n, m) = (expected.len(), actual.len());
     // cost[i][j]: fewest changed lines to turn expected[i..] into a match of actual[j..]
     let inf = usize::MAX / 4;
     let mut cost = vec![vec![inf; m + 1]; n + 1];
     // a changed line costs 1000 to 1999, the less the more it is like the new line (so a
-    // rewritten line pairs with the actual line it became); a line gone or new 2000
+    // rewritten line pairs with the actual line it became); a line gone 2000 (a check
+    // rewritten beats a check dropped), a new one 999
+    const GONE: usize = 2000;
+    const NEW: usize = 999;
     let change = |i: usize, j: usize| -> usize {
         let e = expected[i].replace("[..]", "");
         1000 + ((1.0 - strsim::normalized_levenshtein(&e, &actual[j])) * 999.0) as usize
@@ -248,11 +362,11 @@ pub fn bless_case(expected: &[String], actual: &[String]) -> Vec<String> {
                     if j < m {
                         best = best.min(change(i, j) + cost[i + 1][j + 1]); // a changed line
                     }
-                    best = best.min(2000 + cost[i + 1][j]); // a line gone
+                    best = best.min(GONE + cost[i + 1][j]); // a line gone
                 }
             }
             if j < m {
-                best = best.min(2000 + cost[i][j + 1]); // a new line
+                best = best.min(NEW + cost[i][j + 1]); // a new line
             }
             cost[i][j] = best;
         }
@@ -296,7 +410,7 @@ pub fn bless_case(expected: &[String], actual: &[String]) -> Vec<String> {
                     j += 1;
                     continue;
                 }
-                if 2000 + cost[i + 1][j] == c {
+                if GONE + cost[i + 1][j] == c {
                     i += 1;
                     continue;
                 }
@@ -329,29 +443,13 @@ pub fn changed_span(a: &str, b: &str) -> (usize, usize) {
 
 /// Whether `actual` lines match `expected`, where a lone `...` matches any lines.
 pub fn output_matches(expected: &[String], actual: &[String]) -> bool {
-    match expected.first() {
-        None => actual.is_empty(),
-        Some(e) if e == "..." => {
-            (0..=actual.len()).any(|k| output_matches(&expected[1..], &actual[k..]))
-        }
-        Some(e) => {
-            !actual.is_empty()
-                && line_matches(e, &actual[0])
-                && output_matches(&expected[1..], &actual[1..])
-        }
-    }
+    reach(expected, actual)[expected.len()][actual.len()]
 }
 
-/// Where a case's output stops matching: the first expected line that no alignment of the
-/// actual output reaches (its index in `expected`, or `expected.len()` when every expected
-/// line matched but actual lines are left over), and the index of the actual line it was
-/// compared with. None when the output matches.
-pub fn first_unmatched(expected: &[String], actual: &[String]) -> Option<(usize, usize)> {
-    if output_matches(expected, actual) {
-        return None;
-    }
+/// `reach[i][j]`: `expected[..i]` matches `actual[..j]` (each expected line compared with
+/// each actual line at most once: `...` cannot make the matching exponential).
+fn reach(expected: &[String], actual: &[String]) -> Vec<Vec<bool>> {
     let (n, m) = (expected.len(), actual.len());
-    // reach[i][j]: expected[..i] matches actual[..j]
     let mut reach = vec![vec![false; m + 1]; n + 1];
     reach[0][0] = true;
     for i in 0..n {
@@ -363,10 +461,24 @@ pub fn first_unmatched(expected: &[String], actual: &[String]) -> Option<(usize,
                 for r in reach[i + 1].iter_mut().skip(j) {
                     *r = true;
                 }
+                break;
             } else if j < m && line_matches(&expected[i], &actual[j]) {
                 reach[i + 1][j + 1] = true;
             }
         }
+    }
+    reach
+}
+
+/// Where a case's output stops matching: the first expected line that no alignment of the
+/// actual output reaches (its index in `expected`, or `expected.len()` when every expected
+/// line matched but actual lines are left over), and the index of the actual line it was
+/// compared with. None when the output matches.
+pub fn first_unmatched(expected: &[String], actual: &[String]) -> Option<(usize, usize)> {
+    let (n, m) = (expected.len(), actual.len());
+    let reach = reach(expected, actual);
+    if reach[n][m] {
+        return None;
     }
     let i = (0..=n).rev().find(|&i| reach[i].iter().any(|&r| r))?;
     // where it was sought: of the actual lines it could have matched, the most like it
@@ -396,6 +508,8 @@ pub struct Mismatch {
     /// case's output when lines are left over), and the index in `actual` where it was
     /// sought.
     pub first_unmatched: (usize, usize),
+    /// The index in `expected` of that line (`expected.len()` when lines are left over).
+    pub expected_index: usize,
 }
 
 /// One case's outcome, for `--json` and `--junit`.
@@ -442,8 +556,14 @@ fn which(prog: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
 }
 
-/// Replays a transcript in a fresh session.
+/// Replays a transcript in a fresh session, with the blessed file made ([`replay_with`]).
 pub fn replay(src: &str) -> Result<Replay, FormatError> {
+    replay_with(src, true)
+}
+
+/// Replays a transcript in a fresh session; `bless`: make [`Replay::blessed`] (the
+/// alignment of a long mismatching case costs more than its replay), else it is empty.
+pub fn replay_with(src: &str, bless: bool) -> Result<Replay, FormatError> {
     let t = Transcript::parse(src)?;
     if let Some(r) = t.requires.iter().find(|r| !requirement_met(r)) {
         return Ok(Replay {
@@ -478,7 +598,7 @@ pub fn replay(src: &str) -> Result<Replay, FormatError> {
                 });
             }
         }
-        new_lines.extend_from_slice(&t.lines[cursor..case.out_start]);
+        new_lines.extend_from_slice(&t.raw[cursor..case.out_start]);
         let unmatched = first_unmatched(&case.expected, &actual);
         results.push(CaseResult {
             line: case.line,
@@ -492,16 +612,29 @@ pub fn replay(src: &str) -> Result<Replay, FormatError> {
                 expected: case.expected.clone(),
                 actual: actual.clone(),
                 first_unmatched: (case.out_start + i + 1, j),
+                expected_index: i,
             });
-            new_lines.extend(bless_case(&case.expected, &actual));
+            if bless {
+                new_lines.extend(bless_case(&case.expected, &actual));
+            }
         } else {
-            new_lines.extend_from_slice(&case.expected);
+            new_lines.extend_from_slice(&t.raw[case.out_start..case.out_end]);
         }
         cursor = case.out_end;
     }
-    new_lines.extend_from_slice(&t.lines[cursor..]);
-    let mut blessed = new_lines.join("\n");
-    blessed.push('\n');
+    // Every line `--bless` does not rewrite as the file has it: its line ends, its
+    // trailing white space, its byte order mark.
+    new_lines.extend_from_slice(&t.raw[cursor..]);
+    let mut blessed = String::new();
+    if bless {
+        if t.bom {
+            blessed.push('\u{feff}');
+        }
+        blessed += &new_lines.join(t.newline);
+        if t.final_newline || t.raw.is_empty() {
+            blessed += t.newline;
+        }
+    }
     Ok(Replay {
         cases: t.cases.len(),
         mismatches,
@@ -512,38 +645,54 @@ pub fn replay(src: &str) -> Result<Replay, FormatError> {
     })
 }
 
-/// Every `.ixm` file under `paths` (files or folders), sorted.
-pub fn collect_files(paths: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    fn walk(p: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+/// Every `.ixm` file under `paths` (files or folders), sorted; an error naming a path that
+/// does not exist. A folder reached twice (through a link back to it) is walked once.
+pub fn collect_files(paths: &[std::path::PathBuf]) -> Result<Vec<std::path::PathBuf>, String> {
+    use std::collections::HashSet;
+    use std::path::{Path, PathBuf};
+    fn walk(p: &Path, out: &mut Vec<PathBuf>, seen: &mut HashSet<PathBuf>) {
         if p.is_dir() {
+            let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+            if !seen.insert(real) {
+                return;
+            }
             if let Ok(rd) = std::fs::read_dir(p) {
                 let mut es: Vec<_> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
                 es.sort();
                 for e in es {
-                    walk(&e, out);
+                    walk(&e, out, seen);
                 }
             }
         } else if p.extension().is_some_and(|e| e == "ixm") {
             out.push(p.to_path_buf());
         }
     }
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
     for p in paths {
-        walk(p, &mut out);
+        if !p.exists() {
+            return Err(format!("{} does not exist", p.display()));
+        }
+        walk(p, &mut out, &mut seen);
     }
-    out
+    Ok(out)
 }
 
-/// Writes `contents` to `path` atomically (temp file in the same folder, then rename).
+/// Writes `contents` to `path` atomically (temp file in the same folder, then rename): to
+/// the file a link names (the link stays), with the file's permissions.
 pub fn write_atomic(path: &std::path::Path, contents: &str) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(std::path::Path::new("."));
-    let name = path
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let dir = target.parent().unwrap_or(std::path::Path::new("."));
+    let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
     std::fs::write(&tmp, contents)?;
-    std::fs::rename(&tmp, path)
+    if let Ok(m) = std::fs::metadata(&target) {
+        std::fs::set_permissions(&tmp, m.permissions())?;
+    }
+    std::fs::rename(&tmp, &target)
 }
 
 #[cfg(test)]
@@ -638,6 +787,101 @@ mod tests {
         let e = Transcript::parse("# x\n#! require: cc\n").unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.message.contains("unknown directive"), "{}", e.message);
+    }
+
+    /// Matching is a table over (expected, actual) lines: many `...` before a line that
+    /// matches nowhere is answered at once (the recursion it replaced tried every split
+    /// for each `...`: five took minutes).
+    #[test]
+    fn many_ellipses_before_a_missing_line_match_in_polynomial_steps() {
+        let mut exp: Vec<String> = vec!["...".into(); 12];
+        exp.push("nowhere".into());
+        let act: Vec<String> = (0..300).map(|k| format!("line {k}")).collect();
+        assert!(!output_matches(&exp, &act));
+        assert_eq!(first_unmatched(&exp, &act).map(|(i, _)| i), Some(12));
+        exp.pop();
+        assert!(output_matches(&exp, &act));
+    }
+
+    /// `--bless` keeps a `[..]` line that still matches and inserts the new line after it,
+    /// rather than letting a `...` swallow the match and rewriting the line after it; a
+    /// changed check is rewritten, not dropped.
+    #[test]
+    fn bless_inserts_beside_a_line_that_still_matches() {
+        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let exp = v(&["...", "the [..]:", "kinds", "reset EVERY", "..."]);
+        let act = v(&[
+            "intro",
+            "the session:",
+            "vars",
+            "kinds",
+            "reset every",
+            "save",
+        ]);
+        let b = bless_case(&exp, &act);
+        assert_eq!(
+            b,
+            v(&["...", "the [..]:", "vars", "kinds", "reset every", "..."])
+        );
+        assert!(output_matches(&b, &act));
+    }
+
+    /// Lines `--bless` does not rewrite are written as the file has them: CRLF line ends,
+    /// trailing spaces, a byte order mark, no final line end.
+    #[test]
+    fn bless_rewrites_only_failing_output() {
+        let src = "\u{feff}# prose with a trailing space \r\nixmap> m = (d0) -> (d0), domain: d0 in [0, 3]\r\nWRONG\r\n\r\n# more\r\nixmap> m\r\n(d0) -> (d0), domain: d0 in [0, 3]  ";
+        let r = replay(src).unwrap();
+        assert_eq!(r.mismatches.len(), 1);
+        assert_eq!(
+            r.blessed,
+            "\u{feff}# prose with a trailing space \r\nixmap> m = (d0) -> (d0), domain: d0 in [0, 3]\r\n(d0) -> (d0), domain: d0 in [0, 3]\r\n\r\n# more\r\nixmap> m\r\n(d0) -> (d0), domain: d0 in [0, 3]  "
+        );
+        // the byte order mark does not hide the first prompt
+        assert_eq!(Transcript::parse(src).unwrap().cases.len(), 2);
+        // without --bless nothing is aligned or written
+        assert!(replay_with(src, false).unwrap().blessed.is_empty());
+    }
+
+    /// What would make a file's lines silently not checked is a format error at its line:
+    /// an unknown requirement (the file always skipped), a line outside any case that is
+    /// not prose (a mistyped prompt), a `{{...}}` that is not a regular expression.
+    #[test]
+    fn lines_that_would_go_unchecked_are_format_errors() {
+        let e = Transcript::parse("#! requires: cdua\nixmap> 1\n").unwrap_err();
+        assert_eq!(e.line, 1);
+        assert!(e.message.contains("did you mean `cuda`"), "{}", e.message);
+        let e = Transcript::parse("#! requires: cc cuda\n").unwrap_err();
+        assert!(e.message.contains("separated by commas"), "{}", e.message);
+        let e = Transcript::parse("# prose\nixamp> inverse q\nout\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("neither a prompt"), "{}", e.message);
+        let e =
+            Transcript::parse("ixmap> m\n(d0) -> (d0), domain: d0 in [0, {{[0-9}}]\n").unwrap_err();
+        assert_eq!((e.line, &e.message[..10]), (2, "column 33:"));
+        // a numeric range and a valid expression are fine, as is text before any prompt
+        // that is prose
+        assert!(Transcript::parse("# a\n\nixmap> m\n{{0..3}} {{[a-z]+}}\n").is_ok());
+    }
+
+    /// A path that does not exist is an error even beside one that does, and a folder
+    /// reached again through a link is walked once.
+    #[test]
+    fn collecting_files_names_a_missing_path_and_walks_a_folder_once() {
+        let d = std::env::temp_dir().join(format!("ixmap-collect-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("a.ixm"), "ixmap> 1\n").unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(".", d.join("again")).unwrap();
+            std::os::unix::fs::symlink(".", d.join("more")).unwrap();
+        }
+        let files = collect_files(std::slice::from_ref(&d)).unwrap();
+        assert_eq!(files.len(), 1, "{files:?}");
+        let e = collect_files(&[d.clone(), d.join("nope")]).unwrap_err();
+        assert!(e.contains("nope does not exist"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

@@ -912,6 +912,12 @@ fn test_reports_json_junit_and_the_first_line_not_found() {
         "#! xfail: a known bug\nixmap> equal (d0) -> (d0), domain: d0 in [0, 1], (d0) -> (d0), domain: d0 in [0, 1]\nfalse\n",
     )
     .unwrap();
+    // an input ending with an empty continuation line, and a character XML 1.0 forbids
+    std::fs::write(
+        dir.join("c.ixm"),
+        "ixmap> m = (d0) -> (d0), domain: d0 in [0, 3]\n   ...>\nWRONG1 \u{fffe}\nWRONG2\n",
+    )
+    .unwrap();
     let junit = dir.join("report.xml");
     let o = run(&[
         "test",
@@ -926,11 +932,16 @@ fn test_reports_json_junit_and_the_first_line_not_found() {
         .iter()
         .map(|c| c["status"].as_str().unwrap())
         .collect();
-    assert_eq!(status, ["pass", "fail", "xfail"]);
+    assert_eq!(status, ["pass", "fail", "xfail", "fail"]);
     assert_eq!(cases[1]["line"], 3);
     let msg = cases[1]["message"].as_str().unwrap();
     assert!(
         msg.ends_with("a.ixm:5: expected line not found: not this line"),
+        "{msg}"
+    );
+    let msg = cases[3]["message"].as_str().unwrap();
+    assert!(
+        msg.ends_with("c.ixm:3: expected line not found: WRONG1 \u{fffe}"),
         "{msg}"
     );
     assert!(
@@ -942,11 +953,15 @@ fn test_reports_json_junit_and_the_first_line_not_found() {
     assert!(xml.starts_with("<?xml"));
     assert!(
         xml.contains(
-            "<testsuites name=\"ixmap\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\">"
+            "<testsuites name=\"ixmap\" tests=\"4\" failures=\"2\" errors=\"0\" skipped=\"1\">"
         ),
         "{xml}"
     );
     assert!(xml.contains("<failure message=\""), "{xml}");
+    assert!(
+        !xml.contains('\u{fffe}') && xml.contains("WRONG1 \\u{fffe}"),
+        "{xml}"
+    );
     // an xfail file whose cases all pass fails the run
     std::fs::write(
         dir.join("b.ixm"),

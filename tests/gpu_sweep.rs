@@ -127,7 +127,7 @@ fn sweep_input(label: &str, input: &str, session: &mut Session, found: &mut Foun
 /// Every `.ixm` transcript under `dir`, swept.
 fn sweep_sessions(dir: &std::path::Path) -> Found {
     let mut found = Found::default();
-    for f in ixmap::transcript::collect_files(&[dir.to_path_buf()]) {
+    for f in ixmap::transcript::collect_files(&[dir.to_path_buf()]).expect("the folder exists") {
         let Ok(src) = std::fs::read_to_string(&f) else {
             continue;
         };

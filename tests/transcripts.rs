@@ -7,7 +7,8 @@ use std::path::PathBuf;
 fn main() {
     let args = Arguments::from_args();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sessions");
-    let files = ixmap::transcript::collect_files(std::slice::from_ref(&root));
+    let files = ixmap::transcript::collect_files(std::slice::from_ref(&root))
+        .expect("the sessions folder exists");
     assert!(!files.is_empty(), "no transcripts under {}", root.display());
     let trials = files
         .into_iter()
