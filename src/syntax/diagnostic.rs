@@ -99,9 +99,10 @@ impl Diagnostic {
                 .get(start..end)
                 .map_or(1, |s| s.chars().count())
                 .max(1);
-            out += &format!("\n{pad}--> {line}:{col}\n{pad} |\n{line} | {line_text}\n{pad} | ");
-            out += &" ".repeat(col - 1);
-            out += &"^".repeat(n);
+            let (shown, caret_at, caret_len) = echo_line(line_text, col - 1, n);
+            out += &format!("\n{pad}--> {line}:{col}\n{pad} |\n{line} | {shown}\n{pad} | ");
+            out += &" ".repeat(caret_at);
+            out += &"^".repeat(caret_len);
             if let Some(label) = &self.label {
                 out += &format!(" {label}");
             }
@@ -111,6 +112,65 @@ impl Diagnostic {
         }
         out
     }
+}
+
+/// The widest echoed line, in terminal columns: a longer one is shown around the caret.
+const ECHO_WIDTH: usize = 400;
+
+/// How one character of an echoed source line is shown, and its width in terminal columns:
+/// a tab as four spaces, a control character as its control picture (`␛` for escape, so
+/// input cannot drive the terminal), a wide character as it is (two columns).
+fn shown_char(c: char) -> (char, usize, usize) {
+    use unicode_width::UnicodeWidthChar;
+    match c {
+        '\t' => (' ', 4, 4),
+        c if (c as u32) < 0x20 => (char::from_u32(0x2400 + c as u32).unwrap_or('?'), 1, 1),
+        '\u{7f}' => ('\u{2421}', 1, 1),
+        c if ('\u{80}'..='\u{9f}').contains(&c) => ('\u{fffd}', 1, 1),
+        c => (c, 1, c.width().unwrap_or(0)),
+    }
+}
+
+/// An echoed source line as shown under a diagnostic, and where its caret goes: `line`
+/// with tabs expanded and control characters made visible ([`shown_char`]), the caret's
+/// start and length in terminal columns for the `n` characters from character `col0` (wide
+/// characters count two). A line wider than [`ECHO_WIDTH`] is cut around the caret, `…`
+/// marking what is left out.
+pub fn echo_line(line: &str, col0: usize, n: usize) -> (String, usize, usize) {
+    // Each character's shown text and its columns: [start, end).
+    let mut cells: Vec<(char, usize, usize, usize)> = Vec::new();
+    let mut x = 0;
+    for c in line.chars() {
+        let (s, reps, w) = shown_char(c);
+        cells.push((s, reps, x, x + w));
+        x += w;
+    }
+    let total = x;
+    let at = |k: usize| cells.get(k).map_or(total, |c| c.2);
+    let caret_at = at(col0);
+    let caret_end = at(col0 + n).max(caret_at + 1);
+    let (from, to) = if total <= ECHO_WIDTH {
+        (0, total)
+    } else {
+        let from = caret_at.saturating_sub(ECHO_WIDTH / 3);
+        (from, (from + ECHO_WIDTH).min(total))
+    };
+    let mut out = String::new();
+    if from > 0 {
+        out.push('…');
+    }
+    for &(s, reps, a, b) in &cells {
+        if a >= from && b <= to {
+            out.extend(std::iter::repeat_n(s, reps));
+        }
+    }
+    if to < total {
+        out.push('…');
+    }
+    let lead = usize::from(from > 0);
+    let start = caret_at.saturating_sub(from) + lead;
+    let len = caret_end.min(to.max(caret_at + 1)) - caret_at;
+    (out, start, len.max(1))
 }
 
 /// 1-based (line, column) of byte offset `pos`; the column counts characters.
@@ -153,6 +213,44 @@ pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The caret stands under what it points at on a terminal: tabs expanded, wide
+    /// characters two columns, control characters shown (never sent raw); a long line is
+    /// cut around the caret.
+    #[test]
+    fn the_echoed_line_and_its_caret_line_up_on_a_terminal() {
+        let src = "\tinverse q";
+        let d = Diagnostic::at("no map `q`", Span::new(9, 10));
+        let r = d.render(src);
+        assert!(r.contains("1 |     inverse q\n  |             ^"), "{r}");
+        let src = "save \"数数数数.txt\" bogus=1";
+        let at = src.find("bogus").unwrap();
+        let r = Diagnostic::at("unknown key", Span::new(at, at + 5)).render(src);
+        let lines: Vec<&str> = r.lines().collect();
+        let echoed = lines[3].trim_start_matches("1 | ");
+        let caret = lines[4].trim_start_matches("  | ");
+        use unicode_width::UnicodeWidthStr;
+        assert_eq!(
+            caret.find('^').unwrap(),
+            echoed[..echoed.find("bogus").unwrap()].width()
+        );
+        assert_eq!(caret.trim(), "^^^^^");
+        let r = Diagnostic::at("x", Span::new(0, 1)).render("a\u{1b}]0;title\u{7}b");
+        assert!(!r.contains('\u{1b}') && r.contains('\u{241b}'), "{r}");
+        let long = format!("{} oops {}", "x".repeat(3000), "y".repeat(3000));
+        let at = long.find("oops").unwrap();
+        let r = Diagnostic::at("x", Span::new(at, at + 4)).render(&long);
+        assert!(r.len() < 1000, "{}", r.len());
+        let lines: Vec<&str> = r.lines().collect();
+        let (echoed, caret) = (&lines[3][4..], &lines[4][4..]);
+        let c = caret.find('^').unwrap();
+        assert_eq!(
+            &echoed.chars().skip(c).take(4).collect::<String>(),
+            "oops",
+            "{r}"
+        );
+        assert!(echoed.starts_with('…') && echoed.ends_with('…'));
+    }
 
     #[test]
     fn suggests_close_names_only() {
