@@ -294,6 +294,10 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     };
     let out =
         tile::output_tile(&extents, &sizes).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
+    let n_out = sizes
+        .len()
+        .saturating_sub(a.kv_tuple("k")?.map_or(0, |k| k.len()));
+    s.notes.extend(clipped_note(&sizes, &extents, n_out));
     let single_map = ops.len() == 1 && ops[0].maps.len() == 1;
     let limits = Limits {
         max_points: CHECK_LIMIT,
@@ -438,6 +442,28 @@ fn sizes_mismatch(a: &Args, what: &str, n: usize, given: usize) -> Diagnostic {
         ),
         a.kv_span("sizes"),
     )
+}
+
+/// Sizes larger than their dimension's extent tile it once, clipped to the extent: said
+/// rather than clamped unsaid (`sizes=(128)` on 64 rows is one tile of 64, and the 128 in the
+/// output tile reads as a mistake). The output's sizes come first, then k='s; `n_out` of them
+/// are the output's. None when every size fits.
+fn clipped_note(sizes: &[i64], extents: &[i64], n_out: usize) -> Option<String> {
+    let over: Vec<String> = sizes
+        .iter()
+        .zip(extents)
+        .enumerate()
+        .filter(|(_, (&z, &x))| x >= 1 && z > x)
+        .map(|(i, (z, x))| {
+            let (key, what) = if i < n_out {
+                ("sizes", format!("dimension {i}"))
+            } else {
+                ("k", format!("contraction dimension {}", i - n_out))
+            };
+            format!("{key}= {z} is larger than {what}'s extent {x}: one tile, clipped to {x}")
+        })
+        .collect();
+    (!over.is_empty()).then(|| over.join("; "))
 }
 
 /// The first map of the operands (whose dimensions are the output's).
@@ -869,6 +895,8 @@ fn run_tile_fusion(s: &mut Session, a: &Args, name: &str) -> Result<Value, Diagn
         }
     };
     let all = with_k(&sizes, k.as_deref());
+    s.notes
+        .extend(clipped_note(&all, &space.extents(), space.out.len()));
     for t in &tiles {
         if let Err(e) = &t.tile {
             if e.error.reason.starts_with("internal error") {
@@ -947,8 +975,12 @@ fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             }
             None => {
                 let m = a.map(s, 0)?;
+                if sizes.len() != m.dims.len() {
+                    return Err(sizes_mismatch(a, "the map", m.dims.len(), sizes.len()));
+                }
                 let c = k.as_ref().map_or(0, |k| k.len());
-                let pm = tile::fusion::promote(&m, c).map_err(|e| Diagnostic::at(e, a.span()))?;
+                let pm =
+                    tile::fusion::promote(&m, c).map_err(|e| Diagnostic::at(e, a.kv_span("k")))?;
                 let ext = extents(&pm);
                 let n = m.dims.len();
                 let space = tile::fusion::IterSpace {
@@ -974,6 +1006,11 @@ fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         ));
     }
     let k = k.unwrap_or_default();
+    s.notes.extend(clipped_note(
+        &with_k(&sizes, Some(&k)),
+        &space.extents(),
+        space.out.len(),
+    ));
     let mut scheds = Vec::new();
     for o in orders {
         let sc = sch::schedule(&space.out, &sizes, &space.k, &k, o)
