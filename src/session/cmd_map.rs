@@ -236,6 +236,16 @@ fn eval(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     })
     .map_err(|e| match e {
         MapError::Eval(_) => no_value_at(a, &fixed).unwrap_or_else(|| map_err(e, a)),
+        // what the map's domain lacks (bounds, a small enough box) is said at the map
+        e @ (MapError::Unbounded(_) | MapError::TooLarge { .. }) => Diagnostic {
+            span: a
+                .groups()
+                .first()
+                .and_then(|g| g.items.first())
+                .map(Arg::span)
+                .or(Some(a.span())),
+            ..map_err(e, a)
+        },
         e => map_err(e, a),
     })?;
     if tuples.is_empty() {

@@ -292,6 +292,18 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Some(sh) if sh.len() == sizes.len() => sh,
         _ => extents(first),
     };
+    // A dimension without bounds has no tiles: said of it, at the map (the output tile over
+    // its saturated extent said "tile offsets along d0 overflow").
+    if let Some(d) = first.dims.iter().find(|d| d.bounds.is_full()) {
+        return Err(Diagnostic::at(
+            format!(
+                "not representable as a tile: {} has no bounds, so it cannot be cut into tiles",
+                d.name
+            ),
+            a.items().next().map_or(a.span(), Arg::span),
+        )
+        .with_help("give every dimension a bound in `domain:`"));
+    }
     let out =
         tile::output_tile(&extents, &sizes).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
     let n_out = sizes
@@ -1113,7 +1125,7 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     // A dimension with no elements has no tile sizes: nothing to enumerate, said so (its
     // options were empty and `divide` divided by its extent 0).
     if let Some((n, &x)) = names.iter().zip(&extents).find(|(_, &x)| x < 1) {
-        let at = a.groups().first().map_or(a.span(), |g| g.span);
+        let at = a.items().next().map_or(a.span(), Arg::span);
         return Err(Diagnostic::at(
             format!("{what} has no tilings: {n} has extent {x}, no elements to tile"),
             at,
