@@ -198,8 +198,14 @@ fn eval(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             }
         }
     }
+    // what is wrong with the map is said at the map
+    let map_span = a
+        .groups()
+        .first()
+        .and_then(|g| g.items.first())
+        .map_or(a.span(), Arg::span);
     if m.is_undefined() {
-        return Err(Diagnostic::at("the map is UNDEFINED", a.span()));
+        return Err(Diagnostic::at("the map is UNDEFINED", map_span));
     }
     if point.len() != m.dims.len() {
         return Err(Diagnostic::at(
@@ -211,6 +217,13 @@ fn eval(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 if point.len() == 1 { "" } else { "s" }
             ),
             *tspan,
+        ));
+    }
+    // (an empty domain is named as such, not as a point outside `[5, 4]`)
+    if m.is_known_empty() {
+        return Err(Diagnostic::at(
+            "the map's domain is empty (KNOWN EMPTY): no point has a value",
+            map_span,
         ));
     }
     for (d, &v) in m.dims.iter().zip(&point) {
@@ -238,12 +251,7 @@ fn eval(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         MapError::Eval(_) => no_value_at(a, &fixed).unwrap_or_else(|| map_err(e, a)),
         // what the map's domain lacks (bounds, a small enough box) is said at the map
         e @ (MapError::Unbounded(_) | MapError::TooLarge { .. }) => Diagnostic {
-            span: a
-                .groups()
-                .first()
-                .and_then(|g| g.items.first())
-                .map(Arg::span)
-                .or(Some(a.span())),
+            span: Some(map_span),
             ..map_err(e, a)
         },
         e => map_err(e, a),
