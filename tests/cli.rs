@@ -1111,3 +1111,41 @@ fn load_names_the_place_of_invalid_utf8() {
     ]);
     assert_fails_saying(&o, "invalid UTF-8 at 3:4 (byte 0xff)");
 }
+
+/// `--json` numbers the script's own statements: a `load` is one statement, whatever its
+/// file holds (a file of three statements made `load` statement 3, and the statement after
+/// it 4). Where the file stops at an error, `file_stmt` is that statement's number in it.
+#[test]
+fn a_load_is_one_statement_in_json() {
+    let file = scratch_file(
+        "load_stmt",
+        "three.ixm",
+        "a = (d0) -> (d0), domain: d0 in [0, 3]\nb = (d0) -> (d0 * 2), domain: d0 in [0, 3]\nc = compose a, b\n",
+    );
+    let path = file.to_str().expect("a UTF-8 path");
+    let o = run(&["--json", "-c", &format!("load \"{path}\"; c; c")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j = json_lines(&o);
+    let stmts: Vec<_> = j.iter().map(|j| j["stmt"].as_i64()).collect();
+    assert_eq!(stmts, [Some(1), Some(2), Some(3)], "{j:?}");
+    assert_eq!(j[0]["kind"], "loaded", "{j:?}");
+
+    let file = scratch_file(
+        "load_stmt_fails",
+        "bad.ixm",
+        "a = (d0) -> (d0), domain: d0 in [0, 3]\nb = (d0) -> (d7)\nc = a\n",
+    );
+    let path = file.to_str().expect("a UTF-8 path");
+    let o = run(&[
+        "--json",
+        "-c",
+        &format!("a = (d0) -> (d0); load \"{path}\""),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let j = json_lines(&o);
+    assert_eq!(j.len(), 2, "{j:?}");
+    assert_eq!(j[1]["stmt"], 2, "{}", j[1]);
+    assert_eq!(j[1]["ok"], false, "{}", j[1]);
+    assert_eq!(j[1]["file_stmt"], 2, "{}", j[1]);
+    assert_eq!(j[1]["file_line"], 2, "{}", j[1]);
+}

@@ -306,3 +306,55 @@ fn bad_input_gets_a_positioned_error() {
     let e = ixmap::syntax::decode_utf8(b"a = (d0) -> (d0)\nb = (\xff)".to_vec()).unwrap_err();
     assert_eq!(e, "invalid UTF-8 at 2:6 (byte 0xff)");
 }
+
+/// Printing at the extremes of 64 bits reads back as the very same map (structurally, not
+/// only as the same relation): every combination of full-range, one-sided and single-point
+/// bounds at -2^63 and 2^63 - 1 for a dimension, a range and a runtime variable, with and
+/// without a constraint and `is_simplified`, in the plain and the multi-line form. A
+/// variable over all of i64 vanished from a printed domain (`(d0) -> (d0), domain:
+/// is_simplified: true`), which XLA's parser rejects.
+#[test]
+fn printing_at_the_extremes_reads_back_as_the_same_map() {
+    let (min, max) = (i64::MIN, i64::MAX);
+    let bounds = [
+        Interval::FULL,
+        Interval::new(min, min),
+        Interval::new(max, max),
+        Interval::new(min, 0),
+        Interval::new(0, max),
+        Interval::new(0, 3),
+    ];
+    let (d0, s0, r0) = (Expr::var(0), Expr::var(1), Expr::var(2));
+    let mut checked = 0;
+    for &bd in &bounds {
+        for &bs in &bounds {
+            for &br in &bounds {
+                for constraint in [None, Some(Interval::FULL), Some(Interval::new(min, 0))] {
+                    for simplified in [false, true] {
+                        let mut m = IndexingMap::new(
+                            vec![Variable::new("d0", bd.lo, bd.hi)],
+                            vec![Variable::new("s0", bs.lo, bs.hi)],
+                            vec![Variable::new("r0", br.lo, br.hi)],
+                            vec![d0, s0.add(r0)],
+                            constraint.map(|iv| (d0.add(s0), iv)).into_iter().collect(),
+                        );
+                        m.is_simplified = simplified;
+                        for text in [m.to_string(), m.to_multiline()] {
+                            let back = parse(&text)
+                                .unwrap_or_else(|e| panic!("{text}\ndoes not read back:\n{e}"));
+                            assert_eq!(back, m, "{text}\nreads back as\n{back}");
+                            // every variable is in a printed domain, as XLA's parser needs
+                            if text.contains("domain:") {
+                                for v in ["d0 in [", "s0 in [", "r0 in ["] {
+                                    assert!(text.contains(v), "{v} missing from\n{text}");
+                                }
+                            }
+                        }
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 6 * 6 * 6 * 3 * 2);
+}

@@ -396,9 +396,17 @@ impl IndexingMap {
             .map(|&r| expr::display(r, &names).to_string())
             .collect();
         s += &format!(" -> ({})", results.join(", "));
+        // A domain lists every variable, as XLA's printer does and its parser needs: a
+        // variable over all of i64 prints `[-9223372036854775808, 9223372036854775807]`
+        // rather than vanish (a full-range map marked simplified printed `domain:
+        // is_simplified: true`). Only a map with nothing to say about its domain, as
+        // `(d0) -> (d0)` is written, prints none.
+        let says_something = self.vars().any(|v| !v.bounds.is_full())
+            || !self.constraints.is_empty()
+            || self.is_simplified;
         let mut items: Vec<String> = Vec::new();
-        for v in self.vars() {
-            if !v.bounds.is_full() {
+        if says_something {
+            for v in self.vars() {
                 items.push(format!("{} in {}", v.name, v.bounds));
             }
         }

@@ -39,6 +39,10 @@ pub fn outcome_in(o: &Outcome, source: &str, stmt: usize, file: Option<&str>) ->
                     obj.insert("ok".into(), json!(false));
                     obj.insert("error".into(), json!(d.message));
                     obj.insert("file".into(), json!(l.file));
+                    // the failing statement's number within the file (`stmt` is the load's)
+                    if let Some(o) = l.outcomes.iter().find(|o| o.result.is_err()) {
+                        obj.insert("file_stmt".into(), json!(o.stmt));
+                    }
                     if let Some((line, col)) = d.line_col(&l.source) {
                         obj.insert("file_line".into(), json!(line));
                         obj.insert("file_column".into(), json!(col));

@@ -198,8 +198,14 @@ fn eval(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             }
         }
     }
+    // what is wrong with the map is said at the map
+    let map_span = a
+        .groups()
+        .first()
+        .and_then(|g| g.items.first())
+        .map_or(a.span(), Arg::span);
     if m.is_undefined() {
-        return Err(Diagnostic::at("the map is UNDEFINED", a.span()));
+        return Err(Diagnostic::at("the map is UNDEFINED", map_span));
     }
     if point.len() != m.dims.len() {
         return Err(Diagnostic::at(
@@ -211,6 +217,13 @@ fn eval(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
                 if point.len() == 1 { "" } else { "s" }
             ),
             *tspan,
+        ));
+    }
+    // (an empty domain is named as such, not as a point outside `[5, 4]`)
+    if m.is_known_empty() {
+        return Err(Diagnostic::at(
+            "the map's domain is empty (KNOWN EMPTY): no point has a value",
+            map_span,
         ));
     }
     for (d, &v) in m.dims.iter().zip(&point) {
@@ -234,7 +247,15 @@ fn eval(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         tuples.insert(r.to_vec());
         Ok(true)
     })
-    .map_err(|e| map_err(e, a))?;
+    .map_err(|e| match e {
+        MapError::Eval(_) => no_value_at(a, &fixed).unwrap_or_else(|| map_err(e, a)),
+        // what the map's domain lacks (bounds, a small enough box) is said at the map
+        e @ (MapError::Unbounded(_) | MapError::TooLarge { .. }) => Diagnostic {
+            span: Some(map_span),
+            ..map_err(e, a)
+        },
+        e => map_err(e, a),
+    })?;
     if tuples.is_empty() {
         return Err(Diagnostic::at(
             "the point violates the map's constraints: no result there",
@@ -242,6 +263,183 @@ fn eval(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         ));
     }
     Ok(Value::Points(tuples.into_iter().collect()))
+}
+
+/// Why `eval` found no value, as precisely as the statement allows: the first point (in
+/// enumeration order) where a result overflows or divides by zero, and the operation that
+/// does, as written. With the map written in the statement the caret is on that operation
+/// (`d0 floordiv -1` at d0 = -2^63 is an overflow of `floordiv`, though the map holds it as
+/// `-d0`); with a bound name, on the name, quoting the result. None when no result fails
+/// at a point of the domain (a constraint's own evaluation failed).
+fn no_value_at(a: &Args, m: &IndexingMap) -> Option<Diagnostic> {
+    use crate::expr::arith;
+    let bounds = map::enumerate::narrowed_bounds(m);
+    let mut found = None;
+    map::enumerate::for_each_in_box(&bounds, &mut |p| {
+        if !m.contains_point(p).unwrap_or(false) {
+            return Ok(true);
+        }
+        match m.results.iter().position(|&r| arith::eval(r, p).is_err()) {
+            Some(j) => {
+                found = Some((j, p.to_vec()));
+                Ok(false)
+            }
+            None => Ok(true),
+        }
+    })
+    .ok()?;
+    let (j, point) = found?;
+    let at = m
+        .vars()
+        .zip(&point)
+        .map(|(v, x)| format!("{} = {x}", v.name))
+        .collect::<Vec<_>>()
+        .join(", ");
+    // the map's own text: the literal, or the name (not the rest of its group, `at (..)`)
+    let group = a
+        .groups()
+        .first()
+        .map_or(a.span(), |g| g.items.first().map_or(g.span, Arg::span));
+    // The map as written: its variables in the map's order, the result's tree with spans.
+    if let Some(Arg::Map(lit)) = a.groups().first().and_then(|g| g.items.first()) {
+        let names: Vec<&str> = lit
+            .dims
+            .iter()
+            .chain(&lit.ranges)
+            .chain(&lit.runtimes)
+            .map(|v| v.0.as_str())
+            .collect();
+        if names.len() == point.len() && lit.results.len() == m.results.len() {
+            let env: std::collections::HashMap<&str, i64> =
+                names.iter().copied().zip(point.iter().copied()).collect();
+            match written_value(&lit.results[j], &env) {
+                Err(Some(d)) => return Some(d.message_at(&at)),
+                Ok(v) if i64::try_from(v).is_err() => {
+                    let e = &lit.results[j];
+                    return Some(
+                        Diagnostic::at(
+                            format!(
+                                "integer overflow in {} at {at}: the value {v} does not fit in 64 bits",
+                                written_op(e)
+                            ),
+                            e.span(),
+                        )
+                        .with_label(format!("{v} here")),
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    // A bound name (or a map the statement did not write): the result as the map holds it.
+    let r = m.results[j];
+    let whose = match a.groups().first().and_then(|g| g.items.first()) {
+        Some(Arg::Word(w, _)) => format!("result {j} of `{w}`"),
+        _ => format!("result {j} of the map"),
+    };
+    let shown = crate::expr::display(r, &m.names()).to_string();
+    Some(Diagnostic::at(
+        match arith::eval_wide(r, &point) {
+            Ok(v) => format!(
+                "integer overflow in {} at {at}: {whose}, `{shown}`, is {v}, past 64 bits",
+                held_op(r)
+            ),
+            Err(crate::expr::EvalError::DivisionByZero) => {
+                format!("division by zero at {at}: in {whose}, `{shown}`")
+            }
+            Err(e) => {
+                format!("{e} at {at}: in {whose}, `{shown}` (an intermediate value past 128 bits)")
+            }
+        },
+        group,
+    ))
+}
+
+/// Why a written expression has no value, before the point is known to the message.
+struct NoValue {
+    message: String,
+    span: crate::syntax::Span,
+    label: String,
+}
+
+impl NoValue {
+    fn message_at(self, at: &str) -> Diagnostic {
+        Diagnostic::at(self.message.replace("{at}", at), self.span).with_label(self.label)
+    }
+}
+
+/// The exact value of `e` as written, at `env`: Err(Some) names the operation that has none
+/// (a division by zero, or an intermediate past 128 bits); Err(None) when a variable is
+/// missing from `env`.
+fn written_value(
+    e: &crate::syntax::ExprLit,
+    env: &std::collections::HashMap<&str, i64>,
+) -> Result<i128, Option<NoValue>> {
+    use crate::expr::{arith, EvalError};
+    use crate::syntax::ExprLit;
+    Ok(match e {
+        ExprLit::Int(v, _) => i128::from(*v),
+        ExprLit::Var(n, _) => i128::from(*env.get(n.as_str()).ok_or(None)?),
+        ExprLit::Neg(x, sp) => written_value(x, env)?.checked_neg().ok_or_else(|| {
+            Some(NoValue {
+                message: "integer overflow in the negation at {at}: past 128 bits".into(),
+                span: *sp,
+                label: "here".into(),
+            })
+        })?,
+        ExprLit::Bin(op, x, y, sp) => {
+            let (x, y) = (written_value(x, env)?, written_value(y, env)?);
+            arith::apply_wide(*op, x, y).map_err(|err| {
+                Some(match err {
+                    EvalError::DivisionByZero => NoValue {
+                        message: format!("division by zero in `{}` at {{at}}", op.symbol()),
+                        span: *sp,
+                        label: "the divisor is 0 here".into(),
+                    },
+                    _ => NoValue {
+                        message: format!(
+                            "integer overflow in {} at {{at}}: an intermediate value past 128 bits",
+                            op_words(*op)
+                        ),
+                        span: *sp,
+                        label: "here".into(),
+                    },
+                })
+            })?
+        }
+    })
+}
+
+/// The operation at the top of a written expression, as a message names it: a sum, as
+/// the parser keeps it, may be written `a - b`.
+fn written_op(e: &crate::syntax::ExprLit) -> String {
+    use crate::syntax::ExprLit;
+    match e {
+        ExprLit::Bin(op, ..) => op_words(*op),
+        ExprLit::Neg(..) => "the negation".to_string(),
+        ExprLit::Int(..) | ExprLit::Var(..) => "the result".to_string(),
+    }
+}
+
+/// The operation at the top of an expression as a map holds it (`-x` is `x * -1`).
+fn held_op(e: crate::expr::Expr) -> String {
+    use crate::expr::{ExprKind, Op};
+    match e.kind() {
+        ExprKind::Bin(Op::Mul, a, b) if a.as_const() == Some(-1) || b.as_const() == Some(-1) => {
+            "the negation".to_string()
+        }
+        ExprKind::Bin(op, ..) => op_words(op),
+        _ => "the result".to_string(),
+    }
+}
+
+fn op_words(op: crate::expr::Op) -> String {
+    use crate::expr::Op;
+    match op {
+        Op::Add => "the sum".to_string(),
+        Op::Mul => "the product".to_string(),
+        op => format!("`{}`", op.symbol()),
+    }
 }
 
 fn show(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {

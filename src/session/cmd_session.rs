@@ -158,7 +158,7 @@ fn load(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let source = transcript_statements(&text).unwrap_or(text);
     let mut outcomes = Vec::new();
     for (i, piece) in crate::syntax::split(&source).iter().enumerate() {
-        let mut o = s.execute_piece(&source, piece);
+        let mut o = s.execute_nested(&source, piece);
         for x in &mut o {
             x.stmt = i + 1;
         }

@@ -292,8 +292,24 @@ fn run_tile(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         Some(sh) if sh.len() == sizes.len() => sh,
         _ => extents(first),
     };
+    // A dimension without bounds has no tiles: said of it, at the map (the output tile over
+    // its saturated extent said "tile offsets along d0 overflow").
+    if let Some(d) = first.dims.iter().find(|d| d.bounds.is_full()) {
+        return Err(Diagnostic::at(
+            format!(
+                "not representable as a tile: {} has no bounds, so it cannot be cut into tiles",
+                d.name
+            ),
+            a.items().next().map_or(a.span(), Arg::span),
+        )
+        .with_help("give every dimension a bound in `domain:`"));
+    }
     let out =
         tile::output_tile(&extents, &sizes).map_err(|e| Diagnostic::at(e.to_string(), a.span()))?;
+    let n_out = sizes
+        .len()
+        .saturating_sub(a.kv_tuple("k")?.map_or(0, |k| k.len()));
+    s.notes.extend(clipped_note(&sizes, &extents, n_out));
     let single_map = ops.len() == 1 && ops[0].maps.len() == 1;
     let limits = Limits {
         max_points: CHECK_LIMIT,
@@ -440,6 +456,28 @@ fn sizes_mismatch(a: &Args, what: &str, n: usize, given: usize) -> Diagnostic {
     )
 }
 
+/// Sizes larger than their dimension's extent tile it once, clipped to the extent: said
+/// rather than clamped unsaid (`sizes=(128)` on 64 rows is one tile of 64, and the 128 in the
+/// output tile reads as a mistake). The output's sizes come first, then k='s; `n_out` of them
+/// are the output's. None when every size fits.
+fn clipped_note(sizes: &[i64], extents: &[i64], n_out: usize) -> Option<String> {
+    let over: Vec<String> = sizes
+        .iter()
+        .zip(extents)
+        .enumerate()
+        .filter(|(_, (&z, &x))| x >= 1 && z > x)
+        .map(|(i, (z, x))| {
+            let (key, what) = if i < n_out {
+                ("sizes", format!("dimension {i}"))
+            } else {
+                ("k", format!("contraction dimension {}", i - n_out))
+            };
+            format!("{key}= {z} is larger than {what}'s extent {x}: one tile, clipped to {x}")
+        })
+        .collect();
+    (!over.is_empty()).then(|| over.join("; "))
+}
+
 /// The first map of the operands (whose dimensions are the output's).
 fn first_map<'o>(a: &Args, ops: &'o [Operand]) -> Result<&'o IndexingMap, Diagnostic> {
     ops.iter()
@@ -580,7 +618,21 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     for key in ["block", "vector"] {
         a.kv_tuple_positive(key)?;
     }
+    // 0: every core
+    let threads = a.kv_int_in("threads", 0, 1024)?.unwrap_or(0);
     if on_gpu {
+        // what the GPU tuner does not read is said, as block= and vector= are on the CPU
+        for (key, what) in [
+            ("tile", "tile= is the CPU kernel's tiling"),
+            ("max", "max= caps the CPU tilings tried"),
+            ("threads", "threads= is the CPU kernel's thread count"),
+        ] {
+            if a.kv(key).is_some() {
+                s.notes.push(format!(
+                    "{what}; on the GPU the launch (block=, vector=) is tuned"
+                ));
+            }
+        }
         return tune_gpu(s, a, &name, &spec, reps as usize);
     }
     let mut notes = Vec::new();
@@ -588,6 +640,21 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         notes.push(
             "block= and vector= are GPU launch parameters; on the CPU the tiling is tuned"
                 .to_string(),
+        );
+    }
+    // tile= sizes an output dimension does not try (over its extent, or not dividing it:
+    // the CPU kernel's loops have no masks) are said, or an error if none tries them
+    if let Some(u) = &user_tiles {
+        let dims = &spec.output.dims;
+        let names: Vec<String> = (0..dims.len()).map(|i| format!("dimension {i}")).collect();
+        notes.extend(
+            sizes_not_tried(a, "tile", u, &names, dims, &tune::rules(Some(u))).map_err(|d| {
+                if d.message.contains("does not divide") {
+                    d.with_help("the CPU kernel's loops have no masks: its tiles divide the output's extents")
+                } else {
+                    d
+                }
+            })?,
         );
     }
     let err = |e: crate::MapError| Diagnostic::at(e.to_string(), a.span());
@@ -602,13 +669,6 @@ fn run_tune(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         return Err(Diagnostic::at(
             format!("no valid tiling of `{name}` to try: {why}"),
             a.kv_span("tile"),
-        ));
-    }
-    let threads = a.kv_int("threads")?.unwrap_or(0);
-    if !(0..=1024).contains(&threads) {
-        return Err(Diagnostic::at(
-            format!("threads={threads} is not in [1, 1024]"),
-            a.kv_span("threads"),
         ));
     }
     let opts = Options {
@@ -847,6 +907,8 @@ fn run_tile_fusion(s: &mut Session, a: &Args, name: &str) -> Result<Value, Diagn
         }
     };
     let all = with_k(&sizes, k.as_deref());
+    s.notes
+        .extend(clipped_note(&all, &space.extents(), space.out.len()));
     for t in &tiles {
         if let Err(e) = &t.tile {
             if e.error.reason.starts_with("internal error") {
@@ -925,8 +987,12 @@ fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             }
             None => {
                 let m = a.map(s, 0)?;
+                if sizes.len() != m.dims.len() {
+                    return Err(sizes_mismatch(a, "the map", m.dims.len(), sizes.len()));
+                }
                 let c = k.as_ref().map_or(0, |k| k.len());
-                let pm = tile::fusion::promote(&m, c).map_err(|e| Diagnostic::at(e, a.span()))?;
+                let pm =
+                    tile::fusion::promote(&m, c).map_err(|e| Diagnostic::at(e, a.kv_span("k")))?;
                 let ext = extents(&pm);
                 let n = m.dims.len();
                 let space = tile::fusion::IterSpace {
@@ -952,6 +1018,11 @@ fn run_schedule(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
         ));
     }
     let k = k.unwrap_or_default();
+    s.notes.extend(clipped_note(
+        &with_k(&sizes, Some(&k)),
+        &space.extents(),
+        space.out.len(),
+    ));
     let mut scheds = Vec::new();
     for o in orders {
         let sc = sch::schedule(&space.out, &sizes, &space.k, &k, o)
@@ -1051,10 +1122,70 @@ fn run_tilings(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
             }
         })
         .collect();
+    // A dimension with no elements has no tile sizes: nothing to enumerate, said so (its
+    // options were empty and `divide` divided by its extent 0).
+    if let Some((n, &x)) = names.iter().zip(&extents).find(|(_, &x)| x < 1) {
+        let at = a.items().next().map_or(a.span(), Arg::span);
+        return Err(Diagnostic::at(
+            format!("{what} has no tilings: {n} has extent {x}, no elements to tile"),
+            at,
+        ));
+    }
+    let left_out = match &rules.only {
+        Some(only) => sizes_not_tried(a, "try", only, &names, &extents, &rules)?,
+        None => Vec::new(),
+    };
     let e = tile::space::enumerate(&targets, &extents, &rules, 20_000)
         .map_err(|e| Diagnostic::at(e, a.span()))?;
     let conds = tile::space::conditions(&targets, &extents, &names, &rules);
-    Ok(Value::Table(crate::value::tile::tilings(
-        &what, &names, &extents, &conds, &e, shown,
-    )))
+    let mut t = crate::value::tile::tilings(&what, &names, &extents, &conds, &e, shown);
+    // what try= asked for and a dimension does not try, next to the sizes it does
+    let at = t
+        .notes
+        .iter()
+        .position(|n| n.starts_with("sizes tried:"))
+        .map_or(t.notes.len(), |i| i + 1);
+    t.notes.splice(at..at, left_out);
+    Ok(Value::Table(t))
+}
+
+/// The sizes of `key=(...)` some dimension leaves out (larger than its extent, or not
+/// dividing it where sizes must), said rather than dropped unsaid: a size no dimension tries
+/// is an error at it, naming each dimension's extent; one that only some leave out is a
+/// note naming them. `names` and `extents` are the dimensions', in order.
+fn sizes_not_tried(
+    a: &Args,
+    key: &str,
+    sizes: &[i64],
+    names: &[String],
+    extents: &[i64],
+    rules: &tile::space::Rules,
+) -> Result<Vec<String>, Diagnostic> {
+    let mut notes = Vec::new();
+    for (i, &z) in sizes.iter().enumerate() {
+        let skipped: Vec<String> = names
+            .iter()
+            .zip(extents)
+            .filter_map(|(n, &x)| {
+                tile::space::why_not_tried(z, x, rules).map(|why| format!("{n} ({why})"))
+            })
+            .collect();
+        if skipped.is_empty() {
+            continue;
+        }
+        if skipped.len() == extents.len() {
+            return Err(Diagnostic::at(
+                format!(
+                    "`{key}=` size {z} is tried along no dimension: {}",
+                    skipped.join(", ")
+                ),
+                a.kv_item_span(key, i),
+            ));
+        }
+        notes.push(format!(
+            "`{key}=` size {z} is not tried along {}",
+            skipped.join(", ")
+        ));
+    }
+    Ok(notes)
 }

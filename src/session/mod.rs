@@ -65,6 +65,19 @@ impl Session {
         out
     }
 
+    /// Executes one statement of a file the running statement reads (`load`): a statement
+    /// of its own, numbered within the file by the caller, that does not advance the
+    /// session's count, so `--json` numbers the `load` and the statements after it as the
+    /// script has them (`load F` first was reported as statement 3 after F's two).
+    pub fn execute_nested(&mut self, src: &str, piece: &syntax::Piece) -> Vec<Outcome> {
+        let outer = self.executed;
+        let notes = std::mem::take(&mut self.notes);
+        let out = self.execute_piece(src, piece);
+        self.executed = outer;
+        self.notes = notes;
+        out
+    }
+
     /// Executes one statement of `src` (a piece from [`syntax::split`]).
     pub fn execute_piece(&mut self, src: &str, piece: &syntax::Piece) -> Vec<Outcome> {
         crate::clear_interrupt();

@@ -77,7 +77,8 @@ pub fn options(extent: i64, rules: &Rules) -> Vec<i64> {
     };
     v.push(extent);
     if rules.divide {
-        v.retain(|&z| extent % z == 0);
+        // checked: an extent of 0 has no size dividing it (and `0 % 0` has no value)
+        v.retain(|&z| extent.checked_rem(z) == Some(0));
     }
     if rules.power_of_two && rules.only.is_none() {
         v.retain(|&z| z.count_ones() == 1 || z == extent);
@@ -85,6 +86,21 @@ pub fn options(extent: i64, rules: &Rules) -> Vec<i64> {
     v.sort();
     v.dedup();
     v
+}
+
+/// Why `size`, one of `rules.only`, is not among [`options`] along a dimension of `extent`,
+/// if it is not: the words after "not tried along ts0 (...)". Every other size of the list
+/// is tried there, so a caller can say which sizes a dimension leaves out, and why.
+pub fn why_not_tried(size: i64, extent: i64, rules: &Rules) -> Option<String> {
+    if size < 1 {
+        Some(format!("{size} is not a size"))
+    } else if size > extent {
+        Some(format!("larger than its extent {extent}"))
+    } else if rules.divide && extent.checked_rem(size) != Some(0) {
+        Some(format!("does not divide its extent {extent}"))
+    } else {
+        None
+    }
 }
 
 /// The result of walking the space.
@@ -264,4 +280,48 @@ pub fn conditions(
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A size of `only` is among a dimension's options exactly when `why_not_tried` has no
+    /// reason for it, so what a caller reports as left out is what the walk leaves out; an
+    /// extent of 0 has no options (and no panic on `0 % 0`).
+    #[test]
+    fn sizes_left_out_are_the_ones_with_a_reason() {
+        let sizes = vec![1, 3, 4, 12, 16, 24, 64];
+        for divide in [false, true] {
+            let rules = Rules {
+                power_of_two: false,
+                divide,
+                only: Some(sizes.clone()),
+                ..Rules::default()
+            };
+            for extent in [1, 12, 16, 48] {
+                let opts = options(extent, &rules);
+                for &z in &sizes {
+                    assert_eq!(
+                        opts.contains(&z),
+                        why_not_tried(z, extent, &rules).is_none(),
+                        "size {z}, extent {extent}, divide {divide}: {opts:?}"
+                    );
+                }
+            }
+        }
+        let rules = Rules {
+            divide: true,
+            ..Rules::default()
+        };
+        assert_eq!(options(0, &rules), Vec::<i64>::new());
+        assert_eq!(
+            why_not_tried(64, 16, &rules).as_deref(),
+            Some("larger than its extent 16")
+        );
+        assert_eq!(
+            why_not_tried(32, 48, &rules).as_deref(),
+            Some("does not divide its extent 48")
+        );
+    }
 }

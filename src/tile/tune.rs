@@ -66,6 +66,18 @@ fn run_bytes(t: &Tensor, sizes: &[i64], strides: &[i64]) -> i64 {
     run.saturating_mul(t.elem.bytes())
 }
 
+/// The CPU kernel's rules for tile sizes: they divide the extents (its loops have no
+/// masks); without `user_tiles`, powers of two up to 512 or the whole extent.
+pub fn rules(user_tiles: Option<&[i64]>) -> super::space::Rules {
+    super::space::Rules {
+        power_of_two: user_tiles.is_none(),
+        divide: true,
+        max_volume: None,
+        max_size: Some(512),
+        only: user_tiles.map(|u| u.to_vec()),
+    }
+}
+
 /// Every valid tiling, and those left out with the reason; at most `max` kept (evenly
 /// spread over the valid ones, whose number is the third value).
 pub fn candidates(
@@ -81,13 +93,7 @@ pub fn candidates(
         .iter()
         .map(|a| (format!("input {}", a.input), vec![a.map.clone()]))
         .collect();
-    let rules = super::space::Rules {
-        power_of_two: user_tiles.is_none(),
-        divide: true,
-        max_volume: None,
-        max_size: Some(512),
-        only: user_tiles.map(|u| u.to_vec()),
-    };
+    let rules = rules(user_tiles);
     let space = super::space::enumerate(&targets, dims, &rules, 100_000)
         .map_err(|e| MapError::Other(format!("{e} with tile=(...)")))?;
     let mut good = Vec::new();
