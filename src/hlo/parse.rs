@@ -661,6 +661,44 @@ mod tests {
 
     use super::*;
 
+    #[track_caller]
+    fn literal_error(line: &str) -> Option<String> {
+        parse_hlo(line, 0).err().map(|e| e.message)
+    }
+
+    #[test]
+    fn literals_fit_their_types_at_the_edges() {
+        for ok in [
+            "k = s8[] constant(-128)",
+            "k = u64[] constant(18446744073709551615)",
+            "k = s64[] constant(-9223372036854775808)",
+            "k = f16[] constant(-65504)",
+            "k = f16[] constant(65519.99)",
+            "k = f32[] constant(-3.4028235e+38)",
+            "k = bf16[] constant(nan)",
+            "k = f32[2] constant({inf, -inf})",
+            "k = c64[] constant((1, -2.5e38))",
+            "k = s32[100] constant({...})",
+            "k = pred[2] constant({true, 0})",
+            "k = f8e4m3fn[] constant(1000)",
+        ] {
+            assert_eq!(literal_error(ok), None, "{ok}");
+        }
+        for bad in [
+            "k = s8[] constant(-129)",
+            "k = u64[] constant(18446744073709551616)",
+            "k = s64[] constant(9223372036854775808)",
+            "k = s4[] constant(8)",
+            "k = f16[] constant(65520)",
+            "k = f32[] constant(3.4028236e+38)",
+            "k = c64[] constant((1, 1e39))",
+            "k = pred[] constant(-1)",
+            "k = u8[] constant(x)",
+        ] {
+            assert!(literal_error(bad).is_some(), "{bad}");
+        }
+    }
+
     #[test]
     fn reads_an_instruction_line() {
         let HloItem::Instr(i) = parse_hlo(

@@ -340,3 +340,37 @@ fn in_to_out(cx: &Cx, k: usize) -> IndexingMap {
     }
     build(out, &[], &[], (0..out.len()).map(d).collect(), vec![])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_has_each_opcode_once_and_every_one_is_xla_s() {
+        for (i, o) in TABLE.iter().enumerate() {
+            assert!(
+                crate::hlo::parse::XLA_OPCODES.contains(&o.opcode),
+                "{}",
+                o.opcode
+            );
+            assert!(
+                !TABLE[..i].iter().any(|p| p.opcode == o.opcode),
+                "{} twice",
+                o.opcode
+            );
+            assert_ne!(o.takes, 0, "{} takes nothing", o.opcode);
+        }
+        assert_eq!(OPCODES.len(), TABLE.len());
+    }
+
+    #[test]
+    fn every_element_type_has_a_class() {
+        for (name, _, _) in crate::hlo::shape::ELEMENT_TYPES {
+            assert_ne!(class_bit(name), 0, "{name}");
+        }
+        assert_eq!(class_bit("f33"), 0);
+        assert_eq!(describe(NUMBER), "integers, floats and complex numbers");
+        assert_eq!(describe(PRED | INT), "pred and integers");
+        assert_eq!(describe(FLOAT), "floats");
+    }
+}
