@@ -54,8 +54,7 @@ pub struct Workspace {
 /// the 1 GiB stack they run on (`crate::STACK_BYTES`): measured with a chain of `negate`s
 /// in one fusion, `emit` for CUDA aborted at 300,000 and passed at 200,000, `dump` passed at
 /// 200,000; a chain of 100,000 must work (`tests/cli.rs`). A fusion or call counts its
-/// computation's depth, since the analyses inline it. Real XLA modules are a few hundred
-/// deep.
+/// computation's depth, since the analyses inline it.
 pub const MAX_DEPTH: usize = 131_072;
 
 impl Default for Workspace {
