@@ -551,12 +551,12 @@ fn check_literal(text: &str, base: usize, shape: &Shape) -> Result<(), Diagnosti
         .find(|(n, _, _)| n == elem)
         .map_or(0, |&(_, _, b)| b);
     let part = super::shape::real_part_type(elem);
-    let words = text
+    let separators = text
         .char_indices()
         .filter(|&(_, c)| matches!(c, '{' | '}' | '(' | ')' | ',') || c.is_whitespace());
     let mut start = 0;
     let mut cuts: Vec<(usize, usize)> = Vec::new();
-    for (i, c) in words {
+    for (i, c) in separators {
         if i > start {
             cuts.push((start, i));
         }
