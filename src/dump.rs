@@ -183,6 +183,21 @@ pub struct FusionReport {
     over_budget: bool,
 }
 
+impl FusionReport {
+    /// Whether a step failed: indexing or the launch not found, a kernel not emitted, a
+    /// verification or a benchmark that failed. A step skipped with its reason (not asked,
+    /// past the budget, no compiler) is not a failure.
+    pub fn failed(&self) -> bool {
+        let failed = |s: &Status| matches!(s, Status::Failed(_));
+        self.indexing.is_err()
+            || failed(&self.launch)
+            || failed(&self.emit_cuda)
+            || failed(&self.emit_cpu)
+            || failed(&self.verify)
+            || self.bench.as_ref().is_some_and(failed)
+    }
+}
+
 /// Instructions of the entry that run outside fusions as kernels or library calls.
 #[derive(Clone, Debug)]
 pub struct OtherKernel {
@@ -250,6 +265,17 @@ impl DumpReport {
             counts: c,
             options,
         }
+    }
+}
+
+impl DumpReport {
+    /// Whether the survey found a failure: a module that did not load, or a fusion with a
+    /// failed step ([`FusionReport::failed`]). `ixmap dump` prints the whole survey and then
+    /// exits 1, so a script can rely on its exit code.
+    pub fn failed(&self) -> bool {
+        self.modules
+            .iter()
+            .any(|m| m.error.is_some() || m.fusions.iter().any(FusionReport::failed))
     }
 }
 

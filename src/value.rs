@@ -24,11 +24,13 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// Whether the statement failed: an error, or a `load` whose file stopped at one.
+    /// Whether the statement failed: an error, a `load` whose file stopped at one, or a `dump`
+    /// that found a failure (printed in full first).
     pub fn failed(&self) -> bool {
         match &self.result {
             Err(_) => true,
             Ok(Value::Loaded(l)) => l.error().is_some(),
+            Ok(Value::Dump(d)) => d.failed(),
             Ok(_) => false,
         }
     }

@@ -1149,3 +1149,101 @@ fn a_load_is_one_statement_in_json() {
     assert_eq!(j[1]["file_stmt"], 2, "{}", j[1]);
     assert_eq!(j[1]["file_line"], 2, "{}", j[1]);
 }
+
+/// `ixmap dump` exits 1 when a fusion failed (a step an error, or a verification that
+/// failed), after printing its whole survey; a step skipped with its reason (`--no-check`)
+/// is not a failure. It exited 0 whatever failed, so a CI script could not rely on it.
+#[test]
+fn a_dump_with_a_failed_fusion_exits_1_after_its_survey() {
+    let ok = "fused {\n  p = f32[8] parameter(0)\n  ROOT n = f32[8] negate(p)\n}\n";
+    let text = format!(
+        "HloModule m\n{ok}ENTRY main {{\n  x = f32[8] parameter(0)\n  a = f32[8] fusion(x), kind=kLoop, calls=fused\n  ROOT b = f32[8] fusion(a), kind=kLoop, calls=nowhere\n}}\n"
+    );
+    let file = scratch_file("dump_fails", "m.txt", &text);
+    let path = file.to_str().expect("a UTF-8 path");
+    let o = run(&["dump", path]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("the fused computation `nowhere` is not in the module"),
+        "{out}"
+    );
+    assert!(
+        out.contains("2 fusions"),
+        "the survey is printed in full: {out}"
+    );
+    // the passing fusion alone, with verification skipped: exit 0
+    let text = format!(
+        "HloModule m\n{ok}ENTRY main {{\n  x = f32[8] parameter(0)\n  ROOT a = f32[8] fusion(x), kind=kLoop, calls=fused\n}}\n"
+    );
+    let file = scratch_file("dump_passes", "m.txt", &text);
+    let path = file.to_str().expect("a UTF-8 path");
+    let o = run(&["dump", path, "--no-check"]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("verify: ok"), "{}", stdout(&o));
+    let o = run(&["dump", path]);
+    assert!(o.status.success(), "{}", stdout(&o));
+}
+
+/// A chain of operands deeper than ixmap follows (`MAX_DEPTH`, 131,072) is an error where
+/// it passes the limit, when the HLO is read: a million chained instructions aborted
+/// `emit` with a stack overflow. Computations that fusions run count their depth (here a
+/// million through nested fusions, in a few thousand lines); 100,000 in one fusion work.
+#[test]
+fn a_chain_past_the_depth_limit_is_an_error_not_an_abort() {
+    let chain = |n: usize, name: &str, op: &str| {
+        let mut t = format!("{name} {{\n  n0 = f32[8] parameter(0)\n");
+        for i in 1..n {
+            t += &format!("  n{i} = f32[8] {op}(n{})\n", i - 1);
+        }
+        t + &format!("  ROOT r = f32[8] negate(n{})\n}}\n", n - 1)
+    };
+    let entry = "ENTRY main {\n  x = f32[8] parameter(0)\n  ROOT f = f32[8] fusion(x), kind=kLoop, calls=fused\n}\n";
+    let flat = format!(
+        "HloModule deep\n{}{entry}",
+        chain(140_000, "fused", "negate")
+    );
+    let file = scratch_file("too_deep", "flat.txt", &flat);
+    let path = file.to_str().expect("a UTF-8 path");
+    let o = run(&["-c", &format!("load \"{path}\"")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        out.contains("`n131072` is 131073 instructions deep") && out.contains("limit of 131072"),
+        "{out}"
+    );
+    assert!(out.contains("flat.txt:131075:3"), "{out}");
+    // a million deep: a thousand fusions in a chain, each running a thousand negates
+    let mut nested = String::from("HloModule nested\n");
+    nested += &chain(1000, "inner", "negate");
+    nested += &chain(1000, "fused", "fusion")
+        .lines()
+        .map(|l| {
+            if l.contains("fusion(") {
+                format!("{l}, kind=kLoop, calls=inner\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect::<String>();
+    nested += entry;
+    let file = scratch_file("too_deep", "nested.txt", &nested);
+    let path = file.to_str().expect("a UTF-8 path");
+    let o = run(&["-c", &format!("load \"{path}\"; emit fused target=cpu")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        out.contains("instructions deep") && out.contains("limit of 131072"),
+        "{out}"
+    );
+    // 100,000 in one fusion load and index
+    let ok = format!(
+        "HloModule deep\n{}{entry}",
+        chain(100_000, "fused", "negate")
+    );
+    let file = scratch_file("too_deep", "ok.txt", &ok);
+    let path = file.to_str().expect("a UTF-8 path");
+    let o = run(&["-c", &format!("load \"{path}\"; indexing fused")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("(d0) -> (d0)"), "{}", stdout(&o));
+}

@@ -327,6 +327,7 @@ impl Lower {
         let opcode = it.next().expect("grammar: instruction has an opcode");
         let operands = it.next().expect("grammar: instruction has operands");
         let opname = opcode.as_str().to_string();
+        let parsed_shape = shape.as_ref().map(|s| self.shape(s.clone())).transpose()?;
         // An opcode XLA does not have, one typo from one it has, is that typo; others pass
         // (a newer XLA's opcode loads as an unknown op).
         if !XLA_OPCODES.contains(&opname.as_str()) {
@@ -342,6 +343,7 @@ impl Lower {
         let mut attrs = Attrs::default();
         let mut raw_ops = Vec::new();
         let operands_span = self.span(&operands);
+        let operands_text = operands.as_str();
         for o in operands.into_inner() {
             let ospan = self.span(&o);
             let inner: Vec<Pair<Rule>> = o.into_inner().collect();
@@ -379,6 +381,9 @@ impl Lower {
                 raw_ops.clear();
             }
             "constant" => {
+                if let Some(s) = &parsed_shape {
+                    check_literal(operands_text, operands_span.start, s)?;
+                }
                 let text = operands_span_text(&raw_ops);
                 attrs.literal = Some(text);
                 raw_ops.clear();
@@ -409,7 +414,7 @@ impl Lower {
             name: strip(name.as_str()),
             name_span: self.span(&name),
             shape_span: shape.as_ref().map_or(self.span(&opcode), |s| self.span(s)),
-            shape: shape.map(|s| self.shape(s)).transpose()?,
+            shape: parsed_shape,
             opcode: opname,
             opcode_span: self.span(&opcode),
             operands: raw_ops,
@@ -441,7 +446,12 @@ impl Lower {
                 let mut layout = None;
                 for part in inner.into_inner() {
                     match part.as_rule() {
-                        Rule::hlo_elem_type => elem = part.as_str().to_string(),
+                        Rule::hlo_elem_type => {
+                            elem = part.as_str().to_string();
+                            if super::shape::elem_class(&elem).is_none() {
+                                return Err(unknown_elem_type(&elem, self.span(&part)));
+                            }
+                        }
                         Rule::hlo_token_type => return Ok(Shape::Token),
                         Rule::hlo_dims => {
                             for d in part.into_inner() {
@@ -505,6 +515,126 @@ impl Lower {
     }
 }
 
+/// An element type XLA does not have (`f33[4]`): the list of those it has.
+fn unknown_elem_type(elem: &str, span: Span) -> Diagnostic {
+    use super::shape::ELEMENT_TYPES;
+    let known: Vec<&str> = ELEMENT_TYPES.iter().map(|(n, _, _)| *n).collect();
+    let mut help = String::new();
+    if let Some(s) = crate::syntax::suggest(elem, known.iter().copied()) {
+        help = format!("did you mean `{s}`? ");
+    }
+    help += &format!(
+        "XLA's element types are {} (and `token[]`)",
+        known.join(", ")
+    );
+    Diagnostic::at(format!("unknown element type `{elem}`"), span)
+        .with_label("not an XLA element type")
+        .with_help(help)
+}
+
+/// Every number of a `constant`'s literal (`(300)`, `({1, 300})`, `((1, -2))` for a
+/// complex, at byte `base`) fits the element type, as XLA's parser requires: an integer
+/// within the type's range (`s8[] constant(300)` is an error, not -44), a `pred` true,
+/// false, 1 or 0, a float finite where it is written finite (`f16[] constant(70000)` would
+/// round to infinity). The 8- and 4-bit float types are not checked; `{...}` (a large
+/// constant XLA printed elided) passes.
+fn check_literal(text: &str, base: usize, shape: &Shape) -> Result<(), Diagnostic> {
+    use super::shape::{elem_class, ElemClass, ELEMENT_TYPES};
+    let Shape::Array { elem, .. } = shape else {
+        return Ok(());
+    };
+    let Some(class) = elem_class(elem) else {
+        return Ok(());
+    };
+    let bits = ELEMENT_TYPES
+        .iter()
+        .find(|(n, _, _)| n == elem)
+        .map_or(0, |&(_, _, b)| b);
+    let part = super::shape::real_part_type(elem);
+    let separators = text
+        .char_indices()
+        .filter(|&(_, c)| matches!(c, '{' | '}' | '(' | ')' | ',') || c.is_whitespace());
+    let mut start = 0;
+    let mut cuts: Vec<(usize, usize)> = Vec::new();
+    for (i, c) in separators {
+        if i > start {
+            cuts.push((start, i));
+        }
+        start = i + c.len_utf8();
+    }
+    if start < text.len() {
+        cuts.push((start, text.len()));
+    }
+    for (a, b) in cuts {
+        let w = &text[a..b];
+        let span = Span::new(base + a, base + b);
+        // `...` (elided), and a shape written before the literal (`s32[2] {1, 2}`)
+        if w == "..." || w.contains('[') || w.contains(']') {
+            continue;
+        }
+        let bad =
+            |msg: String, label: &str| Err(Diagnostic::at(msg, span).with_label(label.to_string()));
+        match class {
+            ElemClass::Pred => {
+                if !matches!(w, "true" | "false" | "1" | "0") {
+                    return Err(Diagnostic::at(format!("`{w}` is not a pred literal"), span)
+                        .with_label("not true or false")
+                        .with_help("a pred is `true` or `false` (or 1 or 0)"));
+                }
+            }
+            ElemClass::Signed | ElemClass::Unsigned => {
+                if matches!(w, "true" | "false") {
+                    continue;
+                }
+                let Ok(v) = w.parse::<i128>() else {
+                    return bad(
+                        format!("`{w}` is not an integer, as an {elem} literal must be"),
+                        "not an integer",
+                    );
+                };
+                let (lo, hi) = if class == ElemClass::Signed {
+                    (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+                } else {
+                    (0, (1i128 << bits) - 1)
+                };
+                if v < lo || v > hi {
+                    return bad(
+                        format!("`{w}` does not fit in {elem}, whose values are {lo} to {hi}"),
+                        "out of range",
+                    );
+                }
+            }
+            ElemClass::Float | ElemClass::Complex => {
+                // The least magnitude that rounds to infinity (the largest finite value
+                // plus half its unit in the last place).
+                let (limit, largest) = match part {
+                    "f16" => (65520.0, "65504"),
+                    "bf16" => (2f64.powi(128) - 2f64.powi(119), "3.38953139e+38"),
+                    "f32" => (2f64.powi(128) - 2f64.powi(103), "3.40282347e+38"),
+                    "f64" => (f64::INFINITY, "1.7976931348623157e+308"),
+                    _ => continue,
+                };
+                let unsigned = w.trim_start_matches(['-', '+']).to_ascii_lowercase();
+                if unsigned.starts_with("inf") || unsigned.starts_with("nan") {
+                    continue;
+                }
+                if let Ok(v) = w.parse::<f64>() {
+                    if v.is_infinite() || v.abs() >= limit {
+                        return Err(Diagnostic::at(
+                            format!("`{w}` is beyond {part}'s largest finite value, {largest}"),
+                            span,
+                        )
+                        .with_label("out of range")
+                        .with_help("write `inf` (or `-inf`) for an infinity"));
+                    }
+                }
+            }
+            ElemClass::Opaque => {}
+        }
+    }
+    Ok(())
+}
+
 fn operands_span_text(ops: &[RawOperand]) -> String {
     ops.iter()
         .map(|o| o.name.as_str())
@@ -530,6 +660,44 @@ mod tests {
     }
 
     use super::*;
+
+    #[track_caller]
+    fn literal_error(line: &str) -> Option<String> {
+        parse_hlo(line, 0).err().map(|e| e.message)
+    }
+
+    #[test]
+    fn literals_fit_their_types_at_the_edges() {
+        for ok in [
+            "k = s8[] constant(-128)",
+            "k = u64[] constant(18446744073709551615)",
+            "k = s64[] constant(-9223372036854775808)",
+            "k = f16[] constant(-65504)",
+            "k = f16[] constant(65519.99)",
+            "k = f32[] constant(-3.4028235e+38)",
+            "k = bf16[] constant(nan)",
+            "k = f32[2] constant({inf, -inf})",
+            "k = c64[] constant((1, -2.5e38))",
+            "k = s32[100] constant({...})",
+            "k = pred[2] constant({true, 0})",
+            "k = f8e4m3fn[] constant(1000)",
+        ] {
+            assert_eq!(literal_error(ok), None, "{ok}");
+        }
+        for bad in [
+            "k = s8[] constant(-129)",
+            "k = u64[] constant(18446744073709551616)",
+            "k = s64[] constant(9223372036854775808)",
+            "k = s4[] constant(8)",
+            "k = f16[] constant(65520)",
+            "k = f32[] constant(3.4028236e+38)",
+            "k = c64[] constant((1, 1e39))",
+            "k = pred[] constant(-1)",
+            "k = u8[] constant(x)",
+        ] {
+            assert!(literal_error(bad).is_some(), "{bad}");
+        }
+    }
 
     #[test]
     fn reads_an_instruction_line() {

@@ -94,6 +94,75 @@ impl Shape {
     }
 }
 
+/// What an element type holds: the classes that decide which ops take it (the table in
+/// `ops/elementwise.rs`) and which literals fit it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElemClass {
+    Pred,
+    Signed,
+    Unsigned,
+    Float,
+    Complex,
+    /// `opaque` (and `token`): no values an elementwise op or a literal can hold.
+    Opaque,
+}
+
+/// XLA's element types as HLO text spells them (`PrimitiveType` in `xla_data.proto`), each
+/// with its class and width in bits (a complex type's width is its two parts').
+pub const ELEMENT_TYPES: &[(&str, ElemClass, u32)] = &[
+    ("pred", ElemClass::Pred, 8),
+    ("s1", ElemClass::Signed, 1),
+    ("s2", ElemClass::Signed, 2),
+    ("s4", ElemClass::Signed, 4),
+    ("s8", ElemClass::Signed, 8),
+    ("s16", ElemClass::Signed, 16),
+    ("s32", ElemClass::Signed, 32),
+    ("s64", ElemClass::Signed, 64),
+    ("u1", ElemClass::Unsigned, 1),
+    ("u2", ElemClass::Unsigned, 2),
+    ("u4", ElemClass::Unsigned, 4),
+    ("u8", ElemClass::Unsigned, 8),
+    ("u16", ElemClass::Unsigned, 16),
+    ("u32", ElemClass::Unsigned, 32),
+    ("u64", ElemClass::Unsigned, 64),
+    ("f4e2m1fn", ElemClass::Float, 4),
+    ("f8e3m4", ElemClass::Float, 8),
+    ("f8e4m3", ElemClass::Float, 8),
+    ("f8e4m3fn", ElemClass::Float, 8),
+    ("f8e4m3b11fnuz", ElemClass::Float, 8),
+    ("f8e4m3fnuz", ElemClass::Float, 8),
+    ("f8e5m2", ElemClass::Float, 8),
+    ("f8e5m2fnuz", ElemClass::Float, 8),
+    ("f8e8m0fnu", ElemClass::Float, 8),
+    ("bf16", ElemClass::Float, 16),
+    ("f16", ElemClass::Float, 16),
+    ("f32", ElemClass::Float, 32),
+    ("f64", ElemClass::Float, 64),
+    ("c64", ElemClass::Complex, 64),
+    ("c128", ElemClass::Complex, 128),
+    ("opaque", ElemClass::Opaque, 0),
+];
+
+/// The class of an element type; `None` for a name XLA does not have (`f33`).
+pub fn elem_class(elem: &str) -> Option<ElemClass> {
+    if elem == "token" {
+        return Some(ElemClass::Opaque);
+    }
+    ELEMENT_TYPES
+        .iter()
+        .find(|(n, _, _)| *n == elem)
+        .map(|&(_, c, _)| c)
+}
+
+/// The element type of a complex type's parts (`c64` -> `f32`); a real type is its own.
+pub fn real_part_type(elem: &str) -> &str {
+    match elem {
+        "c64" => "f32",
+        "c128" => "f64",
+        e => e,
+    }
+}
+
 impl fmt::Display for Shape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

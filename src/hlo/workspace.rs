@@ -42,7 +42,20 @@ pub struct Workspace {
     pub scratch: Computation,
     /// The stack-frame table the last statement opened, which rows typed alone extend.
     pub open_table: Option<FrameTable>,
+    /// Each computation's depth ([`MAX_DEPTH`]), by name.
+    depths: HashMap<String, usize>,
+    /// The depth of each instruction of `scratch`, by id.
+    scratch_depths: Vec<usize>,
 }
+
+/// The longest chain of operands ixmap reads: an instruction at the end of a longer one is
+/// an error where it is defined. The analyses and emitters follow operands recursively (a
+/// fusion's kernel is one expression of its root), and a chain long enough overflows even
+/// the 1 GiB stack they run on (`crate::STACK_BYTES`): measured with a chain of `negate`s
+/// in one fusion, `emit` for CUDA aborted at 300,000 and passed at 200,000, `dump` passed at
+/// 200,000; a chain of 100,000 must work (`tests/cli.rs`). A fusion or call counts its
+/// computation's depth, since the analyses inline it.
+pub const MAX_DEPTH: usize = 131_072;
 
 impl Default for Workspace {
     fn default() -> Self {
@@ -56,6 +69,8 @@ impl Default for Workspace {
                 span: Span::default(),
             },
             open_table: None,
+            depths: HashMap::new(),
+            scratch_depths: Vec::new(),
         }
     }
 }
@@ -100,7 +115,23 @@ impl Workspace {
                 expand_tuple_refs(&mut rc.instrs, &[]);
                 let comp = build_computation(&rc)?;
                 check_calls(&self.module, &comp)?;
+                let mut depths = Vec::with_capacity(comp.instrs.len());
+                for id in 0..comp.instrs.len() {
+                    let d = self.depth(&comp, id, &depths);
+                    if d > MAX_DEPTH {
+                        let ins = &comp.instrs[id];
+                        let at = rc
+                            .instrs
+                            .iter()
+                            .find(|r| r.name == ins.name)
+                            .map_or(ins.span, |r| r.name_span);
+                        return Err(too_deep(&ins.name, d, at));
+                    }
+                    depths.push(d);
+                }
                 let name = comp.name.clone();
+                self.depths
+                    .insert(name.clone(), depths.iter().copied().max().unwrap_or(0));
                 self.module.computations.retain(|c| c.name != name);
                 self.module.computations.push(comp);
                 Ok(vec![name])
@@ -111,19 +142,52 @@ impl Workspace {
                 let known: Vec<String> = scratch.instrs.iter().map(|i| i.name.clone()).collect();
                 expand_tuple_refs(&mut more, &known);
                 let ri = more.pop().expect("the instruction itself stays last");
+                let mut depths = self.scratch_depths.clone();
                 for gte in more {
                     let id = add_instr(&mut scratch, &gte)?;
                     check_instr(&scratch, id, &gte)?;
+                    depths.push(self.depth(&scratch, id, &depths));
                 }
                 let id = add_instr(&mut scratch, &ri)?;
                 check_instr(&scratch, id, &ri)?;
                 check_call(&self.module, &scratch, id)?;
+                let d = self.depth(&scratch, id, &depths);
+                if d > MAX_DEPTH {
+                    return Err(too_deep(&ri.name, d, ri.name_span));
+                }
+                depths.push(d);
                 scratch.root = id;
                 let name = ri.name.clone();
                 self.scratch = scratch;
+                self.scratch_depths = depths;
                 Ok(vec![name])
             }
         }
+    }
+
+    /// The depth of instruction `id` of `comp` ([`MAX_DEPTH`]): one more than its deepest
+    /// operand's (`depths`, by id, holds those before it), plus the depth of the computation
+    /// a fusion or call runs.
+    fn depth(&self, comp: &Computation, id: InstrId, depths: &[usize]) -> usize {
+        let ins = &comp.instrs[id];
+        let operands = ins
+            .operands
+            .iter()
+            .map(|&o| depths.get(o).copied().unwrap_or(0))
+            .max()
+            .unwrap_or(0);
+        let callee = match ins.opcode.as_str() {
+            "fusion" | "call" => ins
+                .attrs
+                .calls
+                .as_deref()
+                .or(ins.attrs.to_apply.as_deref())
+                .and_then(|c| self.depths.get(c.strip_prefix('%').unwrap_or(c)))
+                .copied()
+                .unwrap_or(0),
+            _ => 0,
+        };
+        operands.saturating_add(1).saturating_add(callee)
     }
 
     /// What `name` refers to, as [`Workspace::lookup`] finds it; where it is ambiguous, the
@@ -237,6 +301,18 @@ impl Workspace {
         }
         v
     }
+}
+
+/// An instruction past [`MAX_DEPTH`], at its name.
+fn too_deep(name: &str, depth: usize, at: Span) -> Diagnostic {
+    Diagnostic::at(
+        format!(
+            "`{name}` is {depth} instructions deep (its longest chain of operands, through the computations fusions and calls run), past ixmap's limit of {MAX_DEPTH}"
+        ),
+        at,
+    )
+    .with_label("the chain passes the limit here")
+    .with_help("ixmap follows operands recursively, and a longer chain would overflow its stack")
 }
 
 fn add_row(

@@ -622,6 +622,9 @@ pub fn cpu(g: &GemmSpec, c: &Config) -> Result<Emitted, MapError> {
         "static void {name}_body({}) {{\n",
         decls(g, false).join(", ")
     );
+    // At least one element each: with K = 0 the panels are empty (the output is the
+    // epilogue of zeros), and malloc(0) may return NULL, which reads as out of memory.
+    let (pa_len, pb_len) = (pa_len.max(1), pb_len.max(1));
     body += &format!(
         "  float *pa = malloc(sizeof(float) * {pa_len}LL), *pb = malloc(sizeof(float) * {pb_len}LL), *pc = calloc({pc_len}LL, sizeof(float));\n"
     );
