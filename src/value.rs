@@ -292,9 +292,13 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// The error the file stopped at, if it did.
+    /// The error the file stopped at, if it did (in a file it loads, where that stopped).
     pub fn error(&self) -> Option<&Diagnostic> {
-        self.outcomes.iter().find_map(|o| o.result.as_ref().err())
+        self.outcomes.iter().find_map(|o| match &o.result {
+            Err(d) => Some(d),
+            Ok(Value::Loaded(l)) => l.error(),
+            Ok(_) => None,
+        })
     }
 }
 

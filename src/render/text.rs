@@ -115,7 +115,8 @@ fn loaded(l: &crate::value::Loaded, style: Style) -> String {
         }
     }
     let n = l.outcomes.len();
-    let failed = l.outcomes.iter().any(|o| o.result.is_err());
+    // a load inside that stopped, or a dump that failed, stops this file too
+    let failed = l.outcomes.iter().any(crate::value::Outcome::failed);
     out.push(format!(
         "{} {n} statement{} of {}",
         if failed { "stopped after" } else { "ran" },

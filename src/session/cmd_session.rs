@@ -152,22 +152,49 @@ pub fn transcript_statements(src: &str) -> Option<String> {
     any.then_some(out)
 }
 
+/// How deep files may load files (each `load` inside a loaded file one level).
+const LOAD_DEPTH: usize = 64;
+
 fn load(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
     let (path, span) = file_arg(a, "load")?;
     let text = crate::syntax::read_source(&path).map_err(|e| Diagnostic::at(e, span))?;
+    let real = std::fs::canonicalize(&path).unwrap_or_else(|_| std::path::PathBuf::from(&path));
+    if let Some(k) = s.loading.iter().position(|p| *p == real) {
+        let cycle: Vec<String> = s.loading[k..]
+            .iter()
+            .chain(std::iter::once(&real))
+            .map(|p| p.display().to_string())
+            .collect();
+        return Err(Diagnostic::at(
+            format!(
+                "{path} is already being loaded: a load cycle ({})",
+                cycle.join(" → ")
+            ),
+            span,
+        ));
+    }
+    if s.loading.len() >= LOAD_DEPTH {
+        return Err(Diagnostic::at(
+            format!("{path}: files load files {LOAD_DEPTH} deep; no deeper"),
+            span,
+        ));
+    }
     let source = transcript_statements(&text).unwrap_or(text);
     let mut outcomes = Vec::new();
+    s.loading.push(real);
     for (i, piece) in crate::syntax::split(&source).iter().enumerate() {
         let mut o = s.execute_nested(&source, piece);
         for x in &mut o {
             x.stmt = i + 1;
         }
-        let failed = o.iter().any(|x| x.result.is_err());
+        // a file it loads that stopped, a dump that failed: the file stops too
+        let failed = o.iter().any(crate::value::Outcome::failed);
         outcomes.extend(o);
         if failed || crate::interrupted() {
             break;
         }
     }
+    s.loading.pop();
     Ok(Value::Loaded(Loaded {
         file: path,
         source,
@@ -227,6 +254,37 @@ fn save(s: &mut Session, a: &Args) -> Result<Value, Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file that loads itself, directly or through another, is an error at the `load`
+    /// that closes the cycle (it recursed until memory ran out), and every file on the way
+    /// stops there; the session goes on.
+    #[test]
+    fn a_load_cycle_is_an_error_that_stops_each_file() {
+        let d = std::env::temp_dir().join(format!("ixmap-load-cycle-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let (a, b) = (d.join("a.txt"), d.join("b.txt"));
+        std::fs::write(&a, format!("x = (d0) -> (d0)\nload \"{}\"\n", b.display())).unwrap();
+        std::fs::write(&b, format!("load \"{}\"\ny = x\n", a.display())).unwrap();
+        let mut s = Session::new();
+        let o = s.execute(&format!("load \"{}\"", a.display()));
+        assert_eq!(o.len(), 1);
+        assert!(o[0].failed());
+        let Ok(Value::Loaded(l)) = &o[0].result else {
+            panic!("{:?}", o[0].result)
+        };
+        let e = l.error().expect("the cycle stops the files");
+        assert!(
+            e.message.contains("already being loaded: a load cycle"),
+            "{}",
+            e.message
+        );
+        // b stopped at its load of a: `y = x` never ran
+        assert!(!s.values.contains_key("y"));
+        assert!(s.loading.is_empty());
+        let o = s.execute("z = (d0) -> (d0 * 2)");
+        assert!(!o[0].failed());
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn a_session_saved_as_ixm_is_a_passing_transcript() {

@@ -44,6 +44,9 @@ pub struct Session {
     /// Notes on the statement being run (a name that now means something else), moved
     /// into its outcome.
     notes: Vec<String>,
+    /// The files `load` is reading, outermost first (canonical paths): a file that loads
+    /// itself, directly or through others, is an error, not an endless recursion.
+    pub loading: Vec<std::path::PathBuf>,
 }
 
 impl Session {
@@ -72,7 +75,9 @@ impl Session {
     pub fn execute_nested(&mut self, src: &str, piece: &syntax::Piece) -> Vec<Outcome> {
         let outer = self.executed;
         let notes = std::mem::take(&mut self.notes);
-        let out = self.execute_piece(src, piece);
+        // An interrupt asked for the statement running the file stops the file: not
+        // cleared here, as a statement of its own clears it.
+        let out = self.execute_statement(src, piece);
         self.executed = outer;
         self.notes = notes;
         out
@@ -81,6 +86,10 @@ impl Session {
     /// Executes one statement of `src` (a piece from [`syntax::split`]).
     pub fn execute_piece(&mut self, src: &str, piece: &syntax::Piece) -> Vec<Outcome> {
         crate::clear_interrupt();
+        self.execute_statement(src, piece)
+    }
+
+    fn execute_statement(&mut self, src: &str, piece: &syntax::Piece) -> Vec<Outcome> {
         self.executed += 1;
         self.notes.clear();
         let span = Span::new(piece.start, piece.end);
