@@ -599,6 +599,24 @@ mod tests {
     }
 
     #[test]
+    fn completion_offers_file_names_after_load_and_save() {
+        let dir = std::env::temp_dir().join(format!("ixmap-nb-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("folder");
+        std::fs::write(dir.join("été.ixs"), "").expect("file");
+        let e = Engine::new();
+        let code = format!("load \"{}/ét", dir.display());
+        let n = code.chars().count();
+        let (matches, start, end) = e.complete(&code, n);
+        assert_eq!(end, n);
+        assert_eq!(matches.len(), 1, "{matches:?}");
+        assert_eq!(matches[0].1, "path");
+        // the replacement goes after the quote, counted in code points
+        assert_eq!(start, "load \"".chars().count());
+        assert!(matches[0].0.ends_with("/été.ixs"), "{matches:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn completion_follows_the_command_declaration_as_the_terminal_does() {
         let mut e = Engine::new();
         e.execute("m = (d0) -> (d0), domain: d0 in [0, 3]", true);
