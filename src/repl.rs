@@ -251,7 +251,7 @@ pub fn complete_file_name(
     pos: usize,
 ) -> Option<(usize, Vec<Pair>)> {
     let before = line.get(..pos)?;
-    let first = before.trim_start().split_whitespace().next().unwrap_or("");
+    let first = before.split_whitespace().next().unwrap_or("");
     if !((first == "load" || first == "save") && before.trim_end() != first) {
         return None;
     }
