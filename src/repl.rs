@@ -13,7 +13,14 @@
 //!   above: the block is edited as a whole (Up and Down move between its lines, Enter runs
 //!   it once complete) instead of the line being replaced by a history entry;
 //! - **Ctrl-C** cancels the line being typed, or interrupts a running command
-//!   ([`crate::request_interrupt`]); **Ctrl-D** exits.
+//!   ([`crate::request_interrupt`]); lines typed ahead while the command ran are kept
+//!   (the terminal's `NOFLSH` is set while a statement runs); **Ctrl-D** exits;
+//! - **bad input** never ends the session: a line that is not valid UTF-8 is skipped with
+//!   an error, and a panic in a statement (a bug) is reported as an internal error;
+//! - **standard input that is not a terminal** (`ixmap < FILE`, a pipe) runs as a script
+//!   ([`run_piped`]): no prompts, no history, errors name its lines where the REPL's own
+//!   numbering would not (an invalid line, input ending inside a statement), and the exit
+//!   code is 1 when anything failed.
 //!
 //! ```text
 //! ixmap> m = (d0, d1) -> (d1, d0),
@@ -234,6 +241,24 @@ pub fn complete_word(prefix: &str, names: &[String]) -> Vec<String> {
     out
 }
 
+/// After `load` or `save`, file names as a shell completes them (in a `"..."` argument
+/// too): the byte offset where the replaced text starts, and the candidates. `None`
+/// where the cursor is not in such an argument. The terminal's Tab and the notebook's
+/// completion both use it.
+pub fn complete_file_name(
+    files: &rustyline::completion::FilenameCompleter,
+    line: &str,
+    pos: usize,
+) -> Option<(usize, Vec<Pair>)> {
+    let before = line.get(..pos)?;
+    let first = before.split_whitespace().next().unwrap_or("");
+    if !((first == "load" || first == "save") && before.trim_end() != first) {
+        return None;
+    }
+    let (start, v) = files.complete_path(line, pos).ok()?;
+    Some((start.min(pos), v))
+}
+
 impl Completer for IxHelper {
     type Candidate = Pair;
     fn complete(
@@ -246,14 +271,8 @@ impl Completer for IxHelper {
         let prefix = &line[start..pos];
         let shared = self.shared.borrow();
         let before = &line[..pos];
-        let first = before.trim_start().split_whitespace().next().unwrap_or("");
-        if (first == "load" || first == "save") && before.trim_end() != first {
-            // file names, as a shell completes them
-            let start = before.rfind(' ').map_or(0, |i| i + 1);
-            return self
-                .files
-                .complete_path(line, pos)
-                .map(|(_, v)| (start.min(pos), v));
+        if let Some(files) = complete_file_name(&self.files, line, pos) {
+            return Ok(files);
         }
         let _ = &shared.names;
         let words = complete_in_context(before, prefix, &shared.kinds);
@@ -506,8 +525,13 @@ mod sigint {
     }
 }
 
-/// Runs the REPL until Ctrl-D; the exit code.
+/// Runs the REPL until Ctrl-D; the exit code. With standard input not a terminal
+/// (`ixmap < FILE`, a pipe) the lines are read as a script: see [`run_piped`].
 pub fn run() -> i32 {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        return run_piped(std::io::stdin().lock());
+    }
     let color = use_color();
     let style = if color { Style::Ansi } else { Style::Plain };
     let err_color = use_color_stderr();
@@ -637,7 +661,7 @@ pub fn run() -> i32 {
                 if matches!(input.trim(), "exit" | "quit" | "exit()" | "quit()") {
                     break;
                 }
-                execute(&mut session, &input, style, err_color);
+                execute(&mut session, &input, style, err_color, 1);
                 shared.borrow_mut().names = session.completion_names();
                 shared.borrow_mut().kinds = name_kinds(&session);
             }
@@ -647,13 +671,146 @@ pub fn run() -> i32 {
                 continue;
             }
             Err(ReadlineError::Eof) => break,
+            Err(ReadlineError::Io(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+                // A byte that is not UTF-8 (a terminal set to Latin-1, a paste): the line
+                // editor gives up on the line being typed; the session goes on. An
+                // unfinished statement above it is dropped as Ctrl-C drops it (running it
+                // without that line would run something else), but it is kept in the
+                // history, so Up brings it back.
+                let pending = std::mem::take(&mut shared.borrow_mut().pending);
+                if pending.trim().is_empty() {
+                    eprintln!("error: the line is not valid UTF-8; it was skipped");
+                } else {
+                    eprintln!(
+                        "error: the line is not valid UTF-8; it was skipped, and the unfinished statement above it was not run (Up brings it back)"
+                    );
+                    if rl.add_history_entry(pending.as_str()).is_ok() && history_ok {
+                        if let Some(p) = &history {
+                            if let Err(e) = rl.append_history(p) {
+                                eprintln!("warning: cannot save history to {}: {e} (history is off for this session)", p.display());
+                                history_ok = false;
+                            }
+                        }
+                    }
+                }
+                continue;
+            }
+            // a resized window or a signal that arrived while reading: read again
+            Err(ReadlineError::WindowResized) => continue,
+            Err(ReadlineError::Io(e)) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("error: cannot read the terminal: {e}");
                 return 1;
             }
         }
     }
     0
+}
+
+/// The REPL over standard input that is not a terminal (`ixmap < FILE`, a pipe): the
+/// lines run as they arrive, statement by statement, without prompts and without
+/// touching the history file. Bad input never ends the run: a line that is not valid
+/// UTF-8 is skipped with an error naming its line (a statement that contains it is not
+/// run), and input that ends inside a statement is an error naming the line where it
+/// started. The exit code is 1 when anything failed (as `ixmap run --keep-going` gives),
+/// else 0.
+pub fn run_piped(mut input: impl std::io::BufRead) -> i32 {
+    let style = if use_color() {
+        Style::Ansi
+    } else {
+        Style::Plain
+    };
+    let err_color = use_color_stderr();
+    #[cfg(unix)]
+    sigint::install();
+    let mut session = Session::new();
+    let mut failed = false;
+    // the statement being read, the line it starts on, and its first line that was not
+    // valid UTF-8
+    let mut pending = String::new();
+    let mut start = 0_usize;
+    let mut bad: Option<usize> = None;
+    let mut n = 0_usize;
+    let mut buf: Vec<u8> = Vec::new();
+    let not_run = |start: usize, n: usize, b: usize| {
+        eprintln!(
+            "error: the statement on lines {start}-{n} of standard input was not run: its line {b} is not valid UTF-8"
+        );
+    };
+    loop {
+        buf.clear();
+        match input.read_until(b'\n', &mut buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                eprintln!("error: cannot read standard input after line {n}: {e}");
+                failed = true;
+                break;
+            }
+        }
+        n += 1;
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+        }
+        let line = match std::str::from_utf8(&buf) {
+            Ok(s) => s,
+            Err(e) => {
+                let valid = e.valid_up_to();
+                let col = String::from_utf8_lossy(&buf[..valid]).chars().count() + 1;
+                eprintln!(
+                    "error: line {n} of standard input is not valid UTF-8 (byte 0x{:02X} at column {col}); it was skipped",
+                    buf[valid]
+                );
+                failed = true;
+                if pending.is_empty() {
+                    continue;
+                }
+                bad.get_or_insert(n);
+                ""
+            }
+        };
+        if pending.is_empty() {
+            start = n;
+            pending = line.to_string();
+        } else {
+            pending.push('\n');
+            pending.push_str(line);
+        }
+        if !crate::syntax::is_complete(&pending) {
+            continue;
+        }
+        let statement = std::mem::take(&mut pending);
+        if let Some(b) = bad.take() {
+            not_run(start, n, b);
+            continue;
+        }
+        if statement.trim().is_empty() {
+            continue;
+        }
+        if matches!(statement.trim(), "exit" | "quit" | "exit()" | "quit()") {
+            return i32::from(failed);
+        }
+        failed |= execute(&mut session, &statement, style, err_color, 1);
+    }
+    if !pending.trim().is_empty() {
+        // Input ended inside a statement: what is wrong with it (an open bracket, a
+        // string never closed), at its place in the input.
+        failed = true;
+        match bad {
+            Some(b) => not_run(start, n, b),
+            None => {
+                eprintln!(
+                    "error: standard input ended inside the statement that starts at line {start}"
+                );
+                execute(&mut session, &pending, style, err_color, start);
+            }
+        }
+    }
+    i32::from(failed)
 }
 
 /// The terminal's width in columns (80 when unknown).
@@ -673,13 +830,61 @@ pub fn terminal_width() -> usize {
         .unwrap_or(crate::render::text::WIDTH)
 }
 
+/// The message of a caught panic's payload.
+pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "(no message)".to_string())
+}
+
 /// Runs every statement of `input`, printing each result; stops after an interrupt, which
-/// is said once.
-fn execute(session: &mut Session, input: &str, style: Style, err_color: bool) {
+/// is said once. `first_line` is the line of the input where `input` starts (1 in the
+/// terminal, where each entry is its own source), so that errors name lines of a piped
+/// script. A panic in a statement (a bug) is said, and the session goes on. Whether
+/// anything failed.
+fn execute(
+    session: &mut Session,
+    input: &str,
+    style: Style,
+    err_color: bool,
+    first_line: usize,
+) -> bool {
     let width = terminal_width();
+    let padded;
+    let input = if first_line > 1 {
+        padded = format!("{}{input}", "\n".repeat(first_line - 1));
+        padded.as_str()
+    } else {
+        input
+    };
+    // Lines typed while the statement runs stay queued even when Ctrl-C stops it.
+    let _keep = typeahead::KeepOnInterrupt::new();
+    let mut failed = false;
     for piece in crate::syntax::split(input) {
         let mut said_interrupted = false;
-        for o in session.execute_piece(input, &piece) {
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            session.execute_piece(input, &piece)
+        }));
+        let outcomes = match run {
+            Ok(o) => o,
+            Err(p) => {
+                eprintln!(
+                    "{}",
+                    paint_error(
+                        &format!(
+                            "error: internal error: ixmap panicked: {}; the statement was abandoned and the session goes on (this is a bug in ixmap)",
+                            panic_message(p.as_ref())
+                        ),
+                        err_color
+                    )
+                );
+                crate::clear_interrupt();
+                return true;
+            }
+        };
+        for o in outcomes {
+            failed |= o.failed();
             match &o.result {
                 Ok(v) => {
                     let s = crate::render::text::with_notes(
@@ -702,7 +907,64 @@ fn execute(session: &mut Session, input: &str, style: Style, err_color: bool) {
                 eprintln!("interrupted");
             }
             crate::clear_interrupt();
-            return;
+            return true;
+        }
+    }
+    failed
+}
+
+/// Typed-ahead input and Ctrl-C. While a statement runs the terminal is in its normal
+/// (canonical) mode, and by default the terminal driver throws away the lines typed
+/// ahead when Ctrl-C sends SIGINT. With `NOFLSH` set for the statement's duration they
+/// stay queued and are read at the next prompt.
+mod typeahead {
+    pub struct KeepOnInterrupt {
+        #[cfg(unix)]
+        saved: Option<libc::termios>,
+    }
+
+    impl KeepOnInterrupt {
+        #[cfg(unix)]
+        pub fn new() -> KeepOnInterrupt {
+            use std::io::IsTerminal;
+            if !std::io::stdin().is_terminal() {
+                return KeepOnInterrupt { saved: None };
+            }
+            // SAFETY: tcgetattr/tcsetattr on standard input with a termios they fill.
+            unsafe {
+                let mut t: libc::termios = std::mem::zeroed();
+                if libc::tcgetattr(libc::STDIN_FILENO, &mut t) != 0 || t.c_lflag & libc::NOFLSH != 0
+                {
+                    return KeepOnInterrupt { saved: None };
+                }
+                let saved = t;
+                t.c_lflag |= libc::NOFLSH;
+                if libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &t) != 0 {
+                    return KeepOnInterrupt { saved: None };
+                }
+                KeepOnInterrupt { saved: Some(saved) }
+            }
+        }
+        #[cfg(not(unix))]
+        pub fn new() -> KeepOnInterrupt {
+            KeepOnInterrupt {}
+        }
+    }
+
+    impl Drop for KeepOnInterrupt {
+        fn drop(&mut self) {
+            #[cfg(unix)]
+            if let Some(saved) = &self.saved {
+                // Only the flag is put back: TCSANOW, so nothing typed is discarded.
+                // SAFETY: as in `new`.
+                unsafe {
+                    let mut t: libc::termios = std::mem::zeroed();
+                    if libc::tcgetattr(libc::STDIN_FILENO, &mut t) == 0 {
+                        t.c_lflag = (t.c_lflag & !libc::NOFLSH) | (saved.c_lflag & libc::NOFLSH);
+                        libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &t);
+                    }
+                }
+            }
         }
     }
 }
@@ -763,6 +1025,45 @@ mod tests {
         let t = tokens("(d0) -> (d0 mod 8)");
         assert!(t.contains(&(Token::Keyword, "mod")));
         assert!(t.contains(&(Token::Number, "8")));
+    }
+
+    #[test]
+    fn a_panic_mid_statement_leaves_the_session_usable() {
+        let mut session = Session::new();
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            session.execute("a = (d0) -> (d0 * 2), domain: d0 in [0, 3]");
+            panic!("boom {}", 7);
+        }));
+        let p = run.expect_err("it panicked");
+        assert_eq!(panic_message(p.as_ref()), "boom 7");
+        // the session (and its interior state) is usable after unwinding
+        let o = session.execute("inverse a");
+        assert!(
+            o.iter().all(|o| !o.failed()),
+            "the session works after a panic"
+        );
+        assert!(session.values.contains_key("a"));
+    }
+
+    #[test]
+    fn file_names_complete_after_load_and_save_only() {
+        let dir = std::env::temp_dir().join(format!("ixmap-repl-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("folder");
+        std::fs::write(dir.join("alpha.ixs"), "").expect("file");
+        let files = rustyline::completion::FilenameCompleter::new();
+        let d = dir.display().to_string();
+        for line in [format!("load {d}/al"), format!("save \"{d}/al")] {
+            let (start, v) = complete_file_name(&files, &line, line.len()).expect("a file slot");
+            let words: Vec<String> = v.into_iter().map(|p| p.replacement).collect();
+            assert_eq!(words.len(), 1, "{line}: {words:?}");
+            let done = format!("{}{}", &line[..start], words[0]);
+            assert!(done.contains(&format!("{d}/alpha.ixs")), "{done}");
+            // a quoted path keeps its quote
+            assert_eq!(done.contains('"'), line.contains('"'), "{done}");
+        }
+        assert!(complete_file_name(&files, "load", 4).is_none());
+        assert!(complete_file_name(&files, "inverse m", 9).is_none());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The Jupyter kernel driven by a real client: `tests/jupyter/client.py` (jupyter_client)
-//! for the protocol, `tests/jupyter/notebook.py` (nbclient, nbconvert) for the tour notebook.
+//! for the protocol (`tests/jupyter/stop_on_error.py` for aborting the queue after an
+//! error), `tests/jupyter/notebook.py` (nbclient, nbconvert) for the tour notebook.
 //!
 //! Python comes from `IXMAP_PYTHON` (scripts/test-all makes a venv with
 //! `kernel/requirements.txt` and sets it, with `IXMAP_REQUIRE_JUPYTER=1`). Without it the
@@ -27,6 +28,14 @@ const CLIENT_TESTS: &[&str] = &[
     "parent_exit",
     "connection_loss",
     "latency",
+];
+
+/// `tests/jupyter/stop_on_error.py`: queued cells after a failing one are aborted.
+const STOP_ON_ERROR_TESTS: &[&str] = &[
+    "error",
+    "interrupt",
+    "off",
+    "other_requests_are_served_while_aborting",
 ];
 
 fn root() -> PathBuf {
@@ -112,6 +121,9 @@ fn main() {
     };
     for t in CLIENT_TESTS {
         add(format!("client::{t}"), "client.py", t);
+    }
+    for t in STOP_ON_ERROR_TESTS {
+        add(format!("stop_on_error::{t}"), "stop_on_error.py", t);
     }
     add(
         "notebook::tour_runs_without_error".into(),

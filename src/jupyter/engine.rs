@@ -217,11 +217,8 @@ impl Engine {
             let outcomes = match run {
                 Ok(o) => o,
                 Err(p) => {
-                    let what = p
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
+                    crate::clear_interrupt();
+                    let what = crate::repl::panic_message(p.as_ref());
                     error = Some(ErrorReport {
                         ename: "InternalError".into(),
                         evalue: format!("ixmap panicked: {what}"),
@@ -296,7 +293,23 @@ impl Engine {
         let mut out = Map::new();
         for (k, code) in exprs {
             let code = code.as_str().unwrap_or("");
-            let r = match self.session.execute(code).pop().map(|o| o.result) {
+            let session = &mut self.session;
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                session.execute(code).pop().map(|o| o.result)
+            }));
+            let run = match run {
+                Ok(r) => r,
+                Err(p) => {
+                    crate::clear_interrupt();
+                    let what = crate::repl::panic_message(p.as_ref());
+                    out.insert(
+                        k.clone(),
+                        json!({"status": "error", "ename": "InternalError", "evalue": format!("ixmap panicked: {what}"), "traceback": [format!("internal error: ixmap panicked: {what}")]}),
+                    );
+                    continue;
+                }
+            };
+            let r = match run {
                 Some(Ok(v)) => json!({"status": "ok", "data": bundle(&v), "metadata": {}}),
                 Some(Err(d)) => {
                     json!({"status": "error", "ename": "Error", "evalue": d.message, "traceback": traceback(&d, code)})
@@ -319,6 +332,12 @@ impl Engine {
         let end = byte_at(code, cursor_pos);
         let start = word_start(code, end);
         let prefix = &code[start..end];
+        // after `load`/`save`, file names (relative to the kernel's folder), as Tab does
+        let files = rustyline::completion::FilenameCompleter::new();
+        if let Some((from, names)) = crate::repl::complete_file_name(&files, code, end) {
+            let names = names.into_iter().map(|n| (n.replacement, "path")).collect();
+            return (names, chars_before(code, from), chars_before(code, end));
+        }
         let mut out: Vec<(String, &'static str)> = Vec::new();
         // the same words as the terminal's Tab, by context (the command's declaration)
         let kinds = crate::repl::name_kinds(&self.session);
@@ -577,6 +596,24 @@ mod tests {
         assert!(text(&r).contains("(d0) -> (d0)"), "{}", text(&r));
         assert!(e.execute("exit", true).ask_exit);
         assert!(e.execute("quit()", true).ask_exit);
+    }
+
+    #[test]
+    fn completion_offers_file_names_after_load_and_save() {
+        let dir = std::env::temp_dir().join(format!("ixmap-nb-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("folder");
+        std::fs::write(dir.join("été.ixs"), "").expect("file");
+        let e = Engine::new();
+        let code = format!("load \"{}/ét", dir.display());
+        let n = code.chars().count();
+        let (matches, start, end) = e.complete(&code, n);
+        assert_eq!(end, n);
+        assert_eq!(matches.len(), 1, "{matches:?}");
+        assert_eq!(matches[0].1, "path");
+        // the replacement goes after the quote, counted in code points
+        assert_eq!(start, "load \"".chars().count());
+        assert!(matches[0].0.ends_with("/été.ixs"), "{matches:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

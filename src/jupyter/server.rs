@@ -46,7 +46,18 @@ impl EngineHandle {
             .spawn(move || {
                 let mut engine = Engine::new();
                 while let Ok(job) = rx.recv() {
-                    job(&mut engine);
+                    // A job that panics (a bug) loses its answer, never the thread: the
+                    // kernel keeps serving. (`call_json` turns the panic into an error
+                    // reply first.)
+                    let run =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut engine)));
+                    if let Err(p) = run {
+                        log(&format!(
+                            "a request panicked: {}",
+                            crate::repl::panic_message(p.as_ref())
+                        ));
+                        crate::clear_interrupt();
+                    }
                 }
             })
             .expect("the OS can start the engine thread");
@@ -65,6 +76,33 @@ impl EngineHandle {
             .ok()?;
         rx.await.ok()
     }
+
+    /// [`EngineHandle::call`] for a reply's content: a panic in `f` (a bug) becomes an
+    /// error reply, and the engine goes on serving.
+    async fn call_json(
+        &self,
+        f: impl FnOnce(&mut Engine) -> Json + Send + 'static,
+    ) -> Option<Json> {
+        self.call(move |e| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(e)))
+                .unwrap_or_else(|p| internal_error(&crate::repl::panic_message(p.as_ref())))
+        })
+        .await
+    }
+}
+
+/// The error reply for a request whose handler panicked.
+fn internal_error(what: &str) -> Json {
+    crate::clear_interrupt();
+    json!({
+        "status": "error",
+        "ename": "InternalError",
+        "evalue": format!("ixmap panicked: {what}"),
+        "traceback": [
+            format!("internal error: ixmap panicked: {what}"),
+            "this is a bug in ixmap; the session is still usable",
+        ],
+    })
 }
 
 /// Broadcasts on iopub (through the iopub task).
@@ -360,8 +398,19 @@ async fn serve_router(
     engine: EngineHandle,
     done: mpsc::UnboundedSender<()>,
 ) {
+    // After an execute_request with `stop_on_error` (the default) fails or is interrupted,
+    // the execute_requests already queued behind it are answered `aborted` without
+    // running, as ipykernel does ("Run All" stops at the first error). The queue is taken
+    // before the failed request's reply and idle status go out, so a request a client
+    // sends after seeing them always runs.
+    let mut backlog: std::collections::VecDeque<zeromq::ZmqResult<ZmqMessage>> =
+        std::collections::VecDeque::new();
     loop {
-        let frames: Vec<Vec<u8>> = match socket.recv().await {
+        let (received, queued_at_error) = match backlog.pop_front() {
+            Some(r) => (r, true),
+            None => (socket.recv().await, false),
+        };
+        let frames: Vec<Vec<u8>> = match received {
             Ok(z) => z.into_vec().into_iter().map(|b| b.to_vec()).collect(),
             Err(e) => {
                 log(&format!("{channel} receive failed: {e}"));
@@ -376,7 +425,30 @@ async fn serve_router(
             }
         };
         publisher.status(&msg, "busy");
-        let (reply, shutdown) = handle(&msg, &publisher, &engine).await;
+        let is_execute = msg.msg_type() == "execute_request";
+        let (reply, shutdown) = if queued_at_error && is_execute {
+            (Some(json!({"status": "aborted"})), false)
+        } else {
+            handle(&msg, &publisher, &engine).await
+        };
+        let c = &msg.content;
+        if is_execute
+            && !queued_at_error
+            && reply.as_ref().is_some_and(|r| r["status"] == "error")
+            && c["stop_on_error"].as_bool().unwrap_or(true)
+            && !c["silent"].as_bool().unwrap_or(false)
+        {
+            // let what has arrived reach the socket's queue, then take all that is there
+            tokio::task::yield_now().await;
+            // (an error, such as no client left, ends the taking: it would come again)
+            while let Some(r) = futures::FutureExt::now_or_never(socket.recv()) {
+                let end = r.is_err();
+                backlog.push_back(r);
+                if end {
+                    break;
+                }
+            }
+        }
         if let Some(content) = reply {
             if let Some(z) = to_zmq(msg.reply(content).encode(&signer)) {
                 if let Err(e) = socket.send(z).await {
@@ -408,7 +480,7 @@ async fn handle(
                 .as_u64()
                 .unwrap_or(code.chars().count() as u64) as usize;
             let reply = engine
-                .call(move |e| {
+                .call_json(move |e| {
                     let (matches, start, end) = e.complete(&code, pos);
                     let types: Vec<Json> = matches
                         .iter()
@@ -429,7 +501,7 @@ async fn handle(
             let code = c["code"].as_str().unwrap_or("").to_string();
             let pos = c["cursor_pos"].as_u64().unwrap_or(0) as usize;
             let reply = engine
-                .call(move |e| match e.inspect(&code, pos) {
+                .call_json(move |e| match e.inspect(&code, pos) {
                     Some(data) => {
                         json!({"status": "ok", "found": true, "data": data, "metadata": {}})
                     }
@@ -441,7 +513,7 @@ async fn handle(
         "is_complete_request" => {
             let code = c["code"].as_str().unwrap_or("").to_string();
             let reply = engine
-                .call(move |e| match e.is_complete(&code) {
+                .call_json(move |e| match e.is_complete(&code) {
                     "incomplete" => json!({"status": "incomplete", "indent": ""}),
                     s => json!({"status": s}),
                 })
@@ -451,7 +523,7 @@ async fn handle(
         "history_request" => {
             let content = c.clone();
             let reply = engine
-                .call(move |e| json!({"status": "ok", "history": e.history_reply(&content)}))
+                .call_json(move |e| json!({"status": "ok", "history": e.history_reply(&content)}))
                 .await;
             (reply, false)
         }
@@ -563,7 +635,7 @@ async fn execute(msg: &Message, publisher: &Publisher, engine: &EngineHandle) ->
     let (msg, publisher) = (msg.clone(), publisher.clone());
     // The engine thread publishes as it goes, so execute_input precedes the outputs.
     engine
-        .call(move |e| {
+        .call_json(move |e| {
             let count = e.execution_count + u64::from(store_history);
             if !silent {
                 publisher.publish(&msg, "execute_input", json!({"code": code, "execution_count": count}));
@@ -621,4 +693,35 @@ async fn execute(msg: &Message, publisher: &Publisher, engine: &EngineHandle) ->
             }
         })
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_request_is_an_error_reply_and_the_engine_goes_on() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let engine = EngineHandle::start();
+            let r = engine
+                .call_json(|_| -> Json { panic!("boom in a handler") })
+                .await
+                .expect("a reply");
+            assert_eq!(r["status"], "error");
+            assert_eq!(r["ename"], "InternalError");
+            assert!(r["evalue"]
+                .as_str()
+                .is_some_and(|s| s.contains("boom in a handler")));
+            // a panic that escapes a job loses its answer, not the engine thread
+            assert!(engine.call(|_| -> u8 { panic!("escaped") }).await.is_none());
+            let r = engine
+                .call_json(|e| json!({"status": e.is_complete("m = (d0) -> (d0)")}))
+                .await
+                .expect("the engine still serves");
+            assert_eq!(r["status"], "complete");
+        });
+    }
 }
