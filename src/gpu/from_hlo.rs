@@ -1344,6 +1344,12 @@ impl Builder<'_> {
         }
         let ml = self.op_map(id, 0)?;
         let mr = self.op_map(id, 1)?;
+        // A contracting dimension of extent 0 (K = 0): each element is the empty sum, 0,
+        // and no operand element is read (the maps are KNOWN EMPTY, with no range left to
+        // sum over: a one-term sum would read an empty buffer).
+        if ml.is_known_empty() || mr.is_known_empty() {
+            return Ok(Body::Convert(t, Box::new(Body::Const(0.0))));
+        }
         if ml.ranges.len() != mr.ranges.len()
             || ml.dims.len() != ins.dims().len()
             || mr.dims.len() != ins.dims().len()
