@@ -294,9 +294,15 @@ pub struct Loaded {
 impl Loaded {
     /// The error the file stopped at, if it did (in a file it loads, where that stopped).
     pub fn error(&self) -> Option<&Diagnostic> {
+        self.failure().and_then(|(_, o)| o.result.as_ref().err())
+    }
+
+    /// Where the file stopped: the innermost loaded file holding the failing statement
+    /// (this one, or one it loads), and that statement's outcome (an error).
+    pub fn failure(&self) -> Option<(&Loaded, &Outcome)> {
         self.outcomes.iter().find_map(|o| match &o.result {
-            Err(d) => Some(d),
-            Ok(Value::Loaded(l)) => l.error(),
+            Err(_) => Some((self, o)),
+            Ok(Value::Loaded(l)) => l.failure(),
             Ok(_) => None,
         })
     }

@@ -1157,6 +1157,11 @@ fn a_dump_with_a_failed_fusion_exits_1_after_its_survey() {
         out.contains("2 fusions"),
         "the survey is printed in full: {out}"
     );
+    // in a script's --json, the dump statement is not ok either
+    let o = run(&["--json", "-c", &format!("dump \"{path}\"")]);
+    assert_eq!(o.status.code(), Some(1));
+    let j = json_lines(&o);
+    assert_eq!(j[0]["ok"], false, "{}", j[0]);
     // the passing fusion alone, with verification skipped: exit 0
     let text = format!(
         "HloModule m\n{ok}ENTRY main {{\n  x = f32[8] parameter(0)\n  ROOT a = f32[8] fusion(x), kind=kLoop, calls=fused\n}}\n"

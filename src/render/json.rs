@@ -35,18 +35,25 @@ pub fn outcome_in(o: &Outcome, source: &str, stmt: usize, file: Option<&str>) ->
             if let Value::Loaded(l) = v {
                 // The file stopped at an error: the statement failed, with the error and
                 // where it is in the file.
-                if let Some(d) = l.error() {
-                    obj.insert("ok".into(), json!(false));
-                    obj.insert("error".into(), json!(d.message));
-                    obj.insert("file".into(), json!(l.file));
-                    // the failing statement's number within the file (`stmt` is the load's)
-                    if let Some(o) = l.outcomes.iter().find(|o| o.result.is_err()) {
+                // (in a file it loads, where that one stopped: its own name and place)
+                if let Some((f, o)) = l.failure() {
+                    if let Err(d) = &o.result {
+                        obj.insert("ok".into(), json!(false));
+                        obj.insert("error".into(), json!(d.message));
+                        obj.insert("file".into(), json!(f.file));
+                        // the failing statement's number within the file (`stmt` is the load's)
                         obj.insert("file_stmt".into(), json!(o.stmt));
+                        if let Some((line, col)) = d.line_col(&f.source) {
+                            obj.insert("file_line".into(), json!(line));
+                            obj.insert("file_column".into(), json!(col));
+                        }
                     }
-                    if let Some((line, col)) = d.line_col(&l.source) {
-                        obj.insert("file_line".into(), json!(line));
-                        obj.insert("file_column".into(), json!(col));
-                    }
+                }
+            }
+            // A dump that found a failure (printed in full) fails its statement.
+            if let Value::Dump(d) = v {
+                if d.failed() {
+                    obj.insert("ok".into(), json!(false));
                 }
             }
             Json::Object(obj)

@@ -278,6 +278,14 @@ mod tests {
             "{}",
             e.message
         );
+        // the statement that failed is b's first, as --json reports it
+        let (f, o) = l.failure().expect("a failure");
+        assert!(
+            f.file.ends_with("b.txt") && o.stmt == 1,
+            "{} {}",
+            f.file,
+            o.stmt
+        );
         // b stopped at its load of a: `y = x` never ran
         assert!(!s.values.contains_key("y"));
         assert!(s.loading.is_empty());

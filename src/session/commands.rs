@@ -140,9 +140,17 @@ fn example_outcome(c: &Command) -> Option<Box<crate::value::Outcome>> {
     if touches_files || IN_EXAMPLE.with(|f| f.replace(true)) {
         return None;
     }
+    // Cleared when the example ends, however it ends: the REPL and the notebook survive a
+    // panic in a statement, and `help` must run examples after it.
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            IN_EXAMPLE.with(|f| f.set(false));
+        }
+    }
+    let _clear = Clear;
     let mut session = Session::new();
     let outcomes = session.execute(c.example);
-    IN_EXAMPLE.with(|f| f.set(false));
     outcomes.into_iter().last().map(Box::new)
 }
 
