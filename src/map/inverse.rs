@@ -1527,7 +1527,7 @@ mod tests {
             let hi1 = if rnd(4) == 0 { 2 } else { rnd(6) + 2 };
             let s_hi = rnd(3);
             let atoms = [v(0), v(1), v(2)];
-            let mut term = |rnd: &mut dyn FnMut(i64) -> i64| {
+            let term = |rnd: &mut dyn FnMut(i64) -> i64| {
                 let a = atoms[rnd(3) as usize].mul(c(rnd(5) - 2));
                 let b = atoms[rnd(3) as usize].mul(c(rnd(3) + 1));
                 let e = a.add(b).add(c(rnd(3)));
