@@ -24,7 +24,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 mod bound;
-pub use bound::Ball;
+pub use bound::{order_factor, Ball};
 
 /// The known contents of input `k`, element at physical offset `i`: small exact values
 /// (multiples of 1/64 in [-8, 8)) that differ between neighbours and between inputs.

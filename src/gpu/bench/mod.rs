@@ -298,15 +298,19 @@ impl<'a> Expected<'a> {
         }
     }
 
+    /// The interpreter the bounds are computed by, made the first time one is asked for.
+    fn interpreter(&self) -> Option<&Reference<'a>> {
+        self.bounds
+            .get_or_init(|| Reference::new(self.spec, self.inputs).ok())
+            .as_ref()
+    }
+
     /// Whether `got`, element `i` (physical offset) of output `k`, lies within the rounding
     /// bound of the reference's computation of it ([`Reference::output_ball`]); false
     /// where no bound is carried, where it is unbounded, and where it rests on a sum whose
     /// order alone may move it by its terms' magnitudes (such a bound checks nothing).
     fn within_bound(&self, k: usize, i: usize, elem: ElemType, got: f64) -> bool {
-        let r = self
-            .bounds
-            .get_or_init(|| Reference::new(self.spec, self.inputs).ok());
-        match r {
+        match self.interpreter() {
             Some(r) => {
                 matches!(r.output_ball(k, i), Ok(Some(b)) if b.vague.is_none() && b.holds(elem, got))
             }
@@ -320,12 +324,9 @@ impl Expected<'_> {
     /// whose order alone may move it without useful bound feeds it (16-bit accumulation of
     /// many terms: the reference's order and the kernel's are both correct), else `None`.
     pub fn why_undetermined(&self, k: usize, i: usize) -> Option<String> {
-        let r = self
-            .bounds
-            .get_or_init(|| Reference::new(self.spec, self.inputs).ok())
-            .as_ref()?;
+        let r = self.interpreter()?;
         let (n, t) = r.output_ball(k, i).ok()??.vague?;
-        let factor = ((n - 1.0) * unit_roundoff(t).ln_1p()).exp_m1();
+        let factor = super::reference::order_factor(n, t);
         Some(format!(
             "it depends on a sum of {n} terms accumulated in {}, which the reference adds in one order and the kernel in another; in {} the order alone may move such a sum by {factor:.3} times the sum of its terms' magnitudes, so no check against one order can tell a correct kernel from a wrong one here",
             t.hlo_name(),
@@ -376,6 +377,13 @@ pub fn unit_roundoff(t: ElemType) -> f64 {
     }
 }
 
+/// `(1 + u)^(n-1) - 1`: how far, relative to the sum of its terms' magnitudes, a sum of
+/// `n` terms rounded with unit roundoff `u` may be from the exact sum, in any order
+/// (Higham §4.2).
+pub fn any_order_factor(n: f64, u: f64) -> f64 {
+    ((n - 1.0).max(0.0) * u.ln_1p()).exp_m1()
+}
+
 /// How far a kernel's float sum may be from the reference's, per output element, given
 /// [`Reference::sum_magnitudes`]' `[n, Σ|x_i|, Σ|ŝ_j|]` (the terms' count and magnitudes,
 /// the magnitudes of the reference's partial sums) for a sum accumulated in `acc`, whose
@@ -398,7 +406,7 @@ pub fn sum_slack(magnitudes: &[[f64; 3]], acc: ElemType, terms: f64) -> Vec<f64>
     magnitudes
         .iter()
         .map(|&[n, m, partial]| {
-            let any_order = ((n - 1.0).max(0.0) * u.ln_1p()).exp_m1() * m;
+            let any_order = any_order_factor(n, u) * m;
             any_order + u * partial + terms * m
         })
         .collect()

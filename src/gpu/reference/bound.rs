@@ -113,6 +113,12 @@ fn roundoff(t: ElemType) -> f64 {
     }
 }
 
+/// How far the order alone may move a sum of `n` terms accumulated in `t`, relative to its
+/// terms' magnitudes (the factor the bounds use; `vague` where it reaches 1).
+pub fn order_factor(n: f64, t: ElemType) -> f64 {
+    crate::gpu::bench::any_order_factor(n, roundoff(t))
+}
+
 /// One unit in the last place, relative, of the type float operations of type `t` are
 /// computed in (f64 for f64, f32 for the others).
 fn ulp_of_compute(t: ElemType) -> f64 {
@@ -589,7 +595,7 @@ impl Reference<'_> {
             }
             BinOp::Add | BinOp::Mul => {
                 let u = roundoff(ty);
-                let factor = ((n - 1.0).max(0.0) * u.ln_1p()).exp_m1();
+                let factor = order_factor(n, ty);
                 if factor >= 1.0 {
                     vague = vague.or(Some((n, ty)));
                 }
