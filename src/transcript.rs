@@ -247,19 +247,38 @@ pub fn run_input(session: &mut Session, input: &str) -> Vec<String> {
 /// Whether `actual` matches the `expected` line: `[..]` matches any run of text,
 /// `{{REGEX}}` what the regular expression matches, `{{LO..HI}}` a number in [LO, HI].
 pub fn line_matches(expected: &str, actual: &str) -> bool {
-    if !expected.contains("[..]") && !expected.contains("{{") {
-        return expected == actual;
+    LineMatcher::new(expected).matches(actual)
+}
+
+/// An expected line made ready to compare with many actual lines: its regular expression
+/// (for `[..]` and `{{...}}`) is compiled once, not once per comparison.
+enum LineMatcher<'a> {
+    Exact(&'a str),
+    Pattern(regex::Regex, Vec<(f64, f64)>),
+}
+
+impl<'a> LineMatcher<'a> {
+    fn new(expected: &'a str) -> LineMatcher<'a> {
+        if !is_pattern(expected) {
+            return LineMatcher::Exact(expected);
+        }
+        match line_regex(expected) {
+            Some((re, ranges)) => LineMatcher::Pattern(re, ranges),
+            None => LineMatcher::Exact(expected),
+        }
     }
-    match line_regex(expected) {
-        Some((re, ranges)) => match re.captures(actual) {
-            Some(caps) => ranges.iter().enumerate().all(|(k, (lo, hi))| {
-                caps.name(&format!("n{k}"))
-                    .and_then(|m| m.as_str().parse::<f64>().ok())
-                    .is_some_and(|x| *lo <= x && x <= *hi)
-            }),
-            None => false,
-        },
-        None => expected == actual,
+    fn matches(&self, actual: &str) -> bool {
+        match self {
+            LineMatcher::Exact(e) => *e == actual,
+            LineMatcher::Pattern(re, ranges) => match re.captures(actual) {
+                Some(caps) => ranges.iter().enumerate().all(|(k, (lo, hi))| {
+                    caps.name(&format!("n{k}"))
+                        .and_then(|m| m.as_str().parse::<f64>().ok())
+                        .is_some_and(|x| *lo <= x && x <= *hi)
+                }),
+                None => false,
+            },
+        }
     }
 }
 
@@ -328,7 +347,55 @@ fn is_pattern(expected: &str) -> bool {
 /// matches is kept and the new one inserted beside it, rather than a `...` swallowing the
 /// match and the line after it rewritten into the new one.
 pub fn bless_case(expected: &[String], actual: &[String]) -> Vec<String> {
+    // Lines that match at the start and at the end stay as they are: when an expected line
+    // (not `...`) matches the first actual line, some cheapest alignment pairs the two (a
+    // match costs nothing, and any alignment that does not pair them can be made to,
+    // without costing more), and likewise at the end. Only the middle needs the quadratic
+    // alignment, which for a long case with a few changed lines is nearly nothing.
+    let kept = |e: &String, a: &String| -> String {
+        if is_pattern(e) {
+            e.clone()
+        } else {
+            a.clone()
+        }
+    };
+    let fixed = |e: &String, a: &String| e != "..." && line_matches(e, a);
+    let mut pre = 0;
+    while pre < expected.len() && pre < actual.len() && fixed(&expected[pre], &actual[pre]) {
+        pre += 1;
+    }
+    let mut suf = 0;
+    while suf < expected.len() - pre
+        && suf < actual.len() - pre
+        && fixed(
+            &expected[expected.len() - 1 - suf],
+            &actual[actual.len() - 1 - suf],
+        )
+    {
+        suf += 1;
+    }
+    let mut out: Vec<String> = (0..pre).map(|k| kept(&expected[k], &actual[k])).collect();
+    out.extend(
+        bless_middle(
+            &expected[pre..expected.len() - suf],
+            &actual[pre..actual.len() - suf],
+        )
+        .1,
+    );
+    out.extend((0..suf).rev().map(|k| {
+        kept(
+            &expected[expected.len() - 1 - k],
+            &actual[actual.len() - 1 - k],
+        )
+    }));
+    out
+}
+
+/// [`bless_case`]'s alignment of what is left between the lines that match at both ends:
+/// its cost and its lines.
+fn bless_middle(expected: &[String], actual: &[String]) -> (usize, Vec<String>) {
     let (n, m) = (expected.len(), actual.len());
+    let matchers: Vec<LineMatcher> = expected.iter().map(|e| LineMatcher::new(e)).collect();
     // cost[i][j]: fewest changed lines to turn expected[i..] into a match of actual[j..]
     let inf = usize::MAX / 4;
     let mut cost = vec![vec![inf; m + 1]; n + 1];
@@ -337,9 +404,9 @@ pub fn bless_case(expected: &[String], actual: &[String]) -> Vec<String> {
     // rewritten beats a check dropped), a new one 999
     const GONE: usize = 2000;
     const NEW: usize = 999;
+    let bare: Vec<String> = expected.iter().map(|e| e.replace("[..]", "")).collect();
     let change = |i: usize, j: usize| -> usize {
-        let e = expected[i].replace("[..]", "");
-        1000 + ((1.0 - strsim::normalized_levenshtein(&e, &actual[j])) * 999.0) as usize
+        1000 + ((1.0 - strsim::normalized_levenshtein(&bare[i], &actual[j])) * 999.0) as usize
     };
     cost[n][m] = 0;
     for i in (0..=n).rev() {
@@ -348,6 +415,9 @@ pub fn bless_case(expected: &[String], actual: &[String]) -> Vec<String> {
                 continue;
             }
             let mut best = inf;
+            if j < m {
+                best = NEW + cost[i][j + 1]; // a new line
+            }
             if i < n {
                 let e = &expected[i];
                 if e == "..." {
@@ -356,17 +426,16 @@ pub fn bless_case(expected: &[String], actual: &[String]) -> Vec<String> {
                         best = best.min(cost[i][j + 1]); // `...` swallowing a line
                     }
                 } else {
-                    if j < m && line_matches(e, &actual[j]) {
+                    best = best.min(GONE + cost[i + 1][j]); // a line gone
+                    if j < m && matchers[i].matches(&actual[j]) {
                         best = best.min(cost[i + 1][j + 1]);
                     }
-                    if j < m {
+                    // a changed line costs at least 1000: its distance is measured only
+                    // where it could be the cheapest
+                    if j < m && 1000 + cost[i + 1][j + 1] < best {
                         best = best.min(change(i, j) + cost[i + 1][j + 1]); // a changed line
                     }
-                    best = best.min(GONE + cost[i + 1][j]); // a line gone
                 }
-            }
-            if j < m {
-                best = best.min(NEW + cost[i][j + 1]); // a new line
             }
             cost[i][j] = best;
         }
@@ -394,7 +463,7 @@ pub fn bless_case(expected: &[String], actual: &[String]) -> Vec<String> {
                     continue;
                 }
             } else {
-                if j < m && line_matches(e, &actual[j]) && cost[i + 1][j + 1] == c {
+                if j < m && matchers[i].matches(&actual[j]) && cost[i + 1][j + 1] == c {
                     out.push(if is_pattern(e) {
                         e.clone()
                     } else {
@@ -419,7 +488,7 @@ pub fn bless_case(expected: &[String], actual: &[String]) -> Vec<String> {
         out.push(actual[j].clone());
         j += 1;
     }
-    out
+    (cost[0][0], out)
 }
 
 /// The changed middle of a line against another: (common prefix, common suffix) byte
@@ -450,6 +519,7 @@ pub fn output_matches(expected: &[String], actual: &[String]) -> bool {
 /// each actual line at most once: `...` cannot make the matching exponential).
 fn reach(expected: &[String], actual: &[String]) -> Vec<Vec<bool>> {
     let (n, m) = (expected.len(), actual.len());
+    let matchers: Vec<LineMatcher> = expected.iter().map(|e| LineMatcher::new(e)).collect();
     let mut reach = vec![vec![false; m + 1]; n + 1];
     reach[0][0] = true;
     for i in 0..n {
@@ -462,7 +532,7 @@ fn reach(expected: &[String], actual: &[String]) -> Vec<Vec<bool>> {
                     *r = true;
                 }
                 break;
-            } else if j < m && line_matches(&expected[i], &actual[j]) {
+            } else if j < m && matchers[i].matches(&actual[j]) {
                 reach[i + 1][j + 1] = true;
             }
         }
@@ -806,6 +876,54 @@ mod tests {
     /// `--bless` keeps a `[..]` line that still matches and inserts the new line after it,
     /// rather than letting a `...` swallow the match and rewriting the line after it; a
     /// changed check is rewritten, not dropped.
+    #[test]
+    fn bless_sets_matching_ends_aside_at_no_cost() {
+        // Random cases over a few lines, checks and `...`: the blessed lines always match the
+        // new output, and setting the matching ends aside costs nothing: the alignment of
+        // the middle costs what the alignment of the whole case costs.
+        let pool = [
+            "a",
+            "b",
+            "c",
+            "a1",
+            "b2",
+            "x[..]",
+            "a[..]",
+            "{{[ab]}}",
+            "...",
+            "c{{0..5}}",
+        ];
+        let actual_pool = ["a", "b", "c", "a1", "b2", "x9", "c3", "c7"];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |k: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % k as u64) as usize
+        };
+        for _ in 0..3000 {
+            let e: Vec<String> = (0..next(7))
+                .map(|_| pool[next(pool.len())].into())
+                .collect();
+            let a: Vec<String> = (0..next(7))
+                .map(|_| actual_pool[next(actual_pool.len())].into())
+                .collect();
+            let trimmed = bless_case(&e, &a);
+            assert!(output_matches(&trimmed, &a), "{e:?} {a:?} -> {trimmed:?}");
+            let (whole, _) = bless_middle(&e, &a);
+            let fixed = |x: &String, y: &String| x != "..." && line_matches(x, y);
+            let pre = e.iter().zip(&a).take_while(|(x, y)| fixed(x, y)).count();
+            let suf = e[pre..]
+                .iter()
+                .rev()
+                .zip(a[pre..].iter().rev())
+                .take_while(|(x, y)| fixed(x, y))
+                .count();
+            let (middle, _) = bless_middle(&e[pre..e.len() - suf], &a[pre..a.len() - suf]);
+            assert_eq!(middle, whole, "{e:?} {a:?} -> {trimmed:?}");
+        }
+    }
+
     #[test]
     fn bless_inserts_beside_a_line_that_still_matches() {
         let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
