@@ -215,8 +215,46 @@ fn cases() -> Vec<Case> {
             });
         }
     }
-    v.retain(|c| hlo_takes(&c.op, c.t));
+    // the kernels' type rules are HLO's op table: an op the kernels accept, HLO takes
+    for c in &v {
+        assert!(hlo_takes(&c.op, c.t), "{} on {}", c.op, c.t.hlo_name());
+    }
     v
+}
+
+/// The ops HLO refuses on a type, the kernels refuse too, saying what the op takes.
+#[test]
+fn ops_refused_on_a_type_say_what_they_take() {
+    use ixmap::gpu::spec::ElemType::*;
+    assert!(!UnOp::Neg.accepts(Pred) && !UnOp::Abs.accepts(Pred) && !UnOp::Sign.accepts(Pred));
+    assert!(!BinOp::Sub.accepts(Pred) && !BinOp::Div.accepts(Pred) && !BinOp::Rem.accepts(Pred));
+    assert!(BinOp::Add.accepts(Pred) && BinOp::Max.accepts(Pred) && UnOp::Not.accepts(Pred));
+    assert_eq!(
+        UnOp::Neg.check(Pred).unwrap_err(),
+        "negate is not defined on pred (it takes integers, floats and complex numbers)"
+    );
+    assert_eq!(
+        BinOp::Shl.check(F32).unwrap_err(),
+        "shift-left is not defined on f32 (it takes integers)"
+    );
+    for t in ElemType::ALL {
+        for op in UnOp::SIMPLE {
+            assert_eq!(
+                op.accepts(t),
+                hlo_takes(op.hlo_name(), t),
+                "{}",
+                op.hlo_name()
+            );
+        }
+        for op in BinOp::ALL {
+            assert_eq!(
+                op.accepts(t),
+                hlo_takes(op.hlo_name(), t),
+                "{}",
+                op.hlo_name()
+            );
+        }
+    }
 }
 
 /// The fusion, its inputs (x and y per type: every pair of edge values once) and cases.

@@ -18,6 +18,7 @@
 //! `reduce(add, 0, f1 at (d0)[s0] -> (d0, s0))` sums `f1` over `s0` for each `d0`.
 
 use crate::expr::Expr;
+use crate::hlo::ops::elementwise;
 use crate::map::{compose, default_vars, IndexingMap, VarKind};
 use crate::MapError;
 
@@ -377,19 +378,15 @@ impl UnOp {
             _ => t,
         }
     }
-    /// Whether the op is defined on an operand of type `t` (XLA's type rules): the float
-    /// functions on floats only; `not` on `pred` and integers; `popcnt` and `clz` on
-    /// integers; `bitcast-convert` between types of the same width (not `pred`); `negate`,
-    /// `abs` and `sign` on every type.
+    /// Whether the op is defined on an operand of type `t`: HLO's op table
+    /// ([`elementwise::TABLE`]) says, except for `bitcast-convert`, which the kernels emit
+    /// only between types of the same width (not `pred`).
     pub fn accepts(self, t: ElemType) -> bool {
         match self {
-            UnOp::Neg | UnOp::Abs | UnOp::Sign => true,
-            UnOp::Not => !t.is_float(),
-            UnOp::Popcnt | UnOp::Clz => t.is_int(),
             UnOp::BitcastConvert(to) => {
                 to == t || (to != ElemType::Pred && t != ElemType::Pred && to.bytes() == t.bytes())
             }
-            _ => t.is_float(),
+            _ => table_accepts(self.hlo_name(), t),
         }
     }
     /// An error unless the op is defined on `t`.
@@ -403,8 +400,26 @@ impl UnOp {
                 t.hlo_name(),
                 to.hlo_name()
             ),
-            _ => format!("{} is not defined on {}", self.hlo_name(), t.hlo_name()),
+            _ => not_defined(self.hlo_name(), t),
         })
+    }
+}
+
+/// Whether HLO's op table lets `opcode` take operands of type `t`.
+fn table_accepts(opcode: &str, t: ElemType) -> bool {
+    elementwise::row(opcode)
+        .is_some_and(|row| row.takes & elementwise::class_bit(t.hlo_name()) != 0)
+}
+
+/// "negate is not defined on pred (it takes integers, floats and complex numbers)".
+fn not_defined(opcode: &str, t: ElemType) -> String {
+    match elementwise::row(opcode) {
+        Some(row) => format!(
+            "{opcode} is not defined on {} (it takes {})",
+            t.hlo_name(),
+            elementwise::describe(row.takes)
+        ),
+        None => format!("{opcode} is not defined on {}", t.hlo_name()),
     }
 }
 
@@ -499,32 +514,17 @@ impl BinOp {
             BinOp::ShrL => "shift-right-logical",
         }
     }
-    /// Whether the op is defined on operands of type `t` (XLA's type rules).
+    /// Whether the op is defined on operands of type `t`: HLO's op table
+    /// ([`elementwise::TABLE`]) says.
     pub fn accepts(self, t: ElemType) -> bool {
-        match self {
-            BinOp::Add
-            | BinOp::Sub
-            | BinOp::Mul
-            | BinOp::Div
-            | BinOp::Max
-            | BinOp::Min
-            | BinOp::Rem => true,
-            BinOp::Pow => t != ElemType::Pred,
-            BinOp::Atan2 => t.is_float(),
-            BinOp::And | BinOp::Or | BinOp::Xor => !t.is_float(),
-            BinOp::Shl | BinOp::ShrA | BinOp::ShrL => t.is_int(),
-        }
+        table_accepts(self.hlo_name(), t)
     }
     /// An error unless the op is defined on `t`.
     pub fn check(self, t: ElemType) -> Result<(), String> {
         if self.accepts(t) {
             Ok(())
         } else {
-            Err(format!(
-                "{} is not defined on {}",
-                self.hlo_name(),
-                t.hlo_name()
-            ))
+            Err(not_defined(self.hlo_name(), t))
         }
     }
 }

@@ -162,9 +162,8 @@ pub fn unary(op: UnOp, t: ElemType, x: &str) -> Result<String, MapError> {
     let n = t.hlo_name();
     match op {
         UnOp::Neg => Ok(neg),
-        UnOp::Abs if t.is_unsigned_int() || t == ElemType::Pred => Ok(x.to_string()),
+        UnOp::Abs if t.is_unsigned_int() => Ok(x.to_string()),
         UnOp::Abs => Ok(format!("({x} < 0 ? {neg} : {x})")),
-        UnOp::Sign if t == ElemType::Pred => Ok(x.to_string()),
         UnOp::Sign => Ok(format!("ix_sign_{n}({x})")),
         UnOp::Not if t == ElemType::Pred => Ok(format!("(!{x})")),
         UnOp::Not => Ok(format!("({c})(~{x})")),
@@ -207,12 +206,16 @@ pub fn binary(op: BinOp, t: ElemType, x: &str, y: &str) -> String {
         return match op {
             BinOp::Max | BinOp::Or => format!("({x} || {y})"),
             BinOp::Min | BinOp::Mul | BinOp::And => format!("({x} && {y})"),
-            BinOp::Add | BinOp::Sub | BinOp::Xor => format!("({x} != {y})"),
-            // 1 bit: x / 0 is all ones, x / 1 is x; x % 0 is x, x % 1 is 0.
-            BinOp::Div => format!("({y} ? {x} : 1)"),
-            BinOp::Rem => format!("({y} ? 0 : {x})"),
+            BinOp::Add | BinOp::Xor => format!("({x} != {y})"),
             // Not defined on pred (refused above).
-            BinOp::Pow | BinOp::Atan2 | BinOp::Shl | BinOp::ShrA | BinOp::ShrL => undefined(),
+            BinOp::Sub
+            | BinOp::Div
+            | BinOp::Rem
+            | BinOp::Pow
+            | BinOp::Atan2
+            | BinOp::Shl
+            | BinOp::ShrA
+            | BinOp::ShrL => undefined(),
         };
     }
     let (c, w, n) = (t.c_name(), wrap_ty(t), t.hlo_name());
