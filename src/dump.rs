@@ -92,12 +92,15 @@ pub fn kernel_occupancy(source: &str, threads: i64, grid: i64) -> Result<KernelO
     })
 }
 
-/// Whether a step worked, failed (with why), or was not tried (with why).
+/// Whether a step worked, failed (with why), or was not tried (with why); a verification
+/// may also be undetermined: the kernel's output differs from the reference where the HLO
+/// leaves the value undetermined ([`MapError::Undetermined`]), neither wrong nor verified.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Status {
     Ok(String),
     Failed(String),
     Skipped(String),
+    Undetermined(String),
 }
 
 impl Status {
@@ -106,7 +109,7 @@ impl Status {
     }
     pub fn detail(&self) -> &str {
         match self {
-            Status::Ok(s) | Status::Failed(s) | Status::Skipped(s) => s,
+            Status::Ok(s) | Status::Failed(s) | Status::Skipped(s) | Status::Undetermined(s) => s,
         }
     }
     pub fn word(&self) -> &'static str {
@@ -114,6 +117,7 @@ impl Status {
             Status::Ok(_) => "ok",
             Status::Failed(_) => "failed",
             Status::Skipped(_) => "skipped",
+            Status::Undetermined(_) => "undetermined",
         }
     }
 }
@@ -230,6 +234,8 @@ pub struct Counts {
     /// Of `verified`, those verified at scaled-down shapes (the rest at their own).
     pub verified_scaled: usize,
     pub verify_failed: usize,
+    /// Fusions whose kernels' outputs the HLO leaves undetermined ([`Status::Undetermined`]).
+    pub verify_undetermined: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -258,6 +264,7 @@ impl DumpReport {
                 c.verified += f.verify.is_ok() as usize;
                 c.verified_scaled += (f.verify.is_ok() && f.verified_scaled.is_some()) as usize;
                 c.verify_failed += matches!(f.verify, Status::Failed(_)) as usize;
+                c.verify_undetermined += matches!(f.verify, Status::Undetermined(_)) as usize;
             }
         }
         DumpReport {
@@ -963,6 +970,7 @@ fn verify_scaled(
         }
         Status::Failed(d) => Status::Failed(format!("{at}: {d}")),
         Status::Skipped(d) => Status::Skipped(format!("{skipped}; {at}: {d}")),
+        Status::Undetermined(d) => Status::Undetermined(format!("{at}: {d}")),
     };
 }
 
@@ -1127,6 +1135,7 @@ fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
         // One reference run shared by both checks.
         let also_c = r.emit_cpu.is_ok() && opts.verify_c;
         match crate::gpu::cuda_cpu::check_cuda_and_c(spec, &l, also_c) {
+            Err((who, e @ crate::MapError::Undetermined(_))) => Status::Undetermined(format!("{who}: {e}")),
             Err((who, e)) => Status::Failed(format!("{who}: {e}")),
             Ok(bits) if !also_c => Status::Ok(format!(
                 "the CUDA kernel ran on the CPU ({bits}-bit indices); every element matches the reference"

@@ -142,6 +142,11 @@ pub enum MapError {
     Eval(#[from] expr::EvalError),
     #[error("interrupted")]
     Interrupted,
+    /// A kernel's output differs from the reference where the HLO leaves the value
+    /// undetermined (a sum whose order alone may move it, an initial value that is not an
+    /// identity of its reducer): neither wrong nor verified.
+    #[error("{0}")]
+    Undetermined(String),
     #[error("{0}")]
     Other(String),
 }

@@ -1175,6 +1175,51 @@ fn a_dump_with_a_failed_fusion_exits_1_after_its_survey() {
     assert!(o.status.success(), "{}", stdout(&o));
 }
 
+/// A fusion whose kernel differs from the reference only where the HLO leaves the values
+/// undetermined (here a row sum started from 5, not from add's identity: XLA's semantics
+/// leave it undefined, and the row kernel adds 5 once per lane) is counted as undetermined,
+/// not as a failed verification, and `dump` exits 0; the reason is in the report.
+#[test]
+fn a_dump_whose_values_the_hlo_leaves_open_is_undetermined_not_failed() {
+    let text = "HloModule m
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+fused {
+  x = s32[64,1024] parameter(0)
+  five = s32[] constant(5)
+  ROOT s = s32[64] reduce(x, five), dimensions={1}, to_apply=add
+}
+ENTRY main {
+  x = s32[64,1024] parameter(0)
+  ROOT f = s32[64] fusion(x), kind=kInput, calls=fused
+}
+";
+    let file = scratch_file("dump_undetermined", "m.txt", text);
+    let path = file.to_str().expect("a UTF-8 path");
+    let o = run(&["dump", path]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("verify: undetermined (CUDA on the CPU: "),
+        "{out}"
+    );
+    assert!(
+        out.contains("initial value 5 is not an identity of `add`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("0 verified (1 undetermined: the HLO leaves the values that differ open)"),
+        "{out}"
+    );
+    let o = run(&["--json", "-c", &format!("dump \"{path}\"")]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    let j = json_lines(&o);
+    assert_eq!(j[0]["ok"], true, "{}", j[0]);
+}
+
 /// A chain of operands deeper than ixmap follows (`MAX_DEPTH`, 131,072) is an error where
 /// it passes the limit, when the HLO is read: a million chained instructions aborted
 /// `emit` with a stack overflow. Computations that fusions run count their depth (here a

@@ -314,14 +314,14 @@ pub unsafe fn run_verified_against(
         // SAFETY: `buf` holds at least `sizes[k]` initialised bytes.
         let got = unsafe { std::slice::from_raw_parts(buf.as_ptr() as *const u8, sizes[k]) };
         if let Some((i, g, w)) = super::bench::first_mismatch(spec, k, got, want) {
-            let why = match want.why_undetermined(k, i) {
-                Some(why) => format!(": {why}"),
-                None => String::new(),
-            };
-            return Err(err(format!(
-                "output {k} ({}) element {i} (physical offset) is {g} but the reference says {w}{why}",
+            let at = format!(
+                "output {k} ({}) element {i} (physical offset) is {g} but the reference says {w}",
                 t.name
-            )));
+            );
+            return Err(match want.why_undetermined(k, i) {
+                Some(why) => MapError::Undetermined(format!("{at}: {why}")),
+                None => err(at),
+            });
         }
     }
     Ok(())

@@ -24,7 +24,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 mod bound;
-pub use bound::{order_factor, Ball};
+pub use bound::{init_is_harmless, order_factor, Ball, Vague};
 
 /// The known contents of input `k`, element at physical offset `i`: small exact values
 /// (multiples of 1/64 in [-8, 8)) that differ between neighbours and between inputs.

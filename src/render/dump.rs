@@ -11,7 +11,7 @@ fn mark(s: &Status, style: Style) -> String {
     match (s, style) {
         (Status::Ok(_), Style::Ansi) => w.green().to_string(),
         (Status::Failed(_), Style::Ansi) => w.red().to_string(),
-        (Status::Skipped(_), Style::Ansi) => w.yellow().to_string(),
+        (Status::Skipped(_) | Status::Undetermined(_), Style::Ansi) => w.yellow().to_string(),
         _ => w.to_string(),
     }
 }
@@ -19,7 +19,7 @@ fn mark(s: &Status, style: Style) -> String {
 fn status_line(s: &Status, style: Style) -> String {
     match s {
         Status::Ok(d) if d.is_empty() => mark(s, style),
-        Status::Ok(d) | Status::Failed(d) | Status::Skipped(d) => {
+        Status::Ok(d) | Status::Failed(d) | Status::Skipped(d) | Status::Undetermined(d) => {
             format!("{} ({d})", mark(s, style))
         }
     }
@@ -234,6 +234,12 @@ pub fn counts_line(r: &DumpReport) -> String {
         if c.verify_failed > 0 {
             s += &format!(" ({} failed verification)", c.verify_failed);
         }
+        if c.verify_undetermined > 0 {
+            s += &format!(
+                " ({} undetermined: the HLO leaves the values that differ open)",
+                c.verify_undetermined
+            );
+        }
     }
     s
 }
@@ -302,6 +308,7 @@ pub fn json(r: &DumpReport) -> Json {
             "verified": c.verified,
             "verified_scaled": c.verified_scaled,
             "verify_failed": c.verify_failed,
+            "verify_undetermined": c.verify_undetermined,
         },
         "modules": r.modules.iter().map(|m| json!({
             "file": m.file,
@@ -375,6 +382,7 @@ fn cell(s: &Status) -> String {
         Status::Ok(_) => ("#1a7f37", "✓"),
         Status::Failed(_) => ("#cf222e", "✗"),
         Status::Skipped(_) => ("#9a6700", "–"),
+        Status::Undetermined(_) => ("#9a6700", "?"),
     };
     format!(
         "<td title=\"{}\" style=\"color:{color}\">{w}</td>",

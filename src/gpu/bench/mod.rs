@@ -18,7 +18,7 @@ pub mod cuda;
 pub mod gemm;
 pub mod measure;
 
-use super::reference::{matches, read_scalar, Reference, Scalar};
+use super::reference::{matches, read_scalar, Reference, Scalar, Vague};
 use super::spec::{Body, ElemType, KernelSpec, Root};
 use crate::MapError;
 
@@ -320,18 +320,52 @@ impl<'a> Expected<'a> {
 }
 
 impl Expected<'_> {
-    /// Why element `i` of output `k` cannot be checked against one reference, where a sum
-    /// whose order alone may move it without useful bound feeds it (16-bit accumulation of
-    /// many terms: the reference's order and the kernel's are both correct), else `None`.
+    /// Why element `i` of output `k` cannot be checked against one reference, where the HLO
+    /// leaves it undetermined ([`Vague`]): a sum whose order alone may move it without
+    /// useful bound feeds it (16-bit accumulation of many terms: the reference's order and
+    /// the kernel's are both correct), or a reduction whose initial value is not an
+    /// identity of its reducer; else `None`.
     pub fn why_undetermined(&self, k: usize, i: usize) -> Option<String> {
         let r = self.interpreter()?;
-        let (n, t) = r.output_ball(k, i).ok()??.vague?;
-        let factor = super::reference::order_factor(n, t);
-        Some(format!(
-            "it depends on a sum of {n} terms accumulated in {}, which the reference adds in one order and the kernel in another; in {} the order alone may move such a sum by {factor:.3} times the sum of its terms' magnitudes, so no check against one order can tell a correct kernel from a wrong one here",
-            t.hlo_name(),
-            t.hlo_name()
-        ))
+        Some(match r.output_ball(k, i).ok()??.vague? {
+            Vague::Order { n, t } => {
+                let factor = super::reference::order_factor(n, t);
+                // the bound past 1 only says "as much as the terms' magnitudes": a stalled
+                // sum is off by nearly all of them, and none by much more
+                let factor = if factor < 1000.0 {
+                    format!("{factor:.3}")
+                } else {
+                    format!("{factor:.3e}")
+                };
+                format!(
+                    "it depends on a sum of {n} terms accumulated in {}, which the reference adds in one order and the kernel in another; in {} the order alone may move such a sum by as much as the sum of its terms' magnitudes (the any-order bound is {factor} times it), so no check against one order can tell a correct kernel from a wrong one here",
+                    t.hlo_name(),
+                    t.hlo_name()
+                )
+            }
+            Vague::Init { op, init, t } => format!(
+                "it depends on a reduction whose initial value {} is not an identity of `{}`, which XLA's semantics leave undefined: the reference applies it once, and the kernel, as XLA's GPU kernels do, once for each partial result it starts; with {} as the initial value the check can decide",
+                if t == ElemType::Pred {
+                    (init != 0.0).to_string()
+                } else {
+                    Scalar::from_f64(t, init).to_string()
+                },
+                op.hlo_name(),
+                identity_text(op, t)
+            ),
+        })
+    }
+}
+
+/// The identity of a reducer whose initial value can be wrong ([`Vague::Init`]), as HLO
+/// writes it.
+fn identity_text(op: super::spec::BinOp, t: ElemType) -> &'static str {
+    use super::spec::BinOp;
+    match (op, t) {
+        (BinOp::Mul, _) => "1",
+        (_, ElemType::Pred) => "false",
+        (_, t) if t.is_float() => "0 (or -0)",
+        _ => "0",
     }
 }
 
@@ -355,14 +389,14 @@ impl std::ops::Deref for Expected<'_> {
 pub fn verify(spec: &KernelSpec, out: &[u8], want: &Expected) -> Result<(), MapError> {
     match first_mismatch(spec, 0, out, want) {
         None => Ok(()),
-        Some((i, got, w)) => Err(MapError::Other(match want.why_undetermined(0, i) {
-            Some(why) => format!(
+        Some((i, got, w)) => Err(match want.why_undetermined(0, i) {
+            Some(why) => MapError::Undetermined(format!(
                 "output element {i} (physical offset) is {got} but the reference says {w}: {why}; unverified, so it has no timing"
-            ),
-            None => format!(
+            )),
+            None => MapError::Other(format!(
                 "output element {i} (physical offset) is {got} but the reference says {w}: the kernel is wrong, so it has no timing"
-            ),
-        })),
+            )),
+        }),
     }
 }
 

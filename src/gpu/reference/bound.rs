@@ -51,11 +51,41 @@ use std::collections::HashMap;
 pub struct Ball {
     pub v: Scalar,
     pub r: f64,
-    /// A float sum this value depends on whose order alone may move it by as much as the
-    /// sum of its terms' magnitudes (`(1 + u)^(n-1) - 1 >= 1`: 16-bit accumulation of
-    /// hundreds of terms): its number of terms and accumulation type. Where it is set, two
-    /// correct kernels summing in different orders may disagree without bound.
-    pub vague: Option<(f64, ElemType)>,
+    /// Why two correct kernels may disagree on this value without bound, where they may
+    /// (then no check against one reference can tell a wrong kernel from a right one).
+    pub vague: Option<Vague>,
+}
+
+/// What makes a value undetermined by the HLO it comes from.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Vague {
+    /// A float sum whose order alone may move it by as much as the sum of its terms'
+    /// magnitudes (`(1 + u)^(n-1) - 1 >= 1`: 16-bit accumulation of hundreds of terms): its
+    /// number of terms and accumulation type.
+    Order { n: f64, t: ElemType },
+    /// A reduction whose initial value is not an identity of its reducer, which XLA's
+    /// semantics leave undefined: a kernel that starts each of its partial results from
+    /// the initial value (as XLA's GPU kernels do) applies it once per partial result,
+    /// the reference once in all. Reducers that give the same result however often the
+    /// value is applied (`maximum`, `minimum`, `and`, `or`) never make one.
+    Init { op: BinOp, init: f64, t: ElemType },
+}
+
+/// Whether `init` is an identity of `op` on type `t`, or applying it more than once
+/// changes nothing (an idempotent reducer: `max(max(i, a), max(i, b)) = max(i, a, b)`; a
+/// product from 0).
+pub fn init_is_harmless(op: BinOp, init: f64, t: ElemType) -> bool {
+    match op {
+        BinOp::Max | BinOp::Min | BinOp::And | BinOp::Or => true,
+        // on pred, multiply is `and`
+        BinOp::Mul if t == ElemType::Pred => true,
+        // 1 the identity; 0 absorbs every product, however often it is applied
+        BinOp::Mul => init == 1.0 || init == 0.0,
+        // 0 and -0 (the float sum's exact identity) alike; on pred, add is `xor`
+        BinOp::Add | BinOp::Xor => init == 0.0,
+        // not associative: the order of any kernel is its own, whatever the initial value
+        _ => true,
+    }
 }
 
 impl Ball {
@@ -564,7 +594,9 @@ impl Reference<'_> {
         let (mut sum_r, mut max_r, mut partial) = (0.0f64, 0.0f64, 0.0f64);
         let mut prod_mag = mag;
         let mut prod_r = 0.0f64;
-        let mut vague = None;
+        // A value applied once per partial result in a kernel, once in the reference.
+        let mut vague =
+            (!init_is_harmless(op, init, ty)).then_some(Vague::Init { op, init, t: ty });
         self.each_point(map, idx, &mut |at| {
             let t = self.ball(func, at)?;
             vague = vague.or(t.vague);
@@ -597,7 +629,7 @@ impl Reference<'_> {
                 let u = roundoff(ty);
                 let factor = order_factor(n, ty);
                 if factor >= 1.0 {
-                    vague = vague.or(Some((n, ty)));
+                    vague = vague.or(Some(Vague::Order { n, t: ty }));
                 }
                 if op == BinOp::Add {
                     sum_r + factor * mag + u * partial + n * 2.0 * tiny(ty)
@@ -679,6 +711,55 @@ fn logical_index(out: &crate::gpu::spec::Tensor, i: usize) -> Result<Vec<i64>, M
 mod tests {
     use super::super::make_inputs;
     use super::*;
+
+    /// Where the initial value is called harmless, folding terms from it once (the
+    /// reference) and from it once per partial result (a kernel's lanes, combined) agree
+    /// exactly, on integer types where no rounding blurs it; where it is not, they differ.
+    #[test]
+    fn harmless_initial_values_fold_alike_once_or_per_lane() {
+        let mut s = Stream(11);
+        let ops = [
+            BinOp::Add,
+            BinOp::Mul,
+            BinOp::Max,
+            BinOp::Min,
+            BinOp::And,
+            BinOp::Or,
+            BinOp::Xor,
+        ];
+        for t in [ElemType::S32, ElemType::U8, ElemType::Pred] {
+            for op in ops {
+                if !op.accepts(t) {
+                    continue;
+                }
+                for init in [0.0, 1.0, 5.0, -3.0] {
+                    let init = Scalar::from_f64(t, init);
+                    let mut differs = false;
+                    for k in 0..100 {
+                        // any terms, and small odd ones (products that never vanish modulo 2^8; a
+                        // negative float converts to an unsigned 0)
+                        let mut term = || match k % 2 {
+                            0 => s.next(-50.0, 50.0).floor(),
+                            _ => 2.0 * s.next(0.0, 3.0).floor() + 1.0,
+                        };
+                        let xs: Vec<Scalar> = (0..8).map(|_| Scalar::from_f64(t, term())).collect();
+                        let fold = |from: Scalar, xs: &[Scalar]| {
+                            xs.iter().fold(from, |a, &x| binary(op, t, a, x).unwrap())
+                        };
+                        let once = fold(init, &xs);
+                        // four lanes of two terms, each lane from the initial value
+                        let lanes: Vec<Scalar> = xs.chunks(2).map(|c| fold(init, c)).collect();
+                        let per_lane = lanes[1..]
+                            .iter()
+                            .fold(lanes[0], |a, &x| binary(op, t, a, x).unwrap());
+                        differs |= once != per_lane;
+                    }
+                    let harmless = init_is_harmless(op, init.to_f64(t), t);
+                    assert_eq!(!differs, harmless, "{} {t:?} init {init}", op.hlo_name());
+                }
+            }
+        }
+    }
 
     /// A deterministic stream of values in `[lo, hi)`.
     struct Stream(u64);
