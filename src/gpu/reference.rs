@@ -177,6 +177,70 @@ impl std::fmt::Display for Scalar {
     }
 }
 
+/// The element type of every node of `b` (by address), `want` being the type its consumer
+/// reads it as: a node's own type where it has one, else (a bare constant) its consumer's:
+/// a constant under `convert(t)` is of type `t`, one beside another operand of a binary op
+/// or a comparison has that operand's type, as the HLO's typed constant did and as the
+/// emitters read it. (A bare constant once took the output's type wherever it stood: the
+/// `1.5` of `convert(p + 1.5)` to s32 was added as 1.)
+fn assign_types(spec: &KernelSpec, b: &Body, want: ElemType, types: &mut HashMap<usize, ElemType>) {
+    let t = spec.elem_opt(b).unwrap_or(want);
+    types.insert(b as *const Body as usize, t);
+    match b {
+        Body::Unary(op, a) => {
+            // `is-finite` and `bitcast-convert` read another type than they give
+            let at = match op {
+                UnOp::IsFinite | UnOp::BitcastConvert(_) => spec.elem_opt(a).unwrap_or(t),
+                _ => t,
+            };
+            assign_types(spec, a, at, types);
+        }
+        Body::Binary(_, a, c) => {
+            assign_types(spec, a, t, types);
+            assign_types(spec, c, t, types);
+        }
+        Body::Convert(to, a) => assign_types(spec, a, spec.elem_opt(a).unwrap_or(*to), types),
+        Body::Compare(_, a, c) => {
+            let ct = spec.compared_elem(a, c);
+            assign_types(spec, a, ct, types);
+            assign_types(spec, c, ct, types);
+        }
+        Body::Select(p, a, c) => {
+            assign_types(spec, p, ElemType::Pred, types);
+            assign_types(spec, a, t, types);
+            assign_types(spec, c, t, types);
+        }
+        Body::Guard {
+            then, otherwise, ..
+        } => {
+            assign_types(spec, then, t, types);
+            assign_types(spec, otherwise, t, types);
+        }
+        // run-time start indices: integers of their own type
+        Body::DynCall { starts, .. } => {
+            for st in starts {
+                assign_types(spec, st, spec.elem_opt(st).unwrap_or(ElemType::S64), types);
+            }
+        }
+        Body::ReduceTuple { inits, reducer, .. } => {
+            for x in inits.iter().chain(reducer) {
+                assign_types(spec, x, spec.elem_opt(x).unwrap_or(t), types);
+            }
+        }
+        Body::Opaque { args, .. } => {
+            for x in args {
+                assign_types(spec, x, spec.elem_opt(x).unwrap_or(t), types);
+            }
+        }
+        Body::Const(_)
+        | Body::Load { .. }
+        | Body::Call { .. }
+        | Body::Reduce { .. }
+        | Body::Index { .. }
+        | Body::Param(..) => {}
+    }
+}
+
 /// An integer of type `elem`, widened exactly.
 fn wide(elem: ElemType, i: i64) -> i128 {
     if elem == ElemType::U64 {
@@ -457,8 +521,8 @@ impl<'a> Reference<'a> {
         let mut types = HashMap::new();
         for (fi, f) in spec.functions.iter().enumerate() {
             let nd = f.dims.len();
+            assign_types(spec, &f.body, spec.function_elem(fi), &mut types);
             f.body.visit(&mut |b| {
-                types.insert(b as *const Body as usize, spec.elem_of(fi, b));
                 if let Body::Reduce { map, .. } = b {
                     let used: Vec<usize> = (0..nd)
                         .filter(|&i| {
