@@ -323,11 +323,16 @@ impl Expected<'_> {
     /// Why element `i` of output `k` cannot be checked against one reference, where the HLO
     /// leaves it undetermined ([`Vague`]): a sum whose order alone may move it without
     /// useful bound feeds it (16-bit accumulation of many terms: the reference's order and
-    /// the kernel's are both correct), or a reduction whose initial value is not an
-    /// identity of its reducer; else `None`.
+    /// the kernel's are both correct), what follows float sums magnifies their orders'
+    /// difference without bound ([`Reference::unbounded_by_order`]), or a reduction whose
+    /// initial value is not an identity of its reducer; else `None`.
     pub fn why_undetermined(&self, k: usize, i: usize) -> Option<String> {
         let r = self.interpreter()?;
-        Some(match r.output_ball(k, i).ok()??.vague? {
+        let ball = r.output_ball(k, i).ok()??;
+        if ball.vague.is_none() && r.unbounded_by_order(k, i).ok()? {
+            return Some("it depends on float sums that the reference adds in one order and the kernel in another, and what it computes from them magnifies their difference without bound (bounded for one order, it is unbounded across orders, as an rsqrt of a variance that another order may bring near 0 is), so no check against one order can tell a correct kernel from a wrong one here".into());
+        }
+        Some(match ball.vague? {
             Vague::Order { n, t } => {
                 let factor = super::reference::order_factor(n, t);
                 // the bound past 1 only says "as much as the terms' magnitudes": a stalled

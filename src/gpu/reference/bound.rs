@@ -127,6 +127,23 @@ impl Ball {
 pub struct Balls {
     funcs: HashMap<(usize, Vec<i64>), Ball>,
     reductions: HashMap<(usize, Vec<i64>), Ball>,
+    /// Balls computed as if every float sum ran in the reference's order (no order slack),
+    /// to tell whether an unbounded value is unbounded because of the sums' orders alone.
+    fixed_order: bool,
+    /// The tables of the other mode, while this one's are in use.
+    other: (
+        HashMap<(usize, Vec<i64>), Ball>,
+        HashMap<(usize, Vec<i64>), Ball>,
+    ),
+}
+
+impl Balls {
+    /// Switches between the balls with and without the sums' order slack.
+    fn switch(&mut self) {
+        std::mem::swap(&mut self.funcs, &mut self.other.0);
+        std::mem::swap(&mut self.reductions, &mut self.other.1);
+        self.fixed_order = !self.fixed_order;
+    }
 }
 
 /// Entries kept before the tables are dropped and refilled (a bound is computed only for
@@ -627,7 +644,11 @@ impl Reference<'_> {
             }
             BinOp::Add | BinOp::Mul => {
                 let u = roundoff(ty);
-                let factor = order_factor(n, ty);
+                let factor = if self.balls.borrow().fixed_order {
+                    0.0
+                } else {
+                    order_factor(n, ty)
+                };
                 if factor >= 1.0 {
                     vague = vague.or(Some(Vague::Order { n, t: ty }));
                 }
@@ -643,6 +664,22 @@ impl Reference<'_> {
         let mut b = Ball::new(acc, r, &[]);
         b.vague = vague;
         Ok(b)
+    }
+
+    /// Whether element `i` of output `k` is unbounded only because its float sums may run
+    /// in any order: its ball is unbounded, and bounded when every sum runs in the
+    /// reference's order (what follows a sum magnifies the orders' difference without
+    /// limit: an `rsqrt` of a variance that another order may bring to 0).
+    pub fn unbounded_by_order(&self, k: usize, i: usize) -> Result<bool, MapError> {
+        match self.output_ball(k, i)? {
+            Some(b) if b.r.is_infinite() && b.vague.is_none() => {
+                self.balls.borrow_mut().switch();
+                let fixed = self.output_ball(k, i);
+                self.balls.borrow_mut().switch();
+                Ok(fixed?.is_some_and(|f| f.r.is_finite()))
+            }
+            _ => Ok(false),
+        }
     }
 
     /// The ball of element `i` (physical offset) of output `k` (0, then a tuple root's
