@@ -1057,6 +1057,19 @@ fn survey_gemm(g: &crate::gpu::gemm::GemmSpec, opts: &Options, r: &mut FusionRep
 
 fn survey_spec(spec: &KernelSpec, opts: &Options, r: &mut FusionReport) {
     use crate::gpu::launch;
+    // An output with no elements has nothing to compute: no kernel is launched (nor by
+    // XLA), which is not a failure.
+    if spec
+        .outputs()
+        .iter()
+        .all(|t| t.num_elements().is_ok_and(|n| n == 0))
+    {
+        r.launch = Status::Skipped("the output has no elements: nothing to launch".into());
+        r.emit_cuda = Status::Skipped("no launch".into());
+        r.emit_cpu = Status::Skipped("no launch".into());
+        r.verify = Status::Skipped("no elements".into());
+        return;
+    }
     // ixmap's default launch: XLA's rules for an H100 (the kind of card the shared dumps
     // were timed on), as `threads`, `emit` and `bench` use it.
     let l = match launch::choose_default(spec, None, launch::DeviceLimits::H100) {
