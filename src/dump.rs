@@ -1276,10 +1276,24 @@ pub fn survey_file(path: &Path, opts: &Options, times: Option<&KernelTimes>) -> 
         Ok(ws) => ws,
         Err(d) => {
             m.error = Some(format!("{file}: {}", d.render(&text)));
+            m.name = header_name(&text).unwrap_or_default();
             return m;
         }
     };
     survey_workspace(&ws, m, opts, times)
+}
+
+/// The name on a module's `HloModule NAME, ...` line, for a module that did not load.
+fn header_name(text: &str) -> Option<String> {
+    let line = text
+        .lines()
+        .map(str::trim_start)
+        .find(|l| l.starts_with("HloModule "))?;
+    let name = line["HloModule ".len()..]
+        .trim_start()
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .next()?;
+    (!name.is_empty()).then(|| name.to_string())
 }
 
 /// Surveys the module a workspace holds (a file's, or a session's own), into `m`.

@@ -537,18 +537,28 @@ fn check_call(module: &Module, comp: &Computation, id: InstrId) -> Result<(), Di
     if !matches!(ins.opcode.as_str(), "fusion" | "call") {
         return Ok(());
     }
-    let Some(callee) = ins
-        .attrs
-        .calls
-        .as_deref()
-        .or(ins.attrs.to_apply.as_deref())
-        .and_then(|c| module.computation(c))
-    else {
-        return Ok(());
-    };
     let err = |msg: String| {
         Diagnostic::at(format!("`{}` ({}): {msg}", ins.name, ins.opcode), ins.span)
             .with_label("this instruction")
+    };
+    let Some(name) = ins.attrs.calls.as_deref().or(ins.attrs.to_apply.as_deref()) else {
+        return Ok(());
+    };
+    // HLO has no recursion (XLA's verifier refuses a call graph with a cycle): a callee
+    // that calls this computation again, directly or through others, is a cycle.
+    if name == comp.name || calls_reach(module, name, &comp.name) {
+        return Err(err(format!(
+            "`{}` calls `{name}`{}, a cycle: HLO computations cannot call themselves",
+            comp.name,
+            if name == comp.name {
+                String::new()
+            } else {
+                format!(", which calls `{}` again", comp.name)
+            }
+        )));
+    }
+    let Some(callee) = module.computation(name) else {
+        return Ok(());
     };
     let params = callee.parameters();
     if params.len() != ins.operands.len() {
@@ -576,6 +586,78 @@ fn check_call(module: &Module, comp: &Computation, id: InstrId) -> Result<(), Di
             "it is {}, but `{}` returns {root}",
             ins.shape, callee.name
         )));
+    }
+    Ok(())
+}
+
+/// Whether computation `from` calls `target`, directly or through the computations it
+/// calls (fusions' and calls' `calls`, and `to_apply`).
+fn calls_reach(module: &Module, from: &str, target: &str) -> bool {
+    let mut seen: Vec<&str> = vec![];
+    let mut stack = vec![from];
+    while let Some(name) = stack.pop() {
+        if seen.contains(&name) {
+            continue;
+        }
+        seen.push(name);
+        let Some(c) = module.computation(name) else {
+            continue;
+        };
+        for ins in &c.instrs {
+            for callee in [ins.attrs.calls.as_deref(), ins.attrs.to_apply.as_deref()]
+                .into_iter()
+                .flatten()
+            {
+                if callee == target {
+                    return true;
+                }
+                stack.push(callee);
+            }
+        }
+    }
+    false
+}
+
+/// The parameter numbers of a computation's block: each once, from 0 up without a gap
+/// (XLA's parser refuses a repeated number, and its verifier a gap).
+fn check_parameter_numbers(rc: &RawComputation, comp: &Computation) -> Result<(), Diagnostic> {
+    let mut seen: HashMap<i64, &str> = HashMap::new();
+    let params: Vec<&Instr> = comp
+        .instrs
+        .iter()
+        .filter(|i| i.opcode == "parameter")
+        .collect();
+    for ins in &params {
+        let Some(k) = ins.attrs.parameter_number else {
+            continue;
+        };
+        let at = rc
+            .instrs
+            .iter()
+            .find(|r| r.name == ins.name)
+            .map_or(ins.span, |r| r.opcode_span);
+        if let Some(first) = seen.insert(k, &ins.name) {
+            return Err(Diagnostic::at(
+                format!(
+                    "`{}` is parameter({k}) of `{}`, as `{first}` is: each parameter number once",
+                    ins.name, comp.name
+                ),
+                at,
+            ));
+        }
+        if k < 0 || k as usize >= params.len() {
+            return Err(Diagnostic::at(
+                format!(
+                    "`{}` is parameter({k}), but `{}` has {} parameter{}: they are numbered from 0 to {}",
+                    ins.name,
+                    comp.name,
+                    params.len(),
+                    if params.len() == 1 { "" } else { "s" },
+                    params.len() - 1
+                ),
+                at,
+            ));
+        }
     }
     Ok(())
 }
@@ -619,6 +701,7 @@ pub fn build_computation(rc: &RawComputation) -> Result<Computation, Diagnostic>
     for &k in &order {
         check_instr(&comp, ids[k], &rc.instrs[k])?;
     }
+    check_parameter_numbers(rc, &comp)?;
     comp.root = root.unwrap_or(ids[rc.instrs.len() - 1]);
     Ok(comp)
 }
