@@ -36,6 +36,10 @@ fn dims(cx: &Cx) -> GatherDims {
 
 fn check(cx: &Cx) -> Result<(), String> {
     want_operands(cx, 2)?;
+    super::refuse_batching(
+        cx,
+        &["operand_batching_dims", "start_indices_batching_dims"],
+    )?;
     let g = attr(&cx.instr.attrs.gather, "offset_dims", "gather")?;
     let (op, ix, out) = (cx.opd(0), cx.opd(1), cx.out());
     if g.slice_sizes.len() != op.len() {

@@ -311,6 +311,24 @@ pub fn known_empty_if_zero(mut m: IndexingMap) -> IndexingMap {
 
 // ------------------------------------------------------------------ checks shared by families
 
+/// An error where a batched gather or scatter names its batching dimensions (any of
+/// `keys` given and not empty): ixmap reads plain gathers and scatters only. XLA rewrites
+/// batched ones into plain ones before it emits them (the batch index joins the start
+/// indices), so optimized dumps carry the plain form; the attributes must not be ignored,
+/// since they change which elements are read.
+pub fn refuse_batching(cx: &Cx, keys: &[&str]) -> Result<(), String> {
+    for (k, v) in &cx.instr.attrs.other {
+        let empty = v.chars().all(|c| c == '{' || c == '}' || c.is_whitespace());
+        if keys.contains(&k.as_str()) && !empty {
+            return Err(format!(
+                "`{k}={v}`: a batched {} is not supported (XLA rewrites it into a plain one, the batch index joined to the start indices, before emitting it; its optimized dumps carry that form)",
+                cx.instr.opcode
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn want_operands(cx: &Cx, n: usize) -> Result<(), String> {
     if cx.n_operands() != n {
         return Err(format!(

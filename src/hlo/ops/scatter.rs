@@ -95,6 +95,10 @@ fn layout(cx: &Cx) -> Layout {
 }
 
 fn check(cx: &Cx) -> Result<(), String> {
+    super::refuse_batching(
+        cx,
+        &["input_batching_dims", "scatter_indices_batching_dims"],
+    )?;
     let total = cx.n_operands();
     if total < 3 || total % 2 == 0 {
         return Err(format!(
