@@ -41,6 +41,14 @@ pub fn blank_comments(src: &str) -> String {
             i += 1;
             continue;
         }
+        // A block comment (`/*index=5*/`, which the grammar reads) is skipped whole: the
+        // `*//*` of two in a row is no line comment.
+        if c == b'/' && bytes.get(i + 1) == Some(&b'*') {
+            if let Some(end) = src[i + 2..].find("*/") {
+                i += 2 + end + 2;
+                continue;
+            }
+        }
         // `%fusion#2` (an element of a tuple-shaped instruction, as XLA prints operands) is
         // no comment: a `#` right after a name character and before a digit.
         let tuple_ref = c == b'#'
@@ -210,6 +218,17 @@ pub fn parse_map_lit(src: &str) -> Result<MapLit, Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_comments_in_a_row_are_no_line_comment() {
+        let src = "r = f32[5] add(/*index=0*//*x*/p0, p0) // a note\nnext";
+        let clean = blank_comments(src);
+        assert!(clean.starts_with("r = f32[5] add(/*index=0*//*x*/p0, p0) "));
+        assert!(!clean.contains("a note") && clean.ends_with("\nnext"));
+        assert_eq!(clean.len(), src.len());
+        // an unclosed block comment leaves the rest to the grammar, a `//` after it blanked
+        assert_eq!(blank_comments("a /* b // c"), "a /* b     ");
+    }
 
     #[test]
     fn splits_at_newlines_outside_brackets_and_continuations() {
