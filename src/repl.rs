@@ -794,7 +794,7 @@ pub fn run_piped(mut input: impl std::io::BufRead) -> i32 {
         if matches!(statement.trim(), "exit" | "quit" | "exit()" | "quit()") {
             return i32::from(failed);
         }
-        failed |= execute(&mut session, &statement, style, err_color, 1);
+        failed |= execute(&mut session, &statement, style, err_color, start);
     }
     if !pending.trim().is_empty() {
         // Input ended inside a statement: what is wrong with it (an open bracket, a
@@ -851,13 +851,6 @@ fn execute(
     first_line: usize,
 ) -> bool {
     let width = terminal_width();
-    let padded;
-    let input = if first_line > 1 {
-        padded = format!("{}{input}", "\n".repeat(first_line - 1));
-        padded.as_str()
-    } else {
-        input
-    };
     // Lines typed while the statement runs stay queued even when Ctrl-C stops it.
     let _keep = typeahead::KeepOnInterrupt::new();
     let mut failed = false;
@@ -899,7 +892,10 @@ fn execute(
                     said_interrupted = true;
                     eprintln!("interrupted");
                 }
-                Err(d) => eprintln!("{}", paint_error(&d.render(input), err_color)),
+                Err(d) => eprintln!(
+                    "{}",
+                    paint_error(&d.render_from_line(input, first_line), err_color)
+                ),
             }
         }
         if crate::interrupted() {

@@ -324,7 +324,8 @@ fn no_colour_when_not_a_terminal_or_no_color() {
 
 #[test]
 fn malformed_map_gets_line_column_and_the_session_goes_on() {
-    // In the REPL each entry is its own source, so lines count from the entry's first line.
+    // Piped input is a script: an error names the line of the input, as `ixmap run` does
+    // (it said 1:25, the line within the statement, whatever line the statement was on).
     let src = "m = (d0) -> (d0), domain: d0 in [0, 3]\nbad = (d0, d1) -> (d0 + , d1)\ninverse m\n";
     let o = run_stdin(&[], src, &[]);
     // piped input exits 1 when a statement failed, as `ixmap run` does
@@ -335,7 +336,7 @@ fn malformed_map_gets_line_column_and_the_session_goes_on() {
     );
     assert_eq!(
         stderr(&o),
-        "error: expected an expression, found `,`\n --> 1:25\n  |\n1 | bad = (d0, d1) -> (d0 + , d1)\n  |                         ^ unexpected here\n"
+        "error: expected an expression, found `,`\n --> 2:25\n  |\n2 | bad = (d0, d1) -> (d0 + , d1)\n  |                         ^ unexpected here\n"
     );
 }
 

@@ -84,11 +84,19 @@ impl Diagnostic {
 
     /// The diagnostic as text, with the source line and a caret under the span.
     pub fn render(&self, source: &str) -> String {
+        self.render_from_line(source, 1)
+    }
+
+    /// [`Diagnostic::render`] for a `source` that starts on line `first_line` of its input
+    /// (a statement of a script read line by line): the lines shown are the input's.
+    pub fn render_from_line(&self, source: &str, first_line: usize) -> String {
+        let shift = first_line.max(1) - 1;
         let mut out = format!("error: {}", self.message);
         if let Some(span) = self.span {
             let start = span.start.min(source.len());
             let (line, col) = line_col(source, start);
             let line_text = source.lines().nth(line - 1).unwrap_or("");
+            let line = line + shift;
             let width = line.to_string().len();
             let pad = " ".repeat(width);
             // The caret covers the span, clipped to its first line.
@@ -107,7 +115,14 @@ impl Diagnostic {
                 out += &format!(" {label}");
             }
         }
-        if let Some(help) = self.help_text(source) {
+        let help = match self.help_at {
+            Some(at) if shift > 0 => self.help.as_ref().map(|h| {
+                let (l, c) = line_col(source, at);
+                h.replace("{at}", &format!("{}:{c}", l + shift))
+            }),
+            _ => self.help_text(source),
+        };
+        if let Some(help) = help {
             out += &format!("\n  = help: {help}");
         }
         out
