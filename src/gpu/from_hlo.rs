@@ -354,14 +354,73 @@ impl<'a> Builder<'a> {
             .module
             .computation(name)
             .ok_or_else(|| format!("no computation `{name}` (to_apply of `{}`)", ins.name))?;
-        let root = &c.instrs[c.root];
-        BinOp::from_hlo(&root.opcode).ok_or_else(|| {
+        reducer_op(c).ok_or_else(|| {
+            let root = &c.instrs[c.root];
+            let args: Vec<&str> = root
+                .operands
+                .iter()
+                .map(|&o| c.instrs[o].name.as_str())
+                .collect();
             format!(
-                "the reducer `{name}` computes {}; add, multiply, maximum and minimum are emitted",
-                root.opcode
+                "the reducer `{name}` computes {}({}); a reducer that applies one op to its two parameters (add, multiply, maximum, minimum, ...), or computes it in f32 between converts of 16-bit floats, is emitted",
+                root.opcode,
+                args.join(", ")
             )
         })
     }
+}
+
+/// The op a scalar reducer computation applies to its accumulator and value: its root is
+/// `op(p0, p1)` on its two parameters (`op(p1, p0)` too for a commutative op), or a 16-bit
+/// float's `convert(op(convert(p0), convert(p1)))` through f32, which is that op on the
+/// 16-bit type as the kernels compute it (in f32, rounded once to the type). Anything else
+/// (`add(p0, p0)`, `subtract(p1, p0)`, `add(p0, negate(p1))`) is no such op: the reducer
+/// was once recognised by its root's opcode alone, and `add(a, a)` was emitted as a sum.
+fn reducer_op(c: &Computation) -> Option<BinOp> {
+    let params = c.parameters();
+    let [p0, p1] = params[..] else {
+        return None;
+    };
+    let is = |id: InstrId, opcode: &str| c.instrs[id].opcode == opcode;
+    // `op(a, b)` on exactly the two parameters, the accumulator first unless commutative
+    let on_params = |id: InstrId, a: InstrId, b: InstrId| -> Option<BinOp> {
+        let ins = &c.instrs[id];
+        let op = BinOp::from_hlo(&ins.opcode)?;
+        let commutative = matches!(
+            op,
+            BinOp::Add | BinOp::Mul | BinOp::Max | BinOp::Min | BinOp::And | BinOp::Or | BinOp::Xor
+        );
+        match ins.operands[..] {
+            [x, y] if x == a && y == b => Some(op),
+            [x, y] if commutative && x == b && y == a => Some(op),
+            _ => None,
+        }
+    };
+    if let Some(op) = on_params(c.root, p0, p1) {
+        return Some(op);
+    }
+    // convert(op(convert(p0), convert(p1))): 16-bit floats added in f32
+    let root = &c.instrs[c.root];
+    let narrow = c.instrs[p0].shape.elem();
+    if !is(c.root, "convert")
+        || !matches!(narrow, "bf16" | "f16")
+        || root.shape.elem() != narrow
+        || c.instrs[p1].shape.elem() != narrow
+    {
+        return None;
+    }
+    let inner = *root.operands.first()?;
+    if c.instrs[inner].shape.elem() != "f32" {
+        return None;
+    }
+    let widened = |p: InstrId| {
+        c.instrs
+            .iter()
+            .position(|i| i.opcode == "convert" && i.operands == [p] && i.shape.elem() == "f32")
+    };
+    let (w0, w1) = (widened(p0)?, widened(p1)?);
+    on_params(inner, w0, w1)
+        .filter(|op| matches!(op, BinOp::Add | BinOp::Mul | BinOp::Max | BinOp::Min))
 }
 
 /// Why an elementwise op of XLA's that has no emitter is refused.
