@@ -312,6 +312,18 @@ impl<'a> Builder<'a> {
             let max = Body::Binary(BinOp::Max, Box::new(x), Box::new(lo));
             return Ok(Body::Binary(BinOp::Min, Box::new(max), Box::new(hi)));
         }
+        // `real` of a real number is the number, `imag` of it 0 (XLA's semantics define both
+        // on floats); on complex types they are refused below.
+        if let ("real" | "imag", [a0]) = (op, ins.operands.as_slice()) {
+            let t = self.elem_of_id(*a0)?;
+            if t.is_float() {
+                if op == "imag" {
+                    return Ok(Body::Convert(t, Box::new(Body::Const(0.0))));
+                }
+                let m = Self::then(map, &self.op_map(id, 0)?)?;
+                return self.body(*a0, &m, false);
+            }
+        }
         if let Some(why) = elementwise_refusal(op) {
             return Err(format!("`{}`: {why}", ins.name));
         }
