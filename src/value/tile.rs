@@ -239,10 +239,16 @@ pub fn schedules(
 ) -> Table {
     let mut t = Table {
         title: scheds.first().map(|(s, _, _)| {
+            let programs = s
+                .grid
+                .iter()
+                .try_fold(1i64, |a, &g| a.checked_mul(g))
+                .map_or("more than 2^63 programs".to_string(), |n| {
+                    format!("{n} program{}", if n == 1 { "" } else { "s" })
+                });
             format!(
-                "schedules of {what}: a grid of ({}) tiles, {} programs{}",
+                "schedules of {what}: a grid of ({}) tiles, {programs}{}",
                 join(&s.grid),
-                s.grid.iter().product::<i64>(),
                 if s.ksteps.is_empty() {
                     String::new()
                 } else {
@@ -269,6 +275,10 @@ pub fn schedules(
                 .push(vec![String::new(), label.clone(), m.to_string()]);
         }
         t.notes.push(match verdict {
+            Ok(1) => format!(
+                "{}: checked by enumeration: the one program computes the grid's one tile",
+                s.order.name()
+            ),
             Ok(n) => format!(
                 "{}: checked by enumeration: the {n} programs compute every tile of the grid exactly once",
                 s.order.name()
