@@ -169,13 +169,7 @@ fn eval(
                 .and_then(|c| module.computation(c))
                 .ok_or_else(unsupported)?;
             let args: Vec<Tensor> = ins.operands.iter().map(|&o| vals[o][0].clone()).collect();
-            return run_outputs(module, callee, &args).map(|v| {
-                if callee.instrs[callee.root].opcode == "tuple" {
-                    v
-                } else {
-                    v
-                }
-            });
+            return run_outputs(module, callee, &args);
         }
         op if super::ops::family(op).is_some_and(|f| f.name == "elementwise") => {
             for idx in all_indices(&out_dims) {

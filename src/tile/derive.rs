@@ -344,7 +344,10 @@ fn find_split(w: &Work, result_text: &[String]) -> Result<Option<(u32, i64)>, No
     for (e, what) in items {
         let mut atoms = Vec::new();
         div_atoms(e, w, &mut atoms);
-        for (op, num, c) in atoms {
+        // The first remaining division decides: a split that resolves it, or why none
+        // does (every division must resolve, so one that cannot ends the search; the
+        // others are met again once this one is split).
+        if let Some((op, num, c)) = atoms.into_iter().next() {
             let Some(l) = Linear::of(num) else {
                 return Err(NotATile::new(format!("{what} is too large to analyse")));
             };
