@@ -140,10 +140,26 @@ fn eval(
         }
         "constant" => {
             // A scalar, or an array literal read element by element (`{ {5, -4} }`).
+            // Values are tracked as i64 for the indices they may become: a float's value is
+            // never an index (0 stands for it), but an integer that i64 does not hold (a u64
+            // above 2^63) is refused rather than read as 0.
             let lit = a.literal.as_deref().unwrap_or("0");
+            let integer = !matches!(
+                crate::hlo::shape::elem_class(ins.shape.elem()),
+                Some(crate::hlo::shape::ElemClass::Float | crate::hlo::shape::ElemClass::Complex)
+            );
             for idx in all_indices(&out_dims) {
                 let f = out.flat(&idx);
-                out.data[f].val = crate::hlo::rtvar::literal_at(lit, &idx).unwrap_or(0);
+                out.data[f].val = match crate::hlo::rtvar::literal_at(lit, &idx) {
+                    Some(v) => v,
+                    None if !integer => 0,
+                    None => {
+                        return Err(Unsupported(format!(
+                            "the interpreter does not read `{}`'s literal {lit} at {idx:?} as a 64-bit signed integer",
+                            ins.name
+                        )))
+                    }
+                };
             }
         }
         "iota" => {
