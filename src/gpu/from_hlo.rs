@@ -85,11 +85,14 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
+    /// Whether instruction `id` gets a function of its own: it is read more than once,
+    /// by several users or several times by one (`add(x, x)`). Counting the reads, not
+    /// the distinct users, keeps every body a tree over a DAG of functions: a chain of
+    /// `n_i = add(n_{i-1}, n_{i-1})` inlined would be 2^depth nodes.
     fn is_partition_root(&self, id: InstrId) -> bool {
-        let mut u = self.users[id].clone();
-        u.sort_unstable();
-        u.dedup();
-        u.len() > 1 && self.input_of[id].is_none() && self.comp.instrs[id].opcode != "constant"
+        self.users[id].len() > 1
+            && self.input_of[id].is_none()
+            && self.comp.instrs[id].opcode != "constant"
     }
 
     /// The function computing instruction `id` at its own index.

@@ -7,6 +7,7 @@ use crate::expr::Expr;
 use crate::interval::{range_of, Interval};
 use crate::map::{IndexingMap, Variable};
 use crate::MapError;
+use std::collections::{HashMap, HashSet};
 
 /// `ctx` then `map`, by substitution: the variables are `ctx`'s, then `map`'s range variables
 /// (renamed when they clash). Results are not canonicalized (this is the naive form).
@@ -331,11 +332,13 @@ pub fn reads_broadcast_along_rows(spec: &KernelSpec) -> Result<bool, MapError> {
     let Some(lm) = rows_of(spec)? else {
         return Ok(false);
     };
+    // `seen`: the calls walked already, each of which found nothing (else the walk ended).
     fn walk(
         spec: &KernelSpec,
         b: &Body,
         ctx: &IndexingMap,
         depth: usize,
+        seen: &mut HashSet<(usize, IndexingMap)>,
     ) -> Result<bool, MapError> {
         if depth > spec.functions.len() + 64 {
             return Err(MapError::Other(
@@ -358,14 +361,19 @@ pub fn reads_broadcast_along_rows(spec: &KernelSpec) -> Result<bool, MapError> {
                     return Ok(true);
                 }
             } else if let Some(f) = func.and_then(|f| spec.functions.get(f)) {
-                if walk(spec, &f.body, &at, depth + 1)? {
+                let key = (func.unwrap_or(0), at);
+                if seen.contains(&key) {
+                    continue;
+                }
+                if walk(spec, &f.body, &key.1, depth + 1, seen)? {
                     return Ok(true);
                 }
+                seen.insert(key);
             }
         }
         Ok(false)
     }
-    walk(spec, &spec.functions[0].body, &lm, 0)
+    walk(spec, &spec.functions[0].body, &lm, 0, &mut HashSet::new())
 }
 
 /// Whether `spec` suits [`Strategy::RowNormalization`] ([`rows_of`]).
@@ -398,6 +406,20 @@ fn walk_reductions(
     depth: usize,
     at_reduce: &mut dyn FnMut(&IndexingMap, &IndexingMap) -> Result<Option<IndexingMap>, MapError>,
 ) -> Result<bool, MapError> {
+    walk_reductions_memo(spec, b, ctx, depth, at_reduce, &mut HashMap::new())
+}
+
+/// [`walk_reductions`], with the calls walked so far: a function called again at the same
+/// index gives the same answer (the callers' `at_reduce` only mark), and walking it again
+/// would make the walk exponential in the depth of shared functions (threefry's rounds).
+fn walk_reductions_memo(
+    spec: &KernelSpec,
+    b: &Body,
+    ctx: &IndexingMap,
+    depth: usize,
+    at_reduce: &mut dyn FnMut(&IndexingMap, &IndexingMap) -> Result<Option<IndexingMap>, MapError>,
+    memo: &mut HashMap<(usize, IndexingMap), bool>,
+) -> Result<bool, MapError> {
     if depth > spec.functions.len() + 64 {
         return Ok(false);
     }
@@ -405,8 +427,9 @@ fn walk_reductions(
               at: &mut dyn FnMut(
         &IndexingMap,
         &IndexingMap,
-    ) -> Result<Option<IndexingMap>, MapError>| {
-        walk_reductions(spec, b, ctx, depth + 1, at)
+    ) -> Result<Option<IndexingMap>, MapError>,
+              memo: &mut HashMap<(usize, IndexingMap), bool>| {
+        walk_reductions_memo(spec, b, ctx, depth + 1, at, memo)
     };
     Ok(match b {
         Body::Const(_) | Body::Load { .. } | Body::Index { .. } | Body::Opaque { .. } => true,
@@ -414,14 +437,25 @@ fn walk_reductions(
         Body::Guard { .. } | Body::DynCall { .. } | Body::ReduceTuple { .. } | Body::Param(..) => {
             false
         }
-        Body::Unary(_, a) | Body::Convert(_, a) => go(a, at_reduce)?,
-        Body::Binary(_, a, c) | Body::Compare(_, a, c) => go(a, at_reduce)? && go(c, at_reduce)?,
-        Body::Select(p, a, c) => go(p, at_reduce)? && go(a, at_reduce)? && go(c, at_reduce)?,
+        Body::Unary(_, a) | Body::Convert(_, a) => go(a, at_reduce, memo)?,
+        Body::Binary(_, a, c) | Body::Compare(_, a, c) => {
+            go(a, at_reduce, memo)? && go(c, at_reduce, memo)?
+        }
+        Body::Select(p, a, c) => {
+            go(p, at_reduce, memo)? && go(a, at_reduce, memo)? && go(c, at_reduce, memo)?
+        }
         Body::Call { func, map } => {
             let Some(f) = spec.functions.get(*func) else {
                 return Ok(false);
             };
-            walk_reductions(spec, &f.body, &substitute(ctx, map)?, depth + 1, at_reduce)?
+            let at = substitute(ctx, map)?;
+            let key = (*func, at);
+            if let Some(&r) = memo.get(&key) {
+                return Ok(r);
+            }
+            let r = walk_reductions_memo(spec, &f.body, &key.1, depth + 1, at_reduce, memo)?;
+            memo.insert(key, r);
+            r
         }
         Body::Reduce { func, map, .. } => {
             let Some(f) = spec.functions.get(*func) else {
@@ -429,7 +463,9 @@ fn walk_reductions(
             };
             let m = substitute(ctx, map)?;
             match at_reduce(ctx, &m)? {
-                Some(inner) => walk_reductions(spec, &f.body, &inner, depth + 1, at_reduce)?,
+                Some(inner) => {
+                    walk_reductions_memo(spec, &f.body, &inner, depth + 1, at_reduce, memo)?
+                }
                 None => false,
             }
         }

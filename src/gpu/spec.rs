@@ -21,6 +21,7 @@ use crate::expr::Expr;
 use crate::hlo::ops::elementwise;
 use crate::map::{compose, default_vars, IndexingMap, VarKind};
 use crate::MapError;
+use std::collections::HashSet;
 
 /// Element types the emitters and the reference evaluator know: XLA's `pred`, signed and
 /// unsigned integers of 8 to 64 bits, and floats of 16 (`f16`, `bf16`: stored in 16 bits,
@@ -1149,22 +1150,34 @@ impl KernelSpec {
         map: &IndexingMap,
     ) -> Result<Vec<InputAccess>, MapError> {
         let mut out: Vec<InputAccess> = Vec::new();
-        self.walk(func, map, 0, &mut out)?;
+        self.walk(func, map, 0, &mut out, &mut HashSet::new())?;
         out.sort_by_key(|a| a.input);
         Ok(out)
     }
 
+    /// Adds the accesses of function `func` reached through `from_root` to `out`. `done`
+    /// holds the (function, map) pairs walked already: a function called from several
+    /// places at the same index (a DAG of shared instructions, threefry's rounds) adds
+    /// nothing new the second time, and walking it again would make the walk exponential
+    /// in the depth of the sharing.
     fn walk(
         &self,
         func: usize,
         from_root: &IndexingMap,
         depth: usize,
         out: &mut Vec<InputAccess>,
+        done: &mut HashSet<(usize, IndexingMap)>,
     ) -> Result<(), MapError> {
         if depth > self.functions.len() {
             return Err(MapError::Other(
                 "the functions of the kernel call each other in a cycle".into(),
             ));
+        }
+        // Marked when finished, not when started, so that a cycle still recurses into the
+        // depth check above.
+        let key = (func, from_root.clone());
+        if done.contains(&key) {
+            return Ok(());
         }
         let f = self
             .functions
@@ -1188,19 +1201,19 @@ impl KernelSpec {
                     }
                     Body::Call { func, map } | Body::Reduce { func, map, .. } => {
                         let m = compose(from_root, map)?;
-                        self.walk(*func, &m, depth + 1, out)?;
+                        self.walk(*func, &m, depth + 1, out, done)?;
                     }
                     Body::ReduceTuple { funcs, map, .. } => {
                         let m = compose(from_root, map)?;
                         for &func in funcs {
-                            self.walk(func, &m, depth + 1, out)?;
+                            self.walk(func, &m, depth + 1, out, done)?;
                         }
                     }
                     Body::DynCall {
                         func, map, limits, ..
                     } => {
                         let m = compose(from_root, &dyn_call_reach(map, limits))?;
-                        self.walk(*func, &m, depth + 1, out)?;
+                        self.walk(*func, &m, depth + 1, out, done)?;
                     }
                     _ => {}
                 }
@@ -1210,6 +1223,9 @@ impl KernelSpec {
                 err = Some(e);
             }
         });
+        if err.is_none() {
+            done.insert(key);
+        }
         err.map_or(Ok(()), Err)
     }
 

@@ -512,8 +512,18 @@ pub struct BodyWriter<'a> {
     /// in scope wherever a later call of the same function at the same index is written.
     pub inline_calls: bool,
     /// [`BodyWriter::inline_calls`]'s registers, by function and the map from the scope to
-    /// its index.
-    inlined: Vec<(usize, IndexingMap, String)>,
+    /// its index, with the line the callee's body starts at.
+    inlined: Vec<(usize, IndexingMap, String, usize)>,
+    /// Every call written in place, as [`BodyWriter::inline_calls`] does, checking that a
+    /// register is still in scope before it is read again: set where functions share
+    /// callees so deeply ([`deeply_shared`]) that calling `f1`, `f2`, .. would run a
+    /// callee once per path to it, exponentially many (threefry's rounds).
+    share_calls: bool,
+    /// The calls written so far (not in place): function, map from the scope, register
+    /// and the line it was written at. A function called twice at the same index in one
+    /// body (`add(x, x)` with `x` a function) is called once while its register is in
+    /// scope.
+    called: Vec<(usize, IndexingMap, String, usize)>,
     /// Host code: remember each reduction's last value by the index it reduces to, so a row
     /// reduction read by every element of the row (softmax) runs once per row. Needs
     /// [`C_EPOCH`] in the source and an entry point that advances it.
@@ -602,6 +612,46 @@ fn still_in_scope(lines: &[String], from: usize, reg: &str) -> bool {
     true
 }
 
+/// The most call paths [`deeply_shared`] lets a kernel's functions have before calls are
+/// written in place: an ordinary kernel's functions are each reached once or a few times.
+const SHARED_PATHS: u64 = 64;
+
+/// Whether the functions' calls (each distinct function and map once per caller) reach
+/// some function by more than [`SHARED_PATHS`] paths, and more than twice the number of
+/// functions: a chain of rounds each calling the previous two (threefry) doubles the paths
+/// each round, and so would the running time of kernels calling `f1`, `f2`, .. .
+pub fn deeply_shared(spec: &KernelSpec) -> bool {
+    let n = spec.functions.len();
+    let bound = SHARED_PATHS.max(2 * n as u64);
+    // Paths from each function down (the body itself counting one), saturating; `None`
+    // while being computed (a cycle, which the spec never has, counts as not shared).
+    fn paths(spec: &KernelSpec, f: usize, memo: &mut Vec<Option<Option<u64>>>) -> u64 {
+        match memo[f] {
+            Some(Some(p)) => return p,
+            Some(None) => return 1,
+            None => {}
+        }
+        memo[f] = Some(None);
+        let mut sites: Vec<(usize, IndexingMap)> = Vec::new();
+        spec.functions[f].body.visit(&mut |b| {
+            if let Body::Call { func, map } = b {
+                if *func < spec.functions.len() && !sites.iter().any(|(g, m)| g == func && m == map)
+                {
+                    sites.push((*func, map.clone()));
+                }
+            }
+        });
+        let mut p = 1u64;
+        for (g, _) in sites {
+            p = p.saturating_add(paths(spec, g, memo));
+        }
+        memo[f] = Some(Some(p));
+        p
+    }
+    let mut memo = vec![None; n];
+    (0..n).any(|f| paths(spec, f, &mut memo) > bound)
+}
+
 /// Whether function `func`'s body is a variadic reduction that another function also
 /// reduces (another output `#k` of the same reduction, at its own index).
 fn shared_tuple(spec: &KernelSpec, func: usize) -> bool {
@@ -666,6 +716,8 @@ impl<'a> BodyWriter<'a> {
             replaced_at: vec![],
             inline_calls: false,
             inlined: vec![],
+            share_calls: deeply_shared(spec),
+            called: vec![],
             memo: false,
             index_ty: "int64_t",
             cuda: false,
@@ -881,11 +933,12 @@ impl<'a> BodyWriter<'a> {
                     self.func = outer;
                     return x;
                 }
-                if self.inline_calls {
+                if self.inline_calls || self.share_calls {
                     let at = substitute(ctx, map)?;
-                    if let Some((_, _, v)) =
-                        self.inlined.iter().find(|(f, m, _)| f == func && *m == at)
-                    {
+                    let check = self.share_calls && !self.inline_calls;
+                    if let Some((_, _, v, _)) = self.inlined.iter().rev().find(|(f, m, v, from)| {
+                        f == func && *m == at && (!check || still_in_scope(&self.lines, *from, v))
+                    }) {
                         return Ok(v.clone());
                     }
                     let spec = self.spec;
@@ -894,6 +947,7 @@ impl<'a> BodyWriter<'a> {
                         .get(*func)
                         .ok_or_else(|| MapError::Other(format!("no function f{func}")))?
                         .body;
+                    let from = self.lines.len();
                     self.line(format!("// f{func} in place at {}", simplified(&at)));
                     let outer = std::mem::replace(&mut self.func, *func);
                     let x = self.body(callee, &at, params);
@@ -902,11 +956,18 @@ impl<'a> BodyWriter<'a> {
                     let v = self.fresh("t");
                     let ty = types::reg(spec.function_elem(*func));
                     self.line(format!("const {ty} {v} = {x};"));
-                    self.inlined.push((*func, at, v.clone()));
+                    self.inlined.push((*func, at, v.clone(), from));
                     return Ok(v);
                 }
+                let at = substitute(ctx, map)?;
+                if let Some((_, _, v, _)) = self.called.iter().rev().find(|(f, m, v, from)| {
+                    f == func && *m == at && still_in_scope(&self.lines, *from, v)
+                }) {
+                    return Ok(v.clone());
+                }
                 let codes = self.args(ctx, map)?;
-                let shown = simplified(&substitute(ctx, map)?);
+                let shown = simplified(&at);
+                let from = self.lines.len();
                 self.line(format!("// f{func} at {shown}"));
                 let v = self.fresh("t");
                 let ty = types::reg(self.spec.function_elem(*func));
@@ -915,6 +976,7 @@ impl<'a> BodyWriter<'a> {
                     if codes.is_empty() { "" } else { ", " },
                     codes.join(", ")
                 ));
+                self.called.push((*func, at, v.clone(), from));
                 v
             }
             Body::Reduce {
