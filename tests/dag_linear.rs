@@ -179,3 +179,42 @@ fn a_body_walk_counts_each_shared_node_once() {
     // negate), not 2^i.
     assert!(spec.functions.iter().all(|f| walked(&f.body) <= 4));
 }
+
+/// `n_i = add(n_{i-1}, n_{i-1})` 40 deep on f32[8,64], then a row normalization
+/// (`n_40 / sum(n_40)` per row): the row kernels and the coalescing analysis of the rows
+/// keep each shared function's value once per index instead of writing it in place along
+/// every path (2^40 copies; `coalescing` of such a fusion took 100 s and 14 GB).
+#[test]
+fn a_diamond_under_a_row_normalization_stays_linear() {
+    let depth = 40;
+    let mut src = String::from(
+        "addf {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\nrows {\n  n0 = f32[8,64] parameter(0)\n",
+    );
+    for i in 1..=depth {
+        src += &format!("  n{i} = f32[8,64] add(n{}, n{})\n", i - 1, i - 1);
+    }
+    src += &format!(
+        "  z = f32[] constant(0)\n  s = f32[8] reduce(n{depth}, z), dimensions={{1}}, to_apply=addf\n  sb = f32[8,64] broadcast(s), dimensions={{0}}\n  ROOT o = f32[8,64] divide(n{depth}, sb)\n}}\n"
+    );
+    let (spec, instrs) = spec(&src, "rows");
+    assert!(spec.inline_nodes_exceed(ixmap::gpu::spec::INLINE_NODES));
+    use ixmap::gpu::launch::{self, DeviceLimits};
+    let (l, _) = launch::choose_default(&spec, None, DeviceLimits::H100).expect("launch");
+    let report = ixmap::gpu::coalescing::analyse(&spec, &l).expect("coalescing");
+    // the one parameter, read by the sum and by the elements: a few accesses, not 2^40
+    let accesses: usize = report.operands.len();
+    assert!(accesses <= 4, "{accesses} accesses");
+    let cuda = ixmap::gpu::emit::cuda::emit(&spec, &l, false).expect("CUDA");
+    let c = ixmap::gpu::emit::cpu::emit(&spec, false).expect("C");
+    for (what, src) in [("CUDA", &cuda.source), ("C", &c.source)] {
+        let lines = src.lines().count();
+        assert!(
+            lines <= 20 * instrs + 100,
+            "{what}: {lines} lines for {instrs} instructions"
+        );
+    }
+    if has_cxx() {
+        ixmap::gpu::cuda_cpu::check_cuda_and_c(&spec, &l, true)
+            .unwrap_or_else(|(k, e)| panic!("{k}: {e}"));
+    }
+}

@@ -442,6 +442,8 @@ fn row_reads(
         thread,
         done: Vec::new(),
         out: Vec::new(),
+        share_calls: spec.inline_nodes_exceed(super::spec::INLINE_NODES),
+        walked: Default::default(),
     };
     walk.phase(0, &scope, vector, 0)?;
     Ok(walk.out)
@@ -456,6 +458,12 @@ struct RowWalk<'a> {
     /// The reductions written so far: (function, op and init, the row's map).
     done: Vec<(usize, String, IndexingMap)>,
     out: Vec<(usize, IndexingMap, IndexingMap)>,
+    /// Where the emitters keep a called function's value and read it again
+    /// ([`KernelSpec::inline_nodes_exceed`]): each function at each index and phase is
+    /// walked once, as the kernel reads it once (its calls, written in place, would repeat
+    /// exponentially).
+    share_calls: bool,
+    walked: std::collections::HashSet<(usize, IndexingMap, IndexingMap)>,
 }
 
 /// What a phase's body holds, taken out of it before the walk goes on.
@@ -522,6 +530,9 @@ impl RowWalk<'_> {
                 }
                 RowItem::Call(g, map) => {
                     let at = rows::substitute(ctx, &map)?;
+                    if self.share_calls && !self.walked.insert((g, at.clone(), from.clone())) {
+                        continue;
+                    }
                     self.body(g, &at, from, vector, depth + 1)?;
                 }
                 RowItem::Reduce(g, how, map) => {

@@ -566,6 +566,11 @@ impl CmpDir {
     }
 }
 
+/// The body nodes a kernel whose functions were all written in place would have, past
+/// which the row emitters keep a called function's value in a register and read it again
+/// ([`KernelSpec::inline_nodes_exceed`]): ordinary kernels stay far below it and are written as before.
+pub const INLINE_NODES: u64 = 4096;
+
 /// One element's computation inside a function, over the function's index.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Body {
@@ -1272,6 +1277,35 @@ impl KernelSpec {
             .get(func)
             .and_then(|f| self.elem_in(&f.body, 0))
             .unwrap_or(self.output.elem)
+    }
+
+    /// Whether some function, with every call and reduction in it written in place, has
+    /// more than `limit` body nodes: a function read twice by each of a chain of functions
+    /// (`add(x, x)` n deep) doubles the size each level. Linear in the functions' sizes.
+    pub fn inline_nodes_exceed(&self, limit: u64) -> bool {
+        fn size(spec: &KernelSpec, f: usize, memo: &mut Vec<Option<u64>>) -> u64 {
+            if let Some(s) = memo[f] {
+                return s;
+            }
+            memo[f] = Some(1); // a cycle, which a spec never has, counts as one node
+            let mut calls = Vec::new();
+            let mut n = 0u64;
+            spec.functions[f].body.visit(&mut |b| {
+                n += 1;
+                if let Body::Call { func, .. } | Body::Reduce { func, .. } = b {
+                    calls.push(*func);
+                }
+            });
+            for g in calls {
+                if g < spec.functions.len() {
+                    n = n.saturating_add(size(spec, g, memo));
+                }
+            }
+            memo[f] = Some(n);
+            n
+        }
+        let mut memo = vec![None; self.functions.len()];
+        (0..self.functions.len()).any(|f| size(self, f, &mut memo) > limit)
     }
 
     /// The element type of `b`'s value, `None` for a bare constant (and what is made of

@@ -530,6 +530,7 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
     let next_row = (block == 1 && rows_n > 1).then_some(r.bounds);
     let write = |plan: Vec<RowKey>| -> Result<(Rows, BodyWriter, String), MapError> {
         let mut rows = Rows {
+            share_calls: super::inline_size_exceeds(spec),
             spec,
             params: params.clone(),
             hoisted: vec![],
@@ -770,6 +771,10 @@ fn blocked_rows(hoisted: &[Hoisted], rows: Interval, block: i64, elements: &str)
 /// each.
 struct Rows<'a> {
     spec: &'a KernelSpec,
+    /// A called function's value kept in a register and read again where the same call
+    /// recurs in scope ([`super::inline_size_exceeds`]: written in place, its calls would
+    /// repeat exponentially).
+    share_calls: bool,
     params: String,
     hoisted: Vec<Hoisted>,
     done: Vec<(String, String)>,
@@ -1046,6 +1051,14 @@ impl Rows<'_> {
                     if !self.read.contains(&key) {
                         self.read.push(key);
                     }
+                }
+                if self.share_calls {
+                    if let Some(v) = w.reused_call(*func, &inner) {
+                        return Ok(v);
+                    }
+                    let from = w.line_count();
+                    let x = self.expr_t(w, &f.body, &inner, ft)?;
+                    return Ok(w.remember_call(*func, inner, x, from));
                 }
                 self.expr_t(w, &f.body, &inner, ft)?
             }

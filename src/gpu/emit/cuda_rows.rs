@@ -60,6 +60,10 @@ pub fn plan(spec: &KernelSpec, launch: &Launch) -> Result<bool, MapError> {
 /// reductions written so far, by their map from the row, with the register holding each.
 struct Coop<'a> {
     spec: &'a KernelSpec,
+    /// A called function's value kept in a register and read again where the same call
+    /// recurs in scope ([`super::inline_size_exceeds`]: written in place, its calls would
+    /// repeat exponentially).
+    share_calls: bool,
     naive: bool,
     index_ty: &'static str,
     params: String,
@@ -385,14 +389,25 @@ impl<'a> Coop<'a> {
             | Body::Select(..) => elementwise(&mut AtRow { coop: self, w, ctx }, b, t)?,
             Body::Call { func, map } => {
                 let inner = substitute(ctx, map)?;
+                if self.share_calls {
+                    if let Some(v) = w.reused_call(*func, &inner) {
+                        return Ok(v);
+                    }
+                }
                 let f = self
                     .spec
                     .functions
                     .get(*func)
                     .ok_or_else(|| MapError::Other(format!("no function {func}")))?;
+                let from = w.line_count();
                 w.line(format!("// {} at {}", f.name, simplified(&inner)));
                 let ft = self.spec.function_elem(*func);
-                self.expr_t(w, &f.body, &inner, ft)?
+                let x = self.expr_t(w, &f.body, &inner, ft)?;
+                if self.share_calls {
+                    w.remember_call(*func, inner, x, from)
+                } else {
+                    x
+                }
             }
             Body::Reduce {
                 op,
@@ -722,6 +737,7 @@ fn emit_with(
     }
     let past_end = (launched > rows).then(|| format!("r > {}", rows - 1));
     let mut coop = Coop {
+        share_calls: super::inline_size_exceeds(spec),
         spec,
         naive,
         index_ty: ity,

@@ -652,6 +652,12 @@ pub fn deeply_shared(spec: &KernelSpec) -> bool {
     (0..n).any(|f| paths(spec, f, &mut memo) > bound)
 }
 
+/// Whether writing every call of `spec`'s functions in place would write more than
+/// [`super::spec::INLINE_NODES`] body nodes ([`KernelSpec::inline_nodes_exceed`]).
+pub fn inline_size_exceeds(spec: &KernelSpec) -> bool {
+    spec.inline_nodes_exceed(super::spec::INLINE_NODES)
+}
+
 /// Whether function `func`'s body is a variadic reduction that another function also
 /// reduces (another output `#k` of the same reduction, at its own index).
 fn shared_tuple(spec: &KernelSpec, func: usize) -> bool {
@@ -770,6 +776,37 @@ impl<'a> BodyWriter<'a> {
         Ok(Some(
             key_results.into_iter().map(|j| codes[j].clone()).collect(),
         ))
+    }
+
+    /// The register that holds function `func` at `at`, written earlier in this body by
+    /// [`BodyWriter::remember_call`] and still in scope.
+    pub fn reused_call(&self, func: usize, at: &IndexingMap) -> Option<String> {
+        self.called
+            .iter()
+            .rev()
+            .find(|(f, m, v, from)| *f == func && m == at && still_in_scope(&self.lines, *from, v))
+            .map(|(_, _, v, _)| v.clone())
+    }
+
+    /// Writes `value` (function `func` at `at`, whose lines started at line `from`) to a
+    /// register of its own, remembered for [`BodyWriter::reused_call`].
+    pub fn remember_call(
+        &mut self,
+        func: usize,
+        at: IndexingMap,
+        value: String,
+        from: usize,
+    ) -> String {
+        let v = self.fresh("t");
+        let ty = types::reg(self.spec.function_elem(func));
+        self.line(format!("const {ty} {v} = {value};"));
+        self.called.push((func, at, v.clone(), from));
+        v
+    }
+
+    /// How many lines are written so far.
+    pub fn line_count(&self) -> usize {
+        self.lines.len()
     }
 
     fn fresh(&mut self, prefix: &str) -> String {
