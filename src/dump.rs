@@ -1265,6 +1265,7 @@ pub fn survey_file(path: &Path, opts: &Options, times: Option<&KernelTimes>) -> 
     let text = match std::fs::read(path)
         .map_err(|e| e.to_string())
         .and_then(syntax::decode_utf8)
+        .map(syntax::without_bom)
     {
         Ok(t) => t,
         Err(e) => {

@@ -141,7 +141,7 @@ fn cli_main() -> ExitCode {
                 };
                 // Invalid UTF-8: an error with its position; --keep-going goes on with the
                 // next file.
-                let src = match ixmap::syntax::decode_utf8(bytes) {
+                let src = match ixmap::syntax::decode_utf8(bytes).map(ixmap::syntax::without_bom) {
                     Ok(s) => s,
                     Err(e) => {
                         eprintln!("error: {}: {e}", f.display());

@@ -773,6 +773,12 @@ pub fn run_piped(mut input: impl std::io::BufRead) -> i32 {
                 ""
             }
         };
+        // a byte-order mark before the first line is no part of it
+        let line = if n == 1 {
+            line.strip_prefix('\u{feff}').unwrap_or(line)
+        } else {
+            line
+        };
         if pending.is_empty() {
             start = n;
             pending = line.to_string();

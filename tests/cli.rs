@@ -1221,6 +1221,30 @@ ENTRY main {
     assert_eq!(j[0]["ok"], true, "{}", j[0]);
 }
 
+/// A byte-order mark, which Windows editors write first, is no part of a script, a loaded
+/// file, piped input or a dump: each reads as without it (it was refused as an unexpected
+/// invisible token).
+#[test]
+fn a_byte_order_mark_is_no_part_of_the_source() {
+    let script = "\u{feff}m = (d0) -> (d0 * 2), domain: d0 in [0, 3]\nsimplify m\n";
+    let file = scratch_file("bom", "s.ixm", script);
+    let path = file.to_str().expect("a UTF-8 path");
+    let want = "(d0) -> (d0 * 2), domain: d0 in [0, 3]\n(d0) -> (d0 * 2), domain: d0 in [0, 3], is_simplified: true\n";
+    let o = run(&["run", path]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), want);
+    let o = run_stdin(&[], script, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), want);
+    let o = run(&["-c", &format!("load \"{path}\"")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let module = "\u{feff}HloModule m\nfused {\n  p = f32[8] parameter(0)\n  ROOT n = f32[8] negate(p)\n}\nENTRY main {\n  x = f32[8] parameter(0)\n  ROOT f = f32[8] fusion(x), kind=kLoop, calls=fused\n}\n";
+    let file = scratch_file("bom", "m.txt", module);
+    let o = run(&["dump", file.to_str().expect("a UTF-8 path"), "--no-check"]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(stdout(&o).contains("1 module (1 loaded)"), "{}", stdout(&o));
+}
+
 /// A chain of operands deeper than ixmap follows (`MAX_DEPTH`, 131,072) is an error where
 /// it passes the limit, when the HLO is read: a million chained instructions aborted
 /// `emit` with a stack overflow. Computations that fusions run count their depth (here a

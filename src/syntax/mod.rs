@@ -154,10 +154,23 @@ pub fn decode_utf8(bytes: Vec<u8>) -> Result<String, String> {
 }
 
 /// A source file's text: `cannot read PATH: why`, or `PATH: invalid UTF-8 at LINE:COL
-/// (byte 0x..)` naming the place ([`decode_utf8`]).
+/// (byte 0x..)` naming the place ([`decode_utf8`]). A leading byte-order mark, which
+/// Windows editors write, is no part of it ([`without_bom`]).
 pub fn read_source(path: &str) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-    decode_utf8(bytes).map_err(|e| format!("{path}: {e}"))
+    decode_utf8(bytes)
+        .map(without_bom)
+        .map_err(|e| format!("{path}: {e}"))
+}
+
+/// `text` without a leading UTF-8 byte-order mark (U+FEFF): an invisible character that
+/// Windows editors put first, which the parser would refuse as an unexpected token.
+/// (Transcripts keep theirs: `ixmap test --bless` writes a file back as it was.)
+pub fn without_bom(text: String) -> String {
+    match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    }
 }
 
 /// Whether `src` is a complete input: no open bracket, no line ending in `,`, `->` or `:`.
