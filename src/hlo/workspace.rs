@@ -498,11 +498,16 @@ fn infer_shape(
 
 fn check_instr(comp: &Computation, id: InstrId, ri: &RawInstr) -> Result<(), Diagnostic> {
     ops::check(comp, id).map_err(|msg| {
-        Diagnostic::at(
-            format!("`{}` ({}): {msg}", ri.name, ri.opcode),
-            ri.opcode_span,
-        )
-        .with_label("this instruction")
+        // A message that starts by quoting an attribute (`` `key=value`: ..``) points at it.
+        let attr = msg
+            .strip_prefix('`')
+            .and_then(|m| m.split_once('='))
+            .and_then(|(key, _)| ri.attr_spans.iter().find(|(k, _)| k == key));
+        let (span, label) = match attr {
+            Some((_, span)) => (*span, "this attribute"),
+            None => (ri.opcode_span, "this instruction"),
+        };
+        Diagnostic::at(format!("`{}` ({}): {msg}", ri.name, ri.opcode), span).with_label(label)
     })
 }
 
