@@ -568,7 +568,8 @@ impl CmpDir {
 
 /// The body nodes a kernel whose functions were all written in place would have, past
 /// which the row emitters keep a called function's value in a register and read it again
-/// ([`KernelSpec::inline_nodes_exceed`]): ordinary kernels stay far below it and are written as before.
+/// ([`KernelSpec::inline_nodes_exceed`]): ordinary kernels stay far below it and are
+/// written as before.
 pub const INLINE_NODES: u64 = 4096;
 
 /// One element's computation inside a function, over the function's index.

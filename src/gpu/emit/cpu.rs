@@ -530,7 +530,7 @@ fn emit_rows(spec: &KernelSpec, name: &str, ty: &str) -> Result<Option<Emitted>,
     let next_row = (block == 1 && rows_n > 1).then_some(r.bounds);
     let write = |plan: Vec<RowKey>| -> Result<(Rows, BodyWriter, String), MapError> {
         let mut rows = Rows {
-            share_calls: super::inline_size_exceeds(spec),
+            share_calls: spec.inline_nodes_exceed(crate::gpu::spec::INLINE_NODES),
             spec,
             params: params.clone(),
             hoisted: vec![],
@@ -772,7 +772,7 @@ fn blocked_rows(hoisted: &[Hoisted], rows: Interval, block: i64, elements: &str)
 struct Rows<'a> {
     spec: &'a KernelSpec,
     /// A called function's value kept in a register and read again where the same call
-    /// recurs in scope ([`super::inline_size_exceeds`]: written in place, its calls would
+    /// recurs in scope ([`KernelSpec::inline_nodes_exceed`]: written in place, its calls would
     /// repeat exponentially).
     share_calls: bool,
     params: String,

@@ -61,7 +61,7 @@ pub fn plan(spec: &KernelSpec, launch: &Launch) -> Result<bool, MapError> {
 struct Coop<'a> {
     spec: &'a KernelSpec,
     /// A called function's value kept in a register and read again where the same call
-    /// recurs in scope ([`super::inline_size_exceeds`]: written in place, its calls would
+    /// recurs in scope ([`KernelSpec::inline_nodes_exceed`]: written in place, its calls would
     /// repeat exponentially).
     share_calls: bool,
     naive: bool,
@@ -737,7 +737,7 @@ fn emit_with(
     }
     let past_end = (launched > rows).then(|| format!("r > {}", rows - 1));
     let mut coop = Coop {
-        share_calls: super::inline_size_exceeds(spec),
+        share_calls: spec.inline_nodes_exceed(crate::gpu::spec::INLINE_NODES),
         spec,
         naive,
         index_ty: ity,

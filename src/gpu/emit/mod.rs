@@ -652,12 +652,6 @@ pub fn deeply_shared(spec: &KernelSpec) -> bool {
     (0..n).any(|f| paths(spec, f, &mut memo) > bound)
 }
 
-/// Whether writing every call of `spec`'s functions in place would write more than
-/// [`super::spec::INLINE_NODES`] body nodes ([`KernelSpec::inline_nodes_exceed`]).
-pub fn inline_size_exceeds(spec: &KernelSpec) -> bool {
-    spec.inline_nodes_exceed(super::spec::INLINE_NODES)
-}
-
 /// Whether function `func`'s body is a variadic reduction that another function also
 /// reduces (another output `#k` of the same reduction, at its own index).
 fn shared_tuple(spec: &KernelSpec, func: usize) -> bool {
