@@ -1435,6 +1435,13 @@ pub fn survey(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_module_that_does_not_load_is_named_from_its_header() {
+        let m = super::header_name("HloModule jit_f, is_scheduled=true\nbad");
+        assert_eq!(m.as_deref(), Some("jit_f"));
+        assert_eq!(super::header_name("  HloModule m\n").as_deref(), Some("m"));
+        assert_eq!(super::header_name("f {\n}\n"), None);
+    }
     use super::*;
 
     #[test]
